@@ -1,0 +1,328 @@
+/*
+ * accel: a lock-free concurrent runtime for multi-tenant nodes.
+ *
+ * A runtime owns a pool of worker threads. A session is one tenant (one
+ * chain/VM of a node): its ops run in FIFO order, one at a time, on the
+ * workers; its priority is a weight that buys a proportional share of the
+ * workers; its memory budget is a hard cap; closing or failing one session
+ * never touches another.
+ *
+ * Error convention: every function that can fail returns an int status,
+ * ACCEL_OK (0) on success or a distinct negative ACCEL_E* code. errno is
+ * never set. A call that fails changes nothing.
+ *
+ * Thread-safety: unless a function says otherwise, every function may be
+ * called from any thread, concurrently with any other function, including
+ * from inside a running op. Threads need no registration: a thread that
+ * calls into the library is registered with liburcu lazily and unregistered
+ * when it exits.
+ *
+ * Progress: the submit, pick and complete paths take no lock. Producers of
+ * one session never wait for each other; a producer waits only when the
+ * session's ring is full and it asked to wait (timeout_ns != ACCEL_NO_WAIT).
+ */
+#ifndef ACCEL_ACCEL_H
+#define ACCEL_ACCEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(ACCEL_BUILDING) && defined(__GNUC__)
+#define ACCEL_API __attribute__((visibility("default")))
+#else
+#define ACCEL_API
+#endif
+
+#define ACCEL_VERSION_MAJOR 0
+#define ACCEL_VERSION_MINOR 1
+#define ACCEL_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------- status */
+
+/* X(name, value, message): the one table behind the codes and
+ * accel_strerror(). */
+#define ACCEL_STATUS_MAP(X)                                                    \
+    X(OK, 0, "success")                                                        \
+    X(EINVAL, -1, "invalid argument")                                          \
+    X(ENOMEM, -2, "out of memory")                                             \
+    X(EEXIST, -3, "a session with this id is already open")                   \
+    X(ENOENT, -4, "no open session with this id")                              \
+    X(ECLOSED, -5, "session is closed")                                        \
+    X(EAGAIN, -6, "queue full (no wait requested)")                            \
+    X(ETIMEDOUT, -7, "timed out")                                              \
+    X(ECANCELED, -8, "operation cancelled")                                    \
+    X(EBUDGET, -9, "session memory budget exceeded")                           \
+    X(ENOBACKEND, -10, "requested backend is not available")                   \
+    X(EDEADLK, -11, "would deadlock: called from inside the session's own op") \
+    X(EBACKEND, -12, "backend failure")
+
+typedef enum accel_status {
+#define ACCEL_STATUS_ENUM_(name, value, msg) ACCEL_##name = (value),
+    ACCEL_STATUS_MAP(ACCEL_STATUS_ENUM_)
+#undef ACCEL_STATUS_ENUM_
+} accel_status;
+
+/* A static, human-readable message for any status; "unknown status" for a
+ * value that is not one. Never NULL. Thread-safe. */
+ACCEL_API const char *accel_strerror(int status);
+
+/* ------------------------------------------------------------ constants */
+
+/* Priorities are weights: any value in ACCEL_PRIORITY_MIN..MAX is valid; 0
+ * means ACCEL_PRIORITY_NORMAL wherever a priority is taken. */
+enum {
+    ACCEL_PRIORITY_LOW = 1,
+    ACCEL_PRIORITY_NORMAL = 5,
+    ACCEL_PRIORITY_HIGH = 10,
+    ACCEL_PRIORITY_CRITICAL = 100,
+    ACCEL_PRIORITY_MIN = 1,
+    ACCEL_PRIORITY_MAX = 1000
+};
+
+typedef enum accel_backend {
+    ACCEL_BACKEND_AUTO = 0, /* CUDA when a device is usable, else CPU */
+    ACCEL_BACKEND_CPU = 1,
+    ACCEL_BACKEND_CUDA = 2
+} accel_backend;
+
+#define ACCEL_ID_MAX 127                 /* bytes, not counting the NUL */
+#define ACCEL_QUEUE_DEPTH_DEFAULT 1024u
+#define ACCEL_QUEUE_DEPTH_MAX (1u << 20) /* after rounding up */
+
+/* accel_session_config.flags */
+#define ACCEL_SESSION_SHARED_DEVICE 0x1u
+
+/* accel_session_close() flags */
+#define ACCEL_CLOSE_DRAIN 0x0u  /* queued ops still run */
+#define ACCEL_CLOSE_CANCEL 0x1u /* queued ops complete with ACCEL_ECLOSED */
+
+/* Timeouts are relative, in nanoseconds. */
+#define ACCEL_NO_WAIT 0
+#define ACCEL_FOREVER (-1)
+
+/* ---------------------------------------------------------------- types */
+
+typedef struct accel_runtime accel_runtime;
+typedef struct accel_session accel_session;
+typedef struct accel_ctx accel_ctx; /* handed to a running op */
+
+/* ------------------------------------------------------------- runtime */
+
+typedef struct accel_runtime_config {
+    unsigned workers; /* worker threads; 0: one per online CPU; max 1024 */
+    /* Short lane (see docs/scheduler.md): this many of the workers only run
+     * sessions whose recent per-op cost is at most short_op_ns, so a short
+     * op's wait does not depend on the longest ops of other sessions.
+     * 0 (default): no short lane. Must be < workers when workers != 0. */
+    unsigned short_lane_workers;
+    uint64_t short_op_ns;  /* 0: 100 us */
+    uint32_t quantum_ops;  /* ops per visit at most; 0: 32 */
+    uint64_t quantum_ns;   /* a visit ends after this much service; 0: 2 ms */
+    int cuda_device;       /* device of the shared CUDA context; default 0 */
+} accel_runtime_config;
+
+/* Creates a runtime with its worker threads.
+ * cfg NULL means all defaults. Returns ACCEL_OK and *out, or
+ * ACCEL_EINVAL (out NULL, out-of-range field), ACCEL_ENOMEM (memory or
+ * threads could not be had). */
+ACCEL_API int accel_runtime_create(const accel_runtime_config *cfg,
+                                   accel_runtime **out);
+
+/* Closes every session with ACCEL_CLOSE_DRAIN (waits for their accepted
+ * ops), joins the workers and frees everything, including sessions whose
+ * handles were never released: every handle of the runtime is invalid
+ * afterwards. Returns ACCEL_OK, ACCEL_EINVAL (rt NULL) or ACCEL_EDEADLK
+ * (called from inside an op of this runtime; nothing is done).
+ * Not to be called twice on one runtime, nor concurrently with other calls
+ * on its sessions (out of contract, like free()). */
+ACCEL_API int accel_runtime_destroy(accel_runtime *rt);
+
+/* The process-wide runtime with default config, created on first use
+ * (thread-safe) and destroyed at process exit. NULL if it could not be
+ * created. Do not pass it to accel_runtime_destroy(). */
+ACCEL_API accel_runtime *accel_runtime_default(void);
+
+/* ------------------------------------------------------------- session */
+
+typedef struct accel_session_config {
+    const char *id;          /* 1..ACCEL_ID_MAX bytes, unique among open
+                                sessions of the runtime; copied */
+    uint32_t priority;       /* weight 1..1000; 0 = ACCEL_PRIORITY_NORMAL */
+    int64_t memory_budget;   /* bytes; 0 = unlimited; < 0 is ACCEL_EINVAL */
+    accel_backend backend;   /* AUTO, CPU or CUDA */
+    int device;              /* device index for CUDA */
+    uint32_t queue_depth;    /* 0 = 1024; rounded up to a power of two;
+                                above ACCEL_QUEUE_DEPTH_MAX is ACCEL_EINVAL */
+    unsigned flags;          /* ACCEL_SESSION_SHARED_DEVICE */
+} accel_session_config;
+
+/* Opens a session and returns a handle to it in *out.
+ * Returns ACCEL_OK; ACCEL_EINVAL (NULL rt/cfg/out/id, empty or overlong id,
+ * priority > 1000, memory_budget < 0, unknown backend or flags, depth above
+ * the maximum); ACCEL_EEXIST (an open session has this id);
+ * ACCEL_ENOBACKEND (CUDA asked for and no usable device, or the CUDA
+ * backend has failed); ACCEL_ENOMEM. */
+ACCEL_API int accel_session_open(accel_runtime *rt,
+                                 const accel_session_config *cfg,
+                                 accel_session **out);
+
+/* Finds the open session with this id and returns a new handle to it.
+ * Lock-free (an RCU read-side lookup).
+ * Returns ACCEL_OK, ACCEL_EINVAL (NULL argument, bad id), ACCEL_ENOENT. */
+ACCEL_API int accel_session_lookup(accel_runtime *rt, const char *id,
+                                   accel_session **out);
+
+/* Handles are counted references to the session object: open and each
+ * successful lookup give one, release drops one. Statistics and the getters
+ * keep working on a closed session until its last release. */
+
+/* Closes the session. ACCEL_CLOSE_DRAIN (0): queued ops still run.
+ * ACCEL_CLOSE_CANCEL: queued ops complete with ACCEL_ECLOSED without
+ * running. Either way: new submits get ACCEL_ECLOSED, submitters blocked on
+ * a full ring wake with ACCEL_ECLOSED, and close returns once every
+ * accepted op of the session has completed and its done callback has
+ * returned. The id is free for a new session as soon as close begins.
+ * Idempotent and safe from many threads (every caller waits). Called from
+ * inside one of the session's own ops it does not wait (the running op and,
+ * with DRAIN, the ops queued behind it complete later). Never affects
+ * another session.
+ * Returns ACCEL_OK, ACCEL_EINVAL (s NULL, unknown flags). */
+ACCEL_API int accel_session_close(accel_session *s, unsigned flags);
+
+/* Drops this handle (closing with DRAIN first if it is the last one and the
+ * session is open). Using a released handle is undefined, as free().
+ * NULL is ignored. */
+ACCEL_API void accel_session_release(accel_session *s);
+
+/* ------------------------------------------------------------------ ops */
+
+/* 0 = success; any other value is the op's error, passed to done. */
+typedef int (*accel_op_fn)(accel_ctx *ctx, void *arg);
+/* Called on a worker thread after fn returned (or instead of fn, with
+ * ACCEL_ECLOSED, when the op was cancelled). May be NULL. */
+typedef void (*accel_done_fn)(void *arg, int status);
+
+typedef struct accel_op {
+    accel_op_fn fn;
+    accel_done_fn done;
+    void *arg;
+} accel_op;
+
+/* Queues op on s. ACCEL_OK: accepted; done(arg, status) will be called
+ * exactly once, with fn's return value, or ACCEL_ECLOSED if the op was
+ * cancelled unrun. Any error: not accepted, done is never called.
+ * A full ring waits up to timeout_ns (backpressure; ACCEL_FOREVER waits
+ * without limit), then ACCEL_EAGAIN (ACCEL_NO_WAIT) or ACCEL_ETIMEDOUT.
+ * queue_depth bounds the ops accepted and not yet started: an op that is
+ * running no longer holds a slot.
+ * Returns also ACCEL_EINVAL (s, op or op->fn NULL; timeout_ns < -1),
+ * ACCEL_ECLOSED (session closing or closed).
+ * Lock-free; wait-free for producers with respect to each other except for
+ * the tail CAS. */
+ACCEL_API int accel_submit(accel_session *s, const accel_op *op,
+                           int64_t timeout_ns);
+
+/* Accepts a prefix of ops[0..n): the ops take their slots with one
+ * reservation per run of free space. ACCEL_OK when all n were accepted,
+ * else the status that stopped it (as accel_submit), with *accepted = how
+ * many were (accepted may be NULL). n == 0 is ACCEL_OK. An op with a NULL
+ * fn stops the batch with ACCEL_EINVAL before it. */
+ACCEL_API int accel_submit_batch(accel_session *s, const accel_op *ops,
+                                 size_t n, int64_t timeout_ns,
+                                 size_t *accepted);
+
+/* Runs fn in the session's order and returns its result (the Go Submit).
+ * timeout_ns bounds only the wait for room in the ring: once accepted, it
+ * waits for the op (arg may live on the caller's stack). Returns fn's
+ * result, ACCEL_ECLOSED (closed before or cancelled before it ran),
+ * ACCEL_EAGAIN, ACCEL_ETIMEDOUT, ACCEL_EINVAL, or ACCEL_EDEADLK from inside
+ * one of the session's own ops. Note fn's own return value may coincide
+ * with a status code; keep op errors positive to tell them apart. */
+ACCEL_API int accel_submit_wait(accel_session *s, accel_op_fn fn, void *arg,
+                                int64_t timeout_ns);
+
+/* Returns once every op accepted before the call has completed and its done
+ * callback has returned: ACCEL_OK, ACCEL_ETIMEDOUT, ACCEL_EINVAL, or
+ * ACCEL_EDEADLK from inside one of the session's own ops. Works on a closed
+ * session too. */
+ACCEL_API int accel_session_sync(accel_session *s, int64_t timeout_ns);
+
+/* --------------------------------------------------------------- budget */
+
+/* Charges bytes to the session's budget (a CAS loop: never over the cap,
+ * never negative). Returns ACCEL_OK, ACCEL_EBUDGET (would pass the cap;
+ * nothing charged), ACCEL_EINVAL (s NULL, bytes < 0), ACCEL_ECLOSED. */
+ACCEL_API int accel_session_reserve(accel_session *s, int64_t bytes);
+/* Refunds bytes. ACCEL_EINVAL if more than used, bytes < 0 or s NULL.
+ * Allowed on a closed session (so owners can give memory back). */
+ACCEL_API int accel_session_unreserve(accel_session *s, int64_t bytes);
+/* Bytes charged now; 0 for NULL. */
+ACCEL_API int64_t accel_session_memory_used(const accel_session *s);
+
+/* -------------------------------------------------------------- getters */
+
+ACCEL_API const char *accel_session_id(const accel_session *s); /* NULL if s NULL */
+ACCEL_API uint32_t accel_session_priority(const accel_session *s); /* 0 if NULL */
+/* Takes effect from the session's next visit. Returns ACCEL_OK,
+ * ACCEL_EINVAL (s NULL, priority > 1000), ACCEL_ECLOSED. 0 = NORMAL. */
+ACCEL_API int accel_session_set_priority(accel_session *s, uint32_t priority);
+/* The backend actually bound (never AUTO); ACCEL_BACKEND_AUTO for NULL. */
+ACCEL_API accel_backend accel_session_backend(const accel_session *s);
+/* true once close has begun (also true for NULL). */
+ACCEL_API bool accel_session_is_closed(const accel_session *s);
+
+typedef struct accel_session_stats {
+    uint64_t submitted;  /* accepted */
+    uint64_t dispatched; /* started (fn called) */
+    uint64_t completed;  /* ran: fn returned 0 */
+    uint64_t failed;     /* ran: fn returned non-zero */
+    uint64_t cancelled;  /* completed with ACCEL_ECLOSED, never ran */
+    uint64_t queued;     /* accepted, not yet started */
+    int64_t memory_used, memory_budget;
+    uint64_t service_ns; /* total time its ops ran (measured per visit) */
+    uint64_t visits;     /* times a worker picked the session */
+    uint32_t priority;
+    /* Scheduler view (docs/scheduler.md): the session's virtual time and
+     * its lag, i.e. how far its received service trails (+) or leads (-)
+     * its weighted share since it was opened, both in ns. */
+    uint64_t vtime_ns;
+    int64_t lag_ns;
+    /* Submit -> start wait, over a sample of the session's ops (see
+     * accel_session_get_stats): percentiles and maximum, in ns. */
+    uint64_t wait_p50_ns, wait_p99_ns, wait_p999_ns, wait_max_ns;
+    uint64_t wait_samples;
+} accel_session_stats;
+
+/* Fills *out with a snapshot (each counter read atomically; the set is not
+ * one atomic snapshot while ops run). Works on a closed session until its
+ * last release. Returns ACCEL_OK or ACCEL_EINVAL (NULL argument). */
+ACCEL_API int accel_session_get_stats(const accel_session *s,
+                                      accel_session_stats *out);
+
+/* ------------------------------------------------------------------ ctx */
+
+/* Valid only during the op it was handed to, on that thread. */
+ACCEL_API accel_session *accel_ctx_session(accel_ctx *ctx);
+
+/* Allocates bytes charged to the session's budget: exactly `bytes` on the
+ * CPU backend (a budget can be filled to the byte); the CUDA backend
+ * charges its allocation granularity (include/accel/cuda.h).
+ * Returns ACCEL_OK and *out, ACCEL_EBUDGET past the cap (nothing charged),
+ * ACCEL_EINVAL (NULL ctx/out, bytes == 0), ACCEL_ENOMEM. Memory not freed
+ * by the op stays charged until accel_ctx_free() from a later op of the
+ * same session; the backend releases what is left when the session is
+ * freed. */
+ACCEL_API int accel_ctx_alloc(accel_ctx *ctx, size_t bytes, void **out);
+/* Frees p (from accel_ctx_alloc of the same session) and refunds its
+ * charge. NULL p is ignored. */
+ACCEL_API void accel_ctx_free(accel_ctx *ctx, void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ACCEL_ACCEL_H */

@@ -1,0 +1,45 @@
+#include "alloc.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Fault injection: relaxed is enough, the tests drive it from one thread. */
+static _Atomic long fail_countdown = -1;
+static _Atomic long alloc_count;
+
+static int should_fail(void)
+{
+    atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed);
+    long c = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+    if (c < 0)
+        return 0;
+    c = atomic_fetch_sub_explicit(&fail_countdown, 1, memory_order_relaxed);
+    return c == 0;
+}
+
+long accel__alloc_fail_after(long k)
+{
+    atomic_store_explicit(&fail_countdown, k, memory_order_relaxed);
+    return atomic_exchange_explicit(&alloc_count, 0, memory_order_relaxed);
+}
+
+void *accel__malloc(size_t n) { return should_fail() ? NULL : malloc(n); }
+
+void *accel__calloc(size_t n, size_t size)
+{
+    return should_fail() ? NULL : calloc(n, size);
+}
+
+void *accel__calloc_aligned(size_t align, size_t n)
+{
+    if (should_fail())
+        return NULL;
+    size_t rounded = (n + align - 1) & ~(align - 1);
+    void *p = aligned_alloc(align, rounded ? rounded : align);
+    if (p)
+        memset(p, 0, rounded ? rounded : align);
+    return p;
+}
+
+void accel__free(void *p) { free(p); }

@@ -1,0 +1,56 @@
+#include "futex.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+bool accel__membarrier_ok;
+
+int accel__futex_wait(_Atomic uint32_t *word, uint32_t expected,
+                      int64_t timeout_ns)
+{
+    struct timespec ts, *tsp = NULL;
+    if (timeout_ns >= 0) {
+        ts.tv_sec = timeout_ns / 1000000000;
+        ts.tv_nsec = timeout_ns % 1000000000;
+        tsp = &ts;
+    }
+    long r = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE,
+                     expected, tsp, NULL, 0);
+    if (r == -1 && errno == ETIMEDOUT)
+        return -1;
+    return 0;
+}
+
+void accel__futex_wake(_Atomic uint32_t *word, int n)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+static pthread_once_t fence_once = PTHREAD_ONCE_INIT;
+
+static void fence_setup(void)
+{
+    long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (q < 0 || !(q & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+        return;
+    if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0,
+                0) != 0)
+        return;
+    accel__membarrier_ok = true;
+}
+
+void accel__fence_init(void) { pthread_once(&fence_once, fence_setup); }
+
+void accel__fence_cold(void)
+{
+    if (accel__membarrier_ok &&
+        syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+        return;
+    atomic_thread_fence(memory_order_seq_cst);
+}

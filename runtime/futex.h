@@ -1,0 +1,42 @@
+/*
+ * Futex wait/wake on a 32-bit atomic word, and the asymmetric fence pair
+ * used wherever a hot path must not lose a wake-up to a sleeper.
+ *
+ * Asymmetric Dekker: a hot side (producer, consumer) stores X then loads
+ * "someone waits" W; a cold side (a thread about to sleep) stores W then
+ * loads X. Both need a full fence between their store and load, or both can
+ * miss. With membarrier(PRIVATE_EXPEDITED) the cold side pays for both:
+ * accel__fence_cold() makes every running thread of the process execute a
+ * full barrier, so accel__fence_hot() only has to stop the compiler (the
+ * scheme liburcu's memb flavour uses for its readers). Where membarrier is
+ * missing both become seq_cst fences.
+ */
+#ifndef ACCEL_RUNTIME_FUTEX_H
+#define ACCEL_RUNTIME_FUTEX_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Sleeps while *word == expected, at most timeout_ns (< 0: no limit).
+ * Returns 0 when woken or the word differed, -1 on timeout. Spurious
+ * returns are possible: callers re-check their condition. */
+int accel__futex_wait(_Atomic uint32_t *word, uint32_t expected,
+                      int64_t timeout_ns);
+/* Wakes up to n sleepers on word (n = INT32_MAX for all). */
+void accel__futex_wake(_Atomic uint32_t *word, int n);
+
+extern bool accel__membarrier_ok;
+/* Once per process, before any fence; idempotent. */
+void accel__fence_init(void);
+
+static inline void accel__fence_hot(void)
+{
+    if (__builtin_expect(accel__membarrier_ok, 1))
+        atomic_signal_fence(memory_order_seq_cst); /* compiler only */
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+void accel__fence_cold(void);
+
+#endif

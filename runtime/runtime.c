@@ -1,0 +1,166 @@
+/*
+ * Runtime lifecycle: create, destroy, the process-wide default runtime.
+ * Create and destroy are cold paths and may take the list mutex.
+ */
+
+#include "runtime.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "futex.h"
+#include "rcu.h"
+#include "session.h"
+#include "table.h"
+
+static unsigned online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1u;
+}
+
+void accel__runtime_unlink_session(accel_runtime *rt, accel_session *s)
+{
+    pthread_mutex_lock(&rt->list_lock); /* cold: session teardown */
+    cds_list_del(&s->rt_link);
+    rt->nsessions--;
+    pthread_mutex_unlock(&rt->list_lock);
+}
+
+static void runtime_free(accel_runtime *rt)
+{
+    accel__table_destroy(rt->table);
+    accel__sched_destroy(rt->sched);
+    if (rt->cuda_state && accel__backend_cuda_ops &&
+        accel__backend_cuda_ops->runtime_fini)
+        accel__backend_cuda_ops->runtime_fini(rt->cuda_state);
+    pthread_mutex_destroy(&rt->list_lock);
+    accel__free(rt->workers);
+    accel__free(rt);
+}
+
+int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
+{
+    if (!out)
+        return ACCEL_EINVAL;
+    accel_runtime_config c = {0};
+    if (cfg)
+        c = *cfg;
+    if (c.workers > ACCEL__WORKERS_MAX)
+        return ACCEL_EINVAL;
+    if (c.workers == 0)
+        c.workers = online_cpus();
+    if (c.short_lane_workers >= c.workers && c.short_lane_workers != 0)
+        return ACCEL_EINVAL;
+    if (c.short_op_ns == 0)
+        c.short_op_ns = 100000;
+    if (c.quantum_ops == 0)
+        c.quantum_ops = 32;
+    if (c.quantum_ns == 0)
+        c.quantum_ns = 2000000;
+    if (c.cuda_device < 0)
+        return ACCEL_EINVAL;
+
+    accel__fence_init();
+    accel__rcu_register();
+    accel_runtime *rt = accel__calloc_aligned(64, sizeof(*rt));
+    if (!rt)
+        return ACCEL_ENOMEM;
+    rt->cfg = c;
+    rt->cuda_probe = ACCEL_ENOBACKEND;
+    pthread_mutex_init(&rt->list_lock, NULL);
+    CDS_INIT_LIST_HEAD(&rt->sessions);
+    rt->workers = accel__calloc(c.workers, sizeof(accel__worker));
+    rt->table = accel__table_create();
+    accel__sched_config sc = {
+        .workers = c.workers,
+        .short_lane_workers = c.short_lane_workers,
+        .short_op_ns = c.short_op_ns,
+        .quantum_ops = c.quantum_ops,
+        .quantum_ns = c.quantum_ns,
+        .max_entities = ACCEL__SESSIONS_MAX,
+    };
+    if (!rt->workers || !rt->table ||
+        accel__sched_create(&sc, &rt->sched) != ACCEL_OK) {
+        runtime_free(rt);
+        return ACCEL_ENOMEM;
+    }
+    if (accel__backend_cuda_ops && accel__backend_cuda_ops->probe)
+        rt->cuda_probe =
+            accel__backend_cuda_ops->probe(&rt->cuda_state, c.cuda_device);
+    rt->nworkers = c.workers;
+    if (accel__workers_start(rt) != ACCEL_OK) {
+        runtime_free(rt);
+        return ACCEL_ENOMEM;
+    }
+    *out = rt;
+    return ACCEL_OK;
+}
+
+int accel_runtime_destroy(accel_runtime *rt)
+{
+    if (!rt)
+        return ACCEL_EINVAL;
+    if (accel__tls_current)
+        return ACCEL_EDEADLK;
+
+    /* Snapshot every live session with a reference of ours, so none is
+     * reclaimed while we close it. */
+    pthread_mutex_lock(&rt->list_lock);
+    size_t n = 0, cap = rt->nsessions;
+    accel_session **all = cap ? malloc(cap * sizeof(*all)) : NULL;
+    accel_session *s;
+    cds_list_for_each_entry(s, &rt->sessions, rt_link) {
+        uint32_t r = atomic_load_explicit(&s->refs, memory_order_relaxed);
+        while (r != 0 &&
+               !atomic_compare_exchange_weak_explicit(
+                   &s->refs, &r, r + 1, memory_order_relaxed,
+                   memory_order_relaxed))
+            ;
+        if (r != 0 && all)
+            all[n++] = s;
+        else if (r != 0)
+            atomic_fetch_sub_explicit(&s->refs, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&rt->list_lock);
+
+    for (size_t i = 0; i < n; i++)
+        accel_session_close(all[i], ACCEL_CLOSE_DRAIN);
+    accel__workers_stop(rt);
+    /* Every accepted op has completed and no worker runs: wait for the
+     * reclamations already queued, then free what is left, handles or
+     * not. */
+    accel__rcu_barrier();
+    for (size_t i = 0; i < n; i++) {
+        accel__runtime_unlink_session(rt, all[i]);
+        accel__session_free_now(all[i]);
+    }
+    free(all);
+    runtime_free(rt);
+    return ACCEL_OK;
+}
+
+static accel_runtime *default_rt;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+
+static void default_destroy(void)
+{
+    if (default_rt)
+        accel_runtime_destroy(default_rt);
+    default_rt = NULL;
+}
+
+static void default_create(void)
+{
+    if (accel_runtime_create(NULL, &default_rt) == ACCEL_OK)
+        atexit(default_destroy);
+    else
+        default_rt = NULL;
+}
+
+accel_runtime *accel_runtime_default(void)
+{
+    pthread_once(&default_once, default_create);
+    return default_rt;
+}

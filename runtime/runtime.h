@@ -1,0 +1,60 @@
+/* The runtime object: workers, scheduler, session table and list. */
+#ifndef ACCEL_RUNTIME_RUNTIME_H
+#define ACCEL_RUNTIME_RUNTIME_H
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include <urcu/list.h>
+#include <urcu/rculfhash.h>
+
+#include "accel/accel.h"
+#include "backend.h"
+#include "sched.h"
+
+#define ACCEL__WORKERS_MAX 1024u
+#define ACCEL__SESSIONS_MAX (1u << 20)
+
+typedef struct accel__worker {
+    accel_runtime *rt;
+    pthread_t thread;
+    unsigned index;
+    unsigned lane; /* 0 general, 1 short lane */
+} accel__worker;
+
+struct accel_runtime {
+    /* ---- parking (see worker.c) */
+    alignas(64) _Atomic uint32_t idle_workers;
+    _Atomic uint32_t park_seq; /* futex word */
+    _Atomic uint32_t stopping;
+
+    alignas(64) accel__sched *sched;
+    accel_runtime_config cfg;
+    accel__worker *workers;
+    unsigned nworkers;
+    struct cds_lfht *table;
+
+    /* Cold paths only (open, final free, destroy): the list of every
+     * session object not yet freed, so destroy can free the ones whose
+     * handles were never released. */
+    pthread_mutex_t list_lock;
+    struct cds_list_head sessions;
+    unsigned long nsessions;
+
+    void *cuda_state;  /* backend state of CUDA, NULL if not usable */
+    int cuda_probe;    /* ACCEL_OK if CUDA usable */
+};
+
+/* Wakes one parked worker if any is parked. Hot path: a compiler barrier
+ * and a relaxed load when none is parked. */
+void accel__runtime_wake_one(accel_runtime *rt);
+
+int accel__workers_start(accel_runtime *rt);
+void accel__workers_stop(accel_runtime *rt);
+
+/* The session list (cold path, takes list_lock). */
+void accel__runtime_unlink_session(accel_runtime *rt, accel_session *s);
+
+#endif

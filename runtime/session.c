@@ -1,0 +1,352 @@
+/*
+ * Session lifecycle: open, lookup, close, release, reclamation, getters.
+ * See session.h for the state word and the lifetime rules.
+ *
+ * Close protocol (the submit-vs-close handshake):
+ *   1. fetch_or CLOSED into the ring tail. LP of close: a reservation CAS
+ *      ordered before it in tail's modification order was accepted, any
+ *      after it fails with ACCEL_ECLOSED; the value below the bit is the
+ *      final count of accepted ops.
+ *   2. the first closer unpublishes the id from the table (free for reuse
+ *      as soon as close begins) and wakes producers waiting for room.
+ *   3. every closer waits until `finished` reaches that count (the worker's
+ *      [R5] release of finished pairs with [A5] here), unless it runs
+ *      inside one of the session's own ops.
+ */
+
+#include "session.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "clock.h"
+#include "futex.h"
+#include "rcu.h"
+#include "runtime.h"
+#include "table.h"
+
+_Thread_local accel_session *accel__tls_current;
+
+static uint32_t round_pow2(uint32_t v)
+{
+    uint32_t p = 1;
+    while (p < v)
+        p <<= 1;
+    return p;
+}
+
+static int check_id(const char *id, size_t *len)
+{
+    if (!id)
+        return ACCEL_EINVAL;
+    size_t n = strnlen(id, ACCEL_ID_MAX + 1);
+    if (n == 0 || n > ACCEL_ID_MAX)
+        return ACCEL_EINVAL;
+    *len = n;
+    return ACCEL_OK;
+}
+
+static void session_reclaim(struct rcu_head *head)
+{
+    accel_session *s = caa_container_of(head, accel_session, rcu);
+    accel__rcu_reclaim_begin();
+    accel__session_free_now(s);
+}
+
+void accel__session_free_now(accel_session *s)
+{
+    if (s->bops && s->bops->session_free && s->bstate)
+        s->bops->session_free(s->rt->cuda_state, s, s->bstate);
+    accel__waitstat_fini(&s->wait);
+    accel__ring_fini(&s->ring);
+    accel__free(s);
+}
+
+void accel__session_unref(accel_session *s)
+{
+    /* acq_rel: every user's last accesses happen before the reclamation
+     * that the final decrement starts. */
+    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    accel__runtime_unlink_session(s->rt, s);
+    accel__rcu_defer(&s->rcu, session_reclaim);
+}
+
+void accel__session_notify(accel_session *s)
+{
+    /* release: pairs with the acquire load of event in waiters, so that
+     * what changed before the bump is seen after the wake. */
+    atomic_fetch_add_explicit(&s->event, 1, memory_order_release);
+    accel__futex_wake(&s->event, INT_MAX);
+}
+
+void accel__session_kick(accel_session *s)
+{
+    ACCEL__YIELD_POINT();
+    /* [RMW1] acq_rel: orders our published slots before the bit; pairs
+     * with the worker's clear [RMW2] (worker.c). */
+    uint32_t prev = atomic_fetch_or_explicit(&s->state, ACCEL__S_SCHEDULED,
+                                             memory_order_acq_rel);
+    if (prev & ACCEL__S_SCHEDULED)
+        return; /* queued or running: its holder will see our slot */
+    accel__session_ref(s); /* the scheduler's reference */
+    accel__sched_enqueue(s->rt->sched, &s->se, true);
+    accel__runtime_wake_one(s->rt);
+}
+
+int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
+                       accel_session **out)
+{
+    size_t idlen;
+    if (!rt || !cfg || !out || check_id(cfg->id, &idlen) != ACCEL_OK)
+        return ACCEL_EINVAL;
+    uint32_t prio = cfg->priority ? cfg->priority : ACCEL_PRIORITY_NORMAL;
+    if (prio > ACCEL_PRIORITY_MAX || cfg->memory_budget < 0 ||
+        (cfg->flags & ~ACCEL_SESSION_SHARED_DEVICE) ||
+        (unsigned)cfg->backend > ACCEL_BACKEND_CUDA)
+        return ACCEL_EINVAL;
+    uint32_t depth = cfg->queue_depth ? cfg->queue_depth
+                                      : ACCEL_QUEUE_DEPTH_DEFAULT;
+    if (depth > ACCEL_QUEUE_DEPTH_MAX)
+        return ACCEL_EINVAL;
+    depth = round_pow2(depth);
+
+    const accel__backend_ops *bops = &accel__backend_cpu;
+    if (cfg->backend == ACCEL_BACKEND_CUDA ||
+        (cfg->backend == ACCEL_BACKEND_AUTO && rt->cuda_probe == ACCEL_OK)) {
+        if (rt->cuda_probe != ACCEL_OK || !accel__backend_cuda_ops)
+            return ACCEL_ENOBACKEND;
+        bops = accel__backend_cuda_ops;
+    }
+
+    accel_session *s = accel__calloc_aligned(64, sizeof(*s));
+    if (!s)
+        return ACCEL_ENOMEM;
+    int rc = accel__ring_init(&s->ring, depth);
+    if (rc != ACCEL_OK) {
+        accel__free(s);
+        return rc;
+    }
+    s->rt = rt;
+    s->bops = bops;
+    s->backend = bops->kind;
+    s->budget.cap = cfg->memory_budget;
+    atomic_init(&s->priority, prio);
+    atomic_init(&s->refs, 1); /* the handle we return */
+    atomic_init(&s->handles, 1);
+    memcpy(s->id, cfg->id, idlen);
+    s->id_len = idlen;
+    s->hash = accel__table_hash(s->id, idlen);
+    cds_lfht_node_init(&s->table_node);
+    accel__sched_entity_init(rt->sched, &s->se, prio, s);
+
+    rc = bops->session_open(rt->cuda_state, s, cfg->device, prio,
+                            !!(cfg->flags & ACCEL_SESSION_SHARED_DEVICE),
+                            &s->bstate);
+    if (rc != ACCEL_OK) {
+        s->bstate = NULL;
+        accel__session_free_now(s);
+        return rc;
+    }
+
+    /* Cold path: the runtime's list of session objects. */
+    pthread_mutex_lock(&rt->list_lock);
+    if (rt->nsessions >= ACCEL__SESSIONS_MAX) {
+        pthread_mutex_unlock(&rt->list_lock);
+        accel__session_free_now(s);
+        return ACCEL_ENOMEM;
+    }
+    cds_list_add(&s->rt_link, &rt->sessions);
+    rt->nsessions++;
+    pthread_mutex_unlock(&rt->list_lock);
+
+    accel__rcu_read_lock();
+    rc = accel__table_insert(rt->table, s);
+    accel__rcu_read_unlock();
+    if (rc != ACCEL_OK) {
+        accel__runtime_unlink_session(rt, s);
+        accel__session_free_now(s);
+        return rc;
+    }
+    *out = s;
+    return ACCEL_OK;
+}
+
+int accel_session_lookup(accel_runtime *rt, const char *id,
+                         accel_session **out)
+{
+    size_t len;
+    if (!rt || !out || check_id(id, &len) != ACCEL_OK)
+        return ACCEL_EINVAL;
+    int rc = ACCEL_ENOENT;
+    accel__rcu_read_lock();
+    accel_session *s = accel__table_find(rt->table, id, len,
+                                         accel__table_hash(id, len));
+    if (s) {
+        /* Take a ref unless it already dropped to 0 (then the object is
+         * waiting for its grace period). relaxed: the read-side section
+         * keeps the object alive while we try. */
+        uint32_t r = atomic_load_explicit(&s->refs, memory_order_relaxed);
+        while (r != 0 &&
+               !atomic_compare_exchange_weak_explicit(
+                   &s->refs, &r, r + 1, memory_order_relaxed,
+                   memory_order_relaxed))
+            ;
+        if (r != 0) {
+            atomic_fetch_add_explicit(&s->handles, 1, memory_order_relaxed);
+            *out = s;
+            rc = ACCEL_OK;
+        }
+    }
+    accel__rcu_read_unlock();
+    return rc;
+}
+
+/* Waits until pred(s, arg) holds or the deadline passes. The waiter
+ * announces itself in `waiters`, then re-checks after the cold fence:
+ * the hot side (worker, after [R5]/[R2]) loads `waiters` after a hot
+ * fence, so one of the two sees the other (futex.h). */
+int accel__session_wait(accel_session *s,
+                        bool (*pred)(accel_session *, uint64_t), uint64_t arg,
+                        uint64_t deadline)
+{
+    for (;;) {
+        if (pred(s, arg))
+            return ACCEL_OK;
+        /* acquire: pairs with the release bump in accel__session_notify. */
+        uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
+        atomic_fetch_add_explicit(&s->waiters, 1, memory_order_relaxed);
+        accel__fence_cold();
+        bool ok = pred(s, arg);
+        int64_t rem = ok ? 0 : accel__remaining(deadline);
+        if (!ok && rem != 0)
+            accel__futex_wait(&s->event, ev, rem);
+        atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
+        if (ok)
+            return ACCEL_OK;
+        if (rem == 0)
+            return pred(s, arg) ? ACCEL_OK : ACCEL_ETIMEDOUT;
+    }
+}
+
+bool accel__session_finished_reached(accel_session *s, uint64_t target)
+{
+    /* [A5] acquire: pairs with [R5] in the worker; the done callbacks of
+     * the counted ops happen before our return. */
+    return atomic_load_explicit(&s->finished, memory_order_acquire) >= target;
+}
+
+int accel_session_close(accel_session *s, unsigned flags)
+{
+    if (!s || (flags & ~ACCEL_CLOSE_CANCEL))
+        return ACCEL_EINVAL;
+    if (flags & ACCEL_CLOSE_CANCEL)
+        atomic_store_explicit(&s->cancel, 1, memory_order_relaxed);
+    /* LP of close (see the top of this file). relaxed: producers only need
+     * the modification order of tail; waiting orders itself with [A5]. */
+    uint64_t prev = atomic_fetch_or_explicit(&s->tail, ACCEL__RING_CLOSED,
+                                             memory_order_relaxed);
+    uint64_t final = prev & ~ACCEL__RING_CLOSED;
+    atomic_fetch_or_explicit(&s->state, ACCEL__S_CLOSING,
+                             memory_order_relaxed);
+    if (!(prev & ACCEL__RING_CLOSED)) {
+        accel__rcu_read_lock();
+        accel__table_remove(s->rt->table, s);
+        accel__rcu_read_unlock();
+    }
+    accel__session_notify(s); /* producers blocked on a full ring */
+    if (accel__tls_current == s)
+        return ACCEL_OK;
+    return accel__session_wait(s, accel__session_finished_reached, final,
+                               UINT64_MAX);
+}
+
+void accel_session_release(accel_session *s)
+{
+    if (!s)
+        return;
+    /* relaxed: a count only; close and unref order themselves. */
+    if (atomic_fetch_sub_explicit(&s->handles, 1, memory_order_relaxed) == 1 &&
+        !accel_session_is_closed(s))
+        accel_session_close(s, ACCEL_CLOSE_DRAIN);
+    accel__session_unref(s);
+}
+
+const char *accel_session_id(const accel_session *s)
+{
+    return s ? s->id : NULL;
+}
+
+uint32_t accel_session_priority(const accel_session *s)
+{
+    return s ? atomic_load_explicit(&((accel_session *)s)->priority,
+                                    memory_order_relaxed)
+             : 0;
+}
+
+int accel_session_set_priority(accel_session *s, uint32_t priority)
+{
+    if (!s || priority > ACCEL_PRIORITY_MAX)
+        return ACCEL_EINVAL;
+    if (accel_session_is_closed(s))
+        return ACCEL_ECLOSED;
+    if (priority == 0)
+        priority = ACCEL_PRIORITY_NORMAL;
+    /* relaxed: "from the next visit"; a visit reads the weight once. */
+    atomic_store_explicit(&s->priority, priority, memory_order_relaxed);
+    atomic_store_explicit(&s->se.weight, priority, memory_order_relaxed);
+    if (s->bops->set_priority)
+        s->bops->set_priority(s->bstate, priority);
+    return ACCEL_OK;
+}
+
+accel_backend accel_session_backend(const accel_session *s)
+{
+    return s ? s->backend : ACCEL_BACKEND_AUTO;
+}
+
+bool accel_session_is_closed(const accel_session *s)
+{
+    if (!s)
+        return true;
+    return (atomic_load_explicit(&((accel_session *)s)->tail,
+                                 memory_order_relaxed) &
+            ACCEL__RING_CLOSED) != 0;
+}
+
+static uint64_t ld(const _Atomic uint64_t *p)
+{
+    return atomic_load_explicit((_Atomic uint64_t *)p, memory_order_relaxed);
+}
+
+int accel_session_get_stats(const accel_session *cs, accel_session_stats *out)
+{
+    if (!cs || !out)
+        return ACCEL_EINVAL;
+    accel_session *s = (accel_session *)cs;
+    memset(out, 0, sizeof(*out));
+    /* Relaxed snapshots: each counter is exact, the set is not atomic.
+     * Read the completion side first so that queued never underflows. */
+    out->completed = ld(&s->completed);
+    out->failed = ld(&s->failed);
+    out->cancelled = ld(&s->cancelled);
+    out->dispatched = ld(&s->dispatched);
+    uint64_t head = ld(&s->head);
+    uint64_t tail = ld(&s->tail) & ~ACCEL__RING_CLOSED;
+    out->submitted = tail;
+    out->queued = tail > head ? tail - head : 0;
+    out->memory_used = accel__budget_used(&s->budget);
+    out->memory_budget = s->budget.cap;
+    out->service_ns = ld(&s->service_ns);
+    out->visits = ld(&s->visits);
+    out->priority = accel_session_priority(s);
+    out->vtime_ns = accel__sched_vtime_of(s->rt->sched, &s->se);
+    out->lag_ns = accel__sched_lag(s->rt->sched, &s->se);
+    out->wait_samples = ld(&s->wait.samples);
+    out->wait_p50_ns = accel__waitstat_quantile(&s->wait, 0.50);
+    out->wait_p99_ns = accel__waitstat_quantile(&s->wait, 0.99);
+    out->wait_p999_ns = accel__waitstat_quantile(&s->wait, 0.999);
+    out->wait_max_ns = ld(&s->wait.max_ns);
+    return ACCEL_OK;
+}

@@ -1,0 +1,123 @@
+/*
+ * The session object and its state word.
+ *
+ * State word (32 bits, `state`):
+ *
+ *   bit 0  SCHEDULED  the session is in the scheduler or held by a worker;
+ *                     whoever sets it (0 -> 1) must enqueue the session,
+ *                     and the holder is the ring's only consumer
+ *   bit 1  CLOSING    close has begun (mirrors CLOSED in the ring tail)
+ *   bit 2  PENDING    the backend has device work in flight (CUDA): the
+ *                     session stays scheduled to be polled
+ *
+ * No lost wake-up: a producer publishes its slot ([R1]) and then sets
+ * SCHEDULED with an acq_rel RMW; a worker that finds the ring empty clears
+ * SCHEDULED with an acq_rel RMW and then looks at the ring again. The two
+ * RMWs are ordered in the word's modification order: if the producer's
+ * comes first, the worker's clear reads from it and sees the slot (release
+ * sequence); if the worker's comes first, the producer sees the bit clear
+ * and enqueues the session itself. Either way the op is run.
+ *
+ * Lifetime: a session is freed after an RCU grace period once `refs` drops
+ * to 0. Handles hold refs; so does SCHEDULED (taken by whoever sets the
+ * bit, dropped by the worker that clears it), so a session is never freed
+ * while queued or running. Workers hold an RCU read-side section for each
+ * visit, lookups for their table walk.
+ *
+ * Cache lines: the first is shared by producers (tail CAS, state RMW); the
+ * second is the consumer's (head, completion counters, waiter count); the
+ * rest is read-mostly.
+ */
+#ifndef ACCEL_RUNTIME_SESSION_H
+#define ACCEL_RUNTIME_SESSION_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <urcu/list.h>
+#include <urcu/rculfhash.h>
+#include <urcu/urcu-memb.h>
+
+#include "accel/accel.h"
+#include "backend.h"
+#include "budget.h"
+#include "ring.h"
+#include "sched.h"
+#include "waitstat.h"
+
+#define ACCEL__S_SCHEDULED 0x1u
+#define ACCEL__S_CLOSING 0x2u
+#define ACCEL__S_PENDING 0x4u
+
+struct accel_ctx {
+    accel_session *session;
+};
+
+struct accel_session {
+    /* ---- producers' line */
+    alignas(64) _Atomic uint64_t tail; /* ring tail | ACCEL__RING_CLOSED */
+    _Atomic uint32_t state;
+
+    /* ---- consumer's line */
+    alignas(64) _Atomic uint64_t head;
+    _Atomic uint64_t finished;  /* ops whose done callback has returned */
+    _Atomic uint64_t dispatched, completed, failed, cancelled;
+    _Atomic uint64_t service_ns, visits;
+    _Atomic uint32_t waiters;   /* threads sleeping on `event` */
+    _Atomic uint32_t event;     /* futex word, bumped on progress */
+    _Atomic uint32_t cancel;    /* close(CANCEL) began */
+
+    /* ---- read-mostly */
+    alignas(64) accel__ring ring;
+    accel_runtime *rt;
+    const accel__backend_ops *bops;
+    void *bstate;
+    accel_backend backend;
+    accel__budget budget;
+    accel__sched_entity se;
+    _Atomic uint32_t priority;
+    _Atomic uint32_t refs;      /* handles + the scheduler's (SCHEDULED) */
+    _Atomic uint32_t handles;   /* user handles: open, lookups - releases */
+    accel__waitstat wait;
+    unsigned long hash;
+    struct cds_lfht_node table_node;
+    struct cds_list_head rt_link; /* runtime's list; under rt->list_lock */
+    struct rcu_head rcu;
+    size_t id_len;
+    char id[ACCEL_ID_MAX + 1];
+};
+
+/* The running op's session on this thread (NULL outside ops): EDEADLK
+ * checks and close-from-inside. */
+extern _Thread_local accel_session *accel__tls_current;
+
+/* Takes a reference (producer setting SCHEDULED, lookups). */
+static inline void accel__session_ref(accel_session *s)
+{
+    /* relaxed: the caller already holds a ref or an RCU read section. */
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+}
+void accel__session_unref(accel_session *s);
+
+/* Makes the session runnable after its ring got published ops: sets
+ * SCHEDULED and, if it was clear, takes the scheduler's ref, enqueues the
+ * session and wakes a parked worker. Any thread. */
+void accel__session_kick(accel_session *s);
+
+/* Wakes every thread sleeping on the session's event word if any. */
+void accel__session_notify(accel_session *s);
+
+/* Sleeps until pred(s, arg) holds: ACCEL_OK, or ACCEL_ETIMEDOUT once
+ * deadline (accel__deadline()) passed. */
+int accel__session_wait(accel_session *s,
+                        bool (*pred)(accel_session *, uint64_t), uint64_t arg,
+                        uint64_t deadline);
+/* pred for accel__session_wait: finished >= target. */
+bool accel__session_finished_reached(accel_session *s, uint64_t target);
+
+/* Frees a session with no refs left (runtime destroy). */
+void accel__session_free_now(accel_session *s);
+
+#endif

@@ -1,0 +1,201 @@
+/*
+ * Submit paths: submit, batch, submit_wait, sync; budget reservations.
+ *
+ * A submit reserves ring positions (ring.h: one CAS on tail for a run of
+ * free slots), publishes each slot, and kicks the session (session.h:
+ * [RMW1]). With the ring full it sleeps on the session's event word until a
+ * consumer frees a slot ([R2] then a hot fence and a look at `waiters`) or
+ * a close wakes it. No lock anywhere.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "clock.h"
+#include "futex.h"
+#include "session.h"
+
+static bool has_room_or_closed(accel_session *s, uint64_t unused)
+{
+    (void)unused;
+    uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
+    if (t & ACCEL__RING_CLOSED)
+        return true;
+    uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
+    return t - h <= s->ring.mask;
+}
+
+/* The ring was full: wait for room (or close) within the deadline. */
+static int wait_for_room(accel_session *s, int64_t timeout_ns,
+                         uint64_t *deadline)
+{
+    if (timeout_ns == ACCEL_NO_WAIT)
+        return ACCEL_EAGAIN;
+    if (*deadline == 0)
+        *deadline = accel__deadline(timeout_ns);
+    return accel__session_wait(s, has_room_or_closed, 0, *deadline);
+}
+
+/* Publishes ops[0..n), all with a valid fn. */
+static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
+                      int64_t timeout_ns, size_t *accepted)
+{
+    size_t done = 0;
+    uint64_t deadline = 0;
+    int rc = ACCEL_OK;
+    while (done < n) {
+        uint64_t first;
+        int64_t k = accel__ring_reserve(&s->ring, &s->tail, &s->head,
+                                        n - done, &first);
+        if (k < 0) {
+            rc = ACCEL_ECLOSED;
+            break;
+        }
+        if (k == 0) {
+            rc = wait_for_room(s, timeout_ns, &deadline);
+            if (rc != ACCEL_OK)
+                break;
+            continue;
+        }
+        ACCEL__YIELD_POINT(); /* between reserve and publish */
+        for (int64_t i = 0; i < k; i++) {
+            uint64_t pos = first + (uint64_t)i;
+            /* Only sampled positions read the clock (waitstat.h). */
+            uint64_t stamp = (pos % ACCEL__WAIT_SAMPLE) == 0 ? accel__now_ns()
+                                                             : 0;
+            accel__ring_publish(&s->ring, pos, &ops[done + (size_t)i], stamp);
+        }
+        done += (size_t)k;
+        accel__session_kick(s);
+    }
+    if (accepted)
+        *accepted = done;
+    return rc;
+}
+
+int accel_submit(accel_session *s, const accel_op *op, int64_t timeout_ns)
+{
+    if (!s || !op || !op->fn || timeout_ns < ACCEL_FOREVER)
+        return ACCEL_EINVAL;
+    return submit_ops(s, op, 1, timeout_ns, NULL);
+}
+
+int accel_submit_batch(accel_session *s, const accel_op *ops, size_t n,
+                       int64_t timeout_ns, size_t *accepted)
+{
+    if (accepted)
+        *accepted = 0;
+    if (!s || (!ops && n) || timeout_ns < ACCEL_FOREVER)
+        return ACCEL_EINVAL;
+    size_t valid = 0;
+    while (valid < n && ops[valid].fn)
+        valid++;
+    int rc = submit_ops(s, ops, valid, timeout_ns, accepted);
+    if (rc == ACCEL_OK && valid < n)
+        rc = ACCEL_EINVAL;
+    return rc;
+}
+
+typedef struct wait_op {
+    accel_op_fn fn;
+    void *arg;
+    int status;
+    _Atomic uint32_t done;
+} wait_op;
+
+static int wait_op_run(accel_ctx *ctx, void *arg)
+{
+    wait_op *w = arg;
+    return w->fn(ctx, w->arg);
+}
+
+static void wait_op_done(void *arg, int status)
+{
+    wait_op *w = arg;
+    w->status = status;
+    /* [R6] release: publishes status; pairs with [A6]. After this store
+     * the waiter may return and its frame be reused: the wake below uses
+     * the address only as a futex key. */
+    atomic_store_explicit(&w->done, 1, memory_order_release);
+    accel__futex_wake(&w->done, 1);
+}
+
+int accel_submit_wait(accel_session *s, accel_op_fn fn, void *arg,
+                      int64_t timeout_ns)
+{
+    if (!s || !fn || timeout_ns < ACCEL_FOREVER)
+        return ACCEL_EINVAL;
+    if (accel__tls_current == s)
+        return ACCEL_EDEADLK;
+    wait_op w = {.fn = fn, .arg = arg};
+    atomic_init(&w.done, 0);
+    accel_op op = {.fn = wait_op_run, .done = wait_op_done, .arg = &w};
+    int rc = submit_ops(s, &op, 1, timeout_ns, NULL);
+    if (rc != ACCEL_OK)
+        return rc;
+    /* [A6] acquire: pairs with [R6]. */
+    while (!atomic_load_explicit(&w.done, memory_order_acquire))
+        accel__futex_wait(&w.done, 0, -1);
+    return w.status;
+}
+
+int accel_session_sync(accel_session *s, int64_t timeout_ns)
+{
+    if (!s || timeout_ns < ACCEL_FOREVER)
+        return ACCEL_EINVAL;
+    if (accel__tls_current == s)
+        return ACCEL_EDEADLK;
+    uint64_t target = atomic_load_explicit(&s->tail, memory_order_relaxed) &
+                      ~ACCEL__RING_CLOSED;
+    return accel__session_wait(s, accel__session_finished_reached, target,
+                               accel__deadline(timeout_ns));
+}
+
+int accel_session_reserve(accel_session *s, int64_t bytes)
+{
+    if (!s || bytes < 0)
+        return ACCEL_EINVAL;
+    if (accel_session_is_closed(s))
+        return ACCEL_ECLOSED;
+    return accel__budget_charge(&s->budget, bytes);
+}
+
+int accel_session_unreserve(accel_session *s, int64_t bytes)
+{
+    if (!s)
+        return ACCEL_EINVAL;
+    return accel__budget_refund(&s->budget, bytes);
+}
+
+int64_t accel_session_memory_used(const accel_session *s)
+{
+    return s ? accel__budget_used(&s->budget) : 0;
+}
+
+accel_session *accel_ctx_session(accel_ctx *ctx)
+{
+    return ctx ? ctx->session : NULL;
+}
+
+int accel_ctx_alloc(accel_ctx *ctx, size_t bytes, void **out)
+{
+    if (!ctx || !out || bytes == 0 || bytes > INT64_MAX)
+        return ACCEL_EINVAL;
+    accel_session *s = ctx->session;
+    size_t charge = s->bops->alloc_charge(s->bstate, bytes);
+    int rc = accel__budget_charge(&s->budget, (int64_t)charge);
+    if (rc != ACCEL_OK)
+        return rc;
+    rc = s->bops->alloc(s->bstate, ctx, bytes, out);
+    if (rc != ACCEL_OK)
+        (void)accel__budget_refund(&s->budget, (int64_t)charge);
+    return rc;
+}
+
+void accel_ctx_free(accel_ctx *ctx, void *p)
+{
+    if (!ctx || !p)
+        return;
+    accel_session *s = ctx->session;
+    size_t refund = s->bops->free(s->bstate, ctx, p);
+    (void)accel__budget_refund(&s->budget, (int64_t)refund);
+}

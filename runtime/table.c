@@ -1,0 +1,72 @@
+#include "table.h"
+
+#include <string.h>
+
+#include "rcu.h"
+#include "session.h"
+
+struct cds_lfht *accel__table_create(void)
+{
+    accel__rcu_register();
+    return cds_lfht_new_flavor(64, 64, 0,
+                               CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
+                               &urcu_memb_flavor, NULL);
+}
+
+void accel__table_destroy(struct cds_lfht *t)
+{
+    if (t)
+        (void)cds_lfht_destroy(t, NULL);
+}
+
+/* FNV-1a: ids are short; good enough spread for cds_lfht's split order. */
+unsigned long accel__table_hash(const char *id, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)id[i];
+        h *= 1099511628211ull;
+    }
+    return (unsigned long)(h ^ (h >> 29));
+}
+
+typedef struct key {
+    const char *id;
+    size_t len;
+} key;
+
+static int match(struct cds_lfht_node *node, const void *k)
+{
+    const accel_session *s =
+        caa_container_of(node, accel_session, table_node);
+    const key *kk = k;
+    return s->id_len == kk->len && memcmp(s->id, kk->id, kk->len) == 0;
+}
+
+int accel__table_insert(struct cds_lfht *t, accel_session *s)
+{
+    key k = {s->id, s->id_len};
+    ACCEL__TSAN_RELEASE(s); /* publish; pairs with the acquire in find */
+    struct cds_lfht_node *got =
+        cds_lfht_add_unique(t, s->hash, match, &k, &s->table_node);
+    return got == &s->table_node ? ACCEL_OK : ACCEL_EEXIST;
+}
+
+void accel__table_remove(struct cds_lfht *t, accel_session *s)
+{
+    (void)cds_lfht_del(t, &s->table_node);
+}
+
+accel_session *accel__table_find(struct cds_lfht *t, const char *id,
+                                 size_t len, unsigned long hash)
+{
+    key k = {id, len};
+    struct cds_lfht_iter it;
+    cds_lfht_lookup(t, hash, match, &k, &it);
+    struct cds_lfht_node *n = cds_lfht_iter_get_node(&it);
+    if (!n)
+        return NULL;
+    accel_session *s = caa_container_of(n, accel_session, table_node);
+    ACCEL__TSAN_ACQUIRE(s);
+    return s;
+}

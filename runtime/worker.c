@@ -1,0 +1,194 @@
+/*
+ * Worker pool: each worker picks a runnable session from the scheduler,
+ * runs a bounded visit of its ops (it is the ring's only consumer while it
+ * holds SCHEDULED), charges the measured service, and either re-queues the
+ * session or turns it idle. With nothing runnable it parks on a futex.
+ *
+ * Parking without lost wake-ups (asymmetric Dekker, futex.h):
+ *   parker: seq = park_seq; idle_workers++; fence_cold; pick again;
+ *           futex_wait(park_seq, seq)
+ *   waker:  enqueue; fence_hot; if (idle_workers) { park_seq++; wake 1 }
+ * Either the parker's second pick sees the enqueued session, or the waker
+ * sees idle_workers > 0 and its park_seq bump makes the futex_wait return.
+ * An idle runtime's workers sleep in futex_wait: no CPU.
+ *
+ * Each visit runs inside an RCU read-side section, so the session cannot be
+ * reclaimed under a worker that still touches it after its last op.
+ */
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "clock.h"
+#include "futex.h"
+#include "rcu.h"
+#include "runtime.h"
+#include "session.h"
+
+static inline void notify_if_waiting(accel_session *s)
+{
+    accel__fence_hot();
+    /* relaxed: the cold fence on the waiter's side orders it (futex.h). */
+    if (atomic_load_explicit(&s->waiters, memory_order_relaxed))
+        accel__session_notify(s);
+}
+
+static inline void bump(_Atomic uint64_t *c, uint64_t by)
+{
+    /* Counters of the consumer side: concurrent writers are only the
+     * backend's deferred completions, hence an RMW; relaxed, they order
+     * nothing (finished does, [R5]). */
+    atomic_fetch_add_explicit(c, by, memory_order_relaxed);
+}
+
+void accel__op_complete(accel_session *s, const accel_op *op, int status)
+{
+    bump(status == 0 ? &s->completed : &s->failed, 1);
+    if (op->done)
+        op->done(op->arg, status);
+    /* [R5] release: the done callback happens before a closer or syncer
+     * that sees the count; pairs with [A5] in session.c. */
+    atomic_fetch_add_explicit(&s->finished, 1, memory_order_release);
+    notify_if_waiting(s);
+}
+
+static void run_visit(accel_runtime *rt, accel_session *s)
+{
+    accel_ctx ctx = {.session = s};
+    uint32_t budget = accel__sched_visit_ops(rt->sched, &s->se);
+    uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
+    uint32_t n = 0;
+    uint64_t t0 = accel__now_ns();
+
+    while (n < budget && accel__ring_ready(&s->ring, h)) {
+        accel_op op;
+        uint64_t stamp;
+        accel__ring_take(&s->ring, &s->head, h, &op, &stamp);
+        h++;
+        notify_if_waiting(s); /* a producer may be waiting for room */
+        if (stamp)
+            accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
+        accel__tls_current = s;
+        if (atomic_load_explicit(&s->cancel, memory_order_relaxed)) {
+            bump(&s->cancelled, 1);
+            if (op.done)
+                op.done(op.arg, ACCEL_ECLOSED);
+            atomic_fetch_add_explicit(&s->finished, 1,
+                                      memory_order_release); /* [R5] */
+            notify_if_waiting(s);
+        } else {
+            int status;
+            bump(&s->dispatched, 1);
+            if (s->bops->run(s->bstate, &ctx, &op, &status) == 0)
+                accel__op_complete(s, &op, status);
+        }
+        accel__tls_current = NULL;
+        n++;
+    }
+    uint32_t pending = 0;
+    if (s->bops->poll) {
+        accel__tls_current = s;
+        pending = s->bops->poll(s->bstate, s);
+        accel__tls_current = NULL;
+    }
+    uint64_t service = accel__now_ns() - t0;
+    bump(&s->service_ns, service);
+    bump(&s->visits, 1);
+    accel__sched_charge(rt->sched, &s->se, service, n);
+
+    if (pending || accel__ring_ready(&s->ring, h)) {
+        /* More to do: back into the scheduler, still SCHEDULED, keeping
+         * the scheduler's reference. */
+        accel__sched_enqueue(rt->sched, &s->se, false);
+        return;
+    }
+    ACCEL__YIELD_POINT();
+    /* [RMW2] acq_rel: clears SCHEDULED; pairs with [RMW1] (session.h). */
+    atomic_fetch_and_explicit(&s->state, ~ACCEL__S_SCHEDULED,
+                              memory_order_acq_rel);
+    ACCEL__YIELD_POINT();
+    if (accel__ring_ready(&s->ring, h) &&
+        !(atomic_fetch_or_explicit(&s->state, ACCEL__S_SCHEDULED,
+                                   memory_order_acq_rel) &
+          ACCEL__S_SCHEDULED)) {
+        /* A producer published between our last look and the clear, and
+         * we won the bit back: keep our reference and re-queue. */
+        accel__sched_enqueue(rt->sched, &s->se, true);
+        return;
+    }
+    accel__session_unref(s); /* drop the scheduler's reference */
+}
+
+void accel__runtime_wake_one(accel_runtime *rt)
+{
+    accel__fence_hot();
+    /* relaxed: ordered against the parker by the fence pair (above). */
+    if (atomic_load_explicit(&rt->idle_workers, memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&rt->park_seq, 1, memory_order_release);
+        accel__futex_wake(&rt->park_seq, 1);
+    }
+}
+
+static accel__sched_entity *park(accel_runtime *rt, unsigned lane)
+{
+    uint32_t seq = atomic_load_explicit(&rt->park_seq, memory_order_acquire);
+    atomic_fetch_add_explicit(&rt->idle_workers, 1, memory_order_relaxed);
+    accel__fence_cold();
+    accel__sched_entity *e = accel__sched_pick(rt->sched, lane);
+    if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire))
+        accel__futex_wait(&rt->park_seq, seq, -1);
+    atomic_fetch_sub_explicit(&rt->idle_workers, 1, memory_order_relaxed);
+    return e;
+}
+
+static void *worker_main(void *arg)
+{
+    accel__worker *w = arg;
+    accel_runtime *rt = w->rt;
+    accel__rcu_register();
+    for (;;) {
+        accel__sched_entity *e = accel__sched_pick(rt->sched, w->lane);
+        if (!e) {
+            /* acquire: pairs with the release store in workers_stop. */
+            if (atomic_load_explicit(&rt->stopping, memory_order_acquire))
+                break;
+            e = park(rt, w->lane);
+            if (!e)
+                continue;
+        }
+        accel__rcu_read_lock();
+        run_visit(rt, e->owner);
+        accel__rcu_read_unlock();
+    }
+    return NULL;
+}
+
+int accel__workers_start(accel_runtime *rt)
+{
+    for (unsigned i = 0; i < rt->nworkers; i++) {
+        accel__worker *w = &rt->workers[i];
+        w->rt = rt;
+        w->index = i;
+        w->lane = i < rt->cfg.short_lane_workers ? 1 : 0;
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+            rt->nworkers = i;
+            accel__workers_stop(rt);
+            return ACCEL_ENOMEM;
+        }
+        char name[16];
+        snprintf(name, sizeof(name), "accel-w%u", i % 10000u);
+        pthread_setname_np(w->thread, name);
+    }
+    return ACCEL_OK;
+}
+
+void accel__workers_stop(accel_runtime *rt)
+{
+    /* release: pairs with the acquire loads in worker_main/park. */
+    atomic_store_explicit(&rt->stopping, 1, memory_order_release);
+    atomic_fetch_add_explicit(&rt->park_seq, 1, memory_order_release);
+    accel__futex_wake(&rt->park_seq, INT_MAX);
+    for (unsigned i = 0; i < rt->nworkers; i++)
+        pthread_join(rt->workers[i].thread, NULL);
+}
