@@ -10,10 +10,12 @@ static _Atomic long alloc_count;
 
 static int should_fail(void)
 {
-    atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed);
+    /* Unarmed (the normal case): one load of a read-mostly word, no RMW
+     * on a line that every allocating thread would share. */
     long c = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
     if (c < 0)
         return 0;
+    atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed);
     c = atomic_fetch_sub_explicit(&fail_countdown, 1, memory_order_relaxed);
     return c == 0;
 }

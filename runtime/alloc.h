@@ -14,9 +14,10 @@ void *accel__calloc_aligned(size_t align, size_t n);
 void accel__free(void *p);
 
 /* Test hook: the (k+1)-th allocation from now fails, and every one after
- * it succeeds again; k < 0 disables. Returns the count of allocations made
- * since the last call (so a sweep knows where to stop). Not exported in
- * release builds' public API; tests reach it through accel_test.h. */
+ * it succeeds again; k < 0 disarms. Returns the count of allocations made
+ * while armed since the last call (a sweep over k stops once that count
+ * is <= k: the failure was never reached). Internal symbol; white-box
+ * tests link the library objects statically. */
 long accel__alloc_fail_after(long k);
 
 #endif

@@ -34,12 +34,26 @@ static inline void notify_if_waiting(accel_session *s)
         accel__session_notify(s);
 }
 
+/* Counters of the consumer side have one writer at a time: the worker
+ * holding SCHEDULED (deferred completions run in its poll too), handed
+ * over with [RMW1]/[RMW2]. So a plain load and store, no locked RMW;
+ * relaxed, they order nothing by themselves (finished does, [R5]). */
 static inline void bump(_Atomic uint64_t *c, uint64_t by)
 {
-    /* Counters of the consumer side: concurrent writers are only the
-     * backend's deferred completions, hence an RMW; relaxed, they order
-     * nothing (finished does, [R5]). */
-    atomic_fetch_add_explicit(c, by, memory_order_relaxed);
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + by,
+                          memory_order_relaxed);
+}
+
+static inline void finish_one(accel_session *s)
+{
+    /* [R5] release: the done callback (and the counters above) happen
+     * before a closer or syncer that sees the count; pairs with [A5] in
+     * session.c. Single writer, so a store. */
+    atomic_store_explicit(&s->finished,
+                          atomic_load_explicit(&s->finished,
+                                               memory_order_relaxed) + 1,
+                          memory_order_release);
+    notify_if_waiting(s);
 }
 
 void accel__op_complete(accel_session *s, const accel_op *op, int status)
@@ -47,10 +61,7 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status)
     bump(status == 0 ? &s->completed : &s->failed, 1);
     if (op->done)
         op->done(op->arg, status);
-    /* [R5] release: the done callback happens before a closer or syncer
-     * that sees the count; pairs with [A5] in session.c. */
-    atomic_fetch_add_explicit(&s->finished, 1, memory_order_release);
-    notify_if_waiting(s);
+    finish_one(s);
 }
 
 static void run_visit(accel_runtime *rt, accel_session *s)
@@ -74,9 +85,7 @@ static void run_visit(accel_runtime *rt, accel_session *s)
             bump(&s->cancelled, 1);
             if (op.done)
                 op.done(op.arg, ACCEL_ECLOSED);
-            atomic_fetch_add_explicit(&s->finished, 1,
-                                      memory_order_release); /* [R5] */
-            notify_if_waiting(s);
+            finish_one(s);
         } else {
             int status;
             bump(&s->dispatched, 1);

@@ -1,0 +1,67 @@
+# Thin wrapper over CMake. The two commands of README.md:
+#   make bench   installs what is missing, builds, runs the node simulation
+#   make test    installs what is missing, builds with -Werror and runs the
+#                whole suite: plain, ASan+UBSan, TSan stress, reliability tiers
+# Other targets: build, check (plain suite only), bench-suite, gpu-check, clean.
+JOBS    ?= $(shell nproc)
+BUILD   ?= build
+CMAKE_FLAGS ?=
+NODESIM_ARGS ?=
+
+.PHONY: all deps build check test test-plain test-asan test-tsan test-reliability \
+        bench bench-suite gpu-check install clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DACCEL_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The plain suite: Criterion units, stress programs, bench smoke runs.
+check: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test: check test-asan test-tsan test-reliability
+	@echo "make test: all tiers passed"
+
+test-plain: check
+
+test-asan: deps
+	cmake -S . -B $(BUILD)-asan -DACCEL_WERROR=ON -DACCEL_SANITIZE=address,undefined \
+	      -DACCEL_WITH_CUDA=OFF -DACCEL_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+
+# Criterion cannot run under TSan: the TSan build registers only the plain
+# stress programs (tests/CMakeLists.txt).
+test-tsan: deps
+	CC=clang cmake -S . -B $(BUILD)-tsan -DACCEL_WERROR=ON -DACCEL_SANITIZE=thread \
+	      -DACCEL_WITH_CUDA=OFF -DACCEL_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-tsan -j $(JOBS)
+	cd $(BUILD)-tsan && ctest --output-on-failure -L stress
+
+test-reliability: deps
+	@if [ -x scripts/reliability-ci.sh ]; then scripts/reliability-ci.sh; \
+	 else echo "reliability tiers: scripts/reliability-ci.sh not present"; fi
+
+bench: deps
+	cmake -S . -B $(BUILD)-release -DCMAKE_BUILD_TYPE=Release -DACCEL_BUILD_TESTS=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-release -j $(JOBS)
+	$(BUILD)-release/bench/accel-nodesim $(NODESIM_ARGS)
+
+bench-suite: deps
+	cmake -S . -B $(BUILD)-release -DCMAKE_BUILD_TYPE=Release -DACCEL_BUILD_TESTS=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-release -j $(JOBS)
+	BUILD_DIR=$(BUILD)-release bench/run-all.sh
+
+gpu-check:
+	scripts/gpu-check.sh
+
+install: build
+	cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-release
