@@ -1,0 +1,127 @@
+/*
+ * Small helpers shared by the core runtime tests (unit_ring, unit_lifecycle,
+ * unit_budget, unit_submit, unit_close and the stress programs): latches,
+ * naps, a blocking op, a seeded RNG.
+ *
+ * Nothing here asserts: Criterion assertions must run on the test's main
+ * thread, so threads and ops record failures in counters that the test
+ * checks afterwards. Waits poll without a deadline; a test's .timeout is
+ * what turns a hang into a failure (no timing thresholds).
+ */
+#ifndef ACCEL_TESTS_CORE_UTIL_H
+#define ACCEL_TESTS_CORE_UTIL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <accel/accel.h>
+
+static inline void tu_nap_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* A one-shot gate. acquire/release: what the opener did before opening is
+ * visible to whoever passes. */
+typedef struct tu_latch {
+    _Atomic int open;
+} tu_latch;
+
+static inline void tu_latch_open(tu_latch *l)
+{
+    atomic_store_explicit(&l->open, 1, memory_order_release);
+}
+
+static inline void tu_latch_wait(tu_latch *l)
+{
+    while (!atomic_load_explicit(&l->open, memory_order_acquire))
+        tu_nap_us(50);
+}
+
+/* Polls until *flag >= v. */
+static inline void tu_wait_at_least(_Atomic int *flag, int v)
+{
+    while (atomic_load_explicit(flag, memory_order_acquire) < v)
+        tu_nap_us(50);
+}
+
+/* An op that says it started, then blocks until its gate opens. */
+typedef struct tu_blocker {
+    tu_latch gate;
+    _Atomic int started;
+    _Atomic int finished;
+    _Atomic int done_calls;
+    _Atomic int done_status;
+} tu_blocker;
+
+static inline int tu_blocker_fn(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    tu_blocker *b = arg;
+    atomic_fetch_add_explicit(&b->started, 1, memory_order_release);
+    tu_latch_wait(&b->gate);
+    atomic_fetch_add_explicit(&b->finished, 1, memory_order_release);
+    return 0;
+}
+
+static inline void tu_blocker_done(void *arg, int status)
+{
+    tu_blocker *b = arg;
+    atomic_store_explicit(&b->done_status, status, memory_order_relaxed);
+    atomic_fetch_add_explicit(&b->done_calls, 1, memory_order_release);
+}
+
+static inline accel_op tu_blocker_op(tu_blocker *b)
+{
+    accel_op op = {.fn = tu_blocker_fn, .done = tu_blocker_done, .arg = b};
+    return op;
+}
+
+static inline accel_runtime *tu_runtime(unsigned workers)
+{
+    accel_runtime_config c = {.workers = workers};
+    accel_runtime *rt = NULL;
+    return accel_runtime_create(&c, &rt) == ACCEL_OK ? rt : NULL;
+}
+
+static inline accel_session *tu_open(accel_runtime *rt, const char *id,
+                                     uint32_t depth, int64_t budget)
+{
+    accel_session_config c = {.id = id,
+                              .queue_depth = depth,
+                              .memory_budget = budget,
+                              .backend = ACCEL_BACKEND_CPU};
+    accel_session *s = NULL;
+    return accel_session_open(rt, &c, &s) == ACCEL_OK ? s : NULL;
+}
+
+/* xorshift64*: seeded, per caller. */
+static inline uint64_t tu_rand(uint64_t *st)
+{
+    uint64_t x = *st ? *st : 0x9E3779B97F4A7C15ull;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *st = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* Seconds for a stress program: ACCEL_STRESS_SECONDS, default 2. */
+static inline double tu_stress_seconds(void)
+{
+    const char *e = getenv("ACCEL_STRESS_SECONDS");
+    double s = e ? atof(e) : 2.0;
+    return s > 0 ? s : 2.0;
+}
+
+static inline double tu_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+#endif
