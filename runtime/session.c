@@ -135,6 +135,8 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     atomic_init(&s->priority, prio);
     atomic_init(&s->refs, 1); /* the handle we return */
     atomic_init(&s->handles, 1);
+    atomic_init(&s->wake_at, UINT64_MAX);
+    s->space_wake_mask = depth >= 2 ? depth / 2 - 1 : 0;
     memcpy(s->id, cfg->id, idlen);
     s->id_len = idlen;
     s->hash = accel__table_hash(s->id, idlen);
@@ -203,38 +205,75 @@ int accel_session_lookup(accel_runtime *rt, const char *id,
     return rc;
 }
 
-/* Waits until pred(s, arg) holds or the deadline passes. The waiter
- * announces itself in `waiters`, then re-checks after the cold fence:
- * the hot side (worker, after [R5]/[R2]) loads `waiters` after a hot
- * fence, so one of the two sees the other (futex.h). */
-int accel__session_wait(accel_session *s,
-                        bool (*pred)(accel_session *, uint64_t), uint64_t arg,
-                        uint64_t deadline)
-{
-    for (;;) {
-        if (pred(s, arg))
-            return ACCEL_OK;
-        /* acquire: pairs with the release bump in accel__session_notify. */
-        uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
-        atomic_fetch_add_explicit(&s->waiters, 1, memory_order_relaxed);
-        accel__fence_cold();
-        bool ok = pred(s, arg);
-        int64_t rem = ok ? 0 : accel__remaining(deadline);
-        if (!ok && rem != 0)
-            accel__futex_wait(&s->event, ev, rem);
-        atomic_fetch_sub_explicit(&s->waiters, 1, memory_order_relaxed);
-        if (ok)
-            return ACCEL_OK;
-        if (rem == 0)
-            return pred(s, arg) ? ACCEL_OK : ACCEL_ETIMEDOUT;
-    }
-}
-
-bool accel__session_finished_reached(accel_session *s, uint64_t target)
+/*
+ * Sleeping. A sleeper announces what it waits for, then re-checks after
+ * the cold fence; the worker stores its progress ([R5] finished, [R2]
+ * head), then after a hot fence loads the announcement (futex.h: one of
+ * the two sees the other). The futex word `event` is read before the
+ * announcement, so a notify in between makes futex_wait return at once.
+ *
+ * Completion sleepers (sync, close) announce by lowering `wake_at` to
+ * their target: the worker wakes them once, when finished reaches it, not
+ * on every op. Room sleepers count themselves in `space_waiters`; the
+ * worker wakes them every half ring of takes and at the end of a visit,
+ * not on every freed slot (a futex wake per op collapses throughput).
+ */
+static bool finished_reached(accel_session *s, uint64_t target)
 {
     /* [A5] acquire: pairs with [R5] in the worker; the done callbacks of
      * the counted ops happen before our return. */
     return atomic_load_explicit(&s->finished, memory_order_acquire) >= target;
+}
+
+int accel__session_wait_finished(accel_session *s, uint64_t target,
+                                 uint64_t deadline)
+{
+    for (;;) {
+        if (finished_reached(s, target))
+            return ACCEL_OK;
+        /* acquire: pairs with the release bump in accel__session_notify. */
+        uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
+        uint64_t w = atomic_load_explicit(&s->wake_at, memory_order_relaxed);
+        /* relaxed CAS-min: the fence below orders it against the worker. */
+        while (target < w &&
+               !atomic_compare_exchange_weak_explicit(
+                   &s->wake_at, &w, target, memory_order_relaxed,
+                   memory_order_relaxed))
+            ;
+        accel__fence_cold();
+        if (finished_reached(s, target))
+            return ACCEL_OK;
+        int64_t rem = accel__remaining(deadline);
+        if (rem == 0)
+            return ACCEL_ETIMEDOUT;
+        accel__futex_wait(&s->event, ev, rem);
+    }
+}
+
+static bool has_room_or_closed(accel_session *s)
+{
+    uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
+    if (t & ACCEL__RING_CLOSED)
+        return true;
+    uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
+    return t - h <= s->ring.mask;
+}
+
+int accel__session_wait_room(accel_session *s, uint64_t deadline)
+{
+    uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
+    atomic_fetch_add_explicit(&s->space_waiters, 1, memory_order_relaxed);
+    accel__fence_cold();
+    int rc = ACCEL_OK;
+    if (!has_room_or_closed(s)) {
+        int64_t rem = accel__remaining(deadline);
+        if (rem == 0)
+            rc = ACCEL_ETIMEDOUT;
+        else
+            accel__futex_wait(&s->event, ev, rem);
+    }
+    atomic_fetch_sub_explicit(&s->space_waiters, 1, memory_order_relaxed);
+    return rc;
 }
 
 int accel_session_close(accel_session *s, unsigned flags)
@@ -258,8 +297,7 @@ int accel_session_close(accel_session *s, unsigned flags)
     accel__session_notify(s); /* producers blocked on a full ring */
     if (accel__tls_current == s)
         return ACCEL_OK;
-    return accel__session_wait(s, accel__session_finished_reached, final,
-                               UINT64_MAX);
+    return accel__session_wait_finished(s, final, UINT64_MAX);
 }
 
 void accel_session_release(accel_session *s)

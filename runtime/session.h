@@ -65,8 +65,11 @@ struct accel_session {
     _Atomic uint64_t finished;  /* ops whose done callback has returned */
     _Atomic uint64_t dispatched, completed, failed, cancelled;
     _Atomic uint64_t service_ns, visits;
-    _Atomic uint32_t waiters;   /* threads sleeping on `event` */
+    _Atomic uint64_t wake_at;   /* lowest `finished` a sleeper waits for;
+                                   UINT64_MAX: none */
+    _Atomic uint32_t space_waiters; /* producers sleeping for ring room */
     _Atomic uint32_t event;     /* futex word, bumped on progress */
+    uint64_t space_wake_mask;   /* wake room-waiters every (mask+1) takes */
     _Atomic uint32_t cancel;    /* close(CANCEL) began */
 
     /* ---- read-mostly */
@@ -109,13 +112,13 @@ void accel__session_kick(accel_session *s);
 /* Wakes every thread sleeping on the session's event word if any. */
 void accel__session_notify(accel_session *s);
 
-/* Sleeps until pred(s, arg) holds: ACCEL_OK, or ACCEL_ETIMEDOUT once
+/* Sleeps until `finished` >= target: ACCEL_OK, or ACCEL_ETIMEDOUT once
  * deadline (accel__deadline()) passed. */
-int accel__session_wait(accel_session *s,
-                        bool (*pred)(accel_session *, uint64_t), uint64_t arg,
-                        uint64_t deadline);
-/* pred for accel__session_wait: finished >= target. */
-bool accel__session_finished_reached(accel_session *s, uint64_t target);
+int accel__session_wait_finished(accel_session *s, uint64_t target,
+                                 uint64_t deadline);
+/* Sleeps until the ring has room or is closed (then the caller retries):
+ * ACCEL_OK, or ACCEL_ETIMEDOUT. */
+int accel__session_wait_room(accel_session *s, uint64_t deadline);
 
 /* Frees a session with no refs left (runtime destroy). */
 void accel__session_free_now(accel_session *s);

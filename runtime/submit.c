@@ -4,35 +4,33 @@
  * A submit reserves ring positions (ring.h: one CAS on tail for a run of
  * free slots), publishes each slot, and kicks the session (session.h:
  * [RMW1]). With the ring full it sleeps on the session's event word until a
- * consumer frees a slot ([R2] then a hot fence and a look at `waiters`) or
+ * consumer frees a slot ([R2] then a hot fence and a look at
+ * `space_waiters`) or
  * a close wakes it. No lock anywhere.
  */
 #include <stdatomic.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "clock.h"
 #include "futex.h"
 #include "session.h"
 
-static bool has_room_or_closed(accel_session *s, uint64_t unused)
-{
-    (void)unused;
-    uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
-    if (t & ACCEL__RING_CLOSED)
-        return true;
-    uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
-    return t - h <= s->ring.mask;
-}
-
-/* The ring was full: wait for room (or close) within the deadline. */
+/* The ring was full: a few yields first (on a 2-core machine the consumer
+ * often just needs the CPU), then sleep until room, close or the deadline. */
 static int wait_for_room(accel_session *s, int64_t timeout_ns,
-                         uint64_t *deadline)
+                         uint64_t *deadline, unsigned *yields)
 {
     if (timeout_ns == ACCEL_NO_WAIT)
         return ACCEL_EAGAIN;
     if (*deadline == 0)
         *deadline = accel__deadline(timeout_ns);
-    return accel__session_wait(s, has_room_or_closed, 0, *deadline);
+    if (*yields < 4) {
+        (*yields)++;
+        sched_yield();
+        return accel__remaining(*deadline) == 0 ? ACCEL_ETIMEDOUT : ACCEL_OK;
+    }
+    return accel__session_wait_room(s, *deadline);
 }
 
 /* Publishes ops[0..n), all with a valid fn. */
@@ -41,6 +39,7 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
 {
     size_t done = 0;
     uint64_t deadline = 0;
+    unsigned yields = 0;
     int rc = ACCEL_OK;
     while (done < n) {
         uint64_t first;
@@ -51,7 +50,7 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
             break;
         }
         if (k == 0) {
-            rc = wait_for_room(s, timeout_ns, &deadline);
+            rc = wait_for_room(s, timeout_ns, &deadline, &yields);
             if (rc != ACCEL_OK)
                 break;
             continue;
@@ -146,8 +145,8 @@ int accel_session_sync(accel_session *s, int64_t timeout_ns)
         return ACCEL_EDEADLK;
     uint64_t target = atomic_load_explicit(&s->tail, memory_order_relaxed) &
                       ~ACCEL__RING_CLOSED;
-    return accel__session_wait(s, accel__session_finished_reached, target,
-                               accel__deadline(timeout_ns));
+    return accel__session_wait_finished(s, target,
+                                        accel__deadline(timeout_ns));
 }
 
 int accel_session_reserve(accel_session *s, int64_t bytes)

@@ -18,6 +18,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 
 #include "clock.h"
@@ -26,11 +27,14 @@
 #include "runtime.h"
 #include "session.h"
 
-static inline void notify_if_waiting(accel_session *s)
+/* After [R2]: wake producers sleeping for room, every half ring of takes
+ * (and at the end of the visit, force). */
+static inline void notify_room(accel_session *s, uint64_t h, bool force)
 {
     accel__fence_hot();
-    /* relaxed: the cold fence on the waiter's side orders it (futex.h). */
-    if (atomic_load_explicit(&s->waiters, memory_order_relaxed))
+    /* relaxed: the cold fence on the sleeper's side orders it (futex.h). */
+    if (atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
+        (force || (h & s->space_wake_mask) == 0))
         accel__session_notify(s);
 }
 
@@ -46,14 +50,17 @@ static inline void bump(_Atomic uint64_t *c, uint64_t by)
 
 static inline void finish_one(accel_session *s)
 {
+    uint64_t f = atomic_load_explicit(&s->finished, memory_order_relaxed) + 1;
     /* [R5] release: the done callback (and the counters above) happen
      * before a closer or syncer that sees the count; pairs with [A5] in
      * session.c. Single writer, so a store. */
-    atomic_store_explicit(&s->finished,
-                          atomic_load_explicit(&s->finished,
-                                               memory_order_relaxed) + 1,
-                          memory_order_release);
-    notify_if_waiting(s);
+    atomic_store_explicit(&s->finished, f, memory_order_release);
+    accel__fence_hot();
+    /* relaxed: the sleeper's cold fence orders it (session.c). */
+    if (f >= atomic_load_explicit(&s->wake_at, memory_order_relaxed)) {
+        atomic_store_explicit(&s->wake_at, UINT64_MAX, memory_order_relaxed);
+        accel__session_notify(s);
+    }
 }
 
 void accel__op_complete(accel_session *s, const accel_op *op, int status)
@@ -77,7 +84,7 @@ static void run_visit(accel_runtime *rt, accel_session *s)
         uint64_t stamp;
         accel__ring_take(&s->ring, &s->head, h, &op, &stamp);
         h++;
-        notify_if_waiting(s); /* a producer may be waiting for room */
+        notify_room(s, h, false);
         if (stamp)
             accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
         accel__tls_current = s;
@@ -101,6 +108,7 @@ static void run_visit(accel_runtime *rt, accel_session *s)
         pending = s->bops->poll(s->bstate, s);
         accel__tls_current = NULL;
     }
+    notify_room(s, h, true);
     uint64_t service = accel__now_ns() - t0;
     bump(&s->service_ns, service);
     bump(&s->visits, 1);
@@ -139,12 +147,46 @@ void accel__runtime_wake_one(accel_runtime *rt)
     }
 }
 
+/* Before parking, poll the scheduler a little: a futex sleep and wake
+ * costs microseconds, and under a stream of submits the next session is
+ * usually a few hundred ns away. Bounded, so an idle runtime still sleeps
+ * (ACCEL__SPIN_POLLS polls with a pause, then a few yields). */
+#define ACCEL__SPIN_POLLS 64
+#define ACCEL__SPIN_YIELDS 2
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static accel__sched_entity *spin_pick(accel_runtime *rt, unsigned lane)
+{
+    for (int i = 0; i < ACCEL__SPIN_POLLS + ACCEL__SPIN_YIELDS; i++) {
+        if (i < ACCEL__SPIN_POLLS)
+            for (int k = 0; k < 8; k++)
+                cpu_relax();
+        else
+            sched_yield();
+        accel__sched_entity *e = accel__sched_pick(rt->sched, lane);
+        if (e)
+            return e;
+    }
+    return NULL;
+}
+
 static accel__sched_entity *park(accel_runtime *rt, unsigned lane)
 {
+    accel__sched_entity *e = spin_pick(rt, lane);
+    if (e)
+        return e;
     uint32_t seq = atomic_load_explicit(&rt->park_seq, memory_order_acquire);
     atomic_fetch_add_explicit(&rt->idle_workers, 1, memory_order_relaxed);
     accel__fence_cold();
-    accel__sched_entity *e = accel__sched_pick(rt->sched, lane);
+    e = accel__sched_pick(rt->sched, lane);
     if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire))
         accel__futex_wait(&rt->park_seq, seq, -1);
     atomic_fetch_sub_explicit(&rt->idle_workers, 1, memory_order_relaxed);
