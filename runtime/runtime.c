@@ -110,8 +110,11 @@ int accel_runtime_destroy(accel_runtime *rt)
     pthread_mutex_lock(&rt->list_lock);
     size_t n = 0, cap = rt->nsessions;
     accel_session **all = cap ? malloc(cap * sizeof(*all)) : NULL;
-    accel_session *s;
-    cds_list_for_each_entry(s, &rt->sessions, rt_link) {
+    struct cds_list_head *pos;
+    /* Not cds_list_for_each_entry: its end test forms a session pointer
+     * from the list head itself, a misaligned access UBSan rejects. */
+    cds_list_for_each(pos, &rt->sessions) {
+        accel_session *s = caa_container_of(pos, accel_session, rt_link);
         uint32_t r = atomic_load_explicit(&s->refs, memory_order_relaxed);
         while (r != 0 &&
                !atomic_compare_exchange_weak_explicit(
