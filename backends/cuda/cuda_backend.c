@@ -1,0 +1,453 @@
+/*
+ * CUDA backend: one stream and one stream-ordered memory pool per session,
+ * completion through events. See cuda_internal.h for who touches what, and
+ * docs/cuda.md for the model, its costs and its failure domain.
+ *
+ * Failure domain: a sticky device error (a faulting kernel) poisons the
+ * CUDA context of the whole process. The first API call that returns an
+ * error other than cudaErrorNotReady while ops are pending marks the backend
+ * failed (g_failed, process-wide): pending ops complete with ACCEL_EBACKEND,
+ * later ops of CUDA sessions complete with ACCEL_EBACKEND without running,
+ * and probe/session_open answer ACCEL_ENOBACKEND so new sessions go to the
+ * CPU (AUTO) or are refused (explicit CUDA). CPU sessions never call CUDA.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "../../runtime/alloc.h"
+#include "../../runtime/session.h"
+#include "cuda_internal.h"
+
+/* Process-wide detection, once (cudaGetDeviceCount initialises the
+ * runtime; its answer cannot change during the process). */
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+static int detect_count; /* usable device count, 0 when none */
+
+/* relaxed everywhere: a flag read by polls and opens; what it guards is
+ * the driver's own state, which the driver orders. */
+static _Atomic int g_failed;
+static _Atomic long live_streams, live_pools;
+
+/* The device current on this thread, as far as we set it (-1: unknown). */
+static _Thread_local int tl_device = -1;
+
+static void detect(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    /* cudaErrorInsufficientDriver (35, toolkit without a driver),
+     * cudaErrorStubLibrary (34), cudaErrorNoDevice (100) and anything else:
+     * no CUDA backend. */
+    detect_count = e == cudaSuccess && n > 0 ? n : 0;
+    (void)cudaGetLastError();
+}
+
+int accel__cuda_failed(void)
+{
+    return atomic_load_explicit(&g_failed, memory_order_relaxed);
+}
+
+static void mark_failed(void)
+{
+    atomic_store_explicit(&g_failed, 1, memory_order_relaxed);
+}
+
+long accel__cuda_live_streams(void)
+{
+    return atomic_load_explicit(&live_streams, memory_order_relaxed);
+}
+
+long accel__cuda_live_pools(void)
+{
+    return atomic_load_explicit(&live_pools, memory_order_relaxed);
+}
+
+static int set_device(int device)
+{
+    if (tl_device == device)
+        return 0;
+    if (cudaSetDevice(device) != cudaSuccess)
+        return -1;
+    tl_device = device;
+    return 0;
+}
+
+int accel__cuda_priority_of(const accel__cuda_rt *rt, uint32_t weight)
+{
+    int levels = rt->prio_least - rt->prio_greatest;
+    if (levels <= 0 || !atomic_load_explicit(&rt->priorities,
+                                             memory_order_relaxed))
+        return rt->prio_least;
+    double f = log((double)(weight ? weight : 1)) / log(100.0);
+    if (f > 1.0)
+        f = 1.0;
+    return rt->prio_least - (int)lround(f * levels);
+}
+
+/* ---------------------------------------------------------- runtime */
+
+static int cuda_probe(void **rt_state, int device)
+{
+    pthread_once(&detect_once, detect);
+    if (detect_count == 0 || device < 0 || device >= detect_count ||
+        accel__cuda_failed())
+        return ACCEL_ENOBACKEND;
+    int pools = 0, least = 0, greatest = 0;
+    if (cudaSetDevice(device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported,
+                               device) != cudaSuccess ||
+        !pools ||
+        cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return ACCEL_ENOBACKEND;
+    }
+    tl_device = device;
+    accel__cuda_rt *rt = accel__calloc(1, sizeof(*rt));
+    if (!rt)
+        return ACCEL_ENOBACKEND;
+    rt->device = device;
+    rt->prio_least = least;
+    rt->prio_greatest = greatest;
+    atomic_init(&rt->priorities, 1);
+    atomic_init(&rt->inflight_cap, ACCEL__CUDA_INFLIGHT_DEFAULT);
+    if (cudaStreamCreateWithPriority(&rt->shared, cudaStreamNonBlocking,
+                                     least) != cudaSuccess) {
+        (void)cudaGetLastError();
+        accel__free(rt);
+        return ACCEL_ENOBACKEND;
+    }
+    atomic_fetch_add_explicit(&live_streams, 1, memory_order_relaxed);
+    *rt_state = rt;
+    return ACCEL_OK;
+}
+
+static void cuda_runtime_fini(void *rt_state)
+{
+    accel__cuda_rt *rt = rt_state;
+    if (!rt)
+        return;
+    if (set_device(rt->device) == 0) {
+        (void)cudaStreamSynchronize(rt->shared);
+        (void)cudaStreamDestroy(rt->shared);
+    }
+    (void)cudaGetLastError();
+    atomic_fetch_sub_explicit(&live_streams, 1, memory_order_relaxed);
+    accel__free(rt);
+}
+
+/* ---------------------------------------------------------- session */
+
+static void destroy_events(accel__cuda_session *cs, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        (void)cudaEventDestroy(cs->ev[i]);
+}
+
+static int cuda_session_open(void *rt_state, accel_session *s, int device,
+                             uint32_t weight, int shared, void **state)
+{
+    accel__cuda_rt *rt = rt_state;
+    /* One device per runtime: the shared stream and the priority range are
+     * that device's. */
+    if (!rt || accel__cuda_failed() || device != rt->device)
+        return ACCEL_ENOBACKEND;
+    if (set_device(rt->device) != 0) {
+        (void)cudaGetLastError();
+        return ACCEL_ENOBACKEND;
+    }
+    accel__cuda_session *cs = accel__calloc_aligned(64, sizeof(*cs));
+    if (!cs)
+        return ACCEL_ENOMEM;
+    cs->rt = rt;
+    cs->device = rt->device;
+    cs->shared = shared;
+    atomic_init(&cs->weight, weight);
+    cs->stream_weight = weight;
+    cs->cap = atomic_load_explicit(&rt->inflight_cap, memory_order_relaxed);
+
+    unsigned nev = 0;
+    for (; nev < ACCEL__CUDA_INFLIGHT_MAX; nev++)
+        if (cudaEventCreateWithFlags(&cs->ev[nev],
+                                     cudaEventDisableTiming) != cudaSuccess)
+            goto fail;
+
+    if (shared) {
+        cs->stream = rt->shared;
+        cs->stream_prio = rt->prio_least;
+    } else {
+        cs->stream_prio = accel__cuda_priority_of(rt, weight);
+        if (cudaStreamCreateWithPriority(&cs->stream, cudaStreamNonBlocking,
+                                         cs->stream_prio) != cudaSuccess)
+            goto fail;
+        atomic_fetch_add_explicit(&live_streams, 1, memory_order_relaxed);
+    }
+
+    struct cudaMemPoolProps props = {0};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = rt->device;
+    /* Backstop: the pool itself cannot grow past the budget (rounded up to
+     * the physical chunk), whatever the charge accounting says. */
+    uint64_t cap = (uint64_t)s->budget.cap;
+    if (cap)
+        props.maxSize = (size_t)((cap + ACCEL__CUDA_POOL_CHUNK - 1) /
+                                 ACCEL__CUDA_POOL_CHUNK *
+                                 ACCEL__CUDA_POOL_CHUNK);
+    if (cudaMemPoolCreate(&cs->pool, &props) != cudaSuccess)
+        goto fail_stream;
+    atomic_fetch_add_explicit(&live_pools, 1, memory_order_relaxed);
+    /* Keep freed memory in the pool up to the budget (or 64 MiB when
+     * unlimited) instead of returning it at every synchronisation: the
+     * pool is the session's, so what it keeps is at most its budget. */
+    uint64_t keep = cap ? props.maxSize : (64ull << 20);
+    (void)cudaMemPoolSetAttribute(cs->pool, cudaMemPoolAttrReleaseThreshold,
+                                  &keep);
+    *state = cs;
+    return ACCEL_OK;
+
+fail_stream:
+    if (!shared) {
+        (void)cudaStreamDestroy(cs->stream);
+        atomic_fetch_sub_explicit(&live_streams, 1, memory_order_relaxed);
+    }
+fail:
+    (void)cudaGetLastError();
+    destroy_events(cs, nev);
+    accel__free(cs);
+    return ACCEL_ENOBACKEND;
+}
+
+struct drain_arg {
+    cudaStream_t stream;
+};
+
+static void free_left(uintptr_t key, void *arg)
+{
+    struct drain_arg *d = arg;
+    (void)cudaFreeAsync((void *)key, d->stream);
+}
+
+static void cuda_session_free(void *rt_state, accel_session *s, void *state)
+{
+    (void)rt_state, (void)s;
+    accel__cuda_session *cs = state;
+    /* May run on an RCU callback thread: make the device current. Every
+     * op has completed, so the stream holds only frees from now on. */
+    if (set_device(cs->device) == 0) {
+        struct drain_arg d = {cs->stream};
+        accel__cuda_ptrmap_drain(&cs->ptrs, free_left, &d);
+        (void)cudaStreamSynchronize(cs->stream);
+        (void)cudaMemPoolDestroy(cs->pool);
+        if (!cs->shared)
+            (void)cudaStreamDestroy(cs->stream);
+        destroy_events(cs, ACCEL__CUDA_INFLIGHT_MAX);
+    } else {
+        accel__cuda_ptrmap_drain(&cs->ptrs, NULL, NULL);
+    }
+    (void)cudaGetLastError();
+    atomic_fetch_sub_explicit(&live_pools, 1, memory_order_relaxed);
+    if (!cs->shared)
+        atomic_fetch_sub_explicit(&live_streams, 1, memory_order_relaxed);
+    accel__free(cs);
+}
+
+/* A new priority: a new stream that waits for everything on the old one
+ * (an event), so the session's device work stays in FIFO order. The old
+ * stream is destroyed at once; CUDA releases it when its work is done. */
+static void maybe_swap_stream(accel__cuda_session *cs)
+{
+    uint32_t w = atomic_load_explicit(&cs->weight, memory_order_relaxed);
+    if (cs->shared || w == cs->stream_weight)
+        return;
+    cs->stream_weight = w;
+    int prio = accel__cuda_priority_of(cs->rt, w);
+    if (prio == cs->stream_prio)
+        return;
+    cudaStream_t ns;
+    cudaEvent_t fence;
+    if (cudaStreamCreateWithPriority(&ns, cudaStreamNonBlocking, prio) !=
+        cudaSuccess) {
+        (void)cudaGetLastError(); /* keep the old stream */
+        return;
+    }
+    if (cudaEventCreateWithFlags(&fence, cudaEventDisableTiming) !=
+            cudaSuccess ||
+        cudaEventRecord(fence, cs->stream) != cudaSuccess ||
+        cudaStreamWaitEvent(ns, fence, 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        (void)cudaStreamDestroy(ns);
+        return;
+    }
+    (void)cudaEventDestroy(fence); /* released once it has fired */
+    /* Pending batches keep their events; events ordered on the old stream
+     * still fire in order before anything on the new one. */
+    (void)cudaStreamDestroy(cs->stream);
+    cs->stream = ns;
+    cs->stream_prio = prio;
+}
+
+static void cuda_set_priority(void *state, uint32_t weight)
+{
+    accel__cuda_session *cs = state;
+    /* relaxed: read by the session's next op (run), "from the next visit". */
+    atomic_store_explicit(&cs->weight, weight, memory_order_relaxed);
+}
+
+static uint32_t cuda_capacity(void *state)
+{
+    accel__cuda_session *cs = state;
+    return cs->cap - (uint32_t)(cs->tail - cs->head);
+}
+
+static int cuda_run(void *state, accel_ctx *ctx, const accel_op *op,
+                    int *status)
+{
+    (void)status;
+    accel__cuda_session *cs = state;
+    accel__cuda_pending *p = &cs->slot[cs->tail & (ACCEL__CUDA_INFLIGHT_MAX - 1)];
+    p->op = *op;
+    p->has_event = 0;
+    if (accel__cuda_failed() || set_device(cs->device) != 0) {
+        p->status = ACCEL_EBACKEND; /* not run: the context is gone */
+    } else {
+        maybe_swap_stream(cs);
+        p->status = op->fn(ctx, op->arg);
+    }
+    cs->tail++;
+    /* Even a failed or unrun op completes through poll, so that done
+     * callbacks keep the session's FIFO order. */
+    return ACCEL__PENDING;
+}
+
+/* Completes the pending ops [head, upto] with status `force` (0: their
+ * own status). */
+static void complete_through(accel__cuda_session *cs, accel_session *s,
+                             uint64_t upto, int force)
+{
+    while (cs->head <= upto) {
+        accel__cuda_pending *p =
+            &cs->slot[cs->head & (ACCEL__CUDA_INFLIGHT_MAX - 1)];
+        accel_op op = p->op;
+        int st = force ? force : p->status;
+        cs->head++; /* before done: done may submit, and run sees room */
+        accel__op_complete(s, &op, st);
+    }
+}
+
+static uint32_t cuda_poll(void *state, accel_session *s)
+{
+    accel__cuda_session *cs = state;
+    const uint32_t mask = ACCEL__CUDA_INFLIGHT_MAX - 1;
+    if (cs->head == cs->tail)
+        return 0;
+    int progressed = 0;
+    if (cs->batch != cs->tail) {
+        /* Close the batch: one event after its last op's device work. */
+        uint64_t last = cs->tail - 1;
+        cs->slot[last & mask].has_event = 1;
+        cs->batch = cs->tail;
+        progressed = 1;
+        if (accel__cuda_failed() || set_device(cs->device) != 0 ||
+            cudaEventRecord(cs->ev[last & mask], cs->stream) != cudaSuccess) {
+            (void)cudaGetLastError();
+            mark_failed();
+            complete_through(cs, s, cs->tail - 1, ACCEL_EBACKEND);
+            return 0;
+        }
+    }
+    while (cs->head != cs->tail) {
+        uint64_t end = cs->head;
+        while (!cs->slot[end & mask].has_event)
+            end++; /* every op up to batch is covered by an event */
+        cudaError_t e = cudaEventQuery(cs->ev[end & mask]);
+        if (e == cudaErrorNotReady)
+            break;
+        progressed = 1;
+        if (e != cudaSuccess) {
+            /* Sticky or not, an event that cannot be waited for means the
+             * device work is lost: fail the backend (see the top). */
+            (void)cudaGetLastError();
+            mark_failed();
+            complete_through(cs, s, end, ACCEL_EBACKEND);
+        } else {
+            complete_through(cs, s, end, 0);
+        }
+    }
+    uint32_t pending = (uint32_t)(cs->tail - cs->head);
+    /* Nothing moved: the worker will re-queue us at once; let other
+     * threads of the process run before we are polled again. */
+    if (pending && !progressed && ++cs->idle_polls >= 2) {
+        cs->idle_polls = 0;
+        sched_yield();
+    } else if (progressed) {
+        cs->idle_polls = 0;
+    }
+    return pending;
+}
+
+/* ---------------------------------------------------------- memory */
+
+static size_t cuda_alloc_charge(void *state, size_t bytes)
+{
+    (void)state;
+    size_t g = 256; /* ACCEL_CUDA_ALLOC_GRANULARITY */
+    if (bytes > SIZE_MAX - (g - 1))
+        return SIZE_MAX;
+    return (bytes + g - 1) & ~(g - 1);
+}
+
+static int cuda_alloc(void *state, accel_ctx *ctx, size_t bytes, void **out)
+{
+    (void)ctx;
+    accel__cuda_session *cs = state;
+    if (accel__cuda_failed() || set_device(cs->device) != 0)
+        return ACCEL_EBACKEND;
+    void *p = NULL;
+    cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, cs->pool, cs->stream);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* out of memory is not sticky */
+        return ACCEL_ENOMEM;
+    }
+    if (accel__cuda_ptrmap_put(&cs->ptrs, (uintptr_t)p,
+                               cuda_alloc_charge(cs, bytes)) != ACCEL_OK) {
+        (void)cudaFreeAsync(p, cs->stream);
+        return ACCEL_ENOMEM;
+    }
+    *out = p;
+    return ACCEL_OK;
+}
+
+static size_t cuda_free(void *state, accel_ctx *ctx, void *p)
+{
+    (void)ctx;
+    accel__cuda_session *cs = state;
+    size_t charge = 0;
+    if (!accel__cuda_ptrmap_take(&cs->ptrs, (uintptr_t)p, &charge))
+        return 0; /* not ours: nothing to refund, nothing freed */
+    if (set_device(cs->device) == 0 &&
+        cudaFreeAsync(p, cs->stream) != cudaSuccess)
+        (void)cudaGetLastError();
+    return charge;
+}
+
+const accel__backend_ops accel__backend_cuda = {
+    .version = ACCEL__BACKEND_VERSION,
+    .name = "cuda",
+    .kind = ACCEL_BACKEND_CUDA,
+    .probe = cuda_probe,
+    .runtime_fini = cuda_runtime_fini,
+    .session_open = cuda_session_open,
+    .session_free = cuda_session_free,
+    .run = cuda_run,
+    .poll = cuda_poll,
+    .alloc_charge = cuda_alloc_charge,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .set_priority = cuda_set_priority,
+    .capacity = cuda_capacity,
+};
+
+const accel__backend_ops *const accel__backend_cuda_ops = &accel__backend_cuda;
