@@ -124,4 +124,21 @@ static inline double tu_now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Leak check now (ASan builds): the number of leaks found, else 0.
+ * Criterion ignores LeakSanitizer's report at the exit of a passed test,
+ * so tests that promise "no leak" call this and assert on it. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TU_HAVE_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TU_HAVE_LSAN 1
+#endif
+#endif
+#ifdef TU_HAVE_LSAN
+int __lsan_do_recoverable_leak_check(void);
+static inline int tu_leak_check(void) { return __lsan_do_recoverable_leak_check(); }
+#else
+static inline int tu_leak_check(void) { return 0; }
+#endif
+
 #endif

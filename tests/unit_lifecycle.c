@@ -482,6 +482,7 @@ Test(lifecycle, destroy_drains_everything, .timeout = 20)
     cr_assert_eq(atomic_load(&counter), S * OPS, "destroy must drain");
     cr_assert_eq(atomic_load(&done_ok), S * OPS);
     cr_assert_eq(atomic_load(&done_other), 0);
+    cr_assert_eq(tu_leak_check(), 0, "destroy leaked (see LeakSanitizer)");
 }
 
 static _Atomic int destroy_rc_inside;
