@@ -453,8 +453,12 @@ int main(int argc, char **argv)
         die("runtime", 0);
     int st = accel_runtime_cuda_status(rt);
     if (st != ACCEL_OK) {
-        printf("gpu-check skipped: no usable CUDA device (%s)\n",
-               accel_strerror(st));
+        int n = 0;
+        cudaError_t e = cudaGetDeviceCount(&n);
+        /* 35: the driver is older than this program's CUDA runtime. */
+        printf("gpu-check skipped: no usable CUDA device (%s; "
+               "cudaGetDeviceCount: %d %s)\n",
+               accel_strerror(st), (int)e, cudaGetErrorName(e));
         accel_runtime_destroy(rt);
         return 77;
     }
