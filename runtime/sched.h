@@ -1,13 +1,18 @@
 /*
  * The scheduler's internal interface: which runnable session a worker runs
- * next. The worker pool (worker.c) and the submit path (submit.c) use only
- * this; the implementation behind it is replaceable.
+ * next. The worker pool (worker.c) and the submit path (session.c) use only
+ * this; the implementation (sched_wfq.c over the calendar of
+ * sched_calendar.c) is described in docs/scheduler.md.
  *
  * Protocol (enforced by the session state word, see session.h): an entity
  * is in the scheduler at most once, between an enqueue and the pick that
  * returns it, and only the worker that picked it charges and re-enqueues
  * it. enqueue and pick may run concurrently from any threads; none of these
  * functions takes a lock.
+ *
+ * The scheduler reads no clock: the worker measures each visit and passes
+ * the service to charge. Driven from one thread with scripted costs, the
+ * pick order is a pure function of the calls (tests/unit_sched_model.c).
  */
 #ifndef ACCEL_RUNTIME_SCHED_H
 #define ACCEL_RUNTIME_SCHED_H
@@ -16,17 +21,30 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Lanes a queued entity may be run by (the result of enqueue). */
+#define ACCEL__SCHED_LANE_GENERAL 1u /* lane 0 workers */
+#define ACCEL__SCHED_LANE_SHORT 2u   /* lane 1 (short-lane) workers */
+
 /* Embedded in each session. The scheduler owns every field but weight,
- * which accel_session_set_priority() stores (relaxed: a visit reads it
- * once, "from the next visit" is the contract). */
+ * which accel_session_set_priority() stores (relaxed: enqueue reads it
+ * once per visit, "from the next visit" is the contract). The other
+ * fields are written only by the entity's current holder (the enqueuer,
+ * then the picking worker: the calendar's push/pop hand them over);
+ * vtime is atomic because stats read it from any thread. */
 typedef struct accel__sched_entity {
     _Atomic uint32_t weight;    /* 1..1000 */
-    uint64_t vtime;             /* virtual time, ns of service / weight */
+    uint32_t w;                 /* weight of the current/coming visit */
+    uint32_t vrem;              /* service not yet turned into vtime (< w) */
+    _Atomic uint8_t cls;        /* calendar: 0 general, 1 short (relaxed:
+                                   stats read it) */
+    uint8_t seen;               /* ever charged */
+    _Atomic uint64_t vtime;     /* virtual time: ns of service / weight */
+    uint64_t start;             /* virtual start tag of the coming visit */
+    uint64_t deadline;          /* start + visit_cost_ns / w */
     uint64_t visit_cost_ns;     /* moving average of a visit's service */
     uint64_t op_cost_ns;        /* moving average of an op's service */
     uint64_t service_ns;        /* total charged */
     uint64_t visits;
-    uint64_t opened_vtime;      /* global V when the entity was created */
     void *owner;                /* the session */
 } accel__sched_entity;
 
@@ -37,6 +55,8 @@ typedef struct accel__sched_config {
     uint32_t quantum_ops;
     uint64_t quantum_ns;
     uint32_t max_entities;      /* capacity: entities that may be runnable */
+    unsigned bucket_shift;      /* deadline bucket = 2^shift virtual ns;
+                                   0: derived from quantum_ns */
 } accel__sched_config;
 
 typedef struct accel__sched accel__sched;
@@ -50,8 +70,11 @@ void accel__sched_entity_init(accel__sched *s, accel__sched_entity *e,
 
 /* e became runnable: woke = true when it was idle (it starts at the global
  * virtual time, no banked credit), false when a worker re-queues it after
- * a visit. Lock-free. */
-void accel__sched_enqueue(accel__sched *s, accel__sched_entity *e, bool woke);
+ * a visit. Returns the lanes (ACCEL__SCHED_LANE_*) whose workers may run
+ * it: the caller must make sure a worker of one of them will pick (wake
+ * one, or be one). Lock-free. */
+unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
+                              bool woke);
 
 /* Removes and returns the entity a worker of `lane` should run next
  * (lane 0: general workers, 1: short-lane workers), NULL when none is
@@ -68,11 +91,56 @@ uint32_t accel__sched_visit_ops(const accel__sched *s,
 void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
                          uint64_t service_ns, uint32_t ops);
 
-/* Global virtual time, and an entity's lag against its ideal share (for
- * stats). Any thread; approximate while workers run. */
+/* Global virtual time (of the general class), and an entity's virtual time
+ * and lag against its ideal share (for stats): lag = (V - vtime) * weight,
+ * + when it is owed service. Any thread; approximate while workers run. */
 uint64_t accel__sched_vtime(const accel__sched *s);
 uint64_t accel__sched_vtime_of(const accel__sched *s,
                                const accel__sched_entity *e);
 int64_t accel__sched_lag(const accel__sched *s, const accel__sched_entity *e);
+
+/* ---- Internal to the scheduler: the calendar (sched_calendar.c). ----
+ * A circular array of ACCEL__CAL_SLOTS deadline buckets, each a lock-free
+ * LIFO of node indices with a tagged head, and a two-level find-first-set
+ * bitmap of the non-empty ones. Nodes come from a type-stable array shared
+ * by the calendars of one scheduler (never freed while it lives), so a
+ * popper may read a node that was popped under it without use-after-free,
+ * and the tag in the head rules out ABA. */
+#define ACCEL__CAL_SLOTS 4096u
+
+typedef struct accel__sched_node {
+    _Atomic uint32_t next;      /* index, 0 = none */
+    uint32_t pad;
+    accel__sched_entity *e;     /* written by the holder before a push */
+} accel__sched_node;
+
+typedef struct accel__sched_nodes {
+    accel__sched_node *v;       /* v[0] unused: index 0 is "none" */
+    uint32_t cap;
+    _Alignas(64) _Atomic uint64_t free_head; /* {tag:32, index:32} */
+    _Alignas(64) _Atomic uint32_t fresh;     /* never used yet: fresh.. */
+    size_t map_bytes;
+} accel__sched_nodes;
+
+typedef struct accel__sched_cal {
+    _Alignas(64) _Atomic uint64_t top;              /* word w may be set */
+    _Alignas(64) _Atomic uint64_t words[ACCEL__CAL_SLOTS / 64];
+    _Alignas(64) _Atomic uint64_t heads[ACCEL__CAL_SLOTS];
+} accel__sched_cal;
+
+int accel__sched_nodes_init(accel__sched_nodes *n, uint32_t cap);
+void accel__sched_nodes_fini(accel__sched_nodes *n);
+uint32_t accel__sched_node_get(accel__sched_nodes *n);
+void accel__sched_node_put(accel__sched_nodes *n, uint32_t idx);
+
+/* Pushes node idx into slot and marks the slot non-empty. */
+void accel__sched_cal_push(accel__sched_cal *c, accel__sched_nodes *n,
+                           unsigned slot, uint32_t idx);
+/* First slot at or after `from` (circularly) that looks non-empty, or -1. */
+int accel__sched_cal_first(accel__sched_cal *c, unsigned from);
+/* Pops a node of slot (0 if it was empty; then its bit is cleared unless a
+ * push raced, so the next first() moves on). */
+uint32_t accel__sched_cal_pop(accel__sched_cal *c, accel__sched_nodes *n,
+                              unsigned slot);
 
 #endif

@@ -1,0 +1,275 @@
+/*
+ * Priority-weighted fair scheduler (DESIGN.md "Scheduler",
+ * docs/scheduler.md): virtual time per entity charged with measured
+ * service / weight, a global virtual time V per class, pick by smallest
+ * virtual deadline start + visit_cost / weight over a calendar of deadline
+ * buckets (sched_calendar.c).
+ *
+ * Theory of operation.
+ *  - Two classes when a short lane is configured (calendar 1: entities
+ *    whose recent per-op cost is <= short_op_ns; calendar 0: the rest),
+ *    one otherwise. Lane 1 workers pick from calendar 1 only, lane 0
+ *    workers the smaller deadline of both.
+ *  - The calendar window of class k starts R buckets before V_k >> shift
+ *    and spans ACCEL__CAL_SLOTS buckets: deadlines below it go to its first
+ *    bucket, beyond it to its last. V_k only moves at a pick, to at most
+ *    the picked bucket's start, and a pick takes the first non-empty bucket
+ *    of the window, so V never passes a queued entity's bucket: buckets
+ *    never alias while queued (except for an enqueue that raced with V
+ *    moving more than R buckets, see docs/scheduler.md).
+ *  - Every field of an entity except weight/vtime/cls is touched only by
+ *    its holder; the calendar's push/pop ([R1]/[A1] there) hand it over.
+ *  - V is a monotonic hint: relaxed CAS-max, it publishes nothing.
+ */
+#include "accel/accel.h"
+#include "alloc.h"
+#include "sched.h"
+
+#define SLOTS ACCEL__CAL_SLOTS
+#define BEHIND 512u              /* window buckets before V */
+#define AHEAD (SLOTS - BEHIND)   /* window buckets from V on */
+
+typedef struct vcell {
+    _Alignas(64) _Atomic uint64_t v;
+} vcell;
+
+struct accel__sched {
+    accel__sched_config cfg;
+    unsigned shift;
+    unsigned ncls;
+    vcell V[2];
+    accel__sched_nodes nodes;
+    accel__sched_cal cal[2];
+};
+
+static unsigned log2_floor(uint64_t x)
+{
+    return x ? 63u - (unsigned)__builtin_clzll(x) : 0u;
+}
+
+int accel__sched_create(const accel__sched_config *cfg, accel__sched **out)
+{
+    accel__sched *s = accel__calloc_aligned(64, sizeof(*s));
+    if (!s)
+        return ACCEL_ENOMEM;
+    s->cfg = *cfg;
+    if (!s->cfg.quantum_ns)
+        s->cfg.quantum_ns = 2000000;
+    if (!s->cfg.quantum_ops)
+        s->cfg.quantum_ops = 32;
+    /* A bucket of quantum/256: a weight-1 visit spans ~256 buckets and
+     * the window reaches ~14 quanta of weight-1 virtual time ahead. */
+    s->shift = cfg->bucket_shift ? cfg->bucket_shift
+                                 : log2_floor(s->cfg.quantum_ns / 256);
+    if (s->shift < 4)
+        s->shift = 4;
+    if (s->shift > 40)
+        s->shift = 40;
+    s->ncls = cfg->short_lane_workers ? 2 : 1;
+    for (unsigned k = 0; k < 2; k++)
+        atomic_init(&s->V[k].v, (uint64_t)(BEHIND + 1) << s->shift);
+    if (accel__sched_nodes_init(&s->nodes, cfg->max_entities) != ACCEL_OK) {
+        accel__free(s);
+        return ACCEL_ENOMEM;
+    }
+    *out = s;
+    return ACCEL_OK;
+}
+
+void accel__sched_destroy(accel__sched *s)
+{
+    if (!s)
+        return;
+    accel__sched_nodes_fini(&s->nodes);
+    accel__free(s);
+}
+
+void accel__sched_entity_init(accel__sched *s, accel__sched_entity *e,
+                              uint32_t weight, void *owner)
+{
+    (void)s;
+    atomic_store_explicit(&e->weight, weight ? weight : 1,
+                          memory_order_relaxed);
+    e->w = weight ? weight : 1;
+    e->owner = owner;
+}
+
+/* How far behind V a backlogged entity may fall and keep the difference
+ * as credit: about a quantum plus two visits of service, in its virtual
+ * time. More is possible only when it cannot use what it is owed (it
+ * runs on one worker at a time while others are free), and is dropped. */
+static inline uint64_t lag_cap(const accel__sched *s,
+                               const accel__sched_entity *e)
+{
+    return (s->cfg.quantum_ns + 2 * e->visit_cost_ns) / e->w +
+           (2ull << s->shift);
+}
+
+static void place(accel__sched *s, accel__sched_entity *e, unsigned cls,
+                  uint64_t V);
+
+unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
+                              bool woke)
+{
+    /* relaxed: set_priority's store; read once per visit. */
+    uint32_t w = atomic_load_explicit(&e->weight, memory_order_relaxed);
+    if (!w)
+        w = 1;
+    if (w != e->w) {
+        e->w = w;
+        e->vrem = 0;
+    }
+    unsigned cls = s->ncls > 1 && e->op_cost_ns <= s->cfg.short_op_ns;
+    if (cls != atomic_load_explicit(&e->cls, memory_order_relaxed)) {
+        /* Joining the other class's time line: as if waking. */
+        atomic_store_explicit(&e->cls, (uint8_t)cls, memory_order_relaxed);
+        woke = true;
+    }
+    uint64_t V = atomic_load_explicit(&s->V[cls].v, memory_order_relaxed);
+    uint64_t v = atomic_load_explicit(&e->vtime, memory_order_relaxed);
+    if (woke) {
+        if (v < V)
+            v = V; /* no credit for sleeping */
+    } else {
+        uint64_t cap = lag_cap(s, e);
+        if (v + cap < V)
+            v = V - cap;
+    }
+    atomic_store_explicit(&e->vtime, v, memory_order_relaxed);
+    e->start = v;
+    e->deadline = v + e->visit_cost_ns / w;
+    place(s, e, cls, V);
+    return cls ? ACCEL__SCHED_LANE_GENERAL | ACCEL__SCHED_LANE_SHORT
+               : ACCEL__SCHED_LANE_GENERAL;
+}
+
+/* Pushes e into the bucket of its deadline within the window of V. */
+static void place(accel__sched *s, accel__sched_entity *e, unsigned cls,
+                  uint64_t V)
+{
+    uint64_t base = V >> s->shift;
+    uint64_t b = e->deadline >> s->shift;
+    if (b < base - BEHIND)
+        b = base - BEHIND;
+    else if (b > base + AHEAD - 1)
+        b = base + AHEAD - 1;
+    uint32_t idx = accel__sched_node_get(&s->nodes);
+    s->nodes.v[idx].e = e;
+    accel__sched_cal_push(&s->cal[cls], &s->nodes,
+                          (unsigned)(b & (SLOTS - 1)), idx);
+}
+
+static void vtime_advance(accel__sched *s, unsigned cls, uint64_t to)
+{
+    uint64_t cur = atomic_load_explicit(&s->V[cls].v, memory_order_relaxed);
+    /* relaxed: V is a monotonic hint and publishes nothing. */
+    while (cur < to &&
+           !atomic_compare_exchange_weak_explicit(&s->V[cls].v, &cur, to,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+}
+
+accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane)
+{
+    unsigned lo = lane && s->ncls > 1 ? 1 : 0;
+    for (;;) {
+        int best = -1;
+        unsigned best_slot = 0;
+        uint64_t best_key = 0;
+        for (unsigned k = lo; k < s->ncls; k++) {
+            uint64_t V =
+                atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
+            uint64_t from = (V >> s->shift) - BEHIND;
+            int slot = accel__sched_cal_first(&s->cal[k],
+                                              (unsigned)(from & (SLOTS - 1)));
+            if (slot < 0)
+                continue;
+            uint64_t key = from + (((uint64_t)slot - from) & (SLOTS - 1));
+            /* Ties go to the short class: its ops are the short ones. */
+            if (best < 0 || key <= best_key) {
+                best = (int)k;
+                best_slot = (unsigned)slot;
+                best_key = key;
+            }
+        }
+        if (best < 0)
+            return NULL;
+        uint32_t idx =
+            accel__sched_cal_pop(&s->cal[best], &s->nodes, best_slot);
+        if (!idx)
+            continue; /* raced with another picker: its bit is cleared */
+        accel__sched_entity *e = s->nodes.v[idx].e;
+        accel__sched_node_put(&s->nodes, idx);
+        uint64_t to = best_key << s->shift;
+        if ((e->deadline >> s->shift) > best_key) {
+            /* Its deadline lies beyond the window it was queued in, and
+             * nothing is queued before that window's end: move V there
+             * and queue it again, nearer its true bucket. The bucket grows
+             * each time, so this ends. */
+            vtime_advance(s, (unsigned)best, to);
+            place(s, e, (unsigned)best,
+                  atomic_load_explicit(&s->V[best].v, memory_order_relaxed));
+            continue;
+        }
+        vtime_advance(s, (unsigned)best, e->start < to ? e->start : to);
+        return e;
+    }
+}
+
+uint32_t accel__sched_visit_ops(const accel__sched *s,
+                                const accel__sched_entity *e)
+{
+    uint64_t q = s->cfg.quantum_ops;
+    if (e->op_cost_ns > 0) {
+        uint64_t fit = s->cfg.quantum_ns / e->op_cost_ns;
+        if (fit < q)
+            q = fit ? fit : 1;
+    }
+    return (uint32_t)q;
+}
+
+static inline uint64_t ewma(uint64_t avg, uint64_t x, bool first)
+{
+    return first ? x : avg - avg / 4 + x / 4;
+}
+
+void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
+                         uint64_t service_ns, uint32_t ops)
+{
+    (void)s;
+    uint64_t t = service_ns + e->vrem;
+    uint64_t v = atomic_load_explicit(&e->vtime, memory_order_relaxed);
+    /* relaxed: only the holder writes; stats read approximately. */
+    atomic_store_explicit(&e->vtime, v + t / e->w, memory_order_relaxed);
+    e->vrem = (uint32_t)(t % e->w);
+    e->service_ns += service_ns;
+    e->visits++;
+    bool first = !e->seen;
+    e->visit_cost_ns = ewma(e->visit_cost_ns, service_ns, first);
+    if (ops) {
+        e->op_cost_ns = ewma(e->op_cost_ns, service_ns / ops, first);
+        e->seen = 1;
+    }
+}
+
+uint64_t accel__sched_vtime(const accel__sched *s)
+{
+    return atomic_load_explicit(&s->V[0].v, memory_order_relaxed);
+}
+
+uint64_t accel__sched_vtime_of(const accel__sched *s,
+                               const accel__sched_entity *e)
+{
+    (void)s;
+    return atomic_load_explicit(&e->vtime, memory_order_relaxed);
+}
+
+int64_t accel__sched_lag(const accel__sched *s, const accel__sched_entity *e)
+{
+    unsigned k = atomic_load_explicit(&e->cls, memory_order_relaxed) & 1u;
+    uint64_t V = atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
+    uint64_t v = atomic_load_explicit(&e->vtime, memory_order_relaxed);
+    uint32_t w = atomic_load_explicit(&e->weight, memory_order_relaxed);
+    return ((int64_t)V - (int64_t)v) * (int64_t)w;
+}
