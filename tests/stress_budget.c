@@ -105,7 +105,7 @@ int main(void)
     reserver rs[SESSIONS * RESERVERS];
     pthread_t th[SESSIONS * RESERVERS], wt;
     for (int i = 0; i < SESSIONS; i++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof(id), "b%d", i);
         ss[i] = (sess){.s = tu_open(rt, id, 64, caps[i]), .cap = caps[i]};
         if (!ss[i].s)

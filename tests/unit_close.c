@@ -90,7 +90,7 @@ static void close_one_of_four(unsigned flags)
     prod pa[S];
     pthread_t th[S];
     for (int i = 0; i < S; i++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof(id), "vm%d", i);
         pa[i] = (prod){.s = tu_open(rt, id, 32, 0), .n = N};
         pa[i].recs = calloc(N, sizeof(rec));

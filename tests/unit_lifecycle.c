@@ -463,7 +463,7 @@ Test(lifecycle, destroy_drains_everything, .timeout = 20)
     enum { S = 6, OPS = 50 };
     accel_session *s[S];
     for (int i = 0; i < S; i++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof(id), "s%d", i);
         s[i] = tu_open(rt, id, 16, 0);
         cr_assert_not_null(s[i]);
