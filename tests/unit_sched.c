@@ -1,0 +1,278 @@
+/*
+ * Threaded scheduler tests through the public API: behaviour only, no
+ * timing thresholds (a hang is caught by .timeout).
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+#include <accel/accel.h>
+
+#include "core_util.h"
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void spin_ns(uint64_t ns)
+{
+    uint64_t end = now_ns() + ns;
+    while (now_ns() < end)
+        ;
+}
+
+/* ------------------------------------------------ progress, FIFO */
+
+#define NS 8
+typedef struct sess {
+    accel_session *s;
+    uint64_t op_ns;
+    _Atomic uint64_t accepted, done, next_seq, fifo_bad;
+} sess;
+
+static sess S[NS];
+static _Atomic int stop;
+
+typedef struct seq_arg {
+    sess *x;
+    uint64_t seq;
+} seq_arg;
+
+static int seq_op(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    seq_arg *a = arg;
+    /* Only the session's current worker runs its ops: FIFO means seq
+     * arrives in order. */
+    uint64_t want = atomic_load(&a->x->next_seq);
+    if (a->seq != want)
+        atomic_fetch_add(&a->x->fifo_bad, 1);
+    atomic_store(&a->x->next_seq, a->seq + 1);
+    spin_ns(a->x->op_ns);
+    return 0;
+}
+
+static void seq_done(void *arg, int status)
+{
+    seq_arg *a = arg;
+    (void)status;
+    atomic_fetch_add(&a->x->done, 1);
+    free(a);
+}
+
+static void *producer(void *arg)
+{
+    sess *x = arg;
+    uint64_t seq = 0;
+    while (!atomic_load(&stop)) {
+        seq_arg *a = malloc(sizeof(*a));
+        a->x = x;
+        a->seq = seq;
+        accel_op op = {seq_op, seq_done, a};
+        if (accel_submit(x->s, &op, 1000000) == ACCEL_OK) {
+            seq++;
+            atomic_fetch_add(&x->accepted, 1);
+        } else {
+            free(a);
+        }
+    }
+    return NULL;
+}
+
+static void saturate(unsigned workers, unsigned short_lane,
+                     const uint32_t *prio, const uint64_t *op_ns)
+{
+    accel_runtime *rt;
+    accel_runtime_config rc = {.workers = workers,
+                               .short_lane_workers = short_lane,
+                               .short_op_ns = 100000};
+    cr_assert_eq(accel_runtime_create(&rc, &rt), ACCEL_OK);
+    atomic_store(&stop, 0);
+    pthread_t t[NS];
+    for (int i = 0; i < NS; i++) {
+        memset(&S[i], 0, sizeof(S[i]));
+        S[i].op_ns = op_ns[i];
+        char id[16];
+        snprintf(id, sizeof(id), "sat%d", i);
+        accel_session_config c = {.id = id, .priority = prio[i],
+                                  .queue_depth = 64};
+        cr_assert_eq(accel_session_open(rt, &c, &S[i].s), ACCEL_OK);
+        pthread_create(&t[i], NULL, producer, &S[i]);
+    }
+    /* Every session makes progress in every interval while all are
+     * backlogged. */
+    uint64_t last[NS] = {0};
+    for (int round = 0; round < 4; round++) {
+        uint64_t seen[NS];
+        for (;;) {
+            tu_nap_us(50000);
+            int stuck = 0;
+            for (int i = 0; i < NS; i++) {
+                seen[i] = atomic_load(&S[i].done);
+                stuck += seen[i] == last[i];
+            }
+            if (!stuck)
+                break; /* otherwise wait longer: .timeout fails a stall */
+        }
+        memcpy(last, seen, sizeof(last));
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < NS; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < NS; i++) {
+        cr_assert_eq(accel_session_sync(S[i].s, ACCEL_FOREVER), ACCEL_OK);
+        cr_assert_eq(atomic_load(&S[i].done), atomic_load(&S[i].accepted));
+        cr_assert_eq(atomic_load(&S[i].fifo_bad), 0, "session %d out of order",
+                     i);
+        accel_session_stats st;
+        cr_assert_eq(accel_session_get_stats(S[i].s, &st), ACCEL_OK);
+        cr_assert_gt(st.visits, 0);
+        cr_assert_gt(st.vtime_ns, 0);
+        accel_session_release(S[i].s);
+    }
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+static const uint32_t PRIO[NS] = {1, 1, 5, 5, 10, 10, 100, 1000};
+
+Test(sched, all_progress_fifo_holds, .timeout = 120)
+{
+    const uint64_t ns[NS] = {20000, 20000, 20000, 20000,
+                             20000, 20000, 20000, 20000};
+    saturate(2, 0, PRIO, ns);
+}
+
+Test(sched, all_progress_mixed_costs_short_lane, .timeout = 120)
+{
+    const uint64_t ns[NS] = {300000, 1000, 300000, 1000,
+                             300000, 1000, 300000, 1000};
+    saturate(3, 1, PRIO, ns);
+}
+
+/* ------------------------------------------------ lanes never strand */
+
+static _Atomic uint64_t lane_done;
+
+static int lane_op(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    spin_ns((uint64_t)(uintptr_t)arg);
+    return 0;
+}
+
+static void lane_cb(void *arg, int status)
+{
+    (void)arg;
+    (void)status;
+    atomic_fetch_add(&lane_done, 1);
+}
+
+/* A session that alternates short and long phases moves between the
+ * short-lane class and the general one, often while the general workers
+ * are parked: each phase must finish (a stranded session hangs sync). */
+Test(sched, lane_switch_never_strands, .timeout = 120)
+{
+    for (unsigned workers = 2; workers <= 3; workers++) {
+        accel_runtime *rt;
+        accel_runtime_config rc = {.workers = workers,
+                                   .short_lane_workers = 1,
+                                   .short_op_ns = 50000};
+        cr_assert_eq(accel_runtime_create(&rc, &rt), ACCEL_OK);
+        accel_session *s;
+        accel_session_config c = {.id = "lanes", .priority = 10};
+        cr_assert_eq(accel_session_open(rt, &c, &s), ACCEL_OK);
+        atomic_store(&lane_done, 0);
+        uint64_t n = 0;
+        for (int phase = 0; phase < 60; phase++) {
+            uint64_t ns = phase % 2 ? 400000 : 2000;
+            int k = phase % 2 ? 3 : 40;
+            for (int i = 0; i < k; i++, n++) {
+                accel_op op = {lane_op, lane_cb, (void *)(uintptr_t)ns};
+                cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+            }
+            cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+            cr_assert_eq(atomic_load(&lane_done), n);
+        }
+        accel_session_release(s);
+        cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    }
+}
+
+/* ------------------------------------------------ exactly once, close */
+
+#define CN 6
+#define CMAX 200000
+static _Atomic uint8_t calls[CMAX];
+static _Atomic uint64_t cidx, caccepted, cdup;
+static accel_session *CS[CN];
+
+static int c_op(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    spin_ns(2000);
+    return 0;
+}
+
+static void c_done(void *arg, int status)
+{
+    (void)status;
+    if (atomic_fetch_add(&calls[(uintptr_t)arg], 1) != 0)
+        atomic_fetch_add(&cdup, 1);
+}
+
+static void *c_producer(void *arg)
+{
+    uintptr_t me = (uintptr_t)arg;
+    uint64_t r = me + 1;
+    while (!atomic_load(&stop)) {
+        uint64_t i = atomic_fetch_add(&cidx, 1);
+        if (i >= CMAX)
+            break;
+        r = r * 6364136223846793005ull + 1;
+        accel_op op = {c_op, c_done, (void *)(uintptr_t)i};
+        if (accel_submit(CS[(r >> 33) % CN], &op, 100000) == ACCEL_OK)
+            atomic_fetch_add(&caccepted, 1);
+    }
+    return NULL;
+}
+
+Test(sched, exactly_once_under_close, .timeout = 120)
+{
+    accel_runtime *rt;
+    accel_runtime_config rc = {.workers = 2};
+    cr_assert_eq(accel_runtime_create(&rc, &rt), ACCEL_OK);
+    atomic_store(&stop, 0);
+    for (int i = 0; i < CN; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "close%d", i);
+        accel_session_config c = {.id = id, .priority = (uint32_t)(1 + i * 50),
+                                  .queue_depth = 32};
+        cr_assert_eq(accel_session_open(rt, &c, &CS[i]), ACCEL_OK);
+    }
+    pthread_t t[3];
+    for (uintptr_t i = 0; i < 3; i++)
+        pthread_create(&t[i], NULL, c_producer, (void *)i);
+    for (int i = 0; i < CN; i++) {
+        tu_nap_us(20000);
+        accel_session_close(CS[i], i % 2 ? ACCEL_CLOSE_CANCEL : 0);
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < CN; i++) {
+        accel_session_sync(CS[i], ACCEL_FOREVER);
+        accel_session_release(CS[i]);
+    }
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < CMAX; i++)
+        sum += atomic_load(&calls[i]);
+    cr_assert_eq(atomic_load(&cdup), 0);
+    cr_assert_eq(sum, atomic_load(&caccepted));
+}
