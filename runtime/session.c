@@ -7,8 +7,9 @@
  *      ordered before it in tail's modification order was accepted, any
  *      after it fails with ACCEL_ECLOSED; the value below the bit is the
  *      final count of accepted ops.
- *   2. the first closer unpublishes the id from the table (free for reuse
- *      as soon as close begins) and wakes producers waiting for room.
+ *   2. wakes producers waiting for room. (Before step 1 every closer
+ *      unpublishes the id from the table, so that it is free for reuse
+ *      as soon as close is seen to have begun.)
  *   3. every closer waits until `finished` reaches that count (the worker's
  *      [R5] release of finished pairs with [A5] here), unless it runs
  *      inside one of the session's own ops.
@@ -282,6 +283,16 @@ int accel_session_close(accel_session *s, unsigned flags)
         return ACCEL_EINVAL;
     if (flags & ACCEL_CLOSE_CANCEL)
         atomic_store_explicit(&s->cancel, 1, memory_order_relaxed);
+    /* Unpublish the id before the LP, so that once close has begun
+     * (is_closed() true) lookups get ENOENT and the id can be opened again.
+     * Every closer does it: cds_lfht_del is idempotent (-ENOENT for a node
+     * already removed), and no closer may set CLOSED while the id is still
+     * in the table. cds_lfht_del's cmpxchg is a full barrier, which orders
+     * the removal before the fetch_or below; pairs with the acquire load
+     * in accel_session_is_closed(). */
+    accel__rcu_read_lock();
+    accel__table_remove(s->rt->table, s);
+    accel__rcu_read_unlock();
     /* LP of close (see the top of this file). relaxed: producers only need
      * the modification order of tail; waiting orders itself with [A5]. */
     uint64_t prev = atomic_fetch_or_explicit(&s->tail, ACCEL__RING_CLOSED,
@@ -289,11 +300,6 @@ int accel_session_close(accel_session *s, unsigned flags)
     uint64_t final = prev & ~ACCEL__RING_CLOSED;
     atomic_fetch_or_explicit(&s->state, ACCEL__S_CLOSING,
                              memory_order_relaxed);
-    if (!(prev & ACCEL__RING_CLOSED)) {
-        accel__rcu_read_lock();
-        accel__table_remove(s->rt->table, s);
-        accel__rcu_read_unlock();
-    }
     accel__session_notify(s); /* producers blocked on a full ring */
     if (accel__tls_current == s)
         return ACCEL_OK;
@@ -348,8 +354,10 @@ bool accel_session_is_closed(const accel_session *s)
 {
     if (!s)
         return true;
+    /* acquire: a caller that sees CLOSED also sees the id gone from the
+     * table (see accel_session_close). */
     return (atomic_load_explicit(&((accel_session *)s)->tail,
-                                 memory_order_relaxed) &
+                                 memory_order_acquire) &
             ACCEL__RING_CLOSED) != 0;
 }
 
