@@ -5,11 +5,12 @@
  * default runtime, calls from fresh threads, destroy draining everything
  * (also sessions whose handles were never released).
  */
-#define _GNU_SOURCE /* nanosleep, clock_gettime */
+#define _GNU_SOURCE /* nanosleep, clock_gettime, sched_yield */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <stdio.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 #include "core_util.h"
@@ -505,5 +506,49 @@ Test(lifecycle, destroy_from_inside_an_op_is_edeadlk, .timeout = 10)
     /* Nothing was done: the runtime still works. */
     cr_assert_eq(accel_submit_wait(s, op_count, NULL, ACCEL_FOREVER), 0);
     accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* Regression: close used to set CLOSED (is_closed() true) before it took
+ * the id out of the table, so a thread that saw the session closed could
+ * still look it up, or get ACCEL_EEXIST reopening its id. */
+static accel_session *race_victim;
+static _Atomic int race_go;
+
+static void *race_closer(void *p)
+{
+    (void)p;
+    while (!atomic_load_explicit(&race_go, memory_order_acquire))
+        sched_yield();
+    accel_session_close(race_victim, ACCEL_CLOSE_DRAIN);
+    return NULL;
+}
+
+Test(lifecycle, closed_means_id_free_and_lookup_enoent, .timeout = 20)
+{
+    accel_runtime *rt = tu_runtime(1);
+    int found = 0, eexist = 0;
+    for (int i = 0; i < 500; i++) {
+        race_victim = tu_open(rt, "x", 0, 0);
+        cr_assert_not_null(race_victim);
+        atomic_store(&race_go, 0);
+        pthread_t t;
+        pthread_create(&t, NULL, race_closer, NULL);
+        atomic_store_explicit(&race_go, 1, memory_order_release);
+        while (!accel_session_is_closed(race_victim))
+            sched_yield();
+        accel_session *l = NULL;
+        if (accel_session_lookup(rt, "x", &l) == ACCEL_OK) {
+            found++;
+            accel_session_release(l);
+        }
+        accel_session *n = tu_open(rt, "x", 0, 0);
+        eexist += n == NULL;
+        pthread_join(t, NULL);
+        accel_session_release(race_victim);
+        accel_session_release(n);
+    }
+    cr_assert_eq(found, 0, "lookup found a session already seen closed");
+    cr_assert_eq(eexist, 0, "id of a session seen closed was not free");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
