@@ -1,0 +1,324 @@
+/*
+ * Fault injection (promises 1, 4 and 5 of DESIGN.md under failure).
+ *
+ * - alloc_sweep: runtime/alloc.h can fail the (k+1)-th allocation of the
+ *   runtime. A scripted scenario (create, open, submit, ops that allocate
+ *   from their budget, lookup, close, release, destroy) runs once per k,
+ *   k = 0, 1, 2, ... until a run makes no injected failure. Every public
+ *   call must return a status documented for it (ENOMEM where it may
+ *   allocate), a failed call must leave nothing behind (the id stays free,
+ *   the budget unchanged), every accepted op completes exactly once, and
+ *   under ASan/LSan nothing leaks (checked after each run).
+ * - A "failing backend" session (its ops fail with ACCEL_EBACKEND or their
+ *   own errors), a session whose budget runs out mid-run, a session whose
+ *   ring is kept full and one closed with CANCEL mid-run, all beside
+ *   untargeted sessions that must complete 100% of their ops.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <accel/accel.h>
+
+#include "alloc.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define HAVE_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HAVE_LSAN 1
+#endif
+#endif
+#ifdef HAVE_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
+static void assert_no_leaks(const char *when)
+{
+#ifdef HAVE_LSAN
+    cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "leak after %s", when);
+#else
+    (void)when;
+#endif
+}
+
+/* ----------------------------------------------------------- the sweep */
+
+typedef struct counters {
+    _Atomic uint64_t dones, ran, ok, nomem, budget, bad;
+} counters;
+
+static int alloc_op(accel_ctx *ctx, void *arg)
+{
+    counters *c = arg;
+    atomic_fetch_add(&c->ran, 1);
+    void *p = NULL;
+    int rc = accel_ctx_alloc(ctx, 100, &p);
+    if (rc == ACCEL_OK) {
+        memset(p, 1, 100);
+        accel_ctx_free(ctx, p);
+        atomic_fetch_add(&c->ok, 1);
+    } else if (rc == ACCEL_ENOMEM) {
+        atomic_fetch_add(&c->nomem, 1);
+    } else if (rc == ACCEL_EBUDGET) {
+        atomic_fetch_add(&c->budget, 1);
+    } else {
+        return 99; /* undocumented status: counted as failed */
+    }
+    /* one block left allocated: freed with the session */
+    if (accel_ctx_alloc(ctx, 10, &p) == ACCEL_OK)
+        memset(p, 2, 10);
+    return 0;
+}
+
+static void count_done(void *arg, int status)
+{
+    counters *c = arg; /* no cr_assert off the test's thread */
+    if (status != 0)
+        atomic_fetch_add(&c->bad, 1);
+    atomic_fetch_add(&c->dones, 1);
+}
+
+#define SWEEP_OPS 40
+
+/* One run of the scenario with the k-th allocation failing. Returns true
+ * when the injected failure was hit. */
+static bool scenario(long k)
+{
+    counters c;
+    memset(&c, 0, sizeof(c));
+    accel__alloc_fail_after(k);
+    accel_runtime *rt = NULL;
+    accel_runtime_config rcfg = {.workers = 2};
+    int rc = accel_runtime_create(&rcfg, &rt);
+    cr_assert(rc == ACCEL_OK || rc == ACCEL_ENOMEM, "k=%ld create: %d", k, rc);
+    if (rc != ACCEL_OK) {
+        cr_assert_null(rt);
+        /* the failure was used up: a retry works */
+        cr_assert_eq(accel_runtime_create(&rcfg, &rt), ACCEL_OK);
+    }
+    const char *ids[3] = {"alpha", "beta", "gamma"};
+    accel_session *s[3];
+    for (int i = 0; i < 3; i++) {
+        accel_session_config cfg = {.id = ids[i], .queue_depth = 16,
+                                    .memory_budget = i == 2 ? 150 : 0};
+        s[i] = NULL;
+        rc = accel_session_open(rt, &cfg, &s[i]);
+        cr_assert(rc == ACCEL_OK || rc == ACCEL_ENOMEM, "k=%ld open: %d", k, rc);
+        if (rc != ACCEL_OK) {
+            accel_session *h;
+            cr_assert_eq(accel_session_lookup(rt, ids[i], &h), ACCEL_ENOENT,
+                         "k=%ld: failed open left its id", k);
+            cr_assert_eq(accel_session_open(rt, &cfg, &s[i]), ACCEL_OK,
+                         "k=%ld: reopen after ENOMEM", k);
+        }
+    }
+    uint64_t accepted = 0;
+    for (int n = 0; n < SWEEP_OPS; n++) {
+        accel_op op = {alloc_op, count_done, &c};
+        rc = accel_submit(s[n % 3], &op, ACCEL_FOREVER);
+        cr_assert_eq(rc, ACCEL_OK, "k=%ld submit: %d", k, rc);
+        accepted++;
+    }
+    accel_session *h = NULL;
+    cr_assert_eq(accel_session_lookup(rt, "beta", &h), ACCEL_OK);
+    cr_assert_eq(h, s[1]);
+    cr_assert_eq(accel_session_sync(h, ACCEL_FOREVER), ACCEL_OK);
+    accel_session_release(h);
+    cr_assert_eq(accel_session_close(s[0], ACCEL_CLOSE_DRAIN), ACCEL_OK);
+    accel_session_stats st;
+    cr_assert_eq(accel_session_get_stats(s[0], &st), ACCEL_OK);
+    cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
+    cr_assert_eq(st.failed, 0, "k=%ld: an op saw an undocumented status", k);
+    accel_session_release(s[0]);
+    accel_session_release(s[1]); /* last handle: closes with DRAIN */
+    /* s[2] left open for destroy */
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    long made = accel__alloc_fail_after(-1);
+    cr_assert_eq(atomic_load(&c.dones), accepted, "k=%ld: %" PRIu64
+                 " of %" PRIu64 " ops completed", k, atomic_load(&c.dones),
+                 accepted);
+    cr_assert_eq(atomic_load(&c.ran), accepted);
+    cr_assert_eq(atomic_load(&c.bad), 0, "k=%ld: op statuses", k);
+    cr_assert_eq(atomic_load(&c.ok) + atomic_load(&c.nomem) + atomic_load(&c.budget),
+                 accepted);
+    char when[32];
+    snprintf(when, sizeof(when), "k=%ld", k);
+    assert_no_leaks(when);
+    return made > k;
+}
+
+Test(faults, alloc_sweep, .timeout = 240)
+{
+    long k = 0;
+    while (scenario(k)) {
+        k++;
+        cr_assert_lt(k, 100000, "the scenario never stops allocating");
+    }
+    cr_log_info("alloc sweep: %ld injected failures, all handled", k);
+    cr_assert_gt(k, 5, "the hook saw too few allocations (%ld)", k);
+}
+
+/* The sweep again with ops allocating on the workers while the failure is
+ * armed at random points: statuses only, many times. */
+Test(faults, alloc_fail_during_ops, .timeout = 120)
+{
+    for (long k = 0; k < 60; k++) {
+        accel_runtime *rt;
+        accel_runtime_config rcfg = {.workers = 2};
+        cr_assert_eq(accel_runtime_create(&rcfg, &rt), ACCEL_OK);
+        accel_session *s;
+        accel_session_config cfg = {.id = "w"};
+        cr_assert_eq(accel_session_open(rt, &cfg, &s), ACCEL_OK);
+        counters c;
+        memset(&c, 0, sizeof(c));
+        accel__alloc_fail_after(k % 7);
+        for (int n = 0; n < 50; n++) {
+            accel_op op = {alloc_op, count_done, &c};
+            cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+        }
+        cr_assert_eq(accel_session_close(s, k % 2), ACCEL_OK);
+        accel_session_stats st;
+        accel_session_get_stats(s, &st);
+        cr_assert_eq(st.completed + st.cancelled, 50);
+        cr_assert_eq(st.failed, 0);
+        cr_assert_eq(atomic_load(&c.dones), 50);
+        cr_assert_eq(atomic_load(&c.bad), st.cancelled); /* ECLOSED only */
+        cr_assert_eq(atomic_load(&c.ran), st.completed);
+        accel_session_release(s);
+        accel__alloc_fail_after(-1);
+        cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    }
+    assert_no_leaks("alloc_fail_during_ops");
+}
+
+/* ------------------------------------------------------- isolation */
+
+typedef struct sess_ctr {
+    _Atomic uint64_t accepted, dones, ok, failed, cancelled, ebudget;
+    int64_t budget;
+    int fail_every; /* 0: never fails */
+    bool hoard;     /* keeps a chunk every 3rd op: runs out mid-run */
+} sess_ctr;
+
+static int iso_op(accel_ctx *ctx, void *arg)
+{
+    sess_ctr *c = arg;
+    /* budget: take a chunk and keep it (mid-run exhaustion) every 3rd op */
+    void *p;
+    int rc = accel_ctx_alloc(ctx, 64, &p);
+    if (rc == ACCEL_EBUDGET)
+        atomic_fetch_add(&c->ebudget, 1);
+    else if (rc != ACCEL_OK)
+        return 98;
+    else if (!c->hoard || atomic_load(&c->dones) % 3 != 0)
+        accel_ctx_free(ctx, p);
+    int64_t used = accel_session_memory_used(accel_ctx_session(ctx));
+    if (used < 0 || (c->budget && used > c->budget))
+        return 97;
+    if (c->fail_every && atomic_load(&c->dones) % (uint64_t)c->fail_every == 0)
+        return ACCEL_EBACKEND; /* the "backend" failed this op */
+    return 0;
+}
+
+static void iso_done(void *arg, int status)
+{
+    sess_ctr *c = arg;
+    atomic_fetch_add(&c->dones, 1);
+    if (status == 0)
+        atomic_fetch_add(&c->ok, 1);
+    else if (status == ACCEL_ECLOSED)
+        atomic_fetch_add(&c->cancelled, 1);
+    else
+        atomic_fetch_add(&c->failed, 1);
+}
+
+#define ISO_N 6 /* 0 failing, 1 budget-starved, 2 ring full, 3 closed; 4,5 bystanders */
+static accel_session *iso_s[ISO_N];
+static sess_ctr iso_c[ISO_N];
+static _Atomic int iso_stop;
+static _Atomic uint64_t iso_bad_status;
+
+static void *iso_producer(void *arg)
+{
+    uintptr_t me = (uintptr_t)arg;
+    uint64_t n = 0;
+    while (!atomic_load(&iso_stop)) {
+        int i = (int)((n++ + me) % ISO_N);
+        accel_op op = {iso_op, iso_done, &iso_c[i]};
+        int64_t to = i == 2 ? ACCEL_NO_WAIT : 1000000;
+        int rc = accel_submit(iso_s[i], &op, to);
+        if (rc == ACCEL_OK)
+            atomic_fetch_add(&iso_c[i].accepted, 1);
+        else if (!(rc == ACCEL_EAGAIN || rc == ACCEL_ETIMEDOUT ||
+                   (rc == ACCEL_ECLOSED && i == 3)))
+            atomic_fetch_add(&iso_bad_status, 1);
+    }
+    return NULL;
+}
+
+Test(faults, targeted_sessions_do_not_touch_others, .timeout = 60)
+{
+    accel_runtime *rt;
+    accel_runtime_config rcfg = {.workers = 2};
+    cr_assert_eq(accel_runtime_create(&rcfg, &rt), ACCEL_OK);
+    memset(iso_c, 0, sizeof(iso_c));
+    atomic_store(&iso_stop, 0);
+    atomic_store(&iso_bad_status, 0);
+    for (int i = 0; i < ISO_N; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "iso%d", i);
+        iso_c[i].budget = i == 1 ? 1000 : 1 << 20;
+        iso_c[i].fail_every = i == 0 ? 2 : 0;
+        iso_c[i].hoard = i == 1;
+        accel_session_config cfg = {.id = id,
+                                    .memory_budget = iso_c[i].budget,
+                                    .queue_depth = i == 2 ? 2 : 256,
+                                    .priority = i == 2 ? 1000 : 5};
+        cr_assert_eq(accel_session_open(rt, &cfg, &iso_s[i]), ACCEL_OK);
+    }
+    pthread_t t[3];
+    for (uintptr_t i = 0; i < 3; i++)
+        pthread_create(&t[i], NULL, iso_producer, (void *)i);
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    cr_assert_eq(accel_session_close(iso_s[3], ACCEL_CLOSE_CANCEL), ACCEL_OK);
+    nanosleep(&ts, NULL);
+    atomic_store(&iso_stop, 1);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < ISO_N; i++)
+        cr_assert_eq(accel_session_sync(iso_s[i], ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(atomic_load(&iso_bad_status), 0, "undocumented submit status");
+
+    for (int i = 0; i < ISO_N; i++) {
+        sess_ctr *c = &iso_c[i];
+        accel_session_stats st;
+        cr_assert_eq(accel_session_get_stats(iso_s[i], &st), ACCEL_OK);
+        cr_assert_eq(atomic_load(&c->dones), atomic_load(&c->accepted),
+                     "session %d: %" PRIu64 " of %" PRIu64 " done", i,
+                     atomic_load(&c->dones), atomic_load(&c->accepted));
+        cr_assert_eq(st.submitted, atomic_load(&c->accepted));
+        cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
+        cr_assert_eq(st.failed, atomic_load(&c->failed));
+        cr_assert(st.memory_used >= 0 && st.memory_used <= c->budget);
+        if (i >= 4) { /* bystanders: 100% of their ops succeeded */
+            cr_assert_gt(atomic_load(&c->accepted), 0);
+            cr_assert_eq(atomic_load(&c->ok), atomic_load(&c->accepted),
+                         "bystander %d: %" PRIu64 " ok of %" PRIu64, i,
+                         atomic_load(&c->ok), atomic_load(&c->accepted));
+            cr_assert_eq(atomic_load(&c->ebudget), 0);
+        }
+    }
+    cr_assert_gt(atomic_load(&iso_c[0].failed), 0, "failing session never failed");
+    cr_assert_gt(atomic_load(&iso_c[1].ebudget), 0, "budget never ran out");
+    for (int i = 0; i < ISO_N; i++)
+        accel_session_release(iso_s[i]);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    assert_no_leaks("isolation");
+}
