@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Reliability tiers of issue 6 (docs/reliability.md), called by .ci/run.
+# Prints the time each tier took and one summary line per tier.
+#
+# Env:
+#   RELIABILITY_QUICK=1   quick mode (~3 min): fewer ops, seeds, fuzz time
+#   RELIABILITY_TIERS     space-separated subset of:
+#                         plain tsan asan clang yield models fuzz
+#   RELIABILITY_FUZZ_SECONDS  fuzz run length (default 120; quick 20)
+#   JOBS                  build parallelism (default nproc)
+# Build dirs: build-rel, build-rel-tsan, build-rel-asan, build-rel-clang,
+# build-rel-yield, build-rel-fuzz (all under the repo root).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+JOBS=${JOBS:-$(nproc)}
+Q=${RELIABILITY_QUICK:-0}
+TIERS=${RELIABILITY_TIERS:-"plain tsan asan clang yield models fuzz"}
+if [ "$Q" = 1 ]; then
+  PLAIN_OPS=400000; SAN_OPS=150000; YIELD_SEEDS=20; FUZZ_S=${RELIABILITY_FUZZ_SECONDS:-20}
+else
+  PLAIN_OPS=3400000; SAN_OPS=2000000; YIELD_SEEDS=200; FUZZ_S=${RELIABILITY_FUZZ_SECONDS:-120}
+fi
+STRESS=tests/accel_stress_exactly_once
+COMMON=(-DACCEL_WITH_CUDA=OFF -DACCEL_BUILD_BENCH=OFF)
+export TSAN_OPTIONS="halt_on_error=1 suppressions=$root/tests/tsan.supp"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+failed=()
+summary=()
+
+tier() { # name command...
+  local name=$1; shift
+  local t0=$SECONDS
+  echo "=== tier $name"
+  if "$@"; then r=ok; else r=FAILED; failed+=("$name"); fi
+  local dt=$((SECONDS - t0))
+  summary+=("$(printf '%-8s %-6s %4ds' "$name" "$r" "$dt")")
+  echo "=== tier $name: $r in ${dt}s"
+}
+
+build() { # dir cmake-args...
+  local d=$1; shift
+  cmake -S . -B "$d" "${COMMON[@]}" "$@" >/dev/null &&
+  cmake --build "$d" -j"$JOBS" --target accel_stress_exactly_once "${EXTRA_TARGETS[@]}" 2>&1 |
+    grep -E "error|warning" ; return "${PIPESTATUS[0]}"
+}
+
+stress_seeds() { # dir ops-per-seed seeds...
+  local d=$1 ops=$2; shift 2
+  local total=0 s out
+  for s in "$@"; do
+    out=$("$d/$STRESS" --ops "$ops" --seconds 900 --seed "$s" --quiet) || { echo "$out"; return 1; }
+    echo "$out"
+    total=$((total + $(echo "$out" | sed -n 's/.*: \([0-9]*\) ops accepted.*/\1/p')))
+  done
+  echo "total ops accepted: $total"
+}
+
+t_plain() {
+  EXTRA_TARGETS=(accel_unit_bad_input accel_unit_faults)
+  build build-rel -DACCEL_WERROR=ON || return 1
+  build-rel/tests/accel_unit_bad_input --jobs 1 && build-rel/tests/accel_unit_faults --jobs 1 &&
+  stress_seeds build-rel "$PLAIN_OPS" 1 2 3
+}
+t_tsan() { # gcc TSan (no -Werror: gcc warns that TSan ignores fences)
+  EXTRA_TARGETS=()
+  build build-rel-tsan -DACCEL_SANITIZE=thread -DACCEL_WERROR=OFF || return 1
+  stress_seeds build-rel-tsan "$SAN_OPS" 11
+}
+t_asan() {
+  EXTRA_TARGETS=(accel_unit_bad_input accel_unit_faults)
+  build build-rel-asan -DACCEL_SANITIZE=address,undefined -DACCEL_WERROR=ON || return 1
+  build-rel-asan/tests/accel_unit_bad_input --jobs 1 &&
+  build-rel-asan/tests/accel_unit_faults --jobs 1 &&
+  stress_seeds build-rel-asan "$SAN_OPS" 21
+}
+t_clang() { # clang TSan, then clang ASan+UBSan
+  EXTRA_TARGETS=()
+  local cc; cc=$(command -v clang || command -v clang-14) || { echo "no clang"; return 0; }
+  build build-rel-clang-tsan -DCMAKE_C_COMPILER="$cc" -DACCEL_SANITIZE=thread -DACCEL_WERROR=ON &&
+  stress_seeds build-rel-clang-tsan "$((SAN_OPS / 2))" 31 &&
+  build build-rel-clang-asan -DCMAKE_C_COMPILER="$cc" -DACCEL_SANITIZE=address,undefined -DACCEL_WERROR=ON &&
+  stress_seeds build-rel-clang-asan "$((SAN_OPS / 2))" 41
+}
+t_yield() {
+  EXTRA_TARGETS=()
+  build build-rel-yield -DACCEL_RANDOM_YIELD=ON -DACCEL_WERROR=ON || return 1
+  local s fails=0 ops=0 out
+  for s in $(seq 1 "$YIELD_SEEDS"); do
+    if ! out=$(ACCEL_YIELD_SEED=$s build-rel-yield/$STRESS --seconds 0.25 --seed "$s" --quiet); then
+      echo "yield seed $s FAILED:"; echo "$out"; fails=$((fails + 1))
+    fi
+    ops=$((ops + $(echo "$out" | sed -n 's/.*: \([0-9]*\) ops accepted.*/\1/p' | head -1)))
+  done
+  echo "random-yield: $YIELD_SEEDS seeds, $ops ops accepted, $fails failed"
+  [ $fails = 0 ]
+}
+t_models() { models/run.sh; }
+t_fuzz() {
+  FUZZ_BUILD=$root/build-rel-fuzz fuzz/run.sh build &&
+  FUZZ_BUILD=$root/build-rel-fuzz fuzz/run.sh replay &&
+  FUZZ_BUILD=$root/build-rel-fuzz fuzz/run.sh fuzz "$FUZZ_S"
+}
+
+for t in $TIERS; do tier "$t" "t_$t"; done
+echo "=== reliability summary (quick=$Q)"
+printf '%s\n' "${summary[@]}"
+if [ ${#failed[@]} -gt 0 ]; then echo "reliability: FAILED tiers: ${failed[*]}"; exit 1; fi
+echo "reliability: all tiers passed"
