@@ -50,7 +50,8 @@ stress_seeds() { # dir ops-per-seed seeds...
   local d=$1 ops=$2; shift 2
   local total=0 s out
   for s in "$@"; do
-    out=$("$d/$STRESS" --ops "$ops" --seconds 900 --seed "$s" --quiet) || { echo "$out"; return 1; }
+    # timeout: a lost wake-up shows as a hang; fail it instead of CI
+    out=$(timeout 600 "$d/$STRESS" --ops "$ops" --seconds 900 --seed "$s" --quiet) || { echo "$out"; return 1; }
     echo "$out"
     total=$((total + $(echo "$out" | sed -n 's/.*: \([0-9]*\) ops accepted.*/\1/p')))
   done
@@ -88,7 +89,7 @@ t_yield() {
   build build-rel-yield -DACCEL_RANDOM_YIELD=ON -DACCEL_WERROR=ON || return 1
   local s fails=0 ops=0 out
   for s in $(seq 1 "$YIELD_SEEDS"); do
-    if ! out=$(ACCEL_YIELD_SEED=$s build-rel-yield/$STRESS --seconds 0.25 --seed "$s" --quiet); then
+    if ! out=$(ACCEL_YIELD_SEED=$s timeout 60 build-rel-yield/$STRESS --seconds 0.25 --seed "$s" --quiet); then
       echo "yield seed $s FAILED:"; echo "$out"; fails=$((fails + 1))
     fi
     ops=$((ops + $(echo "$out" | sed -n 's/.*: \([0-9]*\) ops accepted.*/\1/p' | head -1)))
