@@ -57,21 +57,49 @@ int accel__ring_init(accel__ring *r, uint32_t capacity_pow2);
 void accel__ring_fini(accel__ring *r);
 
 /* Reserves up to want positions: returns how many (0 when full) and the
- * first in *first. Returns -1 if the tail is CLOSED. Lock-free. */
-static inline int64_t accel__ring_reserve(const accel__ring *r,
-                                          _Atomic uint64_t *tail,
-                                          _Atomic uint64_t *head,
-                                          uint64_t want, uint64_t *first)
+ * first in *first. Returns -1 if the tail is CLOSED. Lock-free.
+ *
+ * Room is computed from head_cache, a copy of head kept on the producers'
+ * line: the consumer writes head once per op, and if every reservation
+ * read it, that line would bounce between the consumer's core and the
+ * producers' on every op. The real head is read only when the cached copy
+ * shows too little room. The cache may go stale, or even backwards when
+ * two producers refresh it at once: a smaller head only understates the
+ * room, never overstates it. head_cache NULL: read head every time. */
+static inline int64_t accel__ring_reserve_cached(const accel__ring *r,
+                                                 _Atomic uint64_t *tail,
+                                                 _Atomic uint64_t *head,
+                                                 _Atomic uint64_t *head_cache,
+                                                 uint64_t want,
+                                                 uint64_t *first)
 {
+    const uint64_t cap = r->mask + 1;
+    _Atomic uint64_t *hsrc = head_cache ? head_cache : head;
     uint64_t t = atomic_load_explicit(tail, memory_order_relaxed);
+    /* [A2] acquire (here and below): the consumer is done with every slot
+     * below the head value read; pairs with [R2] in accel__ring_take(),
+     * directly or through head_cache's release store below. */
+    uint64_t h = atomic_load_explicit(hsrc, memory_order_acquire);
     for (;;) {
         if (t & ACCEL__RING_CLOSED)
             return -1;
-        /* [A2] acquire: the consumer is done with every slot below h;
-         * pairs with [R2] in accel__ring_take(). A stale h only
-         * understates the room. */
-        uint64_t h = atomic_load_explicit(head, memory_order_acquire);
-        uint64_t room = r->mask + 1 - (t - h);
+        if (h > t) { /* t is older than h: take a fresh one */
+            t = atomic_load_explicit(tail, memory_order_relaxed);
+            continue;
+        }
+        /* A stale cache can lag t by more than cap: no room (and a
+         * refresh below), never an underflowed, huge room. */
+        uint64_t room = t - h >= cap ? 0 : cap - (t - h);
+        if (room < want && head_cache) {
+            uint64_t real = atomic_load_explicit(head, memory_order_acquire);
+            if (real != h) {
+                h = real;
+                /* release: passes on what [A2] acquired to producers that
+                 * read the cache. */
+                atomic_store_explicit(head_cache, h, memory_order_release);
+                continue;
+            }
+        }
         uint64_t k = want < room ? want : room;
         if (k == 0)
             return 0;
@@ -87,6 +115,14 @@ static inline int64_t accel__ring_reserve(const accel__ring *r,
         }
         ACCEL__YIELD_POINT();
     }
+}
+
+static inline int64_t accel__ring_reserve(const accel__ring *r,
+                                          _Atomic uint64_t *tail,
+                                          _Atomic uint64_t *head,
+                                          uint64_t want, uint64_t *first)
+{
+    return accel__ring_reserve_cached(r, tail, head, NULL, want, first);
 }
 
 static inline void accel__ring_publish(accel__ring *r, uint64_t pos,

@@ -58,6 +58,7 @@ struct accel_ctx {
 struct accel_session {
     /* ---- producers' line */
     alignas(64) _Atomic uint64_t tail; /* ring tail | ACCEL__RING_CLOSED */
+    _Atomic uint64_t head_cache;       /* producers' copy of head (ring.h) */
     _Atomic uint32_t state;
 
     /* ---- consumer's line */

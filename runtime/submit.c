@@ -43,8 +43,9 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
     int rc = ACCEL_OK;
     while (done < n) {
         uint64_t first;
-        int64_t k = accel__ring_reserve(&s->ring, &s->tail, &s->head,
-                                        n - done, &first);
+        int64_t k = accel__ring_reserve_cached(&s->ring, &s->tail, &s->head,
+                                               &s->head_cache, n - done,
+                                               &first);
         if (k < 0) {
             rc = ACCEL_ECLOSED;
             break;
