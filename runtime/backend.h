@@ -59,6 +59,11 @@ typedef struct accel__backend_ops {
     /* New priority (weight 1..1000) for the session's device queue. May be
      * NULL. */
     void (*set_priority)(void *state, uint32_t weight);
+
+    /* How many more ops run() may take now (a backend's cap on device work
+     * in flight); the visit takes no more. May be NULL: unlimited. Called
+     * by the worker holding the session. */
+    uint32_t (*capacity)(void *state);
 } accel__backend_ops;
 
 extern const accel__backend_ops accel__backend_cpu;

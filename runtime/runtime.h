@@ -29,6 +29,10 @@ struct accel_runtime {
     alignas(64) _Atomic uint32_t idle_workers;
     _Atomic uint32_t park_seq; /* futex word */
     _Atomic uint32_t stopping;
+    /* short-lane workers park apart, so that a wake-up for work they may
+     * not run never lands on them (see worker.c) */
+    alignas(64) _Atomic uint32_t idle_short;
+    _Atomic uint32_t park_seq_short; /* futex word */
 
     alignas(64) accel__sched *sched;
     accel_runtime_config cfg;
@@ -50,6 +54,9 @@ struct accel_runtime {
 /* Wakes one parked worker if any is parked. Hot path: a compiler barrier
  * and a relaxed load when none is parked. */
 void accel__runtime_wake_one(accel_runtime *rt);
+/* Wakes one parked worker of the lanes in mask (ACCEL__SCHED_LANE_*, as
+ * returned by accel__sched_enqueue), a short-lane one first. */
+void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes);
 
 int accel__workers_start(accel_runtime *rt);
 void accel__workers_stop(accel_runtime *rt);

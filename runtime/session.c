@@ -92,8 +92,8 @@ void accel__session_kick(accel_session *s)
     if (prev & ACCEL__S_SCHEDULED)
         return; /* queued or running: its holder will see our slot */
     accel__session_ref(s); /* the scheduler's reference */
-    accel__sched_enqueue(s->rt->sched, &s->se, true);
-    accel__runtime_wake_one(s->rt);
+    accel__runtime_wake_lanes(s->rt,
+                              accel__sched_enqueue(s->rt->sched, &s->se, true));
 }
 
 int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
@@ -147,6 +147,15 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     rc = bops->session_open(rt->cuda_state, s, cfg->device, prio,
                             !!(cfg->flags & ACCEL_SESSION_SHARED_DEVICE),
                             &s->bstate);
+    if (rc == ACCEL_ENOBACKEND && cfg->backend == ACCEL_BACKEND_AUTO &&
+        bops != &accel__backend_cpu) {
+        /* The device failed or vanished since the runtime probed it: AUTO
+         * falls back to the CPU. */
+        s->bops = bops = &accel__backend_cpu;
+        s->backend = bops->kind;
+        rc = bops->session_open(rt->cuda_state, s, cfg->device, prio, 0,
+                                &s->bstate);
+    }
     if (rc != ACCEL_OK) {
         s->bstate = NULL;
         accel__session_free_now(s);

@@ -71,10 +71,15 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status)
     finish_one(s);
 }
 
-static void run_visit(accel_runtime *rt, accel_session *s)
+/* Returns the lanes that may run s if it was re-queued, else 0. */
+static unsigned run_visit(accel_runtime *rt, accel_session *s)
 {
     accel_ctx ctx = {.session = s};
     uint32_t budget = accel__sched_visit_ops(rt->sched, &s->se);
+    if (s->bops->capacity) {
+        uint32_t room = s->bops->capacity(s->bstate);
+        budget = room < budget ? room : budget;
+    }
     uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
     uint32_t n = 0;
     uint64_t t0 = accel__now_ns();
@@ -117,8 +122,7 @@ static void run_visit(accel_runtime *rt, accel_session *s)
     if (pending || accel__ring_ready(&s->ring, h)) {
         /* More to do: back into the scheduler, still SCHEDULED, keeping
          * the scheduler's reference. */
-        accel__sched_enqueue(rt->sched, &s->se, false);
-        return;
+        return accel__sched_enqueue(rt->sched, &s->se, false);
     }
     ACCEL__YIELD_POINT();
     /* [RMW2] acq_rel: clears SCHEDULED; pairs with [RMW1] (session.h). */
@@ -131,20 +135,32 @@ static void run_visit(accel_runtime *rt, accel_session *s)
           ACCEL__S_SCHEDULED)) {
         /* A producer published between our last look and the clear, and
          * we won the bit back: keep our reference and re-queue. */
-        accel__sched_enqueue(rt->sched, &s->se, true);
-        return;
+        return accel__sched_enqueue(rt->sched, &s->se, true);
     }
     accel__session_unref(s); /* drop the scheduler's reference */
+    return 0;
+}
+
+void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
+{
+    accel__fence_hot();
+    /* relaxed: ordered against the parker by the fence pair (above). */
+    if ((lanes & ACCEL__SCHED_LANE_SHORT) &&
+        atomic_load_explicit(&rt->idle_short, memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&rt->park_seq_short, 1,
+                                  memory_order_release);
+        accel__futex_wake(&rt->park_seq_short, 1);
+    } else if ((lanes & ACCEL__SCHED_LANE_GENERAL) &&
+               atomic_load_explicit(&rt->idle_workers,
+                                    memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&rt->park_seq, 1, memory_order_release);
+        accel__futex_wake(&rt->park_seq, 1);
+    }
 }
 
 void accel__runtime_wake_one(accel_runtime *rt)
 {
-    accel__fence_hot();
-    /* relaxed: ordered against the parker by the fence pair (above). */
-    if (atomic_load_explicit(&rt->idle_workers, memory_order_relaxed)) {
-        atomic_fetch_add_explicit(&rt->park_seq, 1, memory_order_release);
-        accel__futex_wake(&rt->park_seq, 1);
-    }
+    accel__runtime_wake_lanes(rt, ACCEL__SCHED_LANE_GENERAL);
 }
 
 /* Before parking, poll the scheduler a little: a futex sleep and wake
@@ -183,13 +199,17 @@ static accel__sched_entity *park(accel_runtime *rt, unsigned lane)
     accel__sched_entity *e = spin_pick(rt, lane);
     if (e)
         return e;
-    uint32_t seq = atomic_load_explicit(&rt->park_seq, memory_order_acquire);
-    atomic_fetch_add_explicit(&rt->idle_workers, 1, memory_order_relaxed);
+    /* Short-lane workers park apart: a wake-up for work they may not run
+     * must reach a general worker. */
+    _Atomic uint32_t *word = lane ? &rt->park_seq_short : &rt->park_seq;
+    _Atomic uint32_t *idle = lane ? &rt->idle_short : &rt->idle_workers;
+    uint32_t seq = atomic_load_explicit(word, memory_order_acquire);
+    atomic_fetch_add_explicit(idle, 1, memory_order_relaxed);
     accel__fence_cold();
     e = accel__sched_pick(rt->sched, lane);
     if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire))
-        accel__futex_wait(&rt->park_seq, seq, -1);
-    atomic_fetch_sub_explicit(&rt->idle_workers, 1, memory_order_relaxed);
+        accel__futex_wait(word, seq, -1);
+    atomic_fetch_sub_explicit(idle, 1, memory_order_relaxed);
     return e;
 }
 
@@ -209,8 +229,12 @@ static void *worker_main(void *arg)
                 continue;
         }
         accel__rcu_read_lock();
-        run_visit(rt, e->owner);
+        unsigned lanes = run_visit(rt, e->owner);
         accel__rcu_read_unlock();
+        /* Re-queued for lanes we are not in (a short-lane worker's session
+         * turned long): a worker that may run it must not stay parked. */
+        if (lanes && !(lanes & (1u << w->lane)))
+            accel__runtime_wake_lanes(rt, lanes);
     }
     return NULL;
 }
@@ -240,6 +264,8 @@ void accel__workers_stop(accel_runtime *rt)
     atomic_store_explicit(&rt->stopping, 1, memory_order_release);
     atomic_fetch_add_explicit(&rt->park_seq, 1, memory_order_release);
     accel__futex_wake(&rt->park_seq, INT_MAX);
+    atomic_fetch_add_explicit(&rt->park_seq_short, 1, memory_order_release);
+    accel__futex_wake(&rt->park_seq_short, INT_MAX);
     for (unsigned i = 0; i < rt->nworkers; i++)
         pthread_join(rt->workers[i].thread, NULL);
 }
