@@ -55,6 +55,13 @@ typedef struct accel__ring {
 
 int accel__ring_init(accel__ring *r, uint32_t capacity_pow2);
 void accel__ring_fini(accel__ring *r);
+/* Over zeroed slots the caller owns (no allocation; no fini). */
+static inline void accel__ring_init_at(accel__ring *r, accel__ring_slot *slots,
+                                       uint32_t capacity_pow2)
+{
+    r->slots = slots;
+    r->mask = capacity_pow2 - 1;
+}
 
 /* Reserves up to want positions: returns how many (0 when full) and the
  * first in *first. Returns -1 if the tail is CLOSED. Lock-free.

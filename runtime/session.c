@@ -60,8 +60,7 @@ void accel__session_free_now(accel_session *s)
     if (s->bops && s->bops->session_free && s->bstate)
         s->bops->session_free(s->rt->cuda_state, s, s->bstate);
     accel__waitstat_fini(&s->wait);
-    accel__ring_fini(&s->ring);
-    accel__free(s);
+    accel__free(s); /* ring slots and id live in the same allocation */
 }
 
 void accel__session_unref(accel_session *s)
@@ -121,14 +120,14 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
         bops = accel__backend_cuda_ops;
     }
 
-    accel_session *s = accel__calloc_aligned(64, sizeof(*s));
+    size_t slots_bytes = (size_t)depth * sizeof(accel__ring_slot);
+    accel_session *s =
+        accel__calloc_aligned(64, sizeof(*s) + slots_bytes + idlen + 1);
     if (!s)
         return ACCEL_ENOMEM;
-    int rc = accel__ring_init(&s->ring, depth);
-    if (rc != ACCEL_OK) {
-        accel__free(s);
-        return rc;
-    }
+    accel__ring_slot *slots = (accel__ring_slot *)(s + 1);
+    accel__ring_init_at(&s->ring, slots, depth);
+    s->id = (char *)slots + slots_bytes;
     s->rt = rt;
     s->bops = bops;
     s->backend = bops->kind;
@@ -144,7 +143,7 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     cds_lfht_node_init(&s->table_node);
     accel__sched_entity_init(rt->sched, &s->se, prio, s);
 
-    rc = bops->session_open(rt->cuda_state, s, cfg->device, prio,
+    int rc = bops->session_open(rt->cuda_state, s, cfg->device, prio,
                             !!(cfg->flags & ACCEL_SESSION_SHARED_DEVICE),
                             &s->bstate);
     if (rc == ACCEL_ENOBACKEND && cfg->backend == ACCEL_BACKEND_AUTO &&

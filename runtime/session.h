@@ -90,8 +90,11 @@ struct accel_session {
     struct cds_list_head rt_link; /* runtime's list; under rt->list_lock */
     struct rcu_head rcu;
     size_t id_len;
-    char id[ACCEL_ID_MAX + 1];
+    char *id; /* NUL-terminated, in the same allocation (after the slots) */
 };
+/* One allocation holds the session, then its ring slots (64-byte aligned,
+ * since sizeof(accel_session) is a multiple of 64), then its id: one
+ * malloc header, no second alignment pad, ids paid by their length. */
 
 /* The running op's session on this thread (NULL outside ops): EDEADLK
  * checks and close-from-inside. */
