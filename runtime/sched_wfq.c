@@ -220,6 +220,12 @@ accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane)
 uint32_t accel__sched_visit_ops(const accel__sched *s,
                                 const accel__sched_entity *e)
 {
+    /* Cost not measured yet: one op, so that a session of long ops cannot
+     * hold a worker for quantum_ops of them on its first visit (the visit
+     * loop does not read the clock per op; quantum_ns is enforced only
+     * through this prediction). */
+    if (!e->seen)
+        return 1;
     uint64_t q = s->cfg.quantum_ops;
     if (e->op_cost_ns > 0) {
         uint64_t fit = s->cfg.quantum_ns / e->op_cost_ns;
