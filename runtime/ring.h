@@ -42,10 +42,12 @@
 
 #define ACCEL__RING_CLOSED (UINT64_C(1) << 63)
 
+/* 32 bytes: two slots per cache line, so a producer and the consumer move
+ * one line per two ops. (Wait-time stamps live beside the ring, see
+ * session.h, not in every slot.) */
 typedef struct accel__ring_slot {
     _Atomic uint64_t seq; /* position + 1 once published */
     accel_op op;
-    uint64_t submit_ns;   /* wait-time sample stamp; 0 = not sampled */
 } accel__ring_slot;
 
 typedef struct accel__ring {
@@ -132,13 +134,14 @@ static inline int64_t accel__ring_reserve(const accel__ring *r,
     return accel__ring_reserve_cached(r, tail, head, NULL, want, first);
 }
 
+/* Fills and publishes the slot of a reserved position. Whatever the
+ * producer wrote before (a wait stamp) is published with it. */
 static inline void accel__ring_publish(accel__ring *r, uint64_t pos,
-                                       const accel_op *op, uint64_t submit_ns)
+                                       const accel_op *op)
 {
     accel__ring_slot *sl = &r->slots[pos & r->mask];
     sl->op = *op;
-    sl->submit_ns = submit_ns;
-    /* [R1] release: publishes op and submit_ns; pairs with [A1]. */
+    /* [R1] release: publishes op; pairs with [A1]. */
     atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
 }
 
@@ -151,14 +154,13 @@ static inline bool accel__ring_ready(const accel__ring *r, uint64_t head)
 }
 
 /* Consumer only: takes the published op at *head (after ring_ready said
- * so) and frees its slot. */
+ * so) and frees its slot (and position h: read anything kept beside the
+ * ring for h before this). */
 static inline void accel__ring_take(accel__ring *r, _Atomic uint64_t *head,
-                                    uint64_t h, accel_op *op,
-                                    uint64_t *submit_ns)
+                                    uint64_t h, accel_op *op)
 {
     accel__ring_slot *sl = &r->slots[h & r->mask];
     *op = sl->op;
-    *submit_ns = sl->submit_ns;
     /* [R2] release: our reads of the slot happen before a producer's
      * reuse of it; pairs with [A2]. */
     atomic_store_explicit(head, h + 1, memory_order_release);

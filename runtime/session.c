@@ -121,13 +121,18 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     }
 
     size_t slots_bytes = (size_t)depth * sizeof(accel__ring_slot);
-    accel_session *s =
-        accel__calloc_aligned(64, sizeof(*s) + slots_bytes + idlen + 1);
+    size_t nstamps = depth >= ACCEL__WAIT_SAMPLE ? depth / ACCEL__WAIT_SAMPLE
+                                                 : 1;
+    size_t stamps_bytes = nstamps * sizeof(uint64_t);
+    accel_session *s = accel__calloc_aligned(
+        64, sizeof(*s) + slots_bytes + stamps_bytes + idlen + 1);
     if (!s)
         return ACCEL_ENOMEM;
     accel__ring_slot *slots = (accel__ring_slot *)(s + 1);
     accel__ring_init_at(&s->ring, slots, depth);
-    s->id = (char *)slots + slots_bytes;
+    s->stamps = (uint64_t *)((char *)slots + slots_bytes);
+    s->stamp_mask = nstamps - 1;
+    s->id = (char *)s->stamps + stamps_bytes;
     s->rt = rt;
     s->bops = bops;
     s->backend = bops->kind;

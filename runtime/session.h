@@ -73,28 +73,36 @@ struct accel_session {
     uint64_t space_wake_mask;   /* wake room-waiters every (mask+1) takes */
     _Atomic uint32_t cancel;    /* close(CANCEL) began */
 
-    /* ---- read-mostly */
+    /* ---- read-mostly: what every op's path reads */
     alignas(64) accel__ring ring;
     accel_runtime *rt;
     const accel__backend_ops *bops;
     void *bstate;
     accel_backend backend;
-    accel__budget budget;
-    accel__sched_entity se;
     _Atomic uint32_t priority;
+    uint64_t *stamps; /* submit time of every ACCEL__WAIT_SAMPLE-th
+                         position, indexed (pos / SAMPLE) & stamp_mask;
+                         in the same allocation */
+    uint64_t stamp_mask;
+    /* ---- what a lookup touches, together: the table walk, the id, refs */
     _Atomic uint32_t refs;      /* handles + the scheduler's (SCHEDULED) */
     _Atomic uint32_t handles;   /* user handles: open, lookups - releases */
-    accel__waitstat wait;
-    unsigned long hash;
     struct cds_lfht_node table_node;
-    struct cds_list_head rt_link; /* runtime's list; under rt->list_lock */
-    struct rcu_head rcu;
+    unsigned long hash;
     size_t id_len;
     char *id; /* NUL-terminated, in the same allocation (after the slots) */
+    /* ---- written by the visiting worker */
+    accel__sched_entity se;
+    accel__waitstat wait;
+    /* ---- written by reservers (CAS), and cold */
+    accel__budget budget;
+    struct cds_list_head rt_link; /* runtime's list; under rt->list_lock */
+    struct rcu_head rcu;
 };
 /* One allocation holds the session, then its ring slots (64-byte aligned,
- * since sizeof(accel_session) is a multiple of 64), then its id: one
- * malloc header, no second alignment pad, ids paid by their length. */
+ * since sizeof(accel_session) is a multiple of 64), then the wait stamps,
+ * then its id: one malloc header, no second alignment pad, ids paid by
+ * their length. */
 
 /* The running op's session on this thread (NULL outside ops): EDEADLK
  * checks and close-from-inside. */

@@ -59,10 +59,12 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
         ACCEL__YIELD_POINT(); /* between reserve and publish */
         for (int64_t i = 0; i < k; i++) {
             uint64_t pos = first + (uint64_t)i;
-            /* Only sampled positions read the clock (waitstat.h). */
-            uint64_t stamp = (pos % ACCEL__WAIT_SAMPLE) == 0 ? accel__now_ns()
-                                                             : 0;
-            accel__ring_publish(&s->ring, pos, &ops[done + (size_t)i], stamp);
+            /* Only sampled positions read the clock (waitstat.h); the
+             * stamp is published by the slot's [R1]. */
+            if ((pos % ACCEL__WAIT_SAMPLE) == 0)
+                s->stamps[(pos / ACCEL__WAIT_SAMPLE) & s->stamp_mask] =
+                    accel__now_ns();
+            accel__ring_publish(&s->ring, pos, &ops[done + (size_t)i]);
         }
         done += (size_t)k;
         accel__session_kick(s);

@@ -39,8 +39,7 @@ static uint64_t take_value(ring_fixture *f)
     uint64_t h = atomic_load(&f->head);
     cr_assert(accel__ring_ready(&f->r, h));
     accel_op op;
-    uint64_t stamp;
-    accel__ring_take(&f->r, &f->head, h, &op, &stamp);
+    accel__ring_take(&f->r, &f->head, h, &op);
     cr_assert_eq(op.fn, dummy_fn);
     return (uint64_t)(uintptr_t)op.arg;
 }
@@ -66,17 +65,15 @@ Test(ring, reserve_publish_take_in_order, .timeout = 5)
     cr_assert_not(accel__ring_ready(&f.r, 0), "reserved is not published");
     for (uint64_t i = 0; i < 3; i++) {
         accel_op o = op_with(100 + i);
-        accel__ring_publish(&f.r, first + i, &o, 7 + i);
+        accel__ring_publish(&f.r, first + i, &o);
     }
     for (uint64_t i = 0; i < 3; i++) {
         uint64_t h = atomic_load(&f.head);
         cr_assert_eq(h, i);
         cr_assert(accel__ring_ready(&f.r, h));
         accel_op op;
-        uint64_t stamp;
-        accel__ring_take(&f.r, &f.head, h, &op, &stamp);
-        cr_assert_eq((uintptr_t)op.arg, 100 + i);
-        cr_assert_eq(stamp, 7 + i, "submit_ns travels with the slot");
+        accel__ring_take(&f.r, &f.head, h, &op);
+        cr_assert_eq((uintptr_t)op.arg, 100 + i, "the op travels with its slot");
     }
     cr_assert_eq(atomic_load(&f.head), 3);
     cr_assert_not(accel__ring_ready(&f.r, 3), "drained ring is empty");
@@ -95,11 +92,11 @@ Test(ring, unpublished_slot_is_not_ready, .timeout = 5)
     /* The later producer publishes first: the consumer must not run it
      * ahead of position 0, nor treat 0 as ready. */
     accel_op ob = op_with(2);
-    accel__ring_publish(&f.r, b, &ob, 0);
+    accel__ring_publish(&f.r, b, &ob);
     cr_assert_not(accel__ring_ready(&f.r, 0),
                   "reserved but unpublished slot reported ready");
     accel_op oa = op_with(1);
-    accel__ring_publish(&f.r, a, &oa, 0);
+    accel__ring_publish(&f.r, a, &oa);
     cr_assert_eq(take_value(&f), 1);
     cr_assert_eq(take_value(&f), 2);
     accel__ring_fini(&f.r);
@@ -119,7 +116,7 @@ Test(ring, full_and_partial_reservation, .timeout = 5)
     cr_assert_eq(atomic_load(&f.tail), 4, "a failed reservation moves nothing");
     for (uint64_t i = 0; i < 4; i++) {
         accel_op o = op_with(i);
-        accel__ring_publish(&f.r, i, &o, 0);
+        accel__ring_publish(&f.r, i, &o);
     }
     /* A slot is free once taken (head moved), not earlier. */
     cr_assert_eq(take_value(&f), 0);
@@ -141,7 +138,7 @@ Test(ring, wraparound_many_laps, .timeout = 5)
         cr_assert_eq(first, next_put);
         for (int64_t i = 0; i < k; i++) {
             accel_op o = op_with(first + (uint64_t)i);
-            accel__ring_publish(&f.r, first + (uint64_t)i, &o, 0);
+            accel__ring_publish(&f.r, first + (uint64_t)i, &o);
         }
         next_put += (uint64_t)k;
         /* Drain all but one so the ring stays partly full across laps. */
@@ -166,7 +163,7 @@ Test(ring, stale_seq_of_previous_lap_not_ready, .timeout = 5)
     for (uint64_t p = 0; p < 2; p++) {
         cr_assert_eq(accel__ring_reserve(&f.r, &f.tail, &f.head, 1, &first), 1);
         accel_op o = op_with(p);
-        accel__ring_publish(&f.r, first, &o, 0);
+        accel__ring_publish(&f.r, first, &o);
         cr_assert_eq(take_value(&f), p);
     }
     /* Position 2 maps to slot 0, whose seq is 1 (position 0 + 1). Reserved
@@ -175,7 +172,7 @@ Test(ring, stale_seq_of_previous_lap_not_ready, .timeout = 5)
     cr_assert_eq(first, 2);
     cr_assert_not(accel__ring_ready(&f.r, 2));
     accel_op o = op_with(2);
-    accel__ring_publish(&f.r, 2, &o, 0);
+    accel__ring_publish(&f.r, 2, &o);
     cr_assert_eq(take_value(&f), 2);
     accel__ring_fini(&f.r);
 }
@@ -194,7 +191,7 @@ Test(ring, closed_bit_stops_reservations, .timeout = 5)
     /* Already-reserved slots can still be published and consumed. */
     for (uint64_t i = 0; i < 2; i++) {
         accel_op o = op_with(i);
-        accel__ring_publish(&f.r, i, &o, 0);
+        accel__ring_publish(&f.r, i, &o);
     }
     cr_assert_eq(take_value(&f), 0);
     cr_assert_eq(take_value(&f), 1);
@@ -218,7 +215,7 @@ Test(ring, capacity_one, .timeout = 5)
         cr_assert_eq(first, i);
         cr_assert_eq(accel__ring_reserve(&f.r, &f.tail, &f.head, 1, &first), 0);
         accel_op o = op_with(i);
-        accel__ring_publish(&f.r, i, &o, 0);
+        accel__ring_publish(&f.r, i, &o);
         cr_assert_eq(take_value(&f), i);
     }
     accel__ring_fini(&f.r);
