@@ -37,10 +37,13 @@ void *accel__calloc_aligned(size_t align, size_t n)
 {
     if (should_fail())
         return NULL;
-    size_t rounded = (n + align - 1) & ~(align - 1);
-    void *p = aligned_alloc(align, rounded ? rounded : align);
-    if (p)
-        memset(p, 0, rounded ? rounded : align);
+    /* posix_memalign: no need to round the size up to the alignment
+     * (aligned_alloc's rule), which would waste up to align - 1 bytes per
+     * session. */
+    void *p;
+    if (posix_memalign(&p, align, n ? n : 1) != 0)
+        return NULL;
+    memset(p, 0, n);
     return p;
 }
 

@@ -125,7 +125,7 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
                                                  : 1;
     size_t stamps_bytes = nstamps * sizeof(uint64_t);
     accel_session *s = accel__calloc_aligned(
-        64, sizeof(*s) + slots_bytes + stamps_bytes + idlen + 1);
+        128, sizeof(*s) + slots_bytes + stamps_bytes + idlen + 1);
     if (!s)
         return ACCEL_ENOMEM;
     accel__ring_slot *slots = (accel__ring_slot *)(s + 1);
@@ -143,8 +143,8 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     atomic_init(&s->wake_at, UINT64_MAX);
     s->space_wake_mask = depth >= 2 ? depth / 2 - 1 : 0;
     memcpy(s->id, cfg->id, idlen);
-    s->id_len = idlen;
-    s->hash = accel__table_hash(s->id, idlen);
+    s->id_len = (uint32_t)idlen;
+    s->hash = (uint32_t)accel__table_hash(s->id, idlen);
     cds_lfht_node_init(&s->table_node);
     accel__sched_entity_init(rt->sched, &s->se, prio, s);
 

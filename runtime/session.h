@@ -34,6 +34,7 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <urcu/list.h>
@@ -56,13 +57,34 @@ struct accel_ctx {
 };
 
 struct accel_session {
-    /* ---- producers' line */
-    alignas(64) _Atomic uint64_t tail; /* ring tail | ACCEL__RING_CLOSED */
-    _Atomic uint64_t head_cache;       /* producers' copy of head (ring.h) */
-    _Atomic uint32_t state;
+    /* Three 128-byte pairs (adjacent-line prefetch moves lines in pairs,
+     * so each writer gets a pair of its own): producers, consumer, the
+     * visiting worker's scheduler state. 384 bytes in all; the static
+     * asserts below keep it so. */
 
-    /* ---- consumer's line */
-    alignas(64) _Atomic uint64_t head;
+    /* ---- pair A, line 0: producers (tail CAS, state RMW, kick's ref) and
+     * fields written only at open/close */
+    alignas(128) _Atomic uint64_t tail; /* ring tail | ACCEL__RING_CLOSED */
+    _Atomic uint64_t head_cache;        /* producers' copy of head (ring.h) */
+    _Atomic uint32_t state;
+    _Atomic uint32_t refs;      /* handles + the scheduler's (SCHEDULED) */
+    _Atomic uint32_t handles;   /* user handles: open, lookups - releases */
+    _Atomic uint32_t priority;
+    struct cds_list_head rt_link; /* runtime's list; under rt->list_lock */
+    struct rcu_head rcu;
+    /* ---- pair A, line 1: read-only after open, read on every op */
+    accel__ring ring;
+    accel_runtime *rt;
+    const accel__backend_ops *bops;
+    void *bstate;
+    uint64_t *stamps; /* submit time of every ACCEL__WAIT_SAMPLE-th
+                         position, indexed (pos / SAMPLE) & stamp_mask;
+                         in the same allocation */
+    uint64_t stamp_mask;
+    uint64_t space_wake_mask;   /* wake room-waiters every (mask+1) takes */
+
+    /* ---- pair B: the consumer (whichever worker holds SCHEDULED) */
+    alignas(128) _Atomic uint64_t head;
     _Atomic uint64_t finished;  /* ops whose done callback has returned */
     _Atomic uint64_t dispatched, completed, failed, cancelled;
     _Atomic uint64_t service_ns, visits;
@@ -70,37 +92,30 @@ struct accel_session {
                                    UINT64_MAX: none */
     _Atomic uint32_t space_waiters; /* producers sleeping for ring room */
     _Atomic uint32_t event;     /* futex word, bumped on progress */
-    uint64_t space_wake_mask;   /* wake room-waiters every (mask+1) takes */
     _Atomic uint32_t cancel;    /* close(CANCEL) began */
-
-    /* ---- read-mostly: what every op's path reads */
-    alignas(64) accel__ring ring;
-    accel_runtime *rt;
-    const accel__backend_ops *bops;
-    void *bstate;
     accel_backend backend;
-    _Atomic uint32_t priority;
-    uint64_t *stamps; /* submit time of every ACCEL__WAIT_SAMPLE-th
-                         position, indexed (pos / SAMPLE) & stamp_mask;
-                         in the same allocation */
-    uint64_t stamp_mask;
-    /* ---- what a lookup touches, together: the table walk, the id, refs */
-    _Atomic uint32_t refs;      /* handles + the scheduler's (SCHEDULED) */
-    _Atomic uint32_t handles;   /* user handles: open, lookups - releases */
-    struct cds_lfht_node table_node;
-    unsigned long hash;
-    size_t id_len;
-    char *id; /* NUL-terminated, in the same allocation (after the slots) */
-    /* ---- written by the visiting worker */
-    accel__sched_entity se;
     accel__waitstat wait;
-    /* ---- written by reservers (CAS), and cold */
+
+    /* ---- pair C: scheduler state (the visiting worker), the budget
+     * (reservers' CAS), the table entry (lookups) */
+    alignas(128) accel__sched_entity se;
     accel__budget budget;
-    struct cds_list_head rt_link; /* runtime's list; under rt->list_lock */
-    struct rcu_head rcu;
+    struct cds_lfht_node table_node;
+    uint32_t hash;
+    uint32_t id_len;
+    char *id; /* NUL-terminated, in the same allocation (after the slots) */
 };
-/* One allocation holds the session, then its ring slots (64-byte aligned,
- * since sizeof(accel_session) is a multiple of 64), then the wait stamps,
+
+_Static_assert(offsetof(struct accel_session, ring) == 64,
+               "pair A: producers' line, then the read-only line");
+_Static_assert(offsetof(struct accel_session, head) == 128,
+               "pair B starts the consumer's lines");
+_Static_assert(offsetof(struct accel_session, se) == 256,
+               "pair C: scheduler, budget, table entry");
+_Static_assert(sizeof(struct accel_session) == 384,
+               "the session is three 128-byte pairs");
+/* One allocation holds the session, then its ring slots (128-byte
+ * aligned, since sizeof(accel_session) is a multiple of 128), then the wait stamps,
  * then its id: one malloc header, no second alignment pad, ids paid by
  * their length. */
 

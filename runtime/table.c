@@ -27,7 +27,7 @@ unsigned long accel__table_hash(const char *id, size_t len)
         h ^= (unsigned char)id[i];
         h *= 1099511628211ull;
     }
-    return (unsigned long)(h ^ (h >> 29));
+    return (unsigned long)(uint32_t)(h ^ (h >> 32));
 }
 
 typedef struct key {
@@ -48,7 +48,7 @@ int accel__table_insert(struct cds_lfht *t, accel_session *s)
     key k = {s->id, s->id_len};
     ACCEL__TSAN_RELEASE(s); /* publish; pairs with the acquire in find */
     struct cds_lfht_node *got =
-        cds_lfht_add_unique(t, s->hash, match, &k, &s->table_node);
+        cds_lfht_add_unique(t, (unsigned long)s->hash, match, &k, &s->table_node);
     return got == &s->table_node ? ACCEL_OK : ACCEL_EEXIST;
 }
 
