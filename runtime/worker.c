@@ -112,6 +112,7 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
     uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
     uint32_t n = 0;
     uint64_t t0 = *now;
+    accel__tls_current = s; /* ops and done callbacks of s run here */
 
     while (n < budget && (accel__ring_ready(&s->ring, h) ||
                           (n > 0 && ring_ready_soon(s, h)))) {
@@ -127,7 +128,6 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
         notify_room(s, h, false);
         if (stamp)
             accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
-        accel__tls_current = s;
         if (atomic_load_explicit(&s->cancel, memory_order_relaxed)) {
             bump(&s->cancelled, 1);
             if (op.done)
@@ -136,18 +136,19 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
         } else {
             int status;
             bump(&s->dispatched, 1);
-            if (s->bops->run(s->bstate, &ctx, &op, &status) == 0)
+            /* The CPU backend's run is fn itself: call it directly. */
+            if (s->bops == &accel__backend_cpu) {
+                accel__op_complete(s, &op, op.fn(&ctx, op.arg));
+            } else if (s->bops->run(s->bstate, &ctx, &op, &status) == 0) {
                 accel__op_complete(s, &op, status);
+            }
         }
-        accel__tls_current = NULL;
         n++;
     }
     uint32_t pending = 0;
-    if (s->bops->poll) {
-        accel__tls_current = s;
+    if (s->bops->poll)
         pending = s->bops->poll(s->bstate, s);
-        accel__tls_current = NULL;
-    }
+    accel__tls_current = NULL;
     notify_room(s, h, true);
     *now = accel__now_ns();
     uint64_t service = *now - t0;
