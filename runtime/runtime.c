@@ -98,22 +98,17 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     return ACCEL_OK;
 }
 
-int accel_runtime_destroy(accel_runtime *rt)
+/* The live session after `from` in the runtime's list (from NULL: the
+ * first), with a reference taken, or NULL. A session whose refs already
+ * dropped to 0 is being reclaimed and is skipped. Cold path: list lock. */
+static accel_session *next_live_session(accel_runtime *rt, accel_session *from)
 {
-    if (!rt)
-        return ACCEL_EINVAL;
-    if (accel__tls_current)
-        return ACCEL_EDEADLK;
-
-    /* Snapshot every live session with a reference of ours, so none is
-     * reclaimed while we close it. */
+    accel_session *found = NULL;
     pthread_mutex_lock(&rt->list_lock);
-    size_t n = 0, cap = rt->nsessions;
-    accel_session **all = cap ? malloc(cap * sizeof(*all)) : NULL;
-    struct cds_list_head *pos;
+    struct cds_list_head *pos = from ? from->rt_link.next : rt->sessions.next;
     /* Not cds_list_for_each_entry: its end test forms a session pointer
      * from the list head itself, a misaligned access UBSan rejects. */
-    cds_list_for_each(pos, &rt->sessions) {
+    for (; pos != &rt->sessions; pos = pos->next) {
         accel_session *s = caa_container_of(pos, accel_session, rt_link);
         uint32_t r = atomic_load_explicit(&s->refs, memory_order_relaxed);
         while (r != 0 &&
@@ -121,25 +116,49 @@ int accel_runtime_destroy(accel_runtime *rt)
                    &s->refs, &r, r + 1, memory_order_relaxed,
                    memory_order_relaxed))
             ;
-        if (r != 0 && all)
-            all[n++] = s;
-        else if (r != 0)
-            atomic_fetch_sub_explicit(&s->refs, 1, memory_order_relaxed);
+        if (r != 0) {
+            found = s;
+            break;
+        }
     }
     pthread_mutex_unlock(&rt->list_lock);
+    return found;
+}
 
-    for (size_t i = 0; i < n; i++)
-        accel_session_close(all[i], ACCEL_CLOSE_DRAIN);
+int accel_runtime_destroy(accel_runtime *rt)
+{
+    if (!rt)
+        return ACCEL_EINVAL;
+    if (accel__tls_current)
+        return ACCEL_EDEADLK;
+
+    /* Close every session, walking the list with a reference on the
+     * current one (so it stays linked while we wait on it). No allocation:
+     * destroy cannot fail half-way. */
+    accel_session *cur = NULL;
+    for (;;) {
+        accel_session *next = next_live_session(rt, cur);
+        if (cur)
+            accel__session_unref(cur);
+        if (!next)
+            break;
+        accel_session_close(next, ACCEL_CLOSE_DRAIN);
+        cur = next;
+    }
     accel__workers_stop(rt);
     /* Every accepted op has completed and no worker runs: wait for the
      * reclamations already queued, then free what is left, handles or
      * not. */
     accel__rcu_barrier();
-    for (size_t i = 0; i < n; i++) {
-        accel__runtime_unlink_session(rt, all[i]);
-        accel__session_free_now(all[i]);
+    pthread_mutex_lock(&rt->list_lock);
+    while (rt->sessions.next != &rt->sessions) {
+        accel_session *s =
+            caa_container_of(rt->sessions.next, accel_session, rt_link);
+        cds_list_del(&s->rt_link);
+        rt->nsessions--;
+        accel__session_free_now(s);
     }
-    free(all);
+    pthread_mutex_unlock(&rt->list_lock);
     runtime_free(rt);
     return ACCEL_OK;
 }
