@@ -34,6 +34,13 @@
  * "gap": that end -> start (pick, scheduler decision, hand-over). An op
  * that found its worker idle is all "gap" (a wake-up).
  *
+ * The FIFO pool's wait is the work queued ahead of the op (about
+ * 6 x backlog x 2 ms / 2 workers), accel's is at most the rest of one
+ * running long op, so the fifo/accel ratio grows with --backlog (about
+ * 3.3 x backlog at the defaults): the issue's 50x needs a backlog of ~16
+ * ops per session; the default, 4, keeps the run short and the pool's
+ * queue small.
+ *
  * Repetitions interleave the systems (A B C D A B C D ...); per system the
  * median over repetitions of each percentile is reported, and the ratios
  * are of those medians.
