@@ -55,7 +55,7 @@ bench: deps
 bench-suite: deps
 	cmake -S . -B $(BUILD)-release -DCMAKE_BUILD_TYPE=Release -DACCEL_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-release -j $(JOBS)
-	BUILD_DIR=$(BUILD)-release bench/run-all.sh
+	bench/run-all.sh $(BUILD)-release
 
 gpu-check:
 	scripts/gpu-check.sh

@@ -13,7 +13,8 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for p in accel_bench_throughput accel_bench_sessions_scale accel_bench_idle accel-nodesim; do
+for p in accel_bench_throughput accel_bench_sessions_scale accel_bench_idle \
+         accel_bench_fairness accel_bench_latency accel_bench_pick_scale accel-nodesim; do
     [ -x "$build/bench/$p" ] || { echo "run-all: $build/bench/$p not built" >&2; exit 1; }
 done
 
@@ -36,13 +37,19 @@ run() { # name, then the command
 run throughput "$build/bench/accel_bench_throughput"
 run sessions_scale "$build/bench/accel_bench_sessions_scale"
 run idle "$build/bench/accel_bench_idle"
+run fairness "$build/bench/accel_bench_fairness" --seconds 2
+# Each weight-1 session keeps 16 ops queued (its backlog): the FIFO pool's
+# wait grows with it, accel's is bounded by one running op.
+run latency "$build/bench/accel_bench_latency" --backlog 16
+run pick_scale "$build/bench/accel_bench_pick_scale"
 run nodesim "$build/bench/accel-nodesim" --format quiet
 
-cat "$tmp/throughput.json" "$tmp/sessions_scale.json" "$tmp/idle.json" "$tmp/nodesim.json" \
+cat "$tmp/throughput.json" "$tmp/sessions_scale.json" "$tmp/idle.json" \
+    "$tmp/fairness.json" "$tmp/latency.json" "$tmp/pick_scale.json" "$tmp/nodesim.json" \
     > "$out/latest.json"
 cp "$tmp/machine.txt" "$out/machine.txt"
 grep -h '^TARGET' "$tmp"/*.txt > "$out/targets.txt" || true
-for n in throughput sessions_scale idle nodesim; do
+for n in throughput sessions_scale idle fairness latency pick_scale nodesim; do
     grep -v '^RESULT ' "$tmp/$n.txt" > "$out/$n.txt"
 done
 
@@ -66,6 +73,15 @@ readme="$here/README.md"
     sed -n '/^sessions/,/^$/p' "$out/sessions_scale.txt"
     echo "# bench_idle"
     grep -E '^(idle|wake-up)' "$out/idle.txt"
+    echo
+    echo "# bench_fairness --seconds 2"
+    grep -v '^#' "$out/fairness.txt" | grep -v '^TARGET' || true
+    echo
+    echo "# bench_latency --backlog 16"
+    grep -v '^#' "$out/latency.txt" | grep -v '^TARGET' || true
+    echo
+    echo "# bench_pick_scale"
+    grep -v '^#' "$out/pick_scale.txt" | grep -v '^TARGET' || true
     echo '```'
     echo '<!-- results:end -->'
 } > "$tmp/block.md"
