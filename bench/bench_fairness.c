@@ -173,7 +173,9 @@ int main(int argc, char **argv)
     double secs = 2.0;
     uint64_t cost = 20000, seed = 42, q = 4;
     bench_list workers = {2, {1, 2}};
+    const char *json = NULL;
     bench_opt opts[] = {
+        {"json", BENCH_OPT_STR, &json, "also write RESULT objects to this file"},
         {"smoke", BENCH_OPT_FLAG, &smoke, "short CI run (0.2 s per case)"},
         {"seconds", BENCH_OPT_DOUBLE, &secs, "measured seconds per case"},
         {"cost-ns", BENCH_OPT_U64, &cost, "base op cost (ns of CPU work)"},
@@ -190,6 +192,8 @@ int main(int argc, char **argv)
     if (smoke)
         secs = 0.2;
     quantum = (uint32_t)q;
+    if (json && bench_result_json_open(json) != 0)
+        return 2;
     bench_banner("fairness", seed);
     bench_work_calibrate();
 
@@ -217,5 +221,6 @@ int main(int argc, char **argv)
         printf("(c) max rel error, %u workers: %.2f%% (no target)\n", nw,
                100 * ec);
     }
+    bench_result_json_close();
     return 0;
 }
