@@ -80,6 +80,22 @@ static inline accel_op tu_blocker_op(tu_blocker *b)
     return op;
 }
 
+/* A thread that closes a session and says when close returned. */
+typedef struct closer_arg {
+    accel_session *s;
+    unsigned flags;
+    int rc;
+    _Atomic int returned;
+} closer_arg;
+
+static inline void *closer_main(void *p)
+{
+    closer_arg *a = p;
+    a->rc = accel_session_close(a->s, a->flags);
+    atomic_store_explicit(&a->returned, 1, memory_order_release);
+    return NULL;
+}
+
 static inline accel_runtime *tu_runtime(unsigned workers)
 {
     accel_runtime_config c = {.workers = workers};

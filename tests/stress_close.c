@@ -114,14 +114,9 @@ static void *producer_main(void *p)
     return NULL;
 }
 
-typedef struct closer_arg {
-    accel_session *s;
-    unsigned flags;
-} closer_arg;
-
 static void *second_closer(void *p)
 {
-    closer_arg *c = p;
+    closer_arg *c = p; /* core_util.h */
     if (accel_session_close(c->s, c->flags) != ACCEL_OK)
         FAIL("second close");
     return NULL;

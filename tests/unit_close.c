@@ -31,21 +31,6 @@ static void done_rec(void *arg, int status)
     atomic_fetch_add(&r->done_calls, 1);
 }
 
-typedef struct closer_arg {
-    accel_session *s;
-    unsigned flags;
-    int rc;
-    _Atomic int returned;
-} closer_arg;
-
-static void *closer_main(void *p)
-{
-    closer_arg *a = p;
-    a->rc = accel_session_close(a->s, a->flags);
-    atomic_store_explicit(&a->returned, 1, memory_order_release);
-    return NULL;
-}
-
 static void wait_closed(accel_session *s)
 {
     while (!accel_session_is_closed(s))

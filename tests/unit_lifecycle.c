@@ -146,21 +146,6 @@ Test(lifecycle, lookup_gives_a_new_handle, .timeout = 10)
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
-typedef struct closer_arg {
-    accel_session *s;
-    unsigned flags;
-    int rc;
-    _Atomic int returned;
-} closer_arg;
-
-static void *closer_main(void *p)
-{
-    closer_arg *a = p;
-    a->rc = accel_session_close(a->s, a->flags);
-    atomic_store_explicit(&a->returned, 1, memory_order_release);
-    return NULL;
-}
-
 Test(lifecycle, id_free_and_lookup_enoent_as_soon_as_close_begins,
      .timeout = 10)
 {
