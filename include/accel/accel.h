@@ -183,7 +183,8 @@ ACCEL_API int accel_session_lookup(accel_runtime *rt, const char *id,
 
 /* Closes the session. ACCEL_CLOSE_DRAIN (0): queued ops still run.
  * ACCEL_CLOSE_CANCEL: queued ops complete with ACCEL_ECLOSED without
- * running. Either way: new submits get ACCEL_ECLOSED, submitters blocked on
+ * running (an op a worker takes at the very moment close begins may still
+ * run; every op completes exactly once either way). Either way: new submits get ACCEL_ECLOSED, submitters blocked on
  * a full ring wake with ACCEL_ECLOSED, and close returns once every
  * accepted op of the session has completed and its done callback has
  * returned. The id is free for a new session as soon as close begins.
@@ -292,8 +293,11 @@ typedef struct accel_session_stats {
      * its weighted share since it was opened, both in ns. */
     uint64_t vtime_ns;
     int64_t lag_ns;
-    /* Submit -> start wait, over a sample of the session's ops (see
-     * accel_session_get_stats): percentiles and maximum, in ns. */
+    /* Submit -> start wait over a sample of the session's ops (every
+     * 16th accepted position: only those read the clock), as
+     * percentiles and maximum in ns; 0 until the first sample. The
+     * percentiles are bucket upper edges (4 buckets per power of two,
+     * so within +25%). */
     uint64_t wait_p50_ns, wait_p99_ns, wait_p999_ns, wait_max_ns;
     uint64_t wait_samples;
 } accel_session_stats;
