@@ -38,7 +38,7 @@ test-asan: deps
 # Criterion cannot run under TSan: the TSan build registers only the plain
 # stress programs (tests/CMakeLists.txt).
 test-tsan: deps
-	CC=clang cmake -S . -B $(BUILD)-tsan -DACCEL_WERROR=ON -DACCEL_SANITIZE=thread \
+	CC=clang cmake -S . -B $(BUILD)-tsan -DACCEL_WERROR=ON -DACCEL_SANITIZE=thread -DACCEL_STRESS_SECONDS=5 \
 	      -DACCEL_WITH_CUDA=OFF -DACCEL_BUILD_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-tsan -j $(JOBS)
 	cd $(BUILD)-tsan && ctest --output-on-failure -L stress
