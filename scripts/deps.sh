@@ -2,8 +2,11 @@
 # Installs the Debian 12 packages accel needs, only those that are missing.
 # Usage: scripts/deps.sh [extra-package ...]
 set -euo pipefail
+# clang + its sanitizer/fuzzer runtimes (libclang-rt-14-dev is only a
+# "Recommends" of clang, and we install without recommends) for the TSan
+# tier and the fuzzer; spin for the protocol models.
 pkgs=(build-essential cmake pkg-config liburcu-dev libck-dev libcriterion-dev
-      clang "$@")
+      clang libclang-rt-14-dev spin "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
