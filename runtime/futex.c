@@ -52,5 +52,7 @@ void accel__fence_cold(void)
     if (accel__membarrier_ok &&
         syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
         return;
+    /* No membarrier: then accel__fence_hot() is a seq_cst fence too, and
+     * this one pairs with it (store-buffer litmus, both sides fenced). */
     atomic_thread_fence(memory_order_seq_cst);
 }

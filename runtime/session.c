@@ -275,6 +275,7 @@ static bool has_room_or_closed(accel_session *s)
 
 int accel__session_wait_room(accel_session *s, uint64_t deadline)
 {
+    /* acquire: pairs with the release bump in accel__session_notify. */
     uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
     atomic_fetch_add_explicit(&s->space_waiters, 1, memory_order_relaxed);
     accel__fence_cold();

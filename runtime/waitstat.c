@@ -50,6 +50,8 @@ void accel__waitstat_record(accel__waitstat *w, uint64_t ns)
 uint64_t accel__waitstat_quantile(const accel__waitstat *w, double q)
 {
     accel__waitstat *mw = (accel__waitstat *)w;
+    /* acquire: pairs with the release store of the array in
+     * accel__waitstat_record (its zeroing is visible). */
     _Atomic uint32_t *b = atomic_load_explicit(&mw->buckets,
                                                memory_order_acquire);
     if (!b)
