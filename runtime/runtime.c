@@ -104,7 +104,7 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
 static accel_session *next_live_session(accel_runtime *rt, accel_session *from)
 {
     accel_session *found = NULL;
-    pthread_mutex_lock(&rt->list_lock);
+    pthread_mutex_lock(&rt->list_lock); /* cold: runtime destroy */
     struct cds_list_head *pos = from ? from->rt_link.next : rt->sessions.next;
     /* Not cds_list_for_each_entry: its end test forms a session pointer
      * from the list head itself, a misaligned access UBSan rejects. */
@@ -150,7 +150,7 @@ int accel_runtime_destroy(accel_runtime *rt)
      * reclamations already queued, then free what is left, handles or
      * not. */
     accel__rcu_barrier();
-    pthread_mutex_lock(&rt->list_lock);
+    pthread_mutex_lock(&rt->list_lock); /* cold: runtime destroy */
     while (rt->sessions.next != &rt->sessions) {
         accel_session *s =
             caa_container_of(rt->sessions.next, accel_session, rt_link);

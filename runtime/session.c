@@ -167,7 +167,7 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     }
 
     /* Cold path: the runtime's list of session objects. */
-    pthread_mutex_lock(&rt->list_lock);
+    pthread_mutex_lock(&rt->list_lock); /* cold: session open */
     if (rt->nsessions >= ACCEL__SESSIONS_MAX) {
         pthread_mutex_unlock(&rt->list_lock);
         accel__session_free_now(s);
