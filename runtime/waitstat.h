@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define ACCEL__WAIT_SAMPLE 16u
+#define ACCEL__WAIT_SAMPLE 32u
 #define ACCEL__WAIT_SUB 4u
 #define ACCEL__WAIT_OCTAVES 41u
 #define ACCEL__WAIT_BUCKETS (ACCEL__WAIT_SUB * ACCEL__WAIT_OCTAVES)

@@ -294,7 +294,7 @@ typedef struct accel_session_stats {
     uint64_t vtime_ns;
     int64_t lag_ns;
     /* Submit -> start wait over a sample of the session's ops (every
-     * 16th accepted position: only those read the clock), as
+     * 32nd accepted position: only those read the clock), as
      * percentiles and maximum in ns; 0 until the first sample. The
      * percentiles are bucket upper edges (4 buckets per power of two,
      * so within +25%). */
