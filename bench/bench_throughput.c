@@ -48,7 +48,7 @@ static const uint64_t kind_ns[NKIND] = {0, 1000, 10000};
 static struct {
     bench_list producers, sessions, workers, kinds, modes;
     uint64_t seed, ops_empty, ops_1us, ops_10us, max_rep_ms;
-    int reps;
+    int reps, rounds;
     bool smoke;
     const char *json;
     const char *systems;
@@ -64,6 +64,7 @@ static struct {
     .ops_10us = 1600,
     .max_rep_ms = 100,
     .reps = 5,
+    .rounds = 1,
     .systems = "accel,ck,wfcq,msess,pool",
 };
 
@@ -392,6 +393,8 @@ static double run_rep(const cell *c, enum system sys, uint64_t ops, uint64_t *do
 
 typedef struct cell_result {
     cell c;
+    double *v;    /* [sys][rounds * reps] samples, ns/op */
+    int nv;       /* samples taken per system so far */
     bool have[NSYS];
     double ns_op[NSYS]; /* median over repetitions */
     double ns_min[NSYS], ns_max[NSYS];
@@ -416,36 +419,50 @@ static void cell_label(const cell *c, char *buf, size_t len)
              c->P, c->S, c->W);
 }
 
+/* One round of a cell: reps repetitions of every system, interleaved
+ * (A B A B, the order rotating). With --rounds R the whole matrix is run R
+ * times and each cell's median is taken over all R * reps samples, so a
+ * burst of noise on this VM (cross-core latency drifts several-fold over
+ * minutes) hits a few samples of many cells, not every sample of one. */
 static void run_cell(const cell *c)
 {
-    cell_result *cr = &results[nresults++];
-    memset(cr, 0, sizeof *cr);
-    cr->c = *c;
-    int reps = opt.reps;
-    double *v = calloc((size_t)reps * NSYS, sizeof *v);
-    for (int r = 0; r < reps; r++) {
+    cell_result *cr = (cell_result *)find(c->kind, c->P, c->S, c->W, c->batch);
+    if (!cr) {
+        cr = &results[nresults++];
+        memset(cr, 0, sizeof *cr);
+        cr->c = *c;
+        cr->v = calloc((size_t)opt.reps * (size_t)opt.rounds * NSYS, sizeof *cr->v);
+    }
+    int stride = opt.reps * opt.rounds;
+    for (int r = 0; r < opt.reps; r++) {
         for (int k = 0; k < NSYS; k++) {
-            /* The order rotates with the repetition so no system always
-             * runs right after the same neighbour. */
-            enum system sys = (enum system)((k + r) % NSYS);
+            enum system sys = (enum system)((k + r + cr->nv) % NSYS);
             if (!sys_on[sys])
                 continue;
             uint64_t done;
-            v[sys * reps + r] = run_rep(c, sys, c->ops, &done);
+            cr->v[sys * stride + cr->nv + r] = run_rep(c, sys, c->ops, &done);
         }
     }
+    cr->nv += opt.reps;
+}
+
+/* Medians over every sample of a cell; prints its line and RESULTs. */
+static void report_cell(cell_result *cr)
+{
+    const cell *c = &cr->c;
+    int n = cr->nv, stride = opt.reps * opt.rounds;
     char label[96];
     cell_label(c, label, sizeof label);
     printf("%-26s", label);
     for (int sys = 0; sys < NSYS; sys++) {
         if (!sys_on[sys])
             continue;
-        double *x = &v[sys * reps];
-        bench_sort_f64(x, (size_t)reps);
+        double *x = &cr->v[sys * stride];
+        bench_sort_f64(x, (size_t)n);
         cr->have[sys] = true;
         cr->ns_min[sys] = x[0];
-        cr->ns_max[sys] = x[reps - 1];
-        cr->ns_op[sys] = bench_median_f64(x, (size_t)reps);
+        cr->ns_max[sys] = x[n - 1];
+        cr->ns_op[sys] = bench_median_f64(x, (size_t)n);
         printf(" %s %8.1f", sys_name[sys], cr->ns_op[sys]);
     }
     printf("  ns/op");
@@ -468,7 +485,7 @@ static void run_cell(const cell *c)
         bench_result_u64(&res, "sessions", c->S);
         bench_result_u64(&res, "workers", c->W);
         bench_result_u64(&res, "ops_per_rep", c->ops);
-        bench_result_u64(&res, "reps", (uint64_t)reps);
+        bench_result_u64(&res, "reps", (uint64_t)n);
         bench_result_f64(&res, "ns_per_op", cr->ns_op[sys]);
         bench_result_f64(&res, "ns_per_op_min", cr->ns_min[sys]);
         bench_result_f64(&res, "ns_per_op_max", cr->ns_max[sys]);
@@ -482,7 +499,8 @@ static void run_cell(const cell *c)
                 }
         bench_result_emit(&res);
     }
-    free(v);
+    free(cr->v);
+    cr->v = NULL;
 }
 
 static double mops(const cell_result *r, enum system s)
@@ -572,7 +590,9 @@ int main(int argc, char **argv)
         {"ops-1us", BENCH_OPT_U64, &opt.ops_1us, "ops per repetition, 1 us ops"},
         {"ops-10us", BENCH_OPT_U64, &opt.ops_10us, "ops per repetition, 10 us ops"},
         {"max-rep-ms", BENCH_OPT_U64, &opt.max_rep_ms, "a repetition stops submitting after this"},
-        {"reps", BENCH_OPT_INT, &opt.reps, "repetitions per cell (median reported)"},
+        {"reps", BENCH_OPT_INT, &opt.reps, "repetitions per cell and round"},
+        {"rounds", BENCH_OPT_INT, &opt.rounds,
+         "passes over the whole matrix (median over rounds x reps)"},
         {"seed", BENCH_OPT_U64, &opt.seed, "seed (recorded; the workload is deterministic)"},
         {"json", BENCH_OPT_STR, &opt.json, "also write the RESULT objects to this file"},
         {"smoke", BENCH_OPT_FLAG, &opt.smoke, "a 1-2 s run for CI"},
@@ -592,7 +612,7 @@ int main(int argc, char **argv)
         opt.ops_empty = 50000;
         opt.reps = 5;
     }
-    if (parse_systems(opt.systems) != 0 || opt.reps < 1)
+    if (parse_systems(opt.systems) != 0 || opt.reps < 1 || opt.rounds < 1)
         return 2;
     for (size_t i = 0; i < opt.kinds.n; i++)
         if (opt.kinds.v[i] != 0 && opt.kinds.v[i] != 1 && opt.kinds.v[i] != 10) {
@@ -610,14 +630,16 @@ int main(int argc, char **argv)
     }
     bench_banner("throughput", opt.seed);
     printf("# ns/op = wall time / ops completed, median of %d repetitions "
-           "(interleaved, order rotating); ops are synthetic (empty or calibrated spin)\n",
-           opt.reps);
+           "(%d round(s) over the matrix x %d, interleaved, order rotating); "
+           "ops are synthetic (empty or calibrated spin)\n",
+           opt.reps * opt.rounds, opt.rounds, opt.reps);
     printf("# speedup = baseline ns/op / accel ns/op (> 1: accel faster)\n");
 
     results = calloc(opt.producers.n * opt.sessions.n * opt.workers.n * opt.kinds.n *
                          opt.modes.n + 1,
                      sizeof *results);
     uint64_t t_start = bench_now_ns();
+    for (int round = 0; round < opt.rounds; round++)
     for (size_t wi = 0; wi < opt.workers.n; wi++) {
         unsigned W = (unsigned)opt.workers.v[wi];
         accel_runtime_config rcfg = {.workers = W};
@@ -642,7 +664,7 @@ int main(int argc, char **argv)
                                 : c.kind == KIND_1US ? opt.ops_1us : opt.ops_10us;
                         if (c.P == 0 || c.S == 0 || c.ops == 0)
                             continue;
-                        if (!warmed) { /* warm-up: one untimed pass of every system */
+                        if (!warmed && round == 0) { /* warm-up: one untimed pass of every system */
                             for (int s = 0; s < NSYS; s++) {
                                 uint64_t d;
                                 if (sys_on[s])
@@ -654,7 +676,12 @@ int main(int argc, char **argv)
                     }
         bench_pool_destroy(pool);
         accel_runtime_destroy(rt);
+        if (wi + 1 == opt.workers.n && opt.rounds > 1)
+            fprintf(stderr, "# round %d/%d done, %.0f s\n", round + 1, opt.rounds,
+                    (double)(bench_now_ns() - t_start) / 1e9);
     }
+    for (size_t i = 0; i < nresults; i++)
+        report_cell(&results[i]);
     print_targets();
     printf("# total %.1f s\n", (double)(bench_now_ns() - t_start) / 1e9);
     bench_result_json_close();
