@@ -48,6 +48,9 @@ check state.pml pass -DNPROD=1 -DNOPS=3               # 1 producer x 3 ops
 check state.pml fail -DBROKEN_RECHECK
 check state.pml fail -DBROKEN_RECHECK -DNPROD=1 -DNOPS=3
 check state.pml fail -DBROKEN_PARK
+# completion sleepers: sync/close announce a target in wake_at
+check sync.pml pass
+check sync.pml fail -DBROKEN_NORECHECK
 
 if [ $fail = 0 ]; then echo "models: all correct models verified, all broken variants rejected"
 else echo "models: FAILED"; fi
