@@ -51,11 +51,9 @@ struct accel_runtime {
     int cuda_probe;    /* ACCEL_OK if CUDA usable */
 };
 
-/* Wakes one parked worker if any is parked. Hot path: a compiler barrier
- * and a relaxed load when none is parked. */
-void accel__runtime_wake_one(accel_runtime *rt);
 /* Wakes one parked worker of the lanes in mask (ACCEL__SCHED_LANE_*, as
- * returned by accel__sched_enqueue), a short-lane one first. */
+ * returned by accel__sched_enqueue), a short-lane one first. Hot path: a
+ * compiler barrier and a relaxed load when no worker is parked. */
 void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes);
 
 int accel__workers_start(accel_runtime *rt);

@@ -211,11 +211,6 @@ void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
     }
 }
 
-void accel__runtime_wake_one(accel_runtime *rt)
-{
-    accel__runtime_wake_lanes(rt, ACCEL__SCHED_LANE_GENERAL);
-}
-
 /* Before parking, poll the scheduler a little: a futex sleep and wake
  * costs microseconds, and under a stream of submits the next session is
  * usually a few hundred ns away. Bounded, so an idle runtime still sleeps
