@@ -91,10 +91,9 @@ uint32_t accel__sched_visit_ops(const accel__sched *s,
 void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
                          uint64_t service_ns, uint32_t ops);
 
-/* Global virtual time (of the general class), and an entity's virtual time
- * and lag against its ideal share (for stats): lag = (V - vtime) * weight,
- * + when it is owed service. Any thread; approximate while workers run. */
-uint64_t accel__sched_vtime(const accel__sched *s);
+/* An entity's virtual time, and its lag against its ideal share (for
+ * stats): lag = (V - vtime) * weight, + when it is owed service. Any
+ * thread; approximate while workers run. */
 uint64_t accel__sched_vtime_of(const accel__sched *s,
                                const accel__sched_entity *e);
 int64_t accel__sched_lag(const accel__sched *s, const accel__sched_entity *e);

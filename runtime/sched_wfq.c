@@ -259,11 +259,6 @@ void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
     }
 }
 
-uint64_t accel__sched_vtime(const accel__sched *s)
-{
-    return atomic_load_explicit(&s->V[0].v, memory_order_relaxed);
-}
-
 uint64_t accel__sched_vtime_of(const accel__sched *s,
                                const accel__sched_entity *e)
 {

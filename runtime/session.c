@@ -301,19 +301,18 @@ int accel_session_close(accel_session *s, unsigned flags)
      * (is_closed() true) lookups get ENOENT and the id can be opened again.
      * Every closer does it: cds_lfht_del is idempotent (-ENOENT for a node
      * already removed), and no closer may set CLOSED while the id is still
-     * in the table. cds_lfht_del's cmpxchg is a full barrier, which orders
-     * the removal before the fetch_or below; pairs with the acquire load
-     * in accel_session_is_closed(). */
+     * in the table. The fetch_or below is a release, which orders the
+     * removal before CLOSED for readers that acquire it. */
     accel__rcu_read_lock();
     accel__table_remove(s->rt->table, s);
     accel__rcu_read_unlock();
-    /* LP of close (see the top of this file). relaxed: producers only need
-     * the modification order of tail; waiting orders itself with [A5]. */
+    /* LP of close (see the top of this file). release: the table removal
+     * above happens before a reader that sees CLOSED with the acquire load
+     * in accel_session_is_closed(). Producers only need tail's
+     * modification order; waiting orders itself with [A5]. */
     uint64_t prev = atomic_fetch_or_explicit(&s->tail, ACCEL__RING_CLOSED,
-                                             memory_order_relaxed);
+                                             memory_order_release);
     uint64_t final = prev & ~ACCEL__RING_CLOSED;
-    atomic_fetch_or_explicit(&s->state, ACCEL__S_CLOSING,
-                             memory_order_relaxed);
     accel__session_notify(s); /* producers blocked on a full ring */
     if (accel__tls_current == s)
         return ACCEL_OK;

@@ -6,9 +6,12 @@
  *   bit 0  SCHEDULED  the session is in the scheduler or held by a worker;
  *                     whoever sets it (0 -> 1) must enqueue the session,
  *                     and the holder is the ring's only consumer
- *   bit 1  CLOSING    close has begun (mirrors CLOSED in the ring tail)
- *   bit 2  PENDING    the backend has device work in flight (CUDA): the
- *                     session stays scheduled to be polled
+ *   bits 1..31        zero
+ *
+ * "Closing" is not a bit here: it is CLOSED, bit 63 of the ring tail, so
+ * that one RMW both closes and fixes the count of accepted ops (ring.h,
+ * session.c). Device work in flight is not a bit either: the backend's
+ * poll() returns it, and the visiting worker re-queues the session.
  *
  * No lost wake-up: a producer publishes its slot ([R1]) and then sets
  * SCHEDULED with an acq_rel RMW; a worker that finds the ring empty clears
@@ -24,9 +27,8 @@
  * while queued or running. Workers hold an RCU read-side section for each
  * visit, lookups for their table walk.
  *
- * Cache lines: the first is shared by producers (tail CAS, state RMW); the
- * second is the consumer's (head, completion counters, waiter count); the
- * rest is read-mostly.
+ * Cache lines: see the layout of struct accel_session below (three
+ * 128-byte pairs: producers, consumer, scheduler/budget/table).
  */
 #ifndef ACCEL_RUNTIME_SESSION_H
 #define ACCEL_RUNTIME_SESSION_H
@@ -49,8 +51,6 @@
 #include "waitstat.h"
 
 #define ACCEL__S_SCHEDULED 0x1u
-#define ACCEL__S_CLOSING 0x2u
-#define ACCEL__S_PENDING 0x4u
 
 struct accel_ctx {
     accel_session *session;
