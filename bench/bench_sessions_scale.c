@@ -9,12 +9,11 @@
  *     sessions.
  */
 #include "bench.h"
-#include "ring.h" /* runtime/: the slot size, for "beyond its ring" */
+#include "ring.h" /* runtime/: the ring size, for "beyond its ring" */
 
 #include <stdlib.h>
 #include <string.h>
 
-#define SLOT_BYTES sizeof(accel__ring_slot)
 
 static struct {
     bench_list counts;
@@ -152,7 +151,7 @@ int main(int argc, char **argv)
         }
         double open_ms = (double)(bench_now_ns() - t0) / 1e6;
         double per = (double)(bench_rss_bytes() - rss0) / (double)n;
-        double beyond = per - (double)(opt.depth * SLOT_BYTES);
+        double beyond = per - (double)accel__ring_bytes((uint32_t)opt.depth);
 
         run_active(ss, n); /* warm-up: touches every ring */
         double *v = calloc((size_t)opt.reps, sizeof *v);

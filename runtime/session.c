@@ -120,7 +120,7 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
         bops = accel__backend_cuda_ops;
     }
 
-    size_t slots_bytes = (size_t)depth * sizeof(accel__ring_slot);
+    size_t slots_bytes = accel__ring_bytes(depth); /* + EX side array */
     size_t nstamps = depth >= ACCEL__WAIT_SAMPLE ? depth / ACCEL__WAIT_SAMPLE
                                                  : 1;
     size_t stamps_bytes = nstamps * sizeof(uint64_t);

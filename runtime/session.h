@@ -86,7 +86,7 @@ struct accel_session {
     /* ---- pair B: the consumer (whichever worker holds SCHEDULED) */
     alignas(128) _Atomic uint64_t head;
     _Atomic uint64_t finished;  /* ops whose done callback has returned */
-    _Atomic uint64_t dispatched, completed, failed, cancelled;
+    _Atomic uint64_t dispatched, completed, failed, cancelled, expired;
     _Atomic uint64_t service_ns, visits;
     _Atomic uint64_t wake_at;   /* lowest `finished` a sleeper waits for;
                                    UINT64_MAX: none */
@@ -115,7 +115,8 @@ _Static_assert(offsetof(struct accel_session, se) == 256,
 _Static_assert(sizeof(struct accel_session) == 384,
                "the session is three 128-byte pairs");
 /* One allocation holds the session, then its ring slots (128-byte
- * aligned, since sizeof(accel_session) is a multiple of 128), then the wait stamps,
+ * aligned, since sizeof(accel_session) is a multiple of 128) and the
+ * ring's EX side array (ring.h), then the wait stamps,
  * then its id: one malloc header, no second alignment pad, ids paid by
  * their length. */
 

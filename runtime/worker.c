@@ -134,15 +134,24 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
             (h % ACCEL__WAIT_SAMPLE) == 0
                 ? s->stamps[(h / ACCEL__WAIT_SAMPLE) & s->stamp_mask]
                 : 0;
+        int64_t deadline = 0;
+        accel__claim claim = accel__ring_claim(&s->ring, h, &deadline);
         accel__ring_take(&s->ring, &s->head, h, &op);
         h++;
         notify_room(s, h, false);
         if (stamp)
             accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
-        if (atomic_load_explicit(&s->cancel, memory_order_relaxed)) {
-            bump(&s->cancelled, 1);
+        int unrun = 0; /* the status of an op completed without running */
+        if (claim == ACCEL__CLAIM_CANCELED)
+            unrun = ACCEL_ECANCELED;
+        else if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+            unrun = ACCEL_ECLOSED;
+        else if (deadline && (int64_t)accel__now_ns() >= deadline)
+            unrun = ACCEL_EEXPIRED; /* only ops with a deadline read it */
+        if (unrun) {
+            bump(unrun == ACCEL_EEXPIRED ? &s->expired : &s->cancelled, 1);
             if (op.done)
-                op.done(op.arg, ACCEL_ECLOSED);
+                op.done(op.arg, unrun);
             finish_one(s);
         } else {
             int status;
