@@ -390,6 +390,7 @@ int accel_session_get_stats(const accel_session *cs, accel_session_stats *out)
     out->completed = ld(&s->completed);
     out->failed = ld(&s->failed);
     out->cancelled = ld(&s->cancelled);
+    out->expired = ld(&s->expired);
     out->dispatched = ld(&s->dispatched);
     uint64_t head = ld(&s->head);
     uint64_t tail = ld(&s->tail) & ~ACCEL__RING_CLOSED;
