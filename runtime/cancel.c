@@ -31,6 +31,7 @@ int accel_cancel(const accel_ticket *t)
         return ACCEL_ECLOSED;
     if (t->position >= tail) /* never handed out: not a ticket of s */
         return ACCEL_EINVAL;
+    ACCEL__YIELD_POINT(); /* the consumer may claim the op here */
     return accel__ring_cancel(&s->ring, t->position) ? ACCEL_OK
                                                      : ACCEL_EALREADY;
 }

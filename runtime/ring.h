@@ -239,6 +239,7 @@ static inline accel__claim accel__ring_claim(accel__ring *r, uint64_t h,
           ACCEL__SEQ_EX))
         return ACCEL__CLAIM_PLAIN;
     *deadline = accel__ring_side(r)[h & r->mask];
+    ACCEL__YIELD_POINT(); /* a canceller may come in here */
     /* LP of take (for an EX op): this fetch_or, if it finds CANCELED
      * clear. acquire: pairs with the canceller's release [R7], so that
      * what the canceller did before cancelling happens before done runs
