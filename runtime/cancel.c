@@ -21,6 +21,8 @@ int accel_cancel(const accel_ticket *t)
     if (!t || !t->session)
         return ACCEL_EINVAL;
     accel_session *s = t->session;
+    if (t->serial != s->serial) /* not made by submit on this session */
+        return ACCEL_EINVAL;
     /* acquire: as accel_session_is_closed(). Once close has begun it alone
      * decides the fate of queued ops (DRAIN runs them, CANCEL completes
      * them with ECLOSED). A cancel whose CAS lands after close's LP but

@@ -80,8 +80,10 @@ struct accel_session {
     uint64_t *stamps; /* submit time of every ACCEL__WAIT_SAMPLE-th
                          position, indexed (pos / SAMPLE) & stamp_mask;
                          in the same allocation */
-    uint64_t stamp_mask;
-    uint64_t space_wake_mask;   /* wake room-waiters every (mask+1) takes */
+    uint32_t stamp_mask;        /* < depth <= ACCEL_QUEUE_DEPTH_MAX */
+    uint32_t space_wake_mask;   /* wake room-waiters every (mask+1) takes */
+    uint64_t serial;            /* unique per session in the process:
+                                   tickets carry it (cancel.c) */
 
     /* ---- pair B: the consumer (whichever worker holds SCHEDULED) */
     alignas(128) _Atomic uint64_t head;

@@ -105,7 +105,8 @@ int accel_submit_ex(accel_session *s, const accel_op *op, int64_t deadline_ns,
     submit_ex ex = {.deadline_ns = deadline_ns};
     int rc = submit_ops(s, op, 1, timeout_ns, NULL, &ex);
     if (rc == ACCEL_OK && ticket)
-        *ticket = (accel_ticket){.session = s, .position = ex.pos};
+        *ticket = (accel_ticket){
+            .session = s, .position = ex.pos, .serial = s->serial};
     return rc;
 }
 

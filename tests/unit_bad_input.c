@@ -369,9 +369,51 @@ static int r_cancel_pos_max(void)
     accel_ticket t = {.session = F.a, .position = UINT64_MAX};
     return accel_cancel(&t);
 }
-static int r_cancel_closed(void)
+static int r_cancel_closed(void) /* a real ticket; its session closed since */
 {
-    accel_ticket t = {.session = F.c, .position = 0};
+    accel_session *s = NULL;
+    accel_session_config c = {.id = "tmp"};
+    if (accel_session_open(F.rt, &c, &s) != ACCEL_OK)
+        return -1000;
+    accel_ticket t;
+    int rc = accel_submit_ex(s, &good_op, 0, ACCEL_FOREVER, &t);
+    if (rc == ACCEL_OK) {
+        accel_session_close(s, ACCEL_CLOSE_DRAIN);
+        rc = accel_cancel(&t);
+    }
+    accel_session_release(s);
+    return rc;
+}
+/* A real ticket of "x" (its op finished), then altered. */
+static accel_ticket x_ticket(void)
+{
+    accel_ticket t;
+    memset(&t, 0, sizeof(t));
+    if (accel_submit_ex(F.x, &good_op, 0, ACCEL_FOREVER, &t) == ACCEL_OK)
+        accel_session_sync(F.x, ACCEL_FOREVER);
+    return t;
+}
+static int r_cancel_finished(void)
+{
+    accel_ticket t = x_ticket();
+    return accel_cancel(&t);
+}
+static int r_cancel_other_session(void) /* x's ticket, a's pointer */
+{
+    accel_ticket t = x_ticket();
+    t.session = F.a;
+    return accel_cancel(&t);
+}
+static int r_cancel_other_closed(void) /* x's ticket, c's pointer */
+{
+    accel_ticket t = x_ticket();
+    t.session = F.c;
+    return accel_cancel(&t);
+}
+static int r_cancel_bad_serial(void)
+{
+    accel_ticket t = x_ticket();
+    t.serial ^= 1;
     return accel_cancel(&t);
 }
 static int r_cancel_failed_submit(void) /* the zero ticket of a failed submit */
@@ -577,6 +619,10 @@ static const row rows[] = {
     ROW(r_cancel_never_issued, ACCEL_EINVAL),
     ROW(r_cancel_pos_max, ACCEL_EINVAL),
     ROW(r_cancel_closed, ACCEL_ECLOSED),
+    ROW(r_cancel_finished, ACCEL_EALREADY),
+    ROW(r_cancel_other_session, ACCEL_EINVAL),
+    ROW(r_cancel_other_closed, ACCEL_EINVAL),
+    ROW(r_cancel_bad_serial, ACCEL_EINVAL),
     ROW(r_cancel_failed_submit, ACCEL_EINVAL),
     ROW(r_now_positive, ACCEL_OK),
     ROW(r_reserve_null, ACCEL_EINVAL),

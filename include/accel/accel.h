@@ -272,6 +272,7 @@ ACCEL_API int64_t accel_now_ns(void);
 typedef struct accel_ticket {
     accel_session *session;
     uint64_t position;
+    uint64_t serial;
 } accel_ticket;
 
 /* As accel_submit, with two optional extras:
@@ -302,8 +303,9 @@ ACCEL_API int accel_submit_ex(accel_session *s, const accel_op *op,
  * ACCEL_ECLOSED: the session's close has begun; close decides the queued
  *   ops (DRAIN runs them, CANCEL completes them with ACCEL_ECLOSED). A
  *   cancel overlapping close's start may still win (ACCEL_OK).
- * ACCEL_EINVAL: t NULL, a zero ticket, a position the session never
- *   handed out.
+ * ACCEL_EINVAL: t NULL, a zero ticket, a ticket not made by
+ *   accel_submit_ex for its session (fields changed; another session's
+ *   fields mixed in), a position the session never handed out.
  * Wait-free (one CAS on the op's slot); any thread, also inside an op. */
 ACCEL_API int accel_cancel(const accel_ticket *t);
 
