@@ -252,9 +252,9 @@ ACCEL_API int accel_submit_wait(accel_session *s, accel_op_fn fn, void *arg,
                                 int64_t timeout_ns);
 
 /* Returns once every op accepted before the call has completed and its done
- * callback has returned (cancelled and expired ops included): ACCEL_OK, ACCEL_ETIMEDOUT, ACCEL_EINVAL, or
- * ACCEL_EDEADLK from inside one of the session's own ops. Works on a closed
- * session too. */
+ * callback has returned (cancelled and expired ops included): ACCEL_OK,
+ * ACCEL_ETIMEDOUT, ACCEL_EINVAL, or ACCEL_EDEADLK from inside one of the
+ * session's own ops. Works on a closed session too. */
 ACCEL_API int accel_session_sync(accel_session *s, int64_t timeout_ns);
 
 /* ------------------------------------------- deadlines and cancellation */
