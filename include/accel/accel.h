@@ -285,7 +285,9 @@ typedef struct accel_ticket {
  * - ticket: if not NULL, filled on ACCEL_OK for accel_cancel (zeroed on
  *   any error).
  * Ops with neither take the plain path of accel_submit. Done statuses:
- * fn's result, ACCEL_ECLOSED, ACCEL_ECANCELED, ACCEL_EEXPIRED.
+ * fn's result, ACCEL_ECLOSED, ACCEL_ECANCELED, ACCEL_EEXPIRED. Every done
+ * runs on a worker, once, in the session's acceptance order, whether the
+ * op ran, expired or was cancelled (docs/cancel.md).
  * Returns as accel_submit; ACCEL_EINVAL also for deadline_ns < 0. */
 ACCEL_API int accel_submit_ex(accel_session *s, const accel_op *op,
                               int64_t deadline_ns, int64_t timeout_ns,
