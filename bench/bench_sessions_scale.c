@@ -1,8 +1,9 @@
 /*
  * bench_sessions_scale: what many sessions cost.
  *   - open time and close time for n sessions (queue depth --depth);
- *   - memory per idle session: RSS delta / n (and beyond its ring, taking a
- *     ring slot as 48 bytes: seq + accel_op + stamp, runtime/ring.h);
+ *   - memory per idle session: RSS delta / n (and beyond its ring: the
+ *     ring is accel__ring_bytes(depth), a 32-byte slot and an 8-byte
+ *     deadline entry per position, runtime/ring.h);
  *   - ops/s and ns/op of empty ops with every session active: P producers
  *     round-robin over all n sessions (per-op overhead vs n = 16);
  *   - accel_session_lookup ns/op while another thread opens and closes
