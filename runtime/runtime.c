@@ -6,19 +6,15 @@
 #include "runtime.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "alloc.h"
+#include "cpu_limits.h"
 #include "futex.h"
 #include "rcu.h"
 #include "session.h"
 #include "table.h"
-
-static unsigned online_cpus(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 1u;
-}
 
 void accel__runtime_unlink_session(accel_runtime *rt, accel_session *s)
 {
@@ -36,6 +32,7 @@ static void runtime_free(accel_runtime *rt)
         accel__backend_cuda_ops->runtime_fini)
         accel__backend_cuda_ops->runtime_fini(rt->cuda_state);
     pthread_mutex_destroy(&rt->list_lock);
+    accel__free(rt->worker_cpus);
     accel__free(rt->workers);
     accel__free(rt);
 }
@@ -49,8 +46,19 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
         c = *cfg;
     if (c.workers > ACCEL__WORKERS_MAX)
         return ACCEL_EINVAL;
+    if (c.worker_cpus_count && !c.worker_cpus)
+        return ACCEL_EINVAL;
+    if (!c.worker_cpus)
+        c.worker_cpus_count = 0;
+    if (c.worker_cpus_count &&
+        (c.worker_cpus_count > ACCEL__WORKERS_MAX ||
+         accel__cpus_allowed(c.worker_cpus, c.worker_cpus_count) != ACCEL_OK))
+        return ACCEL_EINVAL;
     if (c.workers == 0)
-        c.workers = online_cpus();
+        c.workers = c.worker_cpus_count ? c.worker_cpus_count
+                                        : accel__default_workers();
+    if (c.workers > ACCEL__WORKERS_MAX)
+        c.workers = ACCEL__WORKERS_MAX;
     if (c.short_lane_workers >= c.workers && c.short_lane_workers != 0)
         return ACCEL_EINVAL;
     if (c.short_op_ns == 0)
@@ -71,7 +79,15 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     rt->cuda_probe = ACCEL_ENOBACKEND;
     pthread_mutex_init(&rt->list_lock, NULL);
     CDS_INIT_LIST_HEAD(&rt->sessions);
-    rt->workers = accel__calloc(c.workers, sizeof(accel__worker));
+    rt->workers =
+        accel__calloc_aligned(64, (size_t)c.workers * sizeof(accel__worker));
+    if (c.worker_cpus_count) {
+        rt->worker_cpus = accel__calloc(c.worker_cpus_count, sizeof(unsigned));
+        if (rt->worker_cpus)
+            memcpy(rt->worker_cpus, c.worker_cpus,
+                   c.worker_cpus_count * sizeof(unsigned));
+        rt->cfg.worker_cpus = rt->worker_cpus;
+    }
     rt->table = accel__table_create();
     accel__sched_config sc = {
         .workers = c.workers,
@@ -82,6 +98,7 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
         .max_entities = ACCEL__SESSIONS_MAX,
     };
     if (!rt->workers || !rt->table ||
+        (c.worker_cpus_count && !rt->worker_cpus) ||
         accel__sched_create(&sc, &rt->sched) != ACCEL_OK) {
         runtime_free(rt);
         return ACCEL_ENOMEM;

@@ -19,7 +19,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdio.h>
 
 #include "clock.h"
 #include "futex.h"
@@ -40,7 +39,8 @@ static inline void notify_room(accel_session *s, uint64_t h, bool force)
 
 /* Counters of the consumer side have one writer at a time: the worker
  * holding SCHEDULED (deferred completions run in its poll too), handed
- * over with [RMW1]/[RMW2]. So a plain load and store, no locked RMW;
+ * over with [RMW1]/[RMW2]; a worker's own picks/visits/parks have one
+ * writer, the worker. So a plain load and store, no locked RMW;
  * relaxed, they order nothing by themselves (finished does, [R5]). */
 static inline void bump(_Atomic uint64_t *c, uint64_t by)
 {
@@ -233,8 +233,9 @@ static accel__sched_entity *spin_pick(accel_runtime *rt, unsigned lane)
     return NULL;
 }
 
-static accel__sched_entity *park(accel_runtime *rt, unsigned lane)
+static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
 {
+    unsigned lane = w->lane;
     accel__sched_entity *e = spin_pick(rt, lane);
     if (e)
         return e;
@@ -246,8 +247,10 @@ static accel__sched_entity *park(accel_runtime *rt, unsigned lane)
     atomic_fetch_add_explicit(idle, 1, memory_order_relaxed);
     accel__fence_cold();
     e = accel__sched_pick(rt->sched, lane);
-    if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire))
+    if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire)) {
+        bump(&w->parks, 1);
         accel__futex_wait(word, seq, -1);
+    }
     atomic_fetch_sub_explicit(idle, 1, memory_order_relaxed);
     return e;
 }
@@ -260,15 +263,17 @@ static void *worker_main(void *arg)
     uint64_t now = 0; /* end of the last visit; 0: read the clock */
     for (;;) {
         accel__sched_entity *e = accel__sched_pick(rt->sched, w->lane);
+        bump(&w->picks, 1);
         if (!e) {
             /* acquire: pairs with the release store in workers_stop. */
             if (atomic_load_explicit(&rt->stopping, memory_order_acquire))
                 break;
             now = 0;
-            e = park(rt, w->lane);
+            e = park(rt, w);
             if (!e)
                 continue;
         }
+        bump(&w->visits, 1);
         if (!now)
             now = accel__now_ns();
         accel__rcu_read_lock();
@@ -294,9 +299,7 @@ int accel__workers_start(accel_runtime *rt)
             accel__workers_stop(rt);
             return ACCEL_ENOMEM;
         }
-        char name[16];
-        snprintf(name, sizeof(name), "accel-w%u", i % 10000u);
-        pthread_setname_np(w->thread, name);
+        accel__worker_setup_thread(rt, w);
     }
     return ACCEL_OK;
 }

@@ -114,7 +114,11 @@ typedef struct accel_ctx accel_ctx; /* handed to a running op */
 /* ------------------------------------------------------------- runtime */
 
 typedef struct accel_runtime_config {
-    unsigned workers; /* worker threads; 0: one per online CPU; max 1024 */
+    /* Worker threads, max 1024. 0: one per CPU the process may use: the
+     * CPUs of its affinity mask, capped by its cgroup v2 CPU quota
+     * (ceil(quota / period) of cpu.max, of its cgroup and every ancestor),
+     * at least 1; with worker_cpus set, worker_cpus_count. */
+    unsigned workers;
     /* Short lane (see docs/scheduler.md): this many of the workers only run
      * sessions whose recent per-op cost is at most short_op_ns, so a short
      * op's wait does not depend on the longest ops of other sessions.
@@ -124,6 +128,13 @@ typedef struct accel_runtime_config {
     uint32_t quantum_ops;  /* ops per visit at most; 0: 32 */
     uint64_t quantum_ns;   /* a visit ends after this much service; 0: 2 ms */
     int cuda_device;       /* device of the shared CUDA context; default 0 */
+    /* Optional worker CPU pinning: worker i runs only on CPU
+     * worker_cpus[i % worker_cpus_count] (CPU numbers as sched_setaffinity
+     * takes them; each must be in the process's affinity mask, else
+     * ACCEL_EINVAL). NULL or count 0: no pinning. Copied. Workers are named
+     * accel-w0.. (general) and accel-short0.. (short lane) either way. */
+    const unsigned *worker_cpus;
+    unsigned worker_cpus_count;
 } accel_runtime_config;
 
 /* Creates a runtime with its worker threads.
@@ -141,6 +152,26 @@ ACCEL_API int accel_runtime_create(const accel_runtime_config *cfg,
  * Not to be called twice on one runtime, nor concurrently with other calls
  * on its sessions (out of contract, like free()). */
 ACCEL_API int accel_runtime_destroy(accel_runtime *rt);
+
+/* Worker threads of rt (the resolved count: see
+ * accel_runtime_config.workers); 0 for NULL. */
+ACCEL_API unsigned accel_runtime_workers(const accel_runtime *rt);
+
+typedef struct accel_runtime_stats {
+    uint32_t workers;            /* worker threads */
+    uint32_t short_lane_workers; /* of which on the short lane */
+    uint32_t parked;             /* workers asleep (or about to) now */
+    uint32_t sessions;           /* session objects not yet freed */
+    uint64_t picks;              /* scheduler picks workers tried */
+    uint64_t visits;             /* picks that found a session: visits run */
+    uint64_t parks;              /* times a worker went to sleep */
+} accel_runtime_stats;
+
+/* Fills *out with a snapshot of rt's counters (each read atomically, the
+ * set not at one instant). Returns ACCEL_OK or ACCEL_EINVAL (NULL
+ * argument). Lock-free but for the session count (a cold-path lock). */
+ACCEL_API int accel_runtime_get_stats(accel_runtime *rt,
+                                      accel_runtime_stats *out);
 
 /* The process-wide runtime with default config, created on first use
  * (thread-safe) and destroyed at process exit. NULL if it could not be
