@@ -173,6 +173,24 @@ typedef struct accel_runtime_stats {
 ACCEL_API int accel_runtime_get_stats(accel_runtime *rt,
                                       accel_runtime_stats *out);
 
+/* Writes the Prometheus text exposition format (0.0.4) for rt and all its
+ * open sessions into buf: per runtime, workers, parked workers, sessions,
+ * visits, picks, parks; per session (labels session="<id>",
+ * priority="<weight>"), ops submitted/completed/failed/cancelled, service
+ * seconds, wait p50/p99 seconds, queue depth, memory used and budget. Each
+ * family has its HELP and TYPE lines; label values are escaped.
+ * snprintf-like: *len_out is the full length of the text (no NUL); the
+ * first min(len, cap) bytes are written, then a NUL if len < cap. If
+ * *len_out > cap the text was truncated: retry with a bigger buffer
+ * (buf NULL with cap 0 asks only for the length).
+ * Returns ACCEL_OK, ACCEL_EINVAL (rt or len_out NULL, buf NULL with cap
+ * > 0), ACCEL_ENOMEM (the session snapshot could not be allocated).
+ * Safe from any thread at any time while rt lives, concurrently with
+ * open, close and release of its sessions (a cold-path lock is held while
+ * the counters are copied; no hot path takes it). docs/metrics.md. */
+ACCEL_API int accel_runtime_write_prometheus(accel_runtime *rt, char *buf,
+                                             size_t cap, size_t *len_out);
+
 /* The process-wide runtime with default config, created on first use
  * (thread-safe) and destroyed at process exit. NULL if it could not be
  * created. Do not pass it to accel_runtime_destroy(). */
