@@ -26,6 +26,7 @@
 #include "rcu.h"
 #include "runtime.h"
 #include "table.h"
+#include "trace.h"
 
 _Thread_local accel_session *accel__tls_current;
 
@@ -313,6 +314,8 @@ int accel_session_close(accel_session *s, unsigned flags)
     uint64_t prev = atomic_fetch_or_explicit(&s->tail, ACCEL__RING_CLOSED,
                                              memory_order_release);
     uint64_t final = prev & ~ACCEL__RING_CLOSED;
+    /* close(session, id, flags, accepted ops): every closer fires it */
+    ACCEL_TRACE4(close, s, s->id, flags, final);
     accel__session_notify(s); /* producers blocked on a full ring */
     if (accel__tls_current == s)
         return ACCEL_OK;

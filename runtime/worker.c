@@ -25,6 +25,7 @@
 #include "rcu.h"
 #include "runtime.h"
 #include "session.h"
+#include "trace.h"
 
 /* After [R2]: wake producers sleeping for room, every half ring of takes
  * (and at the end of the visit, force). */
@@ -65,6 +66,8 @@ static inline void finish_one(accel_session *s)
 
 void accel__op_complete(accel_session *s, const accel_op *op, int status)
 {
+    /* op_done(session, arg, status) */
+    ACCEL_TRACE3(op_done, s, op->arg, status);
     bump(status == 0 ? &s->completed : &s->failed, 1);
     if (op->done)
         op->done(op->arg, status);
@@ -124,6 +127,8 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
                             : 1;
     uint32_t until_check = every;
     accel__tls_current = s; /* ops and done callbacks of s run here */
+    /* visit_start(session, id, ops allowed) */
+    ACCEL_TRACE3(visit_start, s, s->id, budget);
 
     while (n < budget && (accel__ring_ready(&s->ring, h) ||
                           (n > 0 && ring_ready_soon(s, h)))) {
@@ -140,6 +145,7 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
         if (stamp)
             accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
         if (atomic_load_explicit(&s->cancel, memory_order_relaxed)) {
+            ACCEL_TRACE3(op_done, s, op.arg, ACCEL_ECLOSED);
             bump(&s->cancelled, 1);
             if (op.done)
                 op.done(op.arg, ACCEL_ECLOSED);
@@ -147,6 +153,8 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
         } else {
             int status;
             bump(&s->dispatched, 1);
+            /* op_start(session, position, arg) */
+            ACCEL_TRACE3(op_start, s, h - 1, op.arg);
             /* The CPU backend's run is fn itself: call it directly. */
             if (s->bops == &accel__backend_cpu) {
                 accel__op_complete(s, &op, op.fn(&ctx, op.arg));
@@ -168,6 +176,8 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
     notify_room(s, h, true);
     *now = accel__now_ns();
     uint64_t service = *now - t0;
+    /* visit_end(session, ops run, service ns, ops pending on a device) */
+    ACCEL_TRACE4(visit_end, s, n, service, pending);
     bump(&s->service_ns, service);
     bump(&s->visits, 1);
     accel__sched_charge(rt->sched, &s->se, service, n);
@@ -249,7 +259,9 @@ static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
     e = accel__sched_pick(rt->sched, lane);
     if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire)) {
         bump(&w->parks, 1);
+        ACCEL_TRACE2(park, w->index, lane); /* park(worker, lane) */
         accel__futex_wait(word, seq, -1);
+        ACCEL_TRACE2(wake, w->index, lane); /* wake(worker, lane) */
     }
     atomic_fetch_sub_explicit(idle, 1, memory_order_relaxed);
     return e;
