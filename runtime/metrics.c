@@ -245,7 +245,7 @@ int accel_runtime_write_prometheus(accel_runtime *rt, char *buf, size_t cap,
     if (n < 0)
         return ACCEL_ENOMEM;
     accel_runtime_stats st;
-    accel_runtime_get_stats(rt, &st);
+    accel_runtime_get_stats(rt, &st, sizeof(st));
 
     out o = {.buf = buf, .cap = cap, .len = 0};
     family(&o, "accel_runtime_workers", "gauge", "Worker threads.");

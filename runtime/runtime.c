@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "abi.h"
 #include "alloc.h"
 #include "cpu_limits.h"
 #include "futex.h"
@@ -42,8 +43,10 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     if (!out)
         return ACCEL_EINVAL;
     accel_runtime_config c = {0};
-    if (cfg)
-        c = *cfg;
+    /* the caller's layout, read by its size (abi.h) */
+    if (cfg && accel__config_copy(&c, sizeof(c), cfg, cfg->struct_size,
+                                  ACCEL__BASE_SIZE(accel_runtime_config)) != 0)
+        return ACCEL_EINVAL;
     if (c.workers > ACCEL__WORKERS_MAX)
         return ACCEL_EINVAL;
     if (c.worker_cpus_count && !c.worker_cpus)

@@ -6,14 +6,21 @@
  */
 #include "runtime.h"
 
+#include <string.h>
+
 unsigned accel_runtime_workers(const accel_runtime *rt)
 {
     return rt ? rt->nworkers : 0;
 }
 
-int accel_runtime_get_stats(accel_runtime *rt, accel_runtime_stats *out)
+/* Fields are only ever appended; 0.1's layout ends at parks. */
+#define RUNTIME_STATS_SIZE_0_1                                                 \
+    (offsetof(accel_runtime_stats, parks) + sizeof(uint64_t))
+
+int accel_runtime_get_stats(accel_runtime *rt, accel_runtime_stats *out,
+                            size_t size)
 {
-    if (!rt || !out)
+    if (!rt || !out || size < RUNTIME_STATS_SIZE_0_1)
         return ACCEL_EINVAL;
     accel_runtime_stats st = {0};
     st.workers = rt->nworkers;
@@ -31,6 +38,6 @@ int accel_runtime_get_stats(accel_runtime *rt, accel_runtime_stats *out)
     pthread_mutex_lock(&rt->list_lock); /* cold path: stats */
     st.sessions = (uint32_t)rt->nsessions;
     pthread_mutex_unlock(&rt->list_lock);
-    *out = st;
+    memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
     return ACCEL_OK;
 }

@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "abi.h"
 #include "alloc.h"
 #include "clock.h"
 #include "futex.h"
@@ -96,11 +97,17 @@ void accel__session_kick(accel_session *s)
                               accel__sched_enqueue(s->rt->sched, &s->se, true));
 }
 
-int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
+int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
                        accel_session **out)
 {
     size_t idlen;
-    if (!rt || !cfg || !out || check_id(cfg->id, &idlen) != ACCEL_OK)
+    accel_session_config c; /* the caller's layout read by its size */
+    if (!rt || !ucfg || !out ||
+        accel__config_copy(&c, sizeof(c), ucfg, ucfg->struct_size,
+                           ACCEL__BASE_SIZE(accel_session_config)) != 0)
+        return ACCEL_EINVAL;
+    const accel_session_config *cfg = &c;
+    if (check_id(cfg->id, &idlen) != ACCEL_OK)
         return ACCEL_EINVAL;
     uint32_t prio = cfg->priority ? cfg->priority : ACCEL_PRIORITY_NORMAL;
     if (prio > ACCEL_PRIORITY_MAX || cfg->memory_budget < 0 ||
@@ -382,10 +389,9 @@ static uint64_t ld(const _Atomic uint64_t *p)
     return atomic_load_explicit((_Atomic uint64_t *)p, memory_order_relaxed);
 }
 
-int accel_session_get_stats(const accel_session *cs, accel_session_stats *out)
+void accel__session_fill_stats(const accel_session *cs,
+                               accel_session_stats *out)
 {
-    if (!cs || !out)
-        return ACCEL_EINVAL;
     accel_session *s = (accel_session *)cs;
     memset(out, 0, sizeof(*out));
     /* Relaxed snapshots: each counter is exact, the set is not atomic.
@@ -410,5 +416,4 @@ int accel_session_get_stats(const accel_session *cs, accel_session_stats *out)
     out->wait_p99_ns = accel__waitstat_quantile(&s->wait, 0.99);
     out->wait_p999_ns = accel__waitstat_quantile(&s->wait, 0.999);
     out->wait_max_ns = ld(&s->wait.max_ns);
-    return ACCEL_OK;
 }

@@ -144,7 +144,7 @@ static int child_workers(unsigned n, unsigned workers)
             _exit(255);
         unsigned w = accel_runtime_workers(rt);
         accel_runtime_stats st;
-        if (accel_runtime_get_stats(rt, &st) != ACCEL_OK || st.workers != w)
+        if (accel_runtime_get_stats(rt, &st, sizeof(st)) != ACCEL_OK || st.workers != w)
             _exit(255);
         accel_runtime_destroy(rt);
         _exit((int)w);
@@ -262,12 +262,13 @@ Test(cpu_limits, runtime_stats_count_visits, .timeout = 30)
 {
     accel_runtime *rt = tu_runtime(2);
     accel_runtime_stats st;
-    cr_assert_eq(accel_runtime_get_stats(NULL, &st), ACCEL_EINVAL);
-    cr_assert_eq(accel_runtime_get_stats(rt, NULL), ACCEL_EINVAL);
+    cr_assert_eq(accel_runtime_get_stats(NULL, &st, sizeof(st)), ACCEL_EINVAL);
+    cr_assert_eq(accel_runtime_get_stats(rt, NULL, sizeof(st)), ACCEL_EINVAL);
+    cr_assert_eq(accel_runtime_get_stats(rt, &st, 8), ACCEL_EINVAL);
     accel_session *s = tu_open(rt, "rt-stats", 0, 0);
     for (int i = 0; i < 100; i++)
         cr_assert_eq(accel_submit_wait(s, nop, NULL, ACCEL_FOREVER), ACCEL_OK);
-    cr_assert_eq(accel_runtime_get_stats(rt, &st), ACCEL_OK);
+    cr_assert_eq(accel_runtime_get_stats(rt, &st, sizeof(st)), ACCEL_OK);
     cr_assert_eq(st.workers, 2);
     cr_assert_eq(st.sessions, 1);
     cr_assert_geq(st.visits, 1);
