@@ -29,9 +29,7 @@ static void runtime_free(accel_runtime *rt)
 {
     accel__table_destroy(rt->table);
     accel__sched_destroy(rt->sched);
-    if (rt->cuda_state && accel__backend_cuda_ops &&
-        accel__backend_cuda_ops->runtime_fini)
-        accel__backend_cuda_ops->runtime_fini(rt->cuda_state);
+    accel__backends_fini(rt->backends);
     pthread_mutex_destroy(&rt->list_lock);
     accel__free(rt->worker_cpus);
     accel__free(rt->workers);
@@ -79,7 +77,6 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     if (!rt)
         return ACCEL_ENOMEM;
     rt->cfg = c;
-    rt->cuda_probe = ACCEL_ENOBACKEND;
     pthread_mutex_init(&rt->list_lock, NULL);
     CDS_INIT_LIST_HEAD(&rt->sessions);
     rt->workers =
@@ -106,9 +103,8 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
         runtime_free(rt);
         return ACCEL_ENOMEM;
     }
-    if (accel__backend_cuda_ops && accel__backend_cuda_ops->probe)
-        rt->cuda_probe =
-            accel__backend_cuda_ops->probe(&rt->cuda_state, c.cuda_device);
+    accel__backend_probe_args pa = {.device = c.cuda_device};
+    accel__backends_probe(rt->backends, &pa);
     rt->nworkers = c.workers;
     if (accel__workers_start(rt) != ACCEL_OK) {
         runtime_free(rt);

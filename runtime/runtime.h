@@ -11,7 +11,7 @@
 #include <urcu/rculfhash.h>
 
 #include "accel/accel.h"
-#include "backend.h"
+#include "backend_registry.h"
 #include "sched.h"
 
 #define ACCEL__WORKERS_MAX 1024u
@@ -52,8 +52,9 @@ struct accel_runtime {
     struct cds_list_head sessions;
     unsigned long nsessions;
 
-    void *cuda_state;  /* backend state of CUDA, NULL if not usable */
-    int cuda_probe;    /* ACCEL_OK if CUDA usable */
+    /* One slot per accel_backend: ops, runtime-level state, probe result
+     * (backend_registry.h). Written at create, read-only after. */
+    accel__backend_slot backends[ACCEL__BACKEND_KINDS];
 };
 
 /* Wakes one parked worker of the lanes in mask (ACCEL__SCHED_LANE_*, as

@@ -155,8 +155,8 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
             bump(&s->dispatched, 1);
             /* op_start(session, position, arg) */
             ACCEL_TRACE3(op_start, s, h - 1, op.arg);
-            /* The CPU backend's run is fn itself: call it directly. */
-            if (s->bops == &accel__backend_cpu) {
+            /* A backend whose run is fn itself: call fn directly. */
+            if (s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) {
                 accel__op_complete(s, &op, op.fn(&ctx, op.arg));
             } else if (s->bops->run(s->bstate, &ctx, &op, &status) == 0) {
                 accel__op_complete(s, &op, status);

@@ -19,9 +19,15 @@ dpkg -x "${runtime[0]}" "$root"
 dpkg -x "${dev[0]}" "$root"
 pc=$(dirname "$(find "$root" -name accel.pc)")
 libdir=$(dirname "$pc")
-# The runtime package holds only the shared library (and its links).
+# The runtime package holds only the shared library (and its links) and
+# backend modules.
 dpkg-deb -c "${runtime[0]}" | awk '{print $6}' | grep -v '/$' |
-  grep -vq 'libaccel\.so\.' && { echo "libaccel0 holds more than the library"; exit 1; }
+  grep -vEq 'libaccel\.so\.|libaccel-backend-[a-z]+\.so$' &&
+  { echo "libaccel0 holds more than the library"; exit 1; }
+# A CPU-only program links no CUDA: libaccel.so needs no CUDA library.
+if readelf -d "$root"/usr/lib/*/libaccel.so.0 | grep -qi 'NEEDED.*cuda'; then
+  echo "libaccel.so.0 links CUDA"; exit 1
+fi
 
 # pkg-config: the .pc finds its prefix from its own place (${pcfiledir}).
 flags=$(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs accel)
@@ -30,6 +36,15 @@ cc -std=c11 -Wall -Werror -o "$root/hello-pc" tests/package/hello.c $flags
 LD_LIBRARY_PATH="$libdir" "$root/hello-pc"
 LD_LIBRARY_PATH="$libdir" ldd "$root/hello-pc" | grep -q "$libdir/libaccel.so.0" ||
   { echo "hello-pc did not load the packaged libaccel"; exit 1; }
+
+# The static library, as README shows it.
+cc -std=c11 -Wall -Werror -o "$root/hello-static" tests/package/hello.c \
+   "$(PKG_CONFIG_PATH="$pc" pkg-config --variable=libdir accel)/libaccel.a" \
+   $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --static --libs accel)
+"$root/hello-static"
+if ldd "$root/hello-static" | grep -q libaccel; then
+  echo "hello-static loads a shared libaccel"; exit 1
+fi
 
 # CMake: find_package(accel) with CMAKE_PREFIX_PATH at the scratch /usr.
 cmake -S tests/package -B "$root/cm" -DCMAKE_PREFIX_PATH="$root/usr" >/dev/null
