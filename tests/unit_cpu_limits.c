@@ -103,6 +103,12 @@ Test(cpu_limits, cgroup_walk_takes_the_tightest_ancestor)
     write_file(p, "garbage\n");
     cr_assert_eq(accel__cgroup_cpu_limit(root, "/a"), 0);
     cr_assert_eq(accel__cgroup_cpu_limit(root, "/a/b/c"), 2);
+    /* the mount's own top (a cgroup namespace shows a container's cgroup
+     * as "/"): its cpu.max counts too */
+    snprintf(p, sizeof(p), "%s/cpu.max", root);
+    write_file(p, "100000 100000\n");
+    cr_assert_eq(accel__cgroup_cpu_limit(root, "/"), 1);
+    cr_assert_eq(accel__cgroup_cpu_limit(root, "/a/b/c"), 1);
 
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
