@@ -293,7 +293,7 @@ int main(void)
     uint64_t stat_cancelled = 0, stat_expired = 0, stat_submitted = 0;
     for (int i = 0; i < NSESS; i++) {
         accel_session_stats st;
-        accel_session_get_stats(sess[i], &st);
+        accel_session_get_stats_ex(sess[i], &st, sizeof(st));
         stat_cancelled += st.cancelled;
         stat_expired += st.expired;
         stat_submitted += st.submitted;

@@ -82,8 +82,8 @@ static snap take(void)
     memset(&s, 0, sizeof(s));
     cr_assert_eq(accel_session_sync(F.a, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_sync(F.x, ACCEL_FOREVER), ACCEL_OK);
-    accel_session_get_stats(F.a, &s.a);
-    accel_session_get_stats(F.c, &s.c);
+    accel_session_get_stats_ex(F.a, &s.a, sizeof(s.a));
+    accel_session_get_stats_ex(F.c, &s.c, sizeof(s.c));
     s.a_closed = accel_session_is_closed(F.a);
     s.c_closed = accel_session_is_closed(F.c);
     s.x_closed = accel_session_is_closed(F.x);

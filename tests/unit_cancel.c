@@ -80,7 +80,7 @@ static void hold(accel_session *s, tu_blocker *b)
 static accel_session_stats stats(accel_session *s)
 {
     accel_session_stats st;
-    cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
+    cr_assert_eq(accel_session_get_stats_ex(s, &st, sizeof(st)), ACCEL_OK);
     return st;
 }
 
@@ -472,4 +472,44 @@ Test(cancel, strerror_names_new_statuses, .timeout = 5)
     cr_assert_str_neq(accel_strerror(ACCEL_ECANCELED), "unknown status");
     cr_assert_lt(ACCEL_EEXPIRED, 0);
     cr_assert_lt(ACCEL_EALREADY, 0);
+}
+
+/* The counters: stats (through get_stats_ex: expired is past the 0.1
+ * layout) and the Prometheus text. */
+Test(cancel, stats_and_metrics_count_cancelled_and_expired, .timeout = 30)
+{
+    fx f = setup(2, 16);
+    tu_blocker b = {0};
+    hold(f.s, &b);
+    rec r[3];
+    memset(r, 0, sizeof(r));
+    accel_ticket t;
+    accel_op op0 = rec_op(&r[0]), op1 = rec_op(&r[1]), op2 = rec_op(&r[2]);
+    cr_assert_eq(accel_submit_ex(f.s, &op0, 0, ACCEL_FOREVER, &t), ACCEL_OK);
+    cr_assert_eq(accel_submit_ex(f.s, &op1, 1, ACCEL_FOREVER, NULL), ACCEL_OK);
+    cr_assert_eq(accel_submit_ex(f.s, &op2, 0, ACCEL_FOREVER, NULL), ACCEL_OK);
+    cr_assert_eq(accel_cancel(&t), ACCEL_OK);
+    accel_session_stats st = stats(f.s);
+    cr_assert_eq(st.queued, 3, "a cancelled op holds its place until reached");
+    tu_latch_open(&b.gate);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    st = stats(f.s);
+    cr_assert_eq(st.submitted, 4);
+    cr_assert_eq(st.cancelled, 1);
+    cr_assert_eq(st.expired, 1);
+    cr_assert_eq(st.dispatched, 2);
+    cr_assert_eq(st.completed, 2);
+    cr_assert_eq(st.queued, 0);
+    char buf[16384];
+    size_t len = 0;
+    cr_assert_eq(accel_runtime_write_prometheus(f.rt, buf, sizeof(buf), &len),
+                 ACCEL_OK);
+    cr_assert_lt(len, sizeof(buf));
+    cr_assert_not_null(strstr(buf, "accel_session_ops_cancelled_total{session=\"c\","
+                                   "priority=\"5\"} 1\n"),
+                       "%s", buf);
+    cr_assert_not_null(strstr(buf, "accel_session_ops_expired_total{session=\"c\","
+                                   "priority=\"5\"} 1\n"),
+                       "%s", buf);
+    teardown(&f);
 }
