@@ -179,12 +179,14 @@ static inline bool accel__ring_ready(const accel__ring *r, uint64_t head)
     const accel__ring_slot *sl = &r->slots[head & r->mask];
     /* [A1] acquire: pairs with [R1]; makes the op (and an EX slot's side
      * entry) readable. */
-    return (atomic_load_explicit(&sl->seq, memory_order_acquire) &
-            ACCEL__SEQ_POS) == head + 1;
+    uint64_t seq = atomic_load_explicit(&sl->seq, memory_order_acquire);
+    /* A plain slot compares whole (one compare, as before EX slots). */
+    return seq == head + 1 || (seq & ACCEL__SEQ_POS) == head + 1;
 }
 
 /* Consumer only: takes the published op at *head (after ring_ready said
- * so) and frees its slot (and position h: read anything kept beside the
+ * so; a plain slot: the worker takes with accel__ring_take_claim, which
+ * also handles EX slots) and frees its slot (and position h: read anything kept beside the
  * ring for h before this). */
 static inline void accel__ring_take(accel__ring *r, _Atomic uint64_t *head,
                                     uint64_t h, accel_op *op)
@@ -225,19 +227,12 @@ typedef enum accel__claim {
     ACCEL__CLAIM_CANCELED   /* a canceller won: complete with ECANCELED */
 } accel__claim;
 
-/* Consumer only, after accel__ring_ready(h) and before accel__ring_take(h)
- * (the side entry is read before take frees the position). For an EX slot
- * claims the op against cancellers and leaves its deadline in *deadline. */
-static inline accel__claim accel__ring_claim(accel__ring *r, uint64_t h,
+/* Consumer only, for the EX slot sl at position h (accel__ring_take_claim):
+ * claims the op against cancellers and reads its deadline. */
+static inline accel__claim accel__ring_claim(accel__ring *r,
+                                             accel__ring_slot *sl, uint64_t h,
                                              int64_t *deadline)
 {
-    accel__ring_slot *sl = &r->slots[h & r->mask];
-    /* relaxed: [A1] in ready() already acquired this lap's seq; a later
-     * value can differ only by a canceller's flag, which the RMW below
-     * decides on. */
-    if (!(atomic_load_explicit(&sl->seq, memory_order_relaxed) &
-          ACCEL__SEQ_EX))
-        return ACCEL__CLAIM_PLAIN;
     *deadline = accel__ring_side(r)[h & r->mask];
     ACCEL__YIELD_POINT(); /* a canceller may come in here */
     /* LP of take (for an EX op): this fetch_or, if it finds CANCELED
@@ -248,6 +243,27 @@ static inline accel__claim accel__ring_claim(accel__ring *r, uint64_t h,
                                              memory_order_acquire);
     return (prev & ACCEL__SEQ_CANCELED) ? ACCEL__CLAIM_CANCELED
                                         : ACCEL__CLAIM_EX;
+}
+
+/* Consumer only: accel__ring_take, which for an EX slot first claims the op
+ * against cancellers (before [R2] frees the position) and leaves its
+ * deadline in *deadline; *deadline is untouched for a plain slot. */
+static inline accel__claim accel__ring_take_claim(accel__ring *r,
+                                                  _Atomic uint64_t *head,
+                                                  uint64_t h, accel_op *op,
+                                                  int64_t *deadline)
+{
+    accel__ring_slot *sl = &r->slots[h & r->mask];
+    *op = sl->op;
+    accel__claim c = ACCEL__CLAIM_PLAIN;
+    /* relaxed: [A1] in ready() already acquired this lap's seq; a later
+     * value can differ only by a canceller's flag, which the claim's RMW
+     * decides on. */
+    if (atomic_load_explicit(&sl->seq, memory_order_relaxed) & ACCEL__SEQ_EX)
+        c = accel__ring_claim(r, sl, h, deadline);
+    /* [R2] release: as in accel__ring_take. */
+    atomic_store_explicit(head, h + 1, memory_order_release);
+    return c;
 }
 
 /* Any thread: cancels the op published at pos if no consumer has claimed

@@ -34,6 +34,15 @@ static int wait_for_room(accel_session *s, int64_t timeout_ns,
     return accel__session_wait_room(s, *deadline);
 }
 
+/* Only sampled positions read the clock (waitstat.h); the stamp is
+ * published by the slot's [R1]. */
+static inline void stamp_position(accel_session *s, uint64_t pos)
+{
+    if ((pos % ACCEL__WAIT_SAMPLE) == 0)
+        s->stamps[(pos / ACCEL__WAIT_SAMPLE) & s->stamp_mask] =
+            accel__now_ns();
+}
+
 /* An op of accel_submit_ex: published as an EX slot (ring.h). */
 typedef struct submit_ex {
     int64_t deadline_ns; /* 0: none */
@@ -64,20 +73,17 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
             continue;
         }
         ACCEL__YIELD_POINT(); /* between reserve and publish */
-        for (int64_t i = 0; i < k; i++) {
+        if (ex) { /* one op (n == 1): kept out of the plain loop below */
+            stamp_position(s, first);
+            ex->pos = first;
+            accel__ring_publish_ex(&s->ring, first, &ops[done],
+                                   ex->deadline_ns);
+            ACCEL_TRACE4(submit, s, s->id, first, ops[done].arg);
+        }
+        for (int64_t i = 0; i < k && !ex; i++) {
             uint64_t pos = first + (uint64_t)i;
-            /* Only sampled positions read the clock (waitstat.h); the
-             * stamp is published by the slot's [R1]. */
-            if ((pos % ACCEL__WAIT_SAMPLE) == 0)
-                s->stamps[(pos / ACCEL__WAIT_SAMPLE) & s->stamp_mask] =
-                    accel__now_ns();
-            if (ex) {
-                ex->pos = pos;
-                accel__ring_publish_ex(&s->ring, pos, &ops[done],
-                                       ex->deadline_ns);
-            } else {
-                accel__ring_publish(&s->ring, pos, &ops[done + (size_t)i]);
-            }
+            stamp_position(s, pos);
+            accel__ring_publish(&s->ring, pos, &ops[done + (size_t)i]);
             /* submit(session, id, position, arg) */
             ACCEL_TRACE4(submit, s, s->id, pos, ops[done + (size_t)i].arg);
         }

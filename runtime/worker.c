@@ -74,6 +74,21 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status)
     finish_one(s);
 }
 
+/* Whether an op that reached the consumer runs: 0, or the status it
+ * completes with unrun. A won cancel first, then close(CANCEL), then the
+ * deadline (only ops with one read the clock). */
+static int unrun_status(accel_session *s, accel__claim claim,
+                        int64_t deadline)
+{
+    if (claim == ACCEL__CLAIM_CANCELED)
+        return ACCEL_ECANCELED;
+    if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+        return ACCEL_ECLOSED;
+    if (deadline && (int64_t)accel__now_ns() >= deadline)
+        return ACCEL_EEXPIRED;
+    return 0;
+}
+
 /* A visit that empties the ring polls it a little before giving the
  * session up: under a stream of submits the next op is usually being
  * published right now, and going idle costs two RMWs on the producers'
@@ -140,19 +155,18 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
                 ? s->stamps[(h / ACCEL__WAIT_SAMPLE) & s->stamp_mask]
                 : 0;
         int64_t deadline = 0;
-        accel__claim claim = accel__ring_claim(&s->ring, h, &deadline);
-        accel__ring_take(&s->ring, &s->head, h, &op);
+        accel__claim claim =
+            accel__ring_take_claim(&s->ring, &s->head, h, &op, &deadline);
         h++;
         notify_room(s, h, false);
         if (stamp)
             accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
-        int unrun = 0; /* the status of an op completed without running */
-        if (claim == ACCEL__CLAIM_CANCELED)
-            unrun = ACCEL_ECANCELED;
-        else if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
-            unrun = ACCEL_ECLOSED;
-        else if (deadline && (int64_t)accel__now_ns() >= deadline)
-            unrun = ACCEL_EEXPIRED; /* only ops with a deadline read it */
+        /* The status of an op completed without running, else 0. A plain
+         * op pays a compare and the close flag's load here. */
+        int unrun = 0;
+        if (claim != ACCEL__CLAIM_PLAIN ||
+            atomic_load_explicit(&s->cancel, memory_order_relaxed))
+            unrun = unrun_status(s, claim, deadline);
         if (unrun) {
             ACCEL_TRACE3(op_done, s, op.arg, unrun);
             bump(unrun == ACCEL_EEXPIRED ? &s->expired : &s->cancelled, 1);
