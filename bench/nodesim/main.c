@@ -8,13 +8,33 @@
 
 static struct {
     double duration, load, capacity, flood_factor;
-    uint64_t workers, seed, depth;
-    const char *chains, *scenario, *format, *json, *out, *flood_chains;
+    uint64_t workers, seed, depth, slices;
+    const char *chains, *scenario, *format, *json, *out, *flood_chains, *systems;
     bool smoke;
-} opt = {.duration = 4, .workers = 2, .seed = 42, .depth = 1024, .flood_factor = 20,
+} opt = {.duration = 4, .workers = 2, .seed = 42, .depth = 1024, .slices = 2, .flood_factor = 20,
          .scenario = "all", .format = "auto"};
 
 static ns_chainset cs;
+static bool sys_on[NS_NSYS];
+static const char *const sys_key[NS_NSYS] = {"node", "default", "msess", "fifo", "prio"};
+
+static int parse_systems(const char *list)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        int k = 0;
+        while (k < NS_NSYS && strcmp(sys_key[k], t) != 0)
+            k++;
+        if (k == NS_NSYS) {
+            fprintf(stderr, "accel-nodesim: --systems: unknown '%s' (node, default, msess, "
+                            "fifo, prio)\n", t);
+            return -1;
+        }
+        sys_on[k] = true;
+    }
+    return 0;
+}
 static int mode; /* 0 live table, 1 plain lines, 2 quiet (final tables only) */
 
 typedef struct scen {
@@ -22,6 +42,7 @@ typedef struct scen {
     const char *kind;
     double load, duration;
     bool flood;
+    unsigned slices;
 } scen;
 
 static void tick(ns_run *r, void *arg)
@@ -63,9 +84,9 @@ static double measure_capacity(double seconds)
     ns_run *r = new_run(NS_FIFO, 2.0, seconds);
     opt.capacity = keep;
     r->no_deadlines = true;
-    if (ns_run_start(r) != 0)
+    if (ns_slice_start(r) != 0)
         exit(1);
-    ns_run_finish(r, NULL, NULL);
+    ns_slice_finish(r, NULL, NULL);
     unsigned warm = 3, nb = (unsigned)(r->duration_ns / r->bucket_ns);
     uint64_t s = 0;
     for (unsigned i = 0; i < r->nchains; i++)
@@ -129,29 +150,46 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
     out->name = sc->name;
     out->load = sc->load;
     out->nruns = 0;
+    ns_run *runs[NS_NSYS] = {0};
     for (int s = 0; s < NS_NSYS; s++) {
-        ns_run *r = new_run((enum ns_system)s, sc->load, sc->duration);
+        if (!sys_on[s])
+            continue;
+        runs[s] = new_run((enum ns_system)s, sc->load, sc->duration / sc->slices);
         if (sc->flood)
-            pick_flood_chains(&r->burst);
-        if (ns_run_start(r) != 0)
-            exit(1);
-        bool first = true;
-        ns_live_clear();
-        ns_run_finish(r, tick, &first);
+            pick_flood_chains(&runs[s]->burst);
+        out->runs[out->nruns++] = runs[s];
+    }
+    /* Slices in A B C D E, E D C B A order: a drift of the machine's other
+     * load during the scenario falls on every system alike. */
+    for (unsigned sl = 0; sl < sc->slices; sl++)
+        for (size_t j = 0; j < out->nruns; j++) {
+            ns_run *r = out->runs[sl % 2 ? out->nruns - 1 - j : j];
+            if (ns_slice_start(r) != 0)
+                exit(1);
+            bool first = true;
+            ns_live_clear();
+            ns_slice_finish(r, tick, &first);
+            if (mode == 0 && !first) {
+                printf("\033[%uA\033[J", r->nchains + 2); /* erase the live table */
+                fflush(stdout);
+            } else if (mode == 1 && sc->slices > 1) {
+                printf("  [%s] slice %u/%u of %s done\n", sc->name, sl + 1, sc->slices,
+                       ns_system_name[r->sys]);
+                fflush(stdout);
+            }
+        }
+    for (size_t j = 0; j < out->nruns; j++) {
+        ns_run *r = out->runs[j];
         ns_emit_json(r, sc->name);
-        if (mode == 0 && !first) {
-            printf("\033[%uA\033[J", r->nchains + 2); /* erase the live table */
-            fflush(stdout);
-        } else if (mode == 1) {
+        if (mode == 1) {
             ns_summary su;
             ns_summarize(r, &su);
             printf("  [%s] %-15s on time %5.1f%%, missed %4.1f%% dropped+expired, work "
                    "%.2fx capacity\n",
-                   sc->name, ns_system_name[s], su.ontime_pct, su.drop_pct,
+                   sc->name, ns_system_name[r->sys], su.ontime_pct, su.drop_pct,
                    su.work_per_s / r->capacity);
             fflush(stdout);
         }
-        out->runs[out->nruns++] = r;
     }
     char title[256], cap[160];
     if (measured) {
@@ -181,8 +219,9 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
                  sc->load, names, opt.flood_factor, 0.25 * sc->duration,
                  0.75 * sc->duration, sc->duration, cap);
     } else {
-        snprintf(title, sizeof title, "%s: load %.2f, %.1f s per system;\n   %s", sc->kind,
-                 sc->load, sc->duration, cap);
+        snprintf(title, sizeof title,
+                 "%s: load %.2f, %.1f s per system in %u interleaved slices;\n   %s", sc->kind,
+                 sc->load, sc->duration, sc->slices, cap);
     }
     ns_print_comparison(out->runs, out->nruns, title);
     fflush(stdout);
@@ -199,6 +238,9 @@ int main(int argc, char **argv)
          "load(s)"},
         {"duration", BENCH_OPT_DOUBLE, &opt.duration,
          "seconds of arrivals per system (flood: 1.5x); 5 systems run per scenario"},
+        {"slices", BENCH_OPT_U64, &opt.slices,
+         "steady/overload: each system runs in this many slices, systems interleaved "
+         "(A..E, E..A, ...) so a shared machine's drift hits all alike"},
         {"workers", BENCH_OPT_U64, &opt.workers, "worker threads of accel and both pools (W)"},
         {"depth", BENCH_OPT_U64, &opt.depth,
          "admission: ops a chain may have admitted and unfinished; more are dropped (all "
@@ -210,6 +252,9 @@ int main(int argc, char **argv)
         {"flood-factor", BENCH_OPT_DOUBLE, &opt.flood_factor, "flood: rate multiplier"},
         {"flood-chains", BENCH_OPT_STR, &opt.flood_chains,
          "flood: comma-separated chains that burst (default: the two cheapest Low ones)"},
+        {"systems", BENCH_OPT_STR, &opt.systems,
+         "comma-separated subset of: node (accel, node config), default (accel, defaults), "
+         "msess (mutex/session), fifo (FIFO pool), prio (priority pool); default all"},
         {"seed", BENCH_OPT_U64, &opt.seed, "seed of the arrival and cost streams"},
         {"format", BENCH_OPT_STR, &opt.format,
          "auto | table (live, in place) | plain (a line per system) | quiet (tables only)"},
@@ -233,16 +278,19 @@ int main(int argc, char **argv)
         return prc < 0 ? 2 : 0;
     if (opt.smoke) {
         opt.duration = 1;
+        opt.slices = 1;
         opt.scenario = "steady";
         if (opt.load <= 0)
             opt.load = 0.9;
         probe_s = 0.6;
     }
     if (opt.duration < 0.5 || opt.duration > 3600 || opt.load < 0 || opt.load > 100 ||
-        opt.workers < 1 || opt.workers > 1024 || opt.depth < 1 ||
+        opt.workers < 1 || opt.workers > 1024 || opt.depth < 1 || opt.slices < 1 ||
+        opt.slices > 16 || opt.duration / (double)opt.slices < 0.5 ||
         opt.depth > ACCEL_QUEUE_DEPTH_MAX || opt.capacity < 0 || opt.flood_factor < 1) {
-        fprintf(stderr, "accel-nodesim: bad --duration (0.5..3600), --load, --workers, "
-                        "--depth, --capacity or --flood-factor (try --help)\n");
+        fprintf(stderr, "accel-nodesim: bad --duration (0.5..3600, >= 0.5 s per slice), "
+                        "--slices (1..16), --load, --workers, --depth, --capacity or "
+                        "--flood-factor (try --help)\n");
         return 2;
     }
     if (strcmp(opt.format, "auto") == 0)
@@ -257,22 +305,33 @@ int main(int argc, char **argv)
         fprintf(stderr, "accel-nodesim: --format auto|table|plain|quiet\n");
         return 2;
     }
+    if (opt.systems) {
+        if (parse_systems(opt.systems) != 0)
+            return 2;
+    } else {
+        for (int k = 0; k < NS_NSYS; k++)
+            sys_on[k] = true;
+    }
+    int nsys = 0;
+    for (int k = 0; k < NS_NSYS; k++)
+        nsys += sys_on[k];
     scen list[4];
     size_t nsc = 0;
     bool all = strcmp(opt.scenario, "all") == 0;
     double d = opt.duration;
+    unsigned sl = (unsigned)opt.slices;
     if (all || strcmp(opt.scenario, "steady") == 0) {
         if (opt.load > 0) {
-            list[nsc++] = (scen){"", "steady", opt.load, d, false};
+            list[nsc++] = (scen){"", "steady", opt.load, d, false, sl};
         } else {
-            list[nsc++] = (scen){"", "steady", 0.5, d, false};
-            list[nsc++] = (scen){"", "steady", 0.9, d, false};
+            list[nsc++] = (scen){"", "steady", 0.5, d, false, sl};
+            list[nsc++] = (scen){"", "steady", 0.9, d, false, sl};
         }
     }
     if (all || strcmp(opt.scenario, "overload") == 0)
-        list[nsc++] = (scen){"", "overload", opt.load > 0 ? opt.load : 1.2, d, false};
+        list[nsc++] = (scen){"", "overload", opt.load > 0 ? opt.load : 1.2, d, false, sl};
     if (all || strcmp(opt.scenario, "flood") == 0)
-        list[nsc++] = (scen){"", "flood", opt.load > 0 ? opt.load : 0.7, 1.5 * d, true};
+        list[nsc++] = (scen){"", "flood", opt.load > 0 ? opt.load : 0.7, 1.5 * d, true, 1};
     if (nsc == 0) {
         fprintf(stderr, "accel-nodesim: --scenario all|steady|overload|flood\n");
         return 2;
@@ -293,14 +352,14 @@ int main(int argc, char **argv)
 
     double secs = 0;
     for (size_t i = 0; i < nsc; i++)
-        secs += NS_NSYS * (list[i].duration + 0.6);
+        secs += nsys * (list[i].duration + 0.6 * list[i].slices);
     secs += opt.capacity > 0 ? 0 : 2 * (probe_s + 0.1) * (double)nsc;
     char machine[256];
     bench_machine(machine, sizeof machine);
     printf("accel-nodesim: %s\n%s\n", cs.source, cs.desc);
     printf("Machine: %s. W = %u workers. Seed %llu.\n", machine, (unsigned)opt.workers,
            (unsigned long long)opt.seed);
-    printf("Plan: %zu scenario(s) x %d systems, about %.0f s in all.\n", nsc, NS_NSYS, secs);
+    printf("Plan: %zu scenario(s) x %d systems, about %.0f s in all.\n", nsc, nsys, secs);
     fflush(stdout);
     measured = opt.capacity <= 0;
     opt.capacity *= 1e9;

@@ -63,8 +63,10 @@ enum ns_outcome { NS_PENDING, NS_DONE, NS_EXPIRED, NS_DROPPED, NS_SKIPPED };
  * relaxed, read live as an approximate view or after the joins. */
 typedef struct ns_chain_run {
     const ns_chain_cfg *cfg;
-    ns_op_rec *ops;   /* the arrivals, in time order */
+    ns_op_rec *ops;   /* this slice's arrivals, in time order */
     size_t nops;
+    uint64_t offered; /* arrivals of all slices so far, this one included */
+    double fair_ns;   /* weighted max-min op work, summed over slices */
     _Atomic size_t next; /* submitter's cursor (read by the idle check) */
     bench_hist latency; /* arrival -> finish, completed ops */
     _Atomic uint64_t submitted, dropped, expired, ontime, late, censored;
@@ -92,7 +94,8 @@ typedef struct ns_run {
     const ns_chainset *cs;
     unsigned nchains, workers;
     double load, capacity; /* offered = load * capacity (op-cost ns per s) */
-    uint64_t seed, duration_ns, depth;
+    uint64_t seed, duration_ns, depth; /* duration of one slice */
+    unsigned slice, slices_done;        /* a run may be split in slices */
     bool no_deadlines;     /* capacity probe: nothing expires */
     ns_burst burst;
     uint64_t t_start, t_end, t_cut; /* arrivals in [start, end); stats cut at t_cut */
@@ -120,10 +123,14 @@ void ns_waterfill(const ns_chain_cfg *c, size_t n, const double *demand, double 
 const char *ns_priority_name(uint32_t p);
 
 /* engine.c */
-int ns_run_start(ns_run *r);
+/* A run is one or more slices of duration_ns, each with fresh arrivals
+ * (seed stream of the slice), runtime or pool and threads; measurements
+ * add up over the slices (systems interleaved slice by slice see the same
+ * drift of a shared machine). */
+int ns_slice_start(ns_run *r);
 /* Waits for the arrivals to end and a grace period, then stops: ops not
  * finished by then are censored (deadline after the cut) or missed. */
-void ns_run_finish(ns_run *r, void (*tick)(ns_run *, void *), void *arg);
+void ns_slice_finish(ns_run *r, void (*tick)(ns_run *, void *), void *arg);
 void ns_run_free(ns_run *r);
 double ns_demand_at(const ns_run *r, unsigned i, double frac); /* ns/s */
 

@@ -21,12 +21,14 @@ static uint64_t window_service(const ns_run *r, unsigned i)
     return s;
 }
 
+/* Share of the op work done for the ops that arrived in the run (the
+ * demand the fair shares are computed from), whenever they finished. */
 double ns_share(const ns_run *r, unsigned i)
 {
     uint64_t t = 0;
     for (unsigned k = 0; k < r->nchains; k++)
-        t += window_service(r, k);
-    return t ? (double)window_service(r, i) / (double)t : 0;
+        t += ld(&r->chain[k].service_ns);
+    return t ? (double)ld(&r->chain[i].service_ns) / (double)t : 0;
 }
 
 /* Counted ops: every arrival but those still unfinished at the cut whose
@@ -34,7 +36,7 @@ double ns_share(const ns_run *r, unsigned i)
 static uint64_t counted(const ns_chain_run *cr)
 {
     uint64_t c = ld(&cr->censored);
-    return cr->nops > c ? cr->nops - c : 0;
+    return cr->offered > c ? cr->offered - c : 0;
 }
 
 double ns_chain_ontime(const ns_run *r, unsigned i)
@@ -52,7 +54,7 @@ void ns_summarize(const ns_run *r, ns_summary *s)
     for (unsigned i = 0; i < r->nchains; i++) {
         const ns_chain_run *cr = &r->chain[i];
         int k = ns_class(cr->cfg->priority);
-        s->offered += cr->nops;
+        s->offered += cr->offered;
         s->ontime += ld(&cr->ontime);
         s->late += ld(&cr->late);
         s->dropped += ld(&cr->dropped);
@@ -75,7 +77,8 @@ void ns_summarize(const ns_run *r, ns_summary *s)
         s->class_p99[k] = h ? bench_hist_pct(&h[k], 99) : 0;
     }
     free(h);
-    s->work_per_s = work / ((double)r->duration_ns / 1e9);
+    unsigned sl = r->slices_done ? r->slices_done : 1;
+    s->work_per_s = work / ((double)r->duration_ns * sl / 1e9);
     s->share_error = 50.0 * err; /* half the L1 distance, in percentage points */
 }
 
@@ -145,9 +148,9 @@ void ns_live_print(ns_run *r, bool first)
     double elapsed = now > r->t_start ? (double)(now - r->t_start) / 1e9 : 0;
     double total = (double)r->duration_ns / 1e9;
     int bar = (int)(30 * (elapsed / total > 1 ? 1 : elapsed / total));
-    printf("\033[K[%s] [%.*s%*s] %4.1f/%.1f s\n", ns_system_name[r->sys], bar,
-           "##############################", 30 - bar, "", elapsed > total ? total : elapsed,
-           total);
+    printf("\033[K[%s] slice %u [%.*s%*s] %4.1f/%.1f s\n", ns_system_name[r->sys],
+           r->slice + 1, bar, "##############################", 30 - bar, "",
+           elapsed > total ? total : elapsed, total);
     lines++;
     live_lines = lines;
     fflush(stdout);
@@ -164,7 +167,8 @@ void ns_emit_json(const ns_run *r, const char *scenario)
     bench_result_f64(&res, "load", r->load);
     bench_result_f64(&res, "capacity_cpu", r->capacity / 1e9);
     bench_result_u64(&res, "workers", r->workers);
-    bench_result_f64(&res, "duration_s", (double)r->duration_ns / 1e9);
+    bench_result_f64(&res, "duration_s", (double)r->duration_ns * r->slices_done / 1e9);
+    bench_result_u64(&res, "slices", r->slices_done);
     bench_result_u64(&res, "offered", s.offered);
     bench_result_u64(&res, "ontime", s.ontime);
     bench_result_u64(&res, "late", s.late);
@@ -192,7 +196,7 @@ void ns_emit_json(const ns_run *r, const char *scenario)
         bench_result_str(&res, "role", cr->cfg->role);
         bench_result_u64(&res, "priority", cr->cfg->priority);
         bench_result_f64(&res, "deadline_ms", (double)cr->cfg->deadline_ns / 1e6);
-        bench_result_u64(&res, "offered", cr->nops);
+        bench_result_u64(&res, "offered", cr->offered);
         bench_result_u64(&res, "ontime", ld(&cr->ontime));
         bench_result_u64(&res, "late", ld(&cr->late));
         bench_result_u64(&res, "dropped", ld(&cr->dropped));
