@@ -106,8 +106,11 @@ static int plot_ontime(FILE *gp, const char *dir, const ns_scenario_runs *sc)
 static int plot_flood(FILE *gp, const char *dir, const ns_scenario_runs *sc)
 {
     const ns_run *r0 = sc->runs[0];
-    double bsec = (double)r0->bucket_ns / 1e9;
-    unsigned nb = (unsigned)(r0->duration_ns / r0->bucket_ns);
+    /* Points of ~0.3 s: a 100 ms bucket holds a handful of 5-20 ms ops. */
+    unsigned g = (unsigned)(300000000u / r0->bucket_ns);
+    g = g ? g : 1;
+    double bsec = (double)r0->bucket_ns * g / 1e9;
+    unsigned nb = (unsigned)(r0->duration_ns / r0->bucket_ns) / g;
     for (size_t s = 0; s < sc->nruns; s++) {
         const ns_run *r = sc->runs[s];
         char name[64];
@@ -122,9 +125,12 @@ static int plot_flood(FILE *gp, const char *dir, const ns_scenario_runs *sc)
             for (unsigned i = 0; i < r->nchains; i++) {
                 const ns_chain_run *cr = &r->chain[i];
                 int k = ns_class(cr->cfg->priority);
-                double o = (double)atomic_load_explicit(&cr->b_ontime[b], memory_order_relaxed);
-                double m = (double)atomic_load_explicit(&cr->b_miss[b], memory_order_relaxed);
-                double w = (double)atomic_load_explicit(&cr->b_service[b], memory_order_relaxed);
+                double o = 0, m = 0, w = 0;
+                for (unsigned j = b * g; j < (b + 1) * g; j++) {
+                    o += (double)atomic_load_explicit(&cr->b_ontime[j], memory_order_relaxed);
+                    m += (double)atomic_load_explicit(&cr->b_miss[j], memory_order_relaxed);
+                    w += (double)atomic_load_explicit(&cr->b_service[j], memory_order_relaxed);
+                }
                 int g = k <= NS_HIGH ? 0 : k == NS_LOW ? 1 : -1;
                 if (g >= 0) {
                     ok[g] += o;
