@@ -241,7 +241,7 @@ int main(int argc, char **argv)
         {"slices", BENCH_OPT_U64, &opt.slices,
          "steady/overload: each system runs in this many slices, systems interleaved "
          "(A..E, E..A, ...) so a shared machine's drift hits all alike"},
-        {"workers", BENCH_OPT_U64, &opt.workers, "worker threads of accel and both pools (W)"},
+        {"workers", BENCH_OPT_U64, &opt.workers, "worker threads of accel and both pools (W; accel (node) adds its short-lane worker)"},
         {"depth", BENCH_OPT_U64, &opt.depth,
          "admission: ops a chain may have admitted and unfinished; more are dropped (all "
          "systems)"},
@@ -268,10 +268,10 @@ int main(int argc, char **argv)
         "usage: accel-nodesim [options]\n"
         "A node process hosting many chains (bench/chains/default.conf: priority, op cost,\n"
         "cadence, per-op deadline), driven open-loop at a load relative to the capacity\n"
-        "measured at start-up, through five systems in the same run: accel configured as a\n"
-        "node would (short lane), accel with defaults, a mutex per chain, a FIFO thread pool\n"
-        "and a strict-priority thread pool. One admission rule (--depth) and one op body\n"
-        "for all; an op that cannot start by its deadline is dropped and counts as a miss.\n"
+        "measured in the same run, through five systems: accel configured as a node would\n"
+        "(W workers + a short-lane worker), accel with defaults, a mutex per chain, a FIFO\n"
+        "thread pool and a strict-priority thread pool. One admission rule (--depth) and\n"
+        "one op body for all; an op that cannot start by its deadline is dropped (a miss).\n"
         "Op costs are synthetic: calibrated CPU spin loops, not real cryptography.",
         opts, BENCH_COUNTOF(opts));
     if (prc)
