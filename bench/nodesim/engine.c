@@ -49,8 +49,9 @@ const char *const ns_system_desc[NS_NSYS] = {
  * proof/FHE work takes 2-20 ms, so a consensus vote never waits for an FHE
  * op to finish. The lane is an extra thread, not an extra core: the CPUs
  * are the same, the OS time-slices it with the others. (A lane taken out
- * of W = 2, leaving one general worker, starved the High chains in our
- * runs: the short class then has one worker for over half the demand.) */
+ * of W = 2 leaves the short chains, over half the demand, one worker of
+ * their own plus what the general worker can spare between 5-20 ms ops;
+ * on a loaded 2-core machine the High chains then missed deadlines.) */
 #define NS_SHORT_OP_NS 1000000u
 
 static void sleep_until(uint64_t t)
