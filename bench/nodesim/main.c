@@ -225,10 +225,12 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
             if (out->runs[0]->burst.chain[i])
                 snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
                          names[0] ? " and " : "", cs.c[i].name);
+        double slice = sc->duration / sc->slices;
         snprintf(title, sizeof title,
-                 "flood: load %.2f, %s at %.0fx from %.1f s to %.1f s of %.1f s;\n   %s",
-                 sc->load, names, opt.flood_factor, 0.25 * sc->duration,
-                 0.75 * sc->duration, sc->duration, cap);
+                 "flood: load %.2f, %s at %.0fx from %.1f s to %.1f s of each %.1f s slice, "
+                 "%u interleaved slices per system;\n   %s",
+                 sc->load, names, opt.flood_factor, 0.25 * slice, 0.75 * slice, slice,
+                 sc->slices, cap);
     } else {
         snprintf(title, sizeof title,
                  "%s: load %.2f, %.1f s per system in %u interleaved slices;\n   %s", sc->kind,
@@ -248,10 +250,10 @@ int main(int argc, char **argv)
          "offered load as a fraction of the measured capacity; replaces the scenario's "
          "load(s)"},
         {"duration", BENCH_OPT_DOUBLE, &opt.duration,
-         "seconds of arrivals per system (flood: 1.5x); 5 systems run per scenario"},
+         "seconds of arrivals per system (flood: 2x); 5 systems run per scenario"},
         {"slices", BENCH_OPT_U64, &opt.slices,
-         "steady/overload: each system runs in this many slices, systems interleaved "
-         "(A..E, E..A, ...) so a shared machine's drift hits all alike"},
+         "each system runs in this many slices, systems interleaved (A..E, E..A, ...) so "
+         "a shared machine's drift hits all alike (a flood slice has its own burst)"},
         {"workers", BENCH_OPT_U64, &opt.workers, "worker threads of accel and both pools (W; accel (node) adds its short-lane worker)"},
         {"depth", BENCH_OPT_U64, &opt.depth,
          "admission: ops a chain may have admitted and unfinished; more are dropped (all "
@@ -342,7 +344,7 @@ int main(int argc, char **argv)
     if (all || strcmp(opt.scenario, "overload") == 0)
         list[nsc++] = (scen){"", "overload", opt.load > 0 ? opt.load : 1.2, d, false, sl};
     if (all || strcmp(opt.scenario, "flood") == 0)
-        list[nsc++] = (scen){"", "flood", opt.load > 0 ? opt.load : 0.7, 1.5 * d, true, 1};
+        list[nsc++] = (scen){"", "flood", opt.load > 0 ? opt.load : 0.7, 2 * d, true, sl};
     if (nsc == 0) {
         fprintf(stderr, "accel-nodesim: --scenario all|steady|overload|flood\n");
         return 2;

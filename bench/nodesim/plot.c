@@ -155,8 +155,9 @@ static int plot_flood(FILE *gp, const char *dir, const ns_scenario_runs *sc)
             "set terminal pngcairo size 1200,800 font ',10'\nset output '%s/flood-ontime.png'\n"
             "set object 1 rect from %.3f, graph 0 to %.3f, graph 1 fc rgb '#f4cccc' fs solid "
             "0.5 noborder behind\nset multiplot layout 2,1 title 'Flood: two Low chains at "
-            "%.0fx from %.1f s to %.1f s (shaded); on time by arrival time'\nset grid\n"
-            "set yrange [0:105]\nset xlabel 'seconds into the run'\nset ylabel 'on time (%%)'\n"
+            "%.0fx from %.1f s to %.1f s (shaded); on time by arrival time, slices summed'\n"
+            "set grid\n"
+            "set yrange [0:105]\nset xlabel 'seconds into the slice'\nset ylabel 'on time (%%)'\n"
             "set key outside right\nset title 'Critical and High chains'\nplot ",
             dir, x0, x1, r0->burst.factor, x0, x1);
     for (int g = 0; g < 2; g++) {
@@ -180,7 +181,7 @@ static int plot_flood(FILE *gp, const char *dir, const ns_scenario_runs *sc)
             dir, sc->nruns);
     for (size_t s = 0; s < sc->nruns; s++) {
         fprintf(gp, "set title '%s'\n%splot ", ns_system_name[sc->runs[s]->sys],
-                s + 1 == sc->nruns ? "set xlabel 'seconds into the run'\n" : "");
+                s + 1 == sc->nruns ? "set xlabel 'seconds into the slice'\n" : "");
         for (int c = 0; c < 5; c++)
             fprintf(gp, "%s'%s/flood-%zu.dat' using 1:%d with lines lw 2 lc rgb '%s' title '%s'",
                     c ? ", " : "", dir, s, 4 + c, cc[c], cls[c]);
