@@ -202,7 +202,7 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
             fflush(stdout);
         }
     }
-    char title[256], cap[160];
+    char title[512], cap[160];
     if (measured) {
         after = measure_capacity(probe_s);
         double drift = 100 * (after - before) / before;
