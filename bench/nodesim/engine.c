@@ -388,6 +388,7 @@ int ns_slice_start(ns_run *r)
     if (r->sys == NS_PRIO && bench_prio_create(r->workers, &r->prio) != 0)
         return -1;
 
+    r->cpu0 = bench_cpu_time_ns();
     r->t_start = bench_now_ns() + 20000000u;
     r->t_end = r->t_start + r->duration_ns;
     for (unsigned i = 0; i < r->nchains; i++) {
@@ -433,6 +434,8 @@ void ns_slice_finish(ns_run *r, void (*tick)(ns_run *, void *), void *arg)
         bench_sleep_ns(until - now);
     }
     r->t_cut = bench_now_ns();
+    r->cpu_ns += bench_cpu_time_ns() - r->cpu0;
+    r->wall_ns += r->t_cut - r->t_start;
     /* release: t_cut before stop (read by ns_done after ns_op's acquire) */
     atomic_store_explicit(&r->stop, true, memory_order_release);
     for (unsigned i = 0; i < r->nchains; i++)

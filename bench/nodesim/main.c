@@ -196,9 +196,10 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
             ns_summary su;
             ns_summarize(r, &su);
             printf("  [%s] %-15s on time %5.1f%%, missed %4.1f%% dropped+expired, work "
-                   "%.2fx capacity\n",
+                   "%.2fx capacity, process CPU %.2f\n",
                    sc->name, ns_system_name[r->sys], su.ontime_pct, su.drop_pct,
-                   su.work_per_s / r->capacity);
+                   su.work_per_s / r->capacity,
+                   r->wall_ns ? (double)r->cpu_ns / (double)r->wall_ns : 0);
             fflush(stdout);
         }
     }

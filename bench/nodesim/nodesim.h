@@ -96,6 +96,7 @@ typedef struct ns_run {
     double load, capacity; /* offered = load * capacity (op-cost ns per s) */
     uint64_t seed, duration_ns, depth; /* duration of one slice */
     unsigned slice, slices_done;        /* a run may be split in slices */
+    uint64_t cpu0, cpu_ns, wall_ns;     /* process CPU time used over the slices */
     bool no_deadlines;     /* capacity probe: nothing expires */
     ns_burst burst;
     uint64_t t_start, t_end, t_cut; /* arrivals in [start, end); stats cut at t_cut */

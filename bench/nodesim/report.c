@@ -187,6 +187,14 @@ void ns_emit_json(const ns_run *r, const char *scenario)
     bench_result_f64(&res, "work_cpu", s.work_per_s / 1e9);
     bench_result_f64(&res, "work_x_capacity", s.work_per_s / r->capacity);
     bench_result_f64(&res, "share_error_pts", s.share_error);
+    /* CPU the whole process (workers, submitters) got while it ran, and
+     * op work done per CPU-second of it: which system wasted CPU, and
+     * which one the OS gave less */
+    double cpu = r->wall_ns ? (double)r->cpu_ns / (double)r->wall_ns : 0;
+    bench_result_f64(&res, "process_cpus", cpu);
+    bench_result_f64(&res, "work_per_cpu_s",
+                     r->cpu_ns ? s.work_per_s * ((double)r->duration_ns * r->slices_done /
+                                                 1e9) / ((double)r->cpu_ns) : 0);
     bench_result_emit(&res);
     for (unsigned i = 0; i < r->nchains; i++) {
         const ns_chain_run *cr = &r->chain[i];
