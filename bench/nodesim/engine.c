@@ -329,6 +329,7 @@ static int open_accel(ns_run *r)
         fprintf(stderr, "accel_runtime_create: %s\n", accel_strerror(st));
         return -1;
     }
+    ns_metrics_attach(r->rt);
     for (unsigned i = 0; i < r->nchains; i++) {
         const ns_chain_cfg *c = &r->cs->c[i];
         accel_session_config sc = {
@@ -455,6 +456,7 @@ void ns_slice_finish(ns_run *r, void (*tick)(ns_run *, void *), void *arg)
     bench_prio_destroy(r->prio);
     r->prio = NULL;
     if (r->rt) {
+        ns_metrics_attach(NULL);
         accel_runtime_destroy(r->rt);
         r->rt = NULL;
     }

@@ -8,7 +8,7 @@
 
 static struct {
     double duration, load, capacity, flood_factor;
-    uint64_t workers, seed, depth, slices;
+    uint64_t workers, seed, depth, slices, metrics_port;
     const char *chains, *scenario, *format, *json, *out, *flood_chains, *systems;
     bool smoke;
 } opt = {.duration = 4, .workers = 2, .seed = 42, .depth = 1024, .slices = 2, .flood_factor = 20,
@@ -274,6 +274,8 @@ int main(int argc, char **argv)
          "auto | table (live, in place) | plain (a line per system) | quiet (tables only)"},
         {"json", BENCH_OPT_STR, &opt.json, "write every result as JSON lines to this file"},
         {"out", BENCH_OPT_STR, &opt.out, "write the charts (PNG, gnuplot) into this folder"},
+        {"metrics-port", BENCH_OPT_U64, &opt.metrics_port,
+         "serve Prometheus metrics on 127.0.0.1:PORT while accel runs (0: off)"},
         {"smoke", BENCH_OPT_FLAG, &opt.smoke,
          "a few seconds' run for CI (steady 0.9, 1 s per system)"},
     };
@@ -307,6 +309,9 @@ int main(int argc, char **argv)
                         "--flood-factor (try --help)\n");
         return 2;
     }
+    if (opt.metrics_port &&
+        (opt.metrics_port > 65535 || ns_metrics_serve((unsigned)opt.metrics_port) != 0))
+        return 2;
     if (strcmp(opt.format, "auto") == 0)
         mode = isatty(STDOUT_FILENO) ? 0 : 1;
     else if (strcmp(opt.format, "table") == 0)

@@ -163,4 +163,8 @@ typedef struct ns_scenario_runs {
 /* Writes the charts; returns how many PNGs were written (0: no gnuplot). */
 int ns_plot(const char *dir, ns_scenario_runs *const *sc, size_t nsc);
 
+/* metrics_http.c: --metrics-port (loopback only). */
+int ns_metrics_serve(unsigned port);
+void ns_metrics_attach(accel_runtime *rt); /* NULL: detach (waits for a scrape) */
+
 #endif
