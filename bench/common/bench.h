@@ -15,7 +15,7 @@
  *   base_prio.c     baseline 3: a strict-priority thread pool
  *
  * Baseline ops use the accel_op type so one workload runs through accel and
- * both baselines unchanged; a baseline calls fn(NULL, arg), so benchmark ops
+ * the baselines unchanged; a baseline calls fn(NULL, arg), so benchmark ops
  * must not use their accel_ctx.
  *
  * Not thread-safe unless a function says so: options and results are
