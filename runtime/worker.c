@@ -103,6 +103,8 @@ static inline bool ring_ready_soon(accel_session *s, uint64_t h)
  * began: the end of the previous visit when the worker went straight on),
  * and leaves the visit's end time in *now. Returns the lanes that may run s
  * if it was re-queued, else 0. */
+__attribute__((noinline)) /* a frame of its own: profiles (callgrind,
+                             perf) count a visit apart from pick and park */
 static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
 {
     accel_ctx ctx = {.session = s};
