@@ -43,13 +43,7 @@ check() {
 # submit-vs-close handshake (runtime/session.c)
 check close.pml pass
 check close.pml fail -DBROKEN
-# state word SCHEDULED + worker parking (runtime/session.h, worker.c)
-check state.pml pass                                  # 2 producers x 1 op, 2 workers
-check state.pml pass -DNPROD=1 -DNOPS=3               # 1 producer x 3 ops
-check state.pml fail -DBROKEN_RECHECK
-check state.pml fail -DBROKEN_RECHECK -DNPROD=1 -DNOPS=3
-check state.pml fail -DBROKEN_PARK
-# the one-RMW submit handshake: SCHED/DEFER in the tail word (ring.h)
+# the one-RMW submit handshake: SCHED in the tail word, defer (ring.h)
 check handoff.pml pass                                # 2 producers x 1 op, 2 workers
 check handoff.pml pass -DNPROD=1 -DNOPS=3             # 1 producer x 3 ops
 if [ "${MODELS_FULL:-0}" = 1 ]; then   # ~45M/50M states, ~2 min each
@@ -59,6 +53,8 @@ fi
 check handoff.pml fail -DBROKEN_NODEFER
 check handoff.pml fail -DBROKEN_NORECHECK
 check handoff.pml fail -DBROKEN_NORECHECK -DNPROD=2 -DNOPS=2
+check handoff.pml fail -DBROKEN_ABA -DNPROD=2 -DNOPS=2   # needs 2 deferrals
+check handoff.pml fail -DBROKEN_PARK
 # completion sleepers: sync/close announce a target in wake_at
 check sync.pml pass
 check sync.pml fail -DBROKEN_NORECHECK

@@ -1,32 +1,61 @@
 /*
- * Bounded MPSC ring of ops: one per session.
+ * Bounded MPSC ring of ops (one per session), and the handshake that makes
+ * its session runnable. MP: any number of producers (accel__ring_mp_*);
+ * SC: one consumer at a time (accel__ring_sc_*), whoever holds SCHED.
  *
  * Theory of operation
  * -------------------
- * Positions are 64-bit counters that never wrap in practice. `tail` is the
- * next position to reserve (producers, CAS); `head` the next to consume
- * (the one consumer: whichever worker holds the session's SCHEDULED bit).
- * Bit 63 of `tail` is CLOSED: once set no reservation succeeds, so the
- * value below it is the final count of accepted ops (close's linearization
- * point, see session.c).
+ * Positions are counters that never wrap in practice. The tail word is
+ *   bits 0..60  pos: the next position to reserve
+ *   bit 61      (unused)
+ *   bit 62      SCHED: the session is queued in the scheduler or held by a
+ *               consumer (or deferred, below). Invariant: SCHED clear =>
+ *               every reserved position was consumed (head == pos).
+ *   bit 63      CLOSED: no reservation succeeds any more; pos is then the
+ *               final count of accepted ops (close's LP, session.c).
+ * `head` is the next position to consume (the consumer's own word).
  *
- * A producer reserves k positions [t, t+k) with one CAS on tail after
- * checking t + k - head <= capacity, fills each slot and publishes it on
- * its own by storing seq = position + 1 (release). Producers never wait for
- * each other: a slow producer delays only the consumer's view of its own
- * slot. The consumer reads slot[head].seq (acquire); == head + 1 means
- * published, anything else means empty or reserved-but-unpublished, and the
- * consumer leaves rather than spins (that producer's publish reschedules
- * the session). A slot's stale seq from an earlier lap is position - cap + 1,
- * never position + 1, so no sequence reset is needed.
+ * Producer (accel__ring_mp_reserve, _publish, _claim_deferred): ONE CAS
+ * moves pos past k free positions and sets SCHED. That CAS is the op's
+ * acceptance and also its kick: if SCHED was clear, the producer owns the
+ * session and enqueues it once its slots are published. Each slot is
+ * published on its own (seq = position + 1, release); producers never wait
+ * for each other. A producer that found SCHED set then looks at `defer`
+ * (a compiler barrier and a plain load of a read-mostly line): nothing to
+ * do unless a consumer left at an unpublished slot.
  *
- * Litmus shape: message passing, twice.
+ * Consumer (accel__ring_sc_*): reads slot[head].seq (acquire); == head + 1
+ * means published. It copies a run of published ops out and releases head
+ * once for the run. It never waits on an unpublished slot. At the end of a
+ * visit it leaves (accel__ring_sc_leave):
+ *   pos == head: CAS SCHED away: idle. (A producer that reserves after sees
+ *     SCHED clear and enqueues the session itself.)
+ *   slot at head published meanwhile: keep the session (more work).
+ *   slot at head reserved but unpublished: set `defer`, fence, look at the
+ *     slot again. Still unpublished: leave the session to that producer,
+ *     which will see `defer` after its publish and claim it (an exchange
+ *     on defer: exactly one claimer). Published: take `defer` back with a
+ *     CAS of the value we stored (head + 1); if a producer won it first,
+ *     that producer owns the session.
+ * The store->load pairs (producer: publish seq, load defer; consumer: set
+ * defer, load seq) are the asymmetric fence pair of futex.h, so one of the
+ * two sees the other: no op is stranded. Spin: models/handoff.pml.
+ *
+ * Litmus shapes:
  *   slot contents --[R1] seq release--> [A1] consumer acquire: reads op
- *   consumer copied op --[R2] head release--> [A2] producer acquire: may
- *   overwrite the slot below head.
+ *   consumer copied ops --[R2] head release--> [A2] producer acquire: may
+ *     overwrite the slots below head
+ *   holder's writes --[R3] leave CAS / defer RMW (release)--> [A3] the next
+ *     owner's reserve CAS / defer claim (acquire): the consumer-side state
+ *     (head, counters, scheduler entity) changes hands.
  *
- * Cache lines: producers share the tail line (and the session state word
- * that lives beside it, see session.h); the consumer owns the head line.
+ * Cache lines (the ring is 256 bytes, two 128-byte pairs, since adjacent
+ * line prefetch moves lines in pairs):
+ *   prod pair: line 0 tail and head_cache (producers' CAS); line 1 the
+ *     producers' read-only copy of slots/mask and `defer` (read-mostly:
+ *     written only when a consumer leaves at an unpublished slot)
+ *   cons pair: head and the consumer's copy of slots/mask; the session
+ *     keeps the consumer's other per-op fields beside it (session.h)
  */
 #ifndef ACCEL_RUNTIME_RING_H
 #define ACCEL_RUNTIME_RING_H
@@ -38,132 +67,293 @@
 #include <stdint.h>
 
 #include "accel/accel.h"
+#include "futex.h"
 #include "yield.h"
 
 #define ACCEL__RING_CLOSED (UINT64_C(1) << 63)
+#define ACCEL__RING_SCHED (UINT64_C(1) << 62)
+#define ACCEL__RING_POS ((UINT64_C(1) << 61) - 1)
 
-/* 32 bytes: two slots per cache line, so a producer and the consumer move
- * one line per two ops. (Wait-time stamps live beside the ring, see
- * session.h, not in every slot.) */
+/* 32 bytes: two slots per cache line. (Wait-time stamps live beside the
+ * ring, see session.h, not in every slot.) */
 typedef struct accel__ring_slot {
     _Atomic uint64_t seq; /* position + 1 once published */
     accel_op op;
 } accel__ring_slot;
 
-typedef struct accel__ring {
+typedef struct accel__ring_prod {
+    _Atomic uint64_t tail;       /* pos | SCHED | CLOSED */
+    _Atomic uint64_t head_cache; /* producers' copy of head */
+    alignas(64) accel__ring_slot *slots;
+    uint64_t mask;               /* capacity - 1 */
+    _Atomic uint64_t defer;      /* 0, or head + 1 of a consumer that
+                                    left at an unpublished slot; the
+                                    producer that clears it owns the
+                                    session */
+} accel__ring_prod;
+
+typedef struct accel__ring_cons {
+    _Atomic uint64_t head;
     accel__ring_slot *slots;
-    uint64_t mask; /* capacity - 1 */
+    uint64_t mask;
+} accel__ring_cons;
+
+/* The consumer's half is a type of its own so that the session can keep
+ * its other consumer fields in the same pair (session.h); the ring proper
+ * is the producers' pair followed by that half. */
+typedef struct accel__ring {
+    alignas(128) accel__ring_prod prod;
+    alignas(128) accel__ring_cons cons;
 } accel__ring;
 
-int accel__ring_init(accel__ring *r, uint32_t capacity_pow2);
-void accel__ring_fini(accel__ring *r);
 /* Over zeroed slots the caller owns (no allocation; no fini). */
-static inline void accel__ring_init_at(accel__ring *r, accel__ring_slot *slots,
-                                       uint32_t capacity_pow2)
+static inline void accel__ring_init(accel__ring *r, accel__ring_slot *slots,
+                                    uint32_t capacity_pow2)
 {
-    r->slots = slots;
-    r->mask = capacity_pow2 - 1;
+    r->prod.slots = r->cons.slots = slots;
+    r->prod.mask = r->cons.mask = capacity_pow2 - 1;
+    atomic_init(&r->prod.tail, 0);
+    atomic_init(&r->prod.head_cache, 0);
+    atomic_init(&r->prod.defer, 0);
+    atomic_init(&r->cons.head, 0);
 }
 
-/* Reserves up to want positions: returns how many (0 when full) and the
- * first in *first. Returns -1 if the tail is CLOSED. Lock-free.
- *
- * Room is computed from head_cache, a copy of head kept on the producers'
- * line: the consumer writes head once per op, and if every reservation
- * read it, that line would bounce between the consumer's core and the
- * producers' on every op. The real head is read only when the cached copy
- * shows too little room. The cache may go stale, or even backwards when
- * two producers refresh it at once: a smaller head only understates the
- * room, never overstates it. head_cache NULL: read head every time. */
-static inline int64_t accel__ring_reserve_cached(const accel__ring *r,
-                                                 _Atomic uint64_t *tail,
-                                                 _Atomic uint64_t *head,
-                                                 _Atomic uint64_t *head_cache,
-                                                 uint64_t want,
-                                                 uint64_t *first)
+static inline uint64_t accel__ring_capacity(const accel__ring *r)
 {
-    const uint64_t cap = r->mask + 1;
-    _Atomic uint64_t *hsrc = head_cache ? head_cache : head;
-    uint64_t t = atomic_load_explicit(tail, memory_order_relaxed);
+    return r->prod.mask + 1;
+}
+
+/* ------------------------------------------------------- any thread */
+
+/* Ops accepted so far (the final count once closed). relaxed: a snapshot. */
+static inline uint64_t accel__ring_submitted(const accel__ring *r)
+{
+    return atomic_load_explicit(&((accel__ring *)r)->prod.tail,
+                                memory_order_relaxed) & ACCEL__RING_POS;
+}
+
+/* Accepted and not yet taken (approximate while it moves). */
+static inline uint64_t accel__ring_count(const accel__ring *r)
+{
+    uint64_t h = atomic_load_explicit(&((accel__ring *)r)->cons.head,
+                                      memory_order_relaxed);
+    uint64_t t = accel__ring_submitted(r);
+    return t > h ? t - h : 0;
+}
+
+static inline bool accel__ring_is_closed(const accel__ring *r)
+{
+    /* acquire: pairs with the release of accel__ring_close (a caller that
+     * sees CLOSED sees what the closer did before it). */
+    return (atomic_load_explicit(&((accel__ring *)r)->prod.tail,
+                                 memory_order_acquire) &
+            ACCEL__RING_CLOSED) != 0;
+}
+
+/* Sets CLOSED; returns the final count of accepted ops. LP of close:
+ * a reservation before it in tail's modification order was accepted, any
+ * after it fails. release: what the closer did before (the table removal)
+ * is seen by whoever sees CLOSED with acquire. */
+static inline uint64_t accel__ring_close(accel__ring *r)
+{
+    return atomic_fetch_or_explicit(&r->prod.tail, ACCEL__RING_CLOSED,
+                                    memory_order_release) &
+           ACCEL__RING_POS;
+}
+
+/* For room sleepers: is there a free slot (or is the ring closed)?
+ * relaxed: the sleeper's fence orders it (futex.h). */
+static inline bool accel__ring_has_room_or_closed(const accel__ring *r)
+{
+    uint64_t t = atomic_load_explicit(&((accel__ring *)r)->prod.tail,
+                                      memory_order_relaxed);
+    if (t & ACCEL__RING_CLOSED)
+        return true;
+    uint64_t h = atomic_load_explicit(&((accel__ring *)r)->cons.head,
+                                      memory_order_relaxed);
+    return (t & ACCEL__RING_POS) - h <= r->prod.mask;
+}
+
+/* -------------------------------------------------------- producers */
+
+/* Reserves up to want positions: returns how many (0 when full) and the
+ * first in *first; *owner is set when this reservation set SCHED (the
+ * caller must enqueue the session once its slots are published). Returns
+ * -1 if CLOSED. Lock-free: one CAS in the common case.
+ *
+ * Room is computed from head_cache, a copy of head on the producers' line:
+ * the consumer writes head once per run of takes, and if every reservation
+ * read it that line would bounce between the consumer's core and the
+ * producers'. The real head is read only when the cache shows too little
+ * room. The cache may go stale, or even backwards when two producers
+ * refresh it at once: a smaller head only understates the room. */
+static inline int64_t accel__ring_mp_reserve(accel__ring *r, uint64_t want,
+                                             uint64_t *first, bool *owner)
+{
+    const uint64_t cap = r->prod.mask + 1;
+    uint64_t t = atomic_load_explicit(&r->prod.tail, memory_order_relaxed);
     /* [A2] acquire (here and below): the consumer is done with every slot
-     * below the head value read; pairs with [R2] in accel__ring_take(),
-     * directly or through head_cache's release store below. */
-    uint64_t h = atomic_load_explicit(hsrc, memory_order_acquire);
+     * below the head value read; pairs with [R2], directly or through
+     * head_cache's release store below. */
+    uint64_t h = atomic_load_explicit(&r->prod.head_cache,
+                                      memory_order_acquire);
     for (;;) {
         if (t & ACCEL__RING_CLOSED)
             return -1;
-        if (h > t) { /* t is older than h: take a fresh one */
-            t = atomic_load_explicit(tail, memory_order_relaxed);
+        uint64_t pos = t & ACCEL__RING_POS;
+        if (h > pos) { /* t is older than h: take a fresh one */
+            t = atomic_load_explicit(&r->prod.tail, memory_order_relaxed);
             continue;
         }
-        /* A stale cache can lag t by more than cap: no room (and a
+        /* A stale cache can lag pos by more than cap: no room (and a
          * refresh below), never an underflowed, huge room. */
-        uint64_t room = t - h >= cap ? 0 : cap - (t - h);
-        if (room < want && head_cache) {
-            uint64_t real = atomic_load_explicit(head, memory_order_acquire);
+        uint64_t room = pos - h >= cap ? 0 : cap - (pos - h);
+        if (room < want) {
+            uint64_t real = atomic_load_explicit(&r->cons.head,
+                                                 memory_order_acquire);
             if (real != h) {
                 h = real;
                 /* release: passes on what [A2] acquired to producers that
                  * read the cache. */
-                atomic_store_explicit(head_cache, h, memory_order_release);
+                atomic_store_explicit(&r->prod.head_cache, h,
+                                      memory_order_release);
                 continue;
             }
         }
         uint64_t k = want < room ? want : room;
         if (k == 0)
             return 0;
-        /* LP of acceptance: the CAS that moves tail past our positions.
-         * relaxed: it orders nothing by itself; each slot is published by
-         * its own [R1], and close reads the final tail from the same
-         * modification order. On failure t is reloaded. */
-        if (atomic_compare_exchange_weak_explicit(tail, &t, t + k,
-                                                  memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-            *first = t;
+        /* LP of acceptance, and the kick: the CAS that moves pos past our
+         * positions and sets SCHED. [A3] acquire on success: if SCHED was
+         * clear, the last holder's leave CAS [R3] happens before our
+         * enqueue. Each slot is published by its own [R1]. */
+        if (atomic_compare_exchange_weak_explicit(
+                &r->prod.tail, &t, (t + k) | ACCEL__RING_SCHED,
+                memory_order_acq_rel, memory_order_relaxed)) {
+            *first = pos;
+            *owner = !(t & ACCEL__RING_SCHED);
             return (int64_t)k;
         }
         ACCEL__YIELD_POINT();
     }
 }
 
-static inline int64_t accel__ring_reserve(const accel__ring *r,
-                                          _Atomic uint64_t *tail,
-                                          _Atomic uint64_t *head,
-                                          uint64_t want, uint64_t *first)
-{
-    return accel__ring_reserve_cached(r, tail, head, NULL, want, first);
-}
-
 /* Fills and publishes the slot of a reserved position. Whatever the
  * producer wrote before (a wait stamp) is published with it. */
-static inline void accel__ring_publish(accel__ring *r, uint64_t pos,
-                                       const accel_op *op)
+static inline void accel__ring_mp_publish(accel__ring *r, uint64_t pos,
+                                          const accel_op *op)
 {
-    accel__ring_slot *sl = &r->slots[pos & r->mask];
+    accel__ring_slot *sl = &r->prod.slots[pos & r->prod.mask];
     sl->op = *op;
     /* [R1] release: publishes op; pairs with [A1]. */
     atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
 }
 
-/* Consumer only: is the slot at head published? */
-static inline bool accel__ring_ready(const accel__ring *r, uint64_t head)
+/* After publishing, when the reservation did not make us the owner: did a
+ * consumer leave the session to us (see the top)? true: we own it now and
+ * must enqueue it. */
+static inline bool accel__ring_mp_claim_deferred(accel__ring *r)
 {
-    const accel__ring_slot *sl = &r->slots[head & r->mask];
-    /* [A1] acquire: pairs with [R1]; makes the op readable. */
-    return atomic_load_explicit(&sl->seq, memory_order_acquire) == head + 1;
+    /* Hot side of the fence pair: our [R1] before the load of defer;
+     * pairs with accel__fence_cold in accel__ring_sc_leave. */
+    accel__fence_hot();
+    /* relaxed: ordered by the fence pair; the claim below acquires. */
+    if (__builtin_expect(!atomic_load_explicit(&r->prod.defer,
+                                               memory_order_relaxed), 1))
+        return false;
+    ACCEL__YIELD_POINT();
+    /* [A3] acquire: pairs with the consumer's [R3] setting defer. One
+     * claimer: whoever reads non-zero here. */
+    return atomic_exchange_explicit(&r->prod.defer, 0,
+                                    memory_order_acq_rel) != 0;
 }
 
-/* Consumer only: takes the published op at *head (after ring_ready said
- * so) and frees its slot (and position h: read anything kept beside the
- * ring for h before this). */
-static inline void accel__ring_take(accel__ring *r, _Atomic uint64_t *head,
-                                    uint64_t h, accel_op *op)
+/* --------------------------------------------------------- consumer */
+
+/* Is the slot at h published? */
+static inline bool accel__ring_sc_ready(const accel__ring *r, uint64_t h)
 {
-    accel__ring_slot *sl = &r->slots[h & r->mask];
-    *op = sl->op;
-    /* [R2] release: our reads of the slot happen before a producer's
-     * reuse of it; pairs with [A2]. */
-    atomic_store_explicit(head, h + 1, memory_order_release);
+    const accel__ring_slot *sl = &r->cons.slots[h & r->cons.mask];
+    /* [A1] acquire: pairs with [R1]; makes the op readable. */
+    return atomic_load_explicit(&sl->seq, memory_order_acquire) == h + 1;
+}
+
+/* Copies the published ops at [h, h + max) out, stopping at the first
+ * unpublished slot; returns how many. The slots stay the consumer's until
+ * accel__ring_sc_release. */
+static inline uint32_t accel__ring_sc_peek(const accel__ring *r, uint64_t h,
+                                           uint32_t max, accel_op *ops)
+{
+    uint32_t n = 0;
+    while (n < max && accel__ring_sc_ready(r, h + n)) {
+        ops[n] = r->cons.slots[(h + n) & r->cons.mask].op;
+        n++;
+    }
+    return n;
+}
+
+/* Frees every slot below h (and its position: read anything kept beside
+ * the ring for them before). One release per run of takes. */
+static inline void accel__ring_sc_release(accel__ring *r, uint64_t h)
+{
+    /* [R2] release: our reads of the slots happen before a producer's
+     * reuse of them; pairs with [A2]. */
+    atomic_store_explicit(&r->cons.head, h, memory_order_release);
+}
+
+typedef enum accel__ring_leave {
+    ACCEL__RING_IDLE,     /* SCHED cleared: the holder drops its claim */
+    ACCEL__RING_MORE,     /* published work at h: still the holder */
+    ACCEL__RING_DEFERRED, /* a producer owns the session now (or will,
+                             once it publishes): hands off */
+} accel__ring_leave;
+
+/* The end of a visit that found the slot at h (== head) not ready. Only
+ * the holder. See the top for the three ways out. */
+static inline accel__ring_leave accel__ring_sc_leave(accel__ring *r,
+                                                     uint64_t h)
+{
+    uint64_t t = atomic_load_explicit(&r->prod.tail, memory_order_relaxed);
+    for (;;) {
+        if ((t & ACCEL__RING_POS) == h) {
+            ACCEL__YIELD_POINT();
+            /* [R3] release: the holder's writes happen before the next
+             * owner's [A3]. On failure (a reservation or close came in
+             * between) t is reloaded. */
+            if (atomic_compare_exchange_weak_explicit(
+                    &r->prod.tail, &t, t & ~ACCEL__RING_SCHED,
+                    memory_order_acq_rel, memory_order_relaxed))
+                return ACCEL__RING_IDLE;
+            continue;
+        }
+        /* Reserved beyond h: published by now, or not yet. */
+        if (accel__ring_sc_ready(r, h))
+            return ACCEL__RING_MORE;
+        ACCEL__YIELD_POINT();
+        /* [R3] release: our writes happen before a claimer's [A3]. A
+         * plain store: while a consumer holds the session defer is 0, and
+         * only the holder sets it. */
+        atomic_store_explicit(&r->prod.defer, h + 1, memory_order_release);
+        /* Cold side of the fence pair: defer before the look at the slot;
+         * pairs with the fence_hot in accel__ring_mp_claim_deferred. */
+        accel__fence_cold();
+        if (!accel__ring_sc_ready(r, h))
+            return ACCEL__RING_DEFERRED; /* its producer will claim it */
+        ACCEL__YIELD_POINT();
+        /* Published after all: take OUR deferral back, unless a producer
+         * won it. Not an exchange: by now a producer may have claimed it,
+         * another consumer run and deferred at a later head, and taking
+         * that one would resume us at a stale h (models/handoff.pml,
+         * BROKEN_ABA). An equal value means the other consumer deferred
+         * at the same head, having taken nothing: resuming at h is right.
+         * [A3] acquire: pairs with that consumer's [R3]. */
+        uint64_t mine = h + 1;
+        if (atomic_compare_exchange_strong_explicit(
+                &r->prod.defer, &mine, 0, memory_order_acq_rel,
+                memory_order_relaxed))
+            return ACCEL__RING_MORE;
+        return ACCEL__RING_DEFERRED;
+    }
 }
 
 #endif

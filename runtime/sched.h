@@ -43,8 +43,6 @@ typedef struct accel__sched_entity {
     uint64_t deadline;          /* start + visit_cost_ns / w */
     uint64_t visit_cost_ns;     /* moving average of a visit's service */
     uint64_t op_cost_ns;        /* moving average of an op's service */
-    uint64_t service_ns;        /* total charged */
-    uint64_t visits;
     void *owner;                /* the session */
 } accel__sched_entity;
 

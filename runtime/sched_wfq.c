@@ -249,8 +249,6 @@ void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
     /* relaxed: only the holder writes; stats read approximately. */
     atomic_store_explicit(&e->vtime, v + t / e->w, memory_order_relaxed);
     e->vrem = (uint32_t)(t % e->w);
-    e->service_ns += service_ns;
-    e->visits++;
     bool first = !e->seen;
     e->visit_cost_ns = ewma(e->visit_cost_ns, service_ns, first);
     if (ops) {

@@ -81,18 +81,12 @@ void accel__session_notify(accel_session *s)
     accel__futex_wake(&s->event, INT_MAX);
 }
 
-void accel__session_kick(accel_session *s)
+void accel__session_enqueue(accel_session *s, bool new_claim)
 {
-    ACCEL__YIELD_POINT();
-    /* [RMW1] acq_rel: orders our published slots before the bit; pairs
-     * with the worker's clear [RMW2] (worker.c). */
-    uint32_t prev = atomic_fetch_or_explicit(&s->state, ACCEL__S_SCHEDULED,
-                                             memory_order_acq_rel);
-    if (prev & ACCEL__S_SCHEDULED)
-        return; /* queued or running: its holder will see our slot */
-    accel__session_ref(s); /* the scheduler's reference */
-    accel__runtime_wake_lanes(s->rt,
-                              accel__sched_enqueue(s->rt->sched, &s->se, true));
+    if (new_claim)
+        accel__session_ref(s); /* the scheduler's reference */
+    accel__runtime_wake_lanes(
+        s->rt, accel__sched_enqueue(s->rt->sched, &s->se, new_claim));
 }
 
 int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
@@ -129,9 +123,9 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     if (!s)
         return ACCEL_ENOMEM;
     accel__ring_slot *slots = (accel__ring_slot *)(s + 1);
-    accel__ring_init_at(&s->ring, slots, depth);
+    accel__ring_init(&s->ring, slots, depth);
     s->stamps = (uint64_t *)((char *)slots + slots_bytes);
-    s->stamp_mask = nstamps - 1;
+    s->stamp_mask = (uint32_t)(nstamps - 1);
     s->id = (char *)s->stamps + stamps_bytes;
     s->rt = rt;
     s->bops = bops;
@@ -141,7 +135,6 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     atomic_init(&s->refs, 1); /* the handle we return */
     atomic_init(&s->handles, 1);
     atomic_init(&s->wake_at, UINT64_MAX);
-    s->space_wake_mask = depth >= 2 ? depth / 2 - 1 : 0;
     memcpy(s->id, cfg->id, idlen);
     s->id_len = (uint32_t)idlen;
     s->hash = (uint32_t)accel__table_hash(s->id, idlen);
@@ -264,15 +257,6 @@ int accel__session_wait_finished(accel_session *s, uint64_t target,
     }
 }
 
-static bool has_room_or_closed(accel_session *s)
-{
-    uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
-    if (t & ACCEL__RING_CLOSED)
-        return true;
-    uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
-    return t - h <= s->ring.mask;
-}
-
 int accel__session_wait_room(accel_session *s, uint64_t deadline)
 {
     /* acquire: pairs with the release bump in accel__session_notify. */
@@ -280,7 +264,7 @@ int accel__session_wait_room(accel_session *s, uint64_t deadline)
     atomic_fetch_add_explicit(&s->space_waiters, 1, memory_order_relaxed);
     accel__fence_cold();
     int rc = ACCEL_OK;
-    if (!has_room_or_closed(s)) {
+    if (!accel__ring_has_room_or_closed(&s->ring)) {
         int64_t rem = accel__remaining(deadline);
         if (rem == 0)
             rc = ACCEL_ETIMEDOUT;
@@ -310,9 +294,7 @@ int accel_session_close(accel_session *s, unsigned flags)
      * above happens before a reader that sees CLOSED with the acquire load
      * in accel_session_is_closed(). Producers only need tail's
      * modification order; waiting orders itself with [A5]. */
-    uint64_t prev = atomic_fetch_or_explicit(&s->tail, ACCEL__RING_CLOSED,
-                                             memory_order_release);
-    uint64_t final = prev & ~ACCEL__RING_CLOSED;
+    uint64_t final = accel__ring_close(&s->ring);
     accel__session_notify(s); /* producers blocked on a full ring */
     if (accel__tls_current == s)
         return ACCEL_OK;
@@ -367,11 +349,9 @@ bool accel_session_is_closed(const accel_session *s)
 {
     if (!s)
         return true;
-    /* acquire: a caller that sees CLOSED also sees the id gone from the
-     * table (see accel_session_close). */
-    return (atomic_load_explicit(&((accel_session *)s)->tail,
-                                 memory_order_acquire) &
-            ACCEL__RING_CLOSED) != 0;
+    /* acquire (in the ring): a caller that sees CLOSED also sees the id
+     * gone from the table (see accel_session_close). */
+    return accel__ring_is_closed(&s->ring);
 }
 
 static uint64_t ld(const _Atomic uint64_t *p)
@@ -391,10 +371,8 @@ int accel_session_get_stats(const accel_session *cs, accel_session_stats *out)
     out->failed = ld(&s->failed);
     out->cancelled = ld(&s->cancelled);
     out->dispatched = ld(&s->dispatched);
-    uint64_t head = ld(&s->head);
-    uint64_t tail = ld(&s->tail) & ~ACCEL__RING_CLOSED;
-    out->submitted = tail;
-    out->queued = tail > head ? tail - head : 0;
+    out->queued = accel__ring_count(&s->ring);
+    out->submitted = accel__ring_submitted(&s->ring);
     out->memory_used = accel__budget_used(&s->budget);
     out->memory_budget = s->budget.cap;
     out->service_ns = ld(&s->service_ns);

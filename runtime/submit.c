@@ -1,12 +1,13 @@
 /*
  * Submit paths: submit, batch, submit_wait, sync; budget reservations.
  *
- * A submit reserves ring positions (ring.h: one CAS on tail for a run of
- * free slots), publishes each slot, and kicks the session (session.h:
- * [RMW1]). With the ring full it sleeps on the session's event word until a
- * consumer frees a slot ([R2] then a hot fence and a look at
- * `space_waiters`) or
- * a close wakes it. No lock anywhere.
+ * A submit reserves ring positions with one CAS on the tail word (ring.h),
+ * which also sets SCHED; it publishes each slot, and then either enqueues
+ * the session (its CAS set SCHED) or, after a compiler barrier, loads the
+ * ring's `defer` word (almost always 0: nothing more to do). One locked
+ * RMW per submit. With the ring full it sleeps on the session's event word
+ * until a consumer frees a slot ([R2] then a hot fence and a look at
+ * `space_waiters`) or a close wakes it. No lock anywhere.
  */
 #include <stdatomic.h>
 #include <sched.h>
@@ -43,9 +44,8 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
     int rc = ACCEL_OK;
     while (done < n) {
         uint64_t first;
-        int64_t k = accel__ring_reserve_cached(&s->ring, &s->tail, &s->head,
-                                               &s->head_cache, n - done,
-                                               &first);
+        bool owner;
+        int64_t k = accel__ring_mp_reserve(&s->ring, n - done, &first, &owner);
         if (k < 0) {
             rc = ACCEL_ECLOSED;
             break;
@@ -64,10 +64,14 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
             if ((pos % ACCEL__WAIT_SAMPLE) == 0)
                 s->stamps[(pos / ACCEL__WAIT_SAMPLE) & s->stamp_mask] =
                     accel__now_ns();
-            accel__ring_publish(&s->ring, pos, &ops[done + (size_t)i]);
+            accel__ring_mp_publish(&s->ring, pos, &ops[done + (size_t)i]);
         }
         done += (size_t)k;
-        accel__session_kick(s);
+        ACCEL__YIELD_POINT(); /* between publish and the kick */
+        if (owner)
+            accel__session_enqueue(s, true);
+        else if (accel__ring_mp_claim_deferred(&s->ring))
+            accel__session_enqueue(s, false);
     }
     if (accepted)
         *accepted = done;
@@ -146,8 +150,7 @@ int accel_session_sync(accel_session *s, int64_t timeout_ns)
         return ACCEL_EINVAL;
     if (accel__tls_current == s)
         return ACCEL_EDEADLK;
-    uint64_t target = atomic_load_explicit(&s->tail, memory_order_relaxed) &
-                      ~ACCEL__RING_CLOSED;
+    uint64_t target = accel__ring_submitted(&s->ring);
     return accel__session_wait_finished(s, target,
                                         accel__deadline(timeout_ns));
 }

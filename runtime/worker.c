@@ -1,7 +1,7 @@
 /*
  * Worker pool: each worker picks a runnable session from the scheduler,
  * runs a bounded visit of its ops (it is the ring's only consumer while it
- * holds SCHEDULED), charges the measured service, and either re-queues the
+ * holds SCHED), charges the measured service, and either re-queues the
  * session or turns it idle. With nothing runnable it parks on a futex.
  *
  * Parking without lost wake-ups (asymmetric Dekker, futex.h):
@@ -27,20 +27,20 @@
 #include "runtime.h"
 #include "session.h"
 
-/* After [R2]: wake producers sleeping for room, every half ring of takes
- * (and at the end of the visit, force). */
-static inline void notify_room(accel_session *s, uint64_t h, bool force)
+/* After [R2]: wake producers sleeping for room, if any. Once per run of
+ * takes (at most ACCEL__TAKE_MAX ops), so a sleeper is not woken per
+ * freed slot (a futex wake per op collapses throughput). */
+static inline void notify_room(accel_session *s)
 {
     accel__fence_hot();
     /* relaxed: the cold fence on the sleeper's side orders it (futex.h). */
-    if (atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
-        (force || (h & s->space_wake_mask) == 0))
+    if (atomic_load_explicit(&s->space_waiters, memory_order_relaxed))
         accel__session_notify(s);
 }
 
 /* Counters of the consumer side have one writer at a time: the worker
- * holding SCHEDULED (deferred completions run in its poll too), handed
- * over with [RMW1]/[RMW2]. So a plain load and store, no locked RMW;
+ * holding SCHED (deferred completions run in its poll too), handed over
+ * with [R3]/[A3] (ring.h). So a plain load and store, no locked RMW;
  * relaxed, they order nothing by themselves (finished does, [R5]). */
 static inline void bump(_Atomic uint64_t *c, uint64_t by)
 {
@@ -48,10 +48,11 @@ static inline void bump(_Atomic uint64_t *c, uint64_t by)
                           memory_order_relaxed);
 }
 
-static inline void finish_one(accel_session *s)
+/* `finished` += k: one store per run of completions, not per op. */
+static inline void finish_many(accel_session *s, uint64_t k)
 {
-    uint64_t f = atomic_load_explicit(&s->finished, memory_order_relaxed) + 1;
-    /* [R5] release: the done callback (and the counters above) happen
+    uint64_t f = atomic_load_explicit(&s->finished, memory_order_relaxed) + k;
+    /* [R5] release: the done callbacks (and the counters above) happen
      * before a closer or syncer that sees the count; pairs with [A5] in
      * session.c. Single writer, so a store. */
     atomic_store_explicit(&s->finished, f, memory_order_release);
@@ -68,17 +69,20 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status)
     bump(status == 0 ? &s->completed : &s->failed, 1);
     if (op->done)
         op->done(op->arg, status);
-    finish_one(s);
+    finish_many(s, 1);
 }
 
 /* A visit that empties the ring polls it a little before giving the
  * session up: under a stream of submits the next op is usually being
- * published right now, and going idle costs two RMWs on the producers'
- * line, a scheduler round trip and, for the producer, a kick. Bounded
- * (about a microsecond), so a sparse session costs little. */
+ * published right now, and going idle costs a CAS on the producers' line,
+ * a scheduler round trip and, for the producer, an enqueue. Bounded (about
+ * a microsecond), so a sparse session costs little. */
 #define ACCEL__LINGER_POLLS 32
-/* Ops this long or longer read the clock after each op (see run_visit). */
+/* Ops this long or longer read the clock after each op (see visit_begin). */
 #define ACCEL__CLOCK_CHECK_NS 1000u
+/* Most ops one run of takes copies out (on the stack) before it releases
+ * head once for all of them. */
+#define ACCEL__TAKE_MAX 32u
 
 static inline void cpu_relax(void)
 {
@@ -92,11 +96,169 @@ static inline void cpu_relax(void)
 static inline bool ring_ready_soon(accel_session *s, uint64_t h)
 {
     for (int i = 0; i < ACCEL__LINGER_POLLS; i++) {
-        if (accel__ring_ready(&s->ring, h))
+        if (accel__ring_sc_ready(&s->ring, h))
             return true;
         cpu_relax();
     }
-    return accel__ring_ready(&s->ring, h);
+    return accel__ring_sc_ready(&s->ring, h);
+}
+
+/* One visit: the worker is the ring's only consumer from the pick to
+ * visit_end. */
+typedef struct visit {
+    accel_runtime *rt;
+    accel_session *s;
+    uint64_t h;           /* next position to take */
+    uint64_t t0;          /* when the visit began */
+    uint32_t budget;      /* ops it may run */
+    uint32_t n;           /* ops taken */
+    uint32_t every;       /* ops between clock checks */
+    uint32_t until_check;
+} visit;
+
+static void visit_begin(visit *v, accel_runtime *rt, accel_session *s,
+                        uint64_t now)
+{
+    *v = (visit){.rt = rt, .s = s, .t0 = now};
+    v->budget = accel__sched_visit_ops(rt->sched, &s->se);
+    if (s->bops->capacity) {
+        uint32_t room = s->bops->capacity(s->bstate);
+        v->budget = room < v->budget ? room : v->budget;
+    }
+    /* The ops budget comes from the session's predicted op cost; if its
+     * ops suddenly got longer, the clock ends the visit at quantum_ns. It
+     * is read every `every` ops, chosen so that checking costs ~1/20 of
+     * the predicted work (a clock read is ~40 ns here). */
+    uint64_t cost = s->se.op_cost_ns;
+    v->every = cost >= ACCEL__CLOCK_CHECK_NS ? 1
+               : cost ? (uint32_t)(ACCEL__CLOCK_CHECK_NS / cost)
+                      : 1;
+    v->until_check = v->every;
+    v->h = atomic_load_explicit(&s->ring.cons.head, memory_order_relaxed);
+    accel__tls_current = s; /* ops and done callbacks of s run here */
+}
+
+/* Takes a run of up to max published ops into ops[]: one acquire per
+ * slot, one release of head for the run. Returns how many. */
+static uint32_t take_run(visit *v, accel_op *ops, uint32_t max)
+{
+    accel_session *s = v->s;
+    uint32_t k = accel__ring_sc_peek(&s->ring, v->h, max, ops);
+    if (k == 0)
+        return 0;
+    /* Stamps of sampled positions are read before the release frees the
+     * positions (a producer of h + depth may reuse the entry after). */
+    uint64_t first = (v->h + ACCEL__WAIT_SAMPLE - 1) & ~(uint64_t)(ACCEL__WAIT_SAMPLE - 1);
+    uint64_t stamp = 0;
+    if (first < v->h + k)
+        stamp = s->stamps[(first / ACCEL__WAIT_SAMPLE) & s->stamp_mask];
+    v->h += k;
+    accel__ring_sc_release(&s->ring, v->h);
+    notify_room(s);
+    /* A run holds at most one sampled position: ACCEL__TAKE_MAX is no
+     * more than ACCEL__WAIT_SAMPLE. */
+    if (stamp)
+        accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
+    return k;
+}
+
+_Static_assert(ACCEL__TAKE_MAX <= ACCEL__WAIT_SAMPLE,
+               "one sampled position per run of takes");
+
+/* Runs ops[0..k) in order. The counters are bumped per op before the op
+ * runs (dispatched) and before its done (completed, failed, cancelled),
+ * so that whoever a done callback wakes sees them: plain stores to the
+ * consumer's own line. `finished`, which sleepers read, is stored once
+ * for the run. */
+static void run_ops(visit *v, const accel_op *ops, uint32_t k)
+{
+    accel_session *s = v->s;
+    accel_ctx ctx = {.session = s};
+    uint32_t finished = 0;
+    bool cancel = atomic_load_explicit(&s->cancel, memory_order_relaxed);
+    for (uint32_t i = 0; i < k; i++) {
+        const accel_op *op = &ops[i];
+        int status;
+        if (cancel) {
+            bump(&s->cancelled, 1);
+            status = ACCEL_ECLOSED;
+        } else {
+            bump(&s->dispatched, 1);
+            /* The CPU backend's run is fn itself: call it directly. */
+            if (s->bops == &accel__backend_cpu) {
+                status = op->fn(&ctx, op->arg);
+            } else if (s->bops->run(s->bstate, &ctx, op, &status) != 0) {
+                continue; /* deferred: the backend completes it later */
+            }
+            bump(status == 0 ? &s->completed : &s->failed, 1);
+        }
+        if (op->done)
+            op->done(op->arg, status);
+        finished++;
+    }
+    if (finished)
+        finish_many(s, finished);
+}
+
+/* The visit's loop: runs of takes until the budget, the clock or the ring
+ * (after a short linger) ends it. */
+static void visit_run(visit *v)
+{
+    accel_op ops[ACCEL__TAKE_MAX];
+    while (v->n < v->budget) {
+        uint32_t max = v->budget - v->n;
+        if (max > v->until_check)
+            max = v->until_check;
+        if (max > ACCEL__TAKE_MAX)
+            max = ACCEL__TAKE_MAX;
+        uint32_t k = take_run(v, ops, max);
+        if (k == 0) {
+            if (v->n > 0 && ring_ready_soon(v->s, v->h))
+                continue;
+            break;
+        }
+        run_ops(v, ops, k);
+        v->n += k;
+        v->until_check -= k;
+        if (v->until_check == 0) {
+            v->until_check = v->every;
+            if (accel__now_ns() - v->t0 >= v->rt->cfg.quantum_ns)
+                break;
+        }
+    }
+}
+
+/* Ends the visit at *now: stores the counters, charges the service and
+ * re-queues the session, leaves it idle or hands it to a producer
+ * (ring.h). Returns the lanes that may run it if re-queued, else 0. */
+static unsigned visit_end(visit *v, uint64_t *now)
+{
+    accel_runtime *rt = v->rt;
+    accel_session *s = v->s;
+    uint32_t pending = 0;
+    if (s->bops->poll)
+        pending = s->bops->poll(s->bstate, s);
+    accel__tls_current = NULL;
+    *now = accel__now_ns();
+    uint64_t service = *now - v->t0;
+    bump(&s->service_ns, service);
+    bump(&s->visits, 1);
+    accel__sched_charge(rt->sched, &s->se, service, v->n);
+
+    /* More to do: back into the scheduler, still SCHED, keeping the
+     * scheduler's reference. */
+    if (pending || accel__ring_sc_ready(&s->ring, v->h))
+        return accel__sched_enqueue(rt->sched, &s->se, false);
+    switch (accel__ring_sc_leave(&s->ring, v->h)) {
+    case ACCEL__RING_MORE:
+        return accel__sched_enqueue(rt->sched, &s->se, false);
+    case ACCEL__RING_IDLE:
+        accel__session_unref(s); /* drop the scheduler's reference */
+        return 0;
+    default:
+        return 0; /* deferred: its producer enqueues it (the ref goes too);
+                     s must not be touched any more */
+    }
 }
 
 /* Runs one visit of s starting at *now (the clock read when the visit
@@ -107,93 +269,10 @@ __attribute__((noinline)) /* a frame of its own: profiles (callgrind,
                              perf) count a visit apart from pick and park */
 static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
 {
-    accel_ctx ctx = {.session = s};
-    uint32_t budget = accel__sched_visit_ops(rt->sched, &s->se);
-    if (s->bops->capacity) {
-        uint32_t room = s->bops->capacity(s->bstate);
-        budget = room < budget ? room : budget;
-    }
-    uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
-    uint32_t n = 0;
-    uint64_t t0 = *now;
-    /* The ops budget comes from the session's predicted op cost; if its
-     * ops suddenly got longer, the clock ends the visit at quantum_ns. It
-     * is read every `every` ops, chosen so that checking costs ~1/20 of
-     * the predicted work (a clock read is ~40 ns here). */
-    uint64_t cost = s->se.op_cost_ns;
-    uint32_t every = cost >= ACCEL__CLOCK_CHECK_NS ? 1
-                     : cost ? (uint32_t)(ACCEL__CLOCK_CHECK_NS / cost)
-                            : 1;
-    uint32_t until_check = every;
-    accel__tls_current = s; /* ops and done callbacks of s run here */
-
-    while (n < budget && (accel__ring_ready(&s->ring, h) ||
-                          (n > 0 && ring_ready_soon(s, h)))) {
-        accel_op op;
-        /* The stamp of a sampled position is read before take frees the
-         * position (a producer of h + depth may reuse the entry after). */
-        uint64_t stamp =
-            (h % ACCEL__WAIT_SAMPLE) == 0
-                ? s->stamps[(h / ACCEL__WAIT_SAMPLE) & s->stamp_mask]
-                : 0;
-        accel__ring_take(&s->ring, &s->head, h, &op);
-        h++;
-        notify_room(s, h, false);
-        if (stamp)
-            accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
-        if (atomic_load_explicit(&s->cancel, memory_order_relaxed)) {
-            bump(&s->cancelled, 1);
-            if (op.done)
-                op.done(op.arg, ACCEL_ECLOSED);
-            finish_one(s);
-        } else {
-            int status;
-            bump(&s->dispatched, 1);
-            /* The CPU backend's run is fn itself: call it directly. */
-            if (s->bops == &accel__backend_cpu) {
-                accel__op_complete(s, &op, op.fn(&ctx, op.arg));
-            } else if (s->bops->run(s->bstate, &ctx, &op, &status) == 0) {
-                accel__op_complete(s, &op, status);
-            }
-        }
-        n++;
-        if (--until_check == 0) {
-            until_check = every;
-            if (accel__now_ns() - t0 >= rt->cfg.quantum_ns)
-                break;
-        }
-    }
-    uint32_t pending = 0;
-    if (s->bops->poll)
-        pending = s->bops->poll(s->bstate, s);
-    accel__tls_current = NULL;
-    notify_room(s, h, true);
-    *now = accel__now_ns();
-    uint64_t service = *now - t0;
-    bump(&s->service_ns, service);
-    bump(&s->visits, 1);
-    accel__sched_charge(rt->sched, &s->se, service, n);
-
-    if (pending || accel__ring_ready(&s->ring, h)) {
-        /* More to do: back into the scheduler, still SCHEDULED, keeping
-         * the scheduler's reference. */
-        return accel__sched_enqueue(rt->sched, &s->se, false);
-    }
-    ACCEL__YIELD_POINT();
-    /* [RMW2] acq_rel: clears SCHEDULED; pairs with [RMW1] (session.h). */
-    atomic_fetch_and_explicit(&s->state, ~ACCEL__S_SCHEDULED,
-                              memory_order_acq_rel);
-    ACCEL__YIELD_POINT();
-    if (accel__ring_ready(&s->ring, h) &&
-        !(atomic_fetch_or_explicit(&s->state, ACCEL__S_SCHEDULED,
-                                   memory_order_acq_rel) &
-          ACCEL__S_SCHEDULED)) {
-        /* A producer published between our last look and the clear, and
-         * we won the bit back: keep our reference and re-queue. */
-        return accel__sched_enqueue(rt->sched, &s->se, true);
-    }
-    accel__session_unref(s); /* drop the scheduler's reference */
-    return 0;
+    visit v;
+    visit_begin(&v, rt, s, *now);
+    visit_run(&v);
+    return visit_end(&v, now);
 }
 
 void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
