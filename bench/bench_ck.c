@@ -49,7 +49,7 @@
 #include <unistd.h>
 
 #include "futex.h"
-#include "sched.h"
+#include "sched_core.h"
 
 #pragma weak accel__sched_nodes_init
 #pragma weak accel__sched_nodes_fini

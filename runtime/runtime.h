@@ -12,7 +12,7 @@
 
 #include "accel/accel.h"
 #include "backend.h"
-#include "sched.h"
+#include "sched_core.h"
 
 #define ACCEL__WORKERS_MAX 1024u
 #define ACCEL__SESSIONS_MAX (1u << 20)
@@ -20,7 +20,6 @@
 typedef struct accel__worker {
     accel_runtime *rt;
     pthread_t thread;
-    unsigned index;
     unsigned lane; /* 0 general, 1 short lane */
 } accel__worker;
 

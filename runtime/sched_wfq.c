@@ -23,7 +23,7 @@
  */
 #include "accel/accel.h"
 #include "alloc.h"
-#include "sched.h"
+#include "sched_core.h"
 
 #define SLOTS ACCEL__CAL_SLOTS
 #define BEHIND 512u              /* window buckets before V */

@@ -37,7 +37,7 @@
 #include "backend.h"
 #include "budget.h"
 #include "ring.h"
-#include "sched.h"
+#include "sched_core.h"
 #include "waitstat.h"
 
 struct accel_ctx {

@@ -368,7 +368,6 @@ int accel__workers_start(accel_runtime *rt)
     for (unsigned i = 0; i < rt->nworkers; i++) {
         accel__worker *w = &rt->workers[i];
         w->rt = rt;
-        w->index = i;
         w->lane = i < rt->cfg.short_lane_workers ? 1 : 0;
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             rt->nworkers = i;

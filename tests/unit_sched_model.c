@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched.h"
+#include "sched_core.h"
 
 #define MAXS 64
 #define MAXW 8

@@ -14,8 +14,8 @@
  * the service to charge. Driven from one thread with scripted costs, the
  * pick order is a pure function of the calls (tests/unit_sched_model.c).
  */
-#ifndef ACCEL_RUNTIME_SCHED_H
-#define ACCEL_RUNTIME_SCHED_H
+#ifndef ACCEL_RUNTIME_SCHED_CORE_H
+#define ACCEL_RUNTIME_SCHED_CORE_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
