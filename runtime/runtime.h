@@ -50,15 +50,4 @@ struct accel_runtime {
     int cuda_probe;    /* ACCEL_OK if CUDA usable */
 };
 
-/* Wakes one parked worker of the lanes in mask (ACCEL__SCHED_LANE_*, as
- * returned by accel__sched_enqueue), a short-lane one first. Hot path: a
- * compiler barrier and a relaxed load when no worker is parked. */
-void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes);
-
-int accel__workers_start(accel_runtime *rt);
-void accel__workers_stop(accel_runtime *rt);
-
-/* The session list (cold path, takes list_lock). */
-void accel__runtime_unlink_session(accel_runtime *rt, accel_session *s);
-
 #endif

@@ -1,10 +1,10 @@
 /*
  * The scheduler's internal interface: which runnable session a worker runs
- * next. The worker pool (worker.c) and the submit path (session.c) use only
- * this; the implementation (sched_wfq.c over the calendar of
- * sched_calendar.c) is described in docs/scheduler.md.
+ * next. The worker pool (worker.c, which also enqueues for the submit
+ * path) uses only this; the implementation (sched_wfq.c over the calendar
+ * of sched_calendar.c) is described in docs/scheduler.md.
  *
- * Protocol (enforced by the session state word, see session.h): an entity
+ * Protocol (enforced by SCHED in the ring's tail word, see ring.h): an entity
  * is in the scheduler at most once, between an enqueue and the pick that
  * returns it, and only the worker that picked it charges and re-enqueues
  * it. enqueue and pick may run concurrently from any threads; none of these

@@ -11,7 +11,7 @@
  *      unpublishes the id from the table, so that it is free for reuse
  *      as soon as close is seen to have begun.)
  *   3. every closer waits until `finished` reaches that count (the worker's
- *      [R5] release of finished pairs with [A5] here), unless it runs
+ *      [R5] release of finished pairs with [A5] in progress.c), unless it runs
  *      inside one of the session's own ops.
  */
 
@@ -23,6 +23,7 @@
 #include "alloc.h"
 #include "clock.h"
 #include "futex.h"
+#include "progress.h"
 #include "rcu.h"
 #include "runtime.h"
 #include "table.h"
@@ -63,30 +64,36 @@ void accel__session_free_now(accel_session *s)
     accel__free(s); /* ring slots and id live in the same allocation */
 }
 
+/* Cold path: the runtime's list of session objects (destroy walks it). */
+static int list_add(accel_runtime *rt, accel_session *s)
+{
+    pthread_mutex_lock(&rt->list_lock); /* cold: session open */
+    if (rt->nsessions >= ACCEL__SESSIONS_MAX) {
+        pthread_mutex_unlock(&rt->list_lock);
+        return ACCEL_ENOMEM;
+    }
+    cds_list_add(&s->rt_link, &rt->sessions);
+    rt->nsessions++;
+    pthread_mutex_unlock(&rt->list_lock);
+    return ACCEL_OK;
+}
+
+static void list_del(accel_runtime *rt, accel_session *s)
+{
+    pthread_mutex_lock(&rt->list_lock); /* cold: session teardown */
+    cds_list_del(&s->rt_link);
+    rt->nsessions--;
+    pthread_mutex_unlock(&rt->list_lock);
+}
+
 void accel__session_unref(accel_session *s)
 {
     /* acq_rel: every user's last accesses happen before the reclamation
      * that the final decrement starts. */
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
         return;
-    accel__runtime_unlink_session(s->rt, s);
+    list_del(s->rt, s);
     accel__rcu_defer(&s->rcu, session_reclaim);
-}
-
-void accel__session_notify(accel_session *s)
-{
-    /* release: pairs with the acquire load of event in waiters, so that
-     * what changed before the bump is seen after the wake. */
-    atomic_fetch_add_explicit(&s->event, 1, memory_order_release);
-    accel__futex_wake(&s->event, INT_MAX);
-}
-
-void accel__session_enqueue(accel_session *s, bool new_claim)
-{
-    if (new_claim)
-        accel__session_ref(s); /* the scheduler's reference */
-    accel__runtime_wake_lanes(
-        s->rt, accel__sched_enqueue(s->rt->sched, &s->se, new_claim));
 }
 
 int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
@@ -159,22 +166,16 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
         return rc;
     }
 
-    /* Cold path: the runtime's list of session objects. */
-    pthread_mutex_lock(&rt->list_lock); /* cold: session open */
-    if (rt->nsessions >= ACCEL__SESSIONS_MAX) {
-        pthread_mutex_unlock(&rt->list_lock);
+    if (list_add(rt, s) != ACCEL_OK) {
         accel__session_free_now(s);
         return ACCEL_ENOMEM;
     }
-    cds_list_add(&s->rt_link, &rt->sessions);
-    rt->nsessions++;
-    pthread_mutex_unlock(&rt->list_lock);
 
     accel__rcu_read_lock();
     rc = accel__table_insert(rt->table, s);
     accel__rcu_read_unlock();
     if (rc != ACCEL_OK) {
-        accel__runtime_unlink_session(rt, s);
+        list_del(rt, s);
         accel__session_free_now(s);
         return rc;
     }
@@ -192,86 +193,12 @@ int accel_session_lookup(accel_runtime *rt, const char *id,
     accel__rcu_read_lock();
     accel_session *s = accel__table_find(rt->table, id, len,
                                          accel__table_hash(id, len));
-    if (s) {
-        /* Take a ref unless it already dropped to 0 (then the object is
-         * waiting for its grace period). relaxed: the read-side section
-         * keeps the object alive while we try. */
-        uint32_t r = atomic_load_explicit(&s->refs, memory_order_relaxed);
-        while (r != 0 &&
-               !atomic_compare_exchange_weak_explicit(
-                   &s->refs, &r, r + 1, memory_order_relaxed,
-                   memory_order_relaxed))
-            ;
-        if (r != 0) {
-            atomic_fetch_add_explicit(&s->handles, 1, memory_order_relaxed);
-            *out = s;
-            rc = ACCEL_OK;
-        }
+    if (s && accel__session_tryref(s)) {
+        atomic_fetch_add_explicit(&s->handles, 1, memory_order_relaxed);
+        *out = s;
+        rc = ACCEL_OK;
     }
     accel__rcu_read_unlock();
-    return rc;
-}
-
-/*
- * Sleeping. A sleeper announces what it waits for, then re-checks after
- * the cold fence; the worker stores its progress ([R5] finished, [R2]
- * head), then after a hot fence loads the announcement (futex.h: one of
- * the two sees the other). The futex word `event` is read before the
- * announcement, so a notify in between makes futex_wait return at once.
- *
- * Completion sleepers (sync, close) announce by lowering `wake_at` to
- * their target: the worker wakes them once, when finished reaches it, not
- * on every op. Room sleepers count themselves in `space_waiters`; the
- * worker wakes them every half ring of takes and at the end of a visit,
- * not on every freed slot (a futex wake per op collapses throughput).
- */
-static bool finished_reached(accel_session *s, uint64_t target)
-{
-    /* [A5] acquire: pairs with [R5] in the worker; the done callbacks of
-     * the counted ops happen before our return. */
-    return atomic_load_explicit(&s->finished, memory_order_acquire) >= target;
-}
-
-int accel__session_wait_finished(accel_session *s, uint64_t target,
-                                 uint64_t deadline)
-{
-    for (;;) {
-        if (finished_reached(s, target))
-            return ACCEL_OK;
-        /* acquire: pairs with the release bump in accel__session_notify. */
-        uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
-        uint64_t w = atomic_load_explicit(&s->wake_at, memory_order_relaxed);
-        /* relaxed CAS-min: the fence below orders it against the worker. */
-        while (target < w &&
-               !atomic_compare_exchange_weak_explicit(
-                   &s->wake_at, &w, target, memory_order_relaxed,
-                   memory_order_relaxed))
-            ;
-        accel__fence_cold();
-        if (finished_reached(s, target))
-            return ACCEL_OK;
-        int64_t rem = accel__remaining(deadline);
-        if (rem == 0)
-            return ACCEL_ETIMEDOUT;
-        accel__futex_wait(&s->event, ev, rem);
-    }
-}
-
-int accel__session_wait_room(accel_session *s, uint64_t deadline)
-{
-    /* acquire: pairs with the release bump in accel__session_notify. */
-    uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
-    atomic_fetch_add_explicit(&s->space_waiters, 1, memory_order_relaxed);
-    accel__fence_cold();
-    int rc = ACCEL_OK;
-    if (!accel__ring_has_room_or_closed(&s->ring)) {
-        int64_t rem = accel__remaining(deadline);
-        if (rem == 0)
-            rc = ACCEL_ETIMEDOUT;
-        else
-            accel__futex_wait(&s->event, ev, rem);
-    }
-    atomic_fetch_sub_explicit(&s->space_waiters, 1, memory_order_relaxed);
     return rc;
 }
 

@@ -117,22 +117,19 @@ static inline void accel__session_ref(accel_session *s)
 }
 void accel__session_unref(accel_session *s);
 
-/* Puts a session whose SCHED this thread now owns into the scheduler and
- * wakes a worker that may run it. new_claim: the reservation set SCHED
- * (takes the scheduler's ref; the session starts at the global virtual
- * time); false: a deferred session was claimed (the ref came with it). */
-void accel__session_enqueue(accel_session *s, bool new_claim);
-
-/* Wakes every thread sleeping on the session's event word if any. */
-void accel__session_notify(accel_session *s);
-
-/* Sleeps until `finished` >= target: ACCEL_OK, or ACCEL_ETIMEDOUT once
- * deadline (accel__deadline()) passed. */
-int accel__session_wait_finished(accel_session *s, uint64_t target,
-                                 uint64_t deadline);
-/* Sleeps until the ring has room or is closed (then the caller retries):
- * ACCEL_OK, or ACCEL_ETIMEDOUT. */
-int accel__session_wait_room(accel_session *s, uint64_t deadline);
+/* Takes a reference unless the count already dropped to 0 (then the
+ * object only waits for its grace period): lookups, the destroy walk.
+ * relaxed: the caller's RCU read section or list lock keeps the object
+ * alive while it tries. */
+static inline bool accel__session_tryref(accel_session *s)
+{
+    uint32_t r = atomic_load_explicit(&s->refs, memory_order_relaxed);
+    while (r != 0 && !atomic_compare_exchange_weak_explicit(
+                         &s->refs, &r, r + 1, memory_order_relaxed,
+                         memory_order_relaxed))
+        ;
+    return r != 0;
+}
 
 /* Frees a session with no refs left (runtime destroy). */
 void accel__session_free_now(accel_session *s);

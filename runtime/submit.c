@@ -15,7 +15,9 @@
 
 #include "clock.h"
 #include "futex.h"
+#include "progress.h"
 #include "session.h"
+#include "worker.h"
 
 /* The ring was full: a few yields first (on a 2-core machine the consumer
  * often just needs the CPU), then sleep until room, close or the deadline. */
@@ -69,9 +71,9 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
         done += (size_t)k;
         ACCEL__YIELD_POINT(); /* between publish and the kick */
         if (owner)
-            accel__session_enqueue(s, true);
+            accel__workers_enqueue(s, true);
         else if (accel__ring_mp_claim_deferred(&s->ring))
-            accel__session_enqueue(s, false);
+            accel__workers_enqueue(s, false);
     }
     if (accepted)
         *accepted = done;

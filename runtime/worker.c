@@ -23,20 +23,11 @@
 
 #include "clock.h"
 #include "futex.h"
+#include "progress.h"
 #include "rcu.h"
 #include "runtime.h"
 #include "session.h"
-
-/* After [R2]: wake producers sleeping for room, if any. Once per run of
- * takes (at most ACCEL__TAKE_MAX ops), so a sleeper is not woken per
- * freed slot (a futex wake per op collapses throughput). */
-static inline void notify_room(accel_session *s)
-{
-    accel__fence_hot();
-    /* relaxed: the cold fence on the sleeper's side orders it (futex.h). */
-    if (atomic_load_explicit(&s->space_waiters, memory_order_relaxed))
-        accel__session_notify(s);
-}
+#include "worker.h"
 
 /* Counters of the consumer side have one writer at a time: the worker
  * holding SCHED (deferred completions run in its poll too), handed over
@@ -48,28 +39,12 @@ static inline void bump(_Atomic uint64_t *c, uint64_t by)
                           memory_order_relaxed);
 }
 
-/* `finished` += k: one store per run of completions, not per op. */
-static inline void finish_many(accel_session *s, uint64_t k)
-{
-    uint64_t f = atomic_load_explicit(&s->finished, memory_order_relaxed) + k;
-    /* [R5] release: the done callbacks (and the counters above) happen
-     * before a closer or syncer that sees the count; pairs with [A5] in
-     * session.c. Single writer, so a store. */
-    atomic_store_explicit(&s->finished, f, memory_order_release);
-    accel__fence_hot();
-    /* relaxed: the sleeper's cold fence orders it (session.c). */
-    if (f >= atomic_load_explicit(&s->wake_at, memory_order_relaxed)) {
-        atomic_store_explicit(&s->wake_at, UINT64_MAX, memory_order_relaxed);
-        accel__session_notify(s);
-    }
-}
-
 void accel__op_complete(accel_session *s, const accel_op *op, int status)
 {
     bump(status == 0 ? &s->completed : &s->failed, 1);
     if (op->done)
         op->done(op->arg, status);
-    finish_many(s, 1);
+    accel__progress_finished(s, 1);
 }
 
 /* A visit that empties the ring polls it a little before giving the
@@ -154,7 +129,7 @@ static uint32_t take_run(visit *v, accel_op *ops, uint32_t max)
         stamp = s->stamps[(first / ACCEL__WAIT_SAMPLE) & s->stamp_mask];
     v->h += k;
     accel__ring_sc_release(&s->ring, v->h);
-    notify_room(s);
+    accel__progress_room(s);
     /* A run holds at most one sampled position: ACCEL__TAKE_MAX is no
      * more than ACCEL__WAIT_SAMPLE. */
     if (stamp)
@@ -197,7 +172,7 @@ static void run_ops(visit *v, const accel_op *ops, uint32_t k)
         finished++;
     }
     if (finished)
-        finish_many(s, finished);
+        accel__progress_finished(s, finished);
 }
 
 /* The visit's loop: runs of takes until the budget, the clock or the ring
@@ -273,6 +248,14 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
     visit_begin(&v, rt, s, *now);
     visit_run(&v);
     return visit_end(&v, now);
+}
+
+void accel__workers_enqueue(accel_session *s, bool new_claim)
+{
+    if (new_claim)
+        accel__session_ref(s); /* the scheduler's reference */
+    accel__runtime_wake_lanes(
+        s->rt, accel__sched_enqueue(s->rt->sched, &s->se, new_claim));
 }
 
 void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
