@@ -96,31 +96,49 @@ void accel__session_unref(accel_session *s)
     accel__rcu_defer(&s->rcu, session_reclaim);
 }
 
-int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
-                       accel_session **out)
+/* Checks a config; fills the id length, the priority and the ring depth
+ * (rounded up to a power of two). */
+static int check_config(const accel_session_config *cfg, size_t *idlen,
+                        uint32_t *prio, uint32_t *depth)
 {
-    size_t idlen;
-    if (!rt || !cfg || !out || check_id(cfg->id, &idlen) != ACCEL_OK)
+    if (check_id(cfg->id, idlen) != ACCEL_OK)
         return ACCEL_EINVAL;
-    uint32_t prio = cfg->priority ? cfg->priority : ACCEL_PRIORITY_NORMAL;
-    if (prio > ACCEL_PRIORITY_MAX || cfg->memory_budget < 0 ||
+    *prio = cfg->priority ? cfg->priority : ACCEL_PRIORITY_NORMAL;
+    if (*prio > ACCEL_PRIORITY_MAX || cfg->memory_budget < 0 ||
         (cfg->flags & ~ACCEL_SESSION_SHARED_DEVICE) ||
         (unsigned)cfg->backend > ACCEL_BACKEND_CUDA)
         return ACCEL_EINVAL;
-    uint32_t depth = cfg->queue_depth ? cfg->queue_depth
-                                      : ACCEL_QUEUE_DEPTH_DEFAULT;
-    if (depth > ACCEL_QUEUE_DEPTH_MAX)
+    uint32_t d = cfg->queue_depth ? cfg->queue_depth
+                                  : ACCEL_QUEUE_DEPTH_DEFAULT;
+    if (d > ACCEL_QUEUE_DEPTH_MAX)
         return ACCEL_EINVAL;
-    depth = round_pow2(depth);
+    *depth = round_pow2(d);
+    return ACCEL_OK;
+}
 
-    const accel__backend_ops *bops = &accel__backend_cpu;
+/* The backend a config asks for, as the runtime's probe allows. */
+static int choose_backend(const accel_runtime *rt,
+                          const accel_session_config *cfg,
+                          const accel__backend_ops **out)
+{
+    *out = &accel__backend_cpu;
     if (cfg->backend == ACCEL_BACKEND_CUDA ||
         (cfg->backend == ACCEL_BACKEND_AUTO && rt->cuda_probe == ACCEL_OK)) {
         if (rt->cuda_probe != ACCEL_OK || !accel__backend_cuda_ops)
             return ACCEL_ENOBACKEND;
-        bops = accel__backend_cuda_ops;
+        *out = accel__backend_cuda_ops;
     }
+    return ACCEL_OK;
+}
 
+/* One allocation: the session, its ring slots, the wait stamps, the id
+ * (session.h); every field set but the backend state. NULL: no memory. */
+static accel_session *session_alloc(accel_runtime *rt,
+                                    const accel_session_config *cfg,
+                                    size_t idlen, uint32_t prio,
+                                    uint32_t depth,
+                                    const accel__backend_ops *bops)
+{
     size_t slots_bytes = (size_t)depth * sizeof(accel__ring_slot);
     size_t nstamps = depth >= ACCEL__WAIT_SAMPLE ? depth / ACCEL__WAIT_SAMPLE
                                                  : 1;
@@ -128,7 +146,7 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     accel_session *s = accel__calloc_aligned(
         128, sizeof(*s) + slots_bytes + stamps_bytes + idlen + 1);
     if (!s)
-        return ACCEL_ENOMEM;
+        return NULL;
     accel__ring_slot *slots = (accel__ring_slot *)(s + 1);
     accel__ring_init(&s->ring, slots, depth);
     s->stamps = (uint64_t *)((char *)slots + slots_bytes);
@@ -147,35 +165,61 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     s->hash = (uint32_t)accel__table_hash(s->id, idlen);
     cds_lfht_node_init(&s->table_node);
     accel__sched_entity_init(rt->sched, &s->se, prio, s);
+    return s;
+}
 
-    int rc = bops->session_open(rt->cuda_state, s, cfg->device, prio,
-                            !!(cfg->flags & ACCEL_SESSION_SHARED_DEVICE),
-                            &s->bstate);
+/* Opens the backend's side of the session; AUTO falls back to the CPU when
+ * the device failed or vanished since the runtime probed it. */
+static int backend_open(accel_runtime *rt, accel_session *s,
+                        const accel_session_config *cfg, uint32_t prio)
+{
+    int rc = s->bops->session_open(rt->cuda_state, s, cfg->device, prio,
+                                   !!(cfg->flags & ACCEL_SESSION_SHARED_DEVICE),
+                                   &s->bstate);
     if (rc == ACCEL_ENOBACKEND && cfg->backend == ACCEL_BACKEND_AUTO &&
-        bops != &accel__backend_cpu) {
-        /* The device failed or vanished since the runtime probed it: AUTO
-         * falls back to the CPU. */
-        s->bops = bops = &accel__backend_cpu;
-        s->backend = bops->kind;
-        rc = bops->session_open(rt->cuda_state, s, cfg->device, prio, 0,
-                                &s->bstate);
+        s->bops != &accel__backend_cpu) {
+        s->bops = &accel__backend_cpu;
+        s->backend = s->bops->kind;
+        rc = s->bops->session_open(rt->cuda_state, s, cfg->device, prio, 0,
+                                   &s->bstate);
     }
-    if (rc != ACCEL_OK) {
+    if (rc != ACCEL_OK)
         s->bstate = NULL;
-        accel__session_free_now(s);
-        return rc;
-    }
+    return rc;
+}
 
-    if (list_add(rt, s) != ACCEL_OK) {
-        accel__session_free_now(s);
+/* Makes the session known: the runtime's list, then the id table. */
+static int session_register(accel_runtime *rt, accel_session *s)
+{
+    if (list_add(rt, s) != ACCEL_OK)
         return ACCEL_ENOMEM;
-    }
-
     accel__rcu_read_lock();
-    rc = accel__table_insert(rt->table, s);
+    int rc = accel__table_insert(rt->table, s);
     accel__rcu_read_unlock();
-    if (rc != ACCEL_OK) {
+    if (rc != ACCEL_OK)
         list_del(rt, s);
+    return rc;
+}
+
+int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
+                       accel_session **out)
+{
+    size_t idlen;
+    uint32_t prio, depth;
+    if (!rt || !cfg || !out ||
+        check_config(cfg, &idlen, &prio, &depth) != ACCEL_OK)
+        return ACCEL_EINVAL;
+    const accel__backend_ops *bops;
+    int rc = choose_backend(rt, cfg, &bops);
+    if (rc != ACCEL_OK)
+        return rc;
+    accel_session *s = session_alloc(rt, cfg, idlen, prio, depth, bops);
+    if (!s)
+        return ACCEL_ENOMEM;
+    rc = backend_open(rt, s, cfg, prio);
+    if (rc == ACCEL_OK)
+        rc = session_register(rt, s);
+    if (rc != ACCEL_OK) {
         accel__session_free_now(s);
         return rc;
     }
