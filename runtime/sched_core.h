@@ -79,6 +79,12 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
  * runnable for that lane. Lock-free. */
 accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane);
 
+/* A hint, not a claim: the entity a worker of `lane` would likely pick
+ * next (the top of the first non-empty bucket), or NULL. It may be picked
+ * by another worker, or even be reused, by the time the caller looks: use
+ * it only to prefetch, never dereference it. Lock-free, read-only. */
+accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane);
+
 /* How many ops the coming visit of e may run (the quantum in ops, shortened
  * so that it is expected to fit quantum_ns). Only the picking worker. */
 uint32_t accel__sched_visit_ops(const accel__sched *s,
@@ -108,7 +114,11 @@ int64_t accel__sched_lag(const accel__sched *s, const accel__sched_entity *e);
 typedef struct accel__sched_node {
     _Atomic uint32_t next;      /* index, 0 = none */
     uint32_t pad;
-    accel__sched_entity *e;     /* written by the holder before a push */
+    _Atomic(accel__sched_entity *) e; /* written by the holder before a
+                                         push (relaxed: the push's CAS
+                                         publishes it); atomic because
+                                         accel__sched_peek reads it as a
+                                         hint, racing with a reuse */
 } accel__sched_node;
 
 typedef struct accel__sched_nodes {
