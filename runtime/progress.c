@@ -55,7 +55,7 @@ int accel__session_wait_room(accel_session *s, uint64_t deadline)
     atomic_fetch_add_explicit(&s->space_waiters, 1, memory_order_relaxed);
     accel__fence_cold();
     int rc = ACCEL_OK;
-    if (!accel__ring_has_room_or_closed(&s->ring)) {
+    if (!accel__ring_has_room_or_closed(ACCEL__RING(s))) {
         int64_t rem = accel__remaining(deadline);
         if (rem == 0)
             rc = ACCEL_ETIMEDOUT;

@@ -49,13 +49,15 @@
  *     owner's reserve CAS / defer claim (acquire): the consumer-side state
  *     (head, counters, scheduler entity) changes hands.
  *
- * Cache lines (the ring is 256 bytes, two 128-byte pairs, since adjacent
- * line prefetch moves lines in pairs):
- *   prod pair: line 0 tail and head_cache (producers' CAS); line 1 the
- *     producers' read-only copy of slots/mask and `defer` (read-mostly:
- *     written only when a consumer leaves at an unpublished slot)
- *   cons pair: head and the consumer's copy of slots/mask; the session
- *     keeps the consumer's other per-op fields beside it (session.h)
+ * Cache lines: two halves, each at the start of its own 128-byte pair
+ * (adjacent-line prefetch moves lines in pairs), like DPDK's prod/cons:
+ *   producers' half: tail, head_cache, a read-only copy of slots/mask,
+ *     defer (read by every producer after its publish, on the line its
+ *     CAS just owned; written only at a deferral)
+ *   consumer's half: head and the consumer's copy of slots/mask
+ * struct accel__ring is a ring on its own; the session embeds the two
+ * halves itself, so that each side's other per-op fields share its pair
+ * (session.h). Every function takes both halves.
  */
 #ifndef ACCEL_RUNTIME_RING_H
 #define ACCEL_RUNTIME_RING_H
@@ -81,10 +83,13 @@ typedef struct accel__ring_slot {
     accel_op op;
 } accel__ring_slot;
 
+/* The producers' half: on the producers' line (tail CAS). slots/mask are
+ * a read-only copy; defer is read by every producer after its publish
+ * (from the line its CAS just owned) and written only at a deferral. */
 typedef struct accel__ring_prod {
     _Atomic uint64_t tail;       /* pos | SCHED | CLOSED */
     _Atomic uint64_t head_cache; /* producers' copy of head */
-    alignas(64) accel__ring_slot *slots;
+    accel__ring_slot *slots;
     uint64_t mask;               /* capacity - 1 */
     _Atomic uint64_t defer;      /* 0, or head + 1 of a consumer that
                                     left at an unpublished slot; the
@@ -92,60 +97,71 @@ typedef struct accel__ring_prod {
                                     session */
 } accel__ring_prod;
 
+/* The consumer's half: on the consumer's line. */
 typedef struct accel__ring_cons {
     _Atomic uint64_t head;
     accel__ring_slot *slots;
     uint64_t mask;
 } accel__ring_cons;
 
-/* The consumer's half is a type of its own so that the session can keep
- * its other consumer fields in the same pair (session.h); the ring proper
- * is the producers' pair followed by that half. */
+/* A ring on its own: each half at the start of its own 128-byte pair
+ * (like DPDK's prod/cons). An owner may instead embed the two halves in
+ * its own struct, each at the start of a pair, to keep its per-side
+ * fields in the rest of that pair (the session does, session.h); every
+ * function takes the two halves. */
 typedef struct accel__ring {
     alignas(128) accel__ring_prod prod;
     alignas(128) accel__ring_cons cons;
 } accel__ring;
 
 /* Over zeroed slots the caller owns (no allocation; no fini). */
-static inline void accel__ring_init(accel__ring *r, accel__ring_slot *slots,
+static inline void accel__ring_init(accel__ring_prod *p, accel__ring_cons *c,
+                                    accel__ring_slot *slots,
                                     uint32_t capacity_pow2)
 {
-    r->prod.slots = r->cons.slots = slots;
-    r->prod.mask = r->cons.mask = capacity_pow2 - 1;
-    atomic_init(&r->prod.tail, 0);
-    atomic_init(&r->prod.head_cache, 0);
-    atomic_init(&r->prod.defer, 0);
-    atomic_init(&r->cons.head, 0);
+    p->slots = c->slots = slots;
+    p->mask = c->mask = capacity_pow2 - 1;
+    atomic_init(&p->tail, 0);
+    atomic_init(&p->head_cache, 0);
+    atomic_init(&p->defer, 0);
+    atomic_init(&c->head, 0);
 }
 
-static inline uint64_t accel__ring_capacity(const accel__ring *r)
+static inline uint64_t accel__ring_capacity(const accel__ring_prod *p,
+                                            const accel__ring_cons *c)
 {
-    return r->prod.mask + 1;
+    (void)c;
+    return p->mask + 1;
 }
 
 /* ------------------------------------------------------- any thread */
 
 /* Ops accepted so far (the final count once closed). relaxed: a snapshot. */
-static inline uint64_t accel__ring_submitted(const accel__ring *r)
+static inline uint64_t accel__ring_submitted(const accel__ring_prod *p,
+                                             const accel__ring_cons *c)
 {
-    return atomic_load_explicit(&((accel__ring *)r)->prod.tail,
+    (void)c;
+    return atomic_load_explicit(&((accel__ring_prod *)p)->tail,
                                 memory_order_relaxed) & ACCEL__RING_POS;
 }
 
 /* Accepted and not yet taken (approximate while it moves). */
-static inline uint64_t accel__ring_count(const accel__ring *r)
+static inline uint64_t accel__ring_count(const accel__ring_prod *p,
+                                         const accel__ring_cons *c)
 {
-    uint64_t h = atomic_load_explicit(&((accel__ring *)r)->cons.head,
+    uint64_t h = atomic_load_explicit(&((accel__ring_cons *)c)->head,
                                       memory_order_relaxed);
-    uint64_t t = accel__ring_submitted(r);
+    uint64_t t = accel__ring_submitted(p, c);
     return t > h ? t - h : 0;
 }
 
-static inline bool accel__ring_is_closed(const accel__ring *r)
+static inline bool accel__ring_is_closed(const accel__ring_prod *p,
+                                         const accel__ring_cons *c)
 {
+    (void)c;
     /* acquire: pairs with the release of accel__ring_close (a caller that
      * sees CLOSED sees what the closer did before it). */
-    return (atomic_load_explicit(&((accel__ring *)r)->prod.tail,
+    return (atomic_load_explicit(&((accel__ring_prod *)p)->tail,
                                  memory_order_acquire) &
             ACCEL__RING_CLOSED) != 0;
 }
@@ -154,24 +170,27 @@ static inline bool accel__ring_is_closed(const accel__ring *r)
  * a reservation before it in tail's modification order was accepted, any
  * after it fails. release: what the closer did before (the table removal)
  * is seen by whoever sees CLOSED with acquire. */
-static inline uint64_t accel__ring_close(accel__ring *r)
+static inline uint64_t accel__ring_close(accel__ring_prod *p,
+                                         accel__ring_cons *c)
 {
-    return atomic_fetch_or_explicit(&r->prod.tail, ACCEL__RING_CLOSED,
+    (void)c;
+    return atomic_fetch_or_explicit(&p->tail, ACCEL__RING_CLOSED,
                                     memory_order_release) &
            ACCEL__RING_POS;
 }
 
 /* For room sleepers: is there a free slot (or is the ring closed)?
  * relaxed: the sleeper's fence orders it (futex.h). */
-static inline bool accel__ring_has_room_or_closed(const accel__ring *r)
+static inline bool accel__ring_has_room_or_closed(const accel__ring_prod *p,
+                                                  const accel__ring_cons *c)
 {
-    uint64_t t = atomic_load_explicit(&((accel__ring *)r)->prod.tail,
+    uint64_t t = atomic_load_explicit(&((accel__ring_prod *)p)->tail,
                                       memory_order_relaxed);
     if (t & ACCEL__RING_CLOSED)
         return true;
-    uint64_t h = atomic_load_explicit(&((accel__ring *)r)->cons.head,
+    uint64_t h = atomic_load_explicit(&((accel__ring_cons *)c)->head,
                                       memory_order_relaxed);
-    return (t & ACCEL__RING_POS) - h <= r->prod.mask;
+    return (t & ACCEL__RING_POS) - h <= p->mask;
 }
 
 /* -------------------------------------------------------- producers */
@@ -187,35 +206,37 @@ static inline bool accel__ring_has_room_or_closed(const accel__ring *r)
  * producers'. The real head is read only when the cache shows too little
  * room. The cache may go stale, or even backwards when two producers
  * refresh it at once: a smaller head only understates the room. */
-static inline int64_t accel__ring_mp_reserve(accel__ring *r, uint64_t want,
-                                             uint64_t *first, bool *owner)
+static inline int64_t accel__ring_mp_reserve(accel__ring_prod *p,
+                                             accel__ring_cons *c,
+                                             uint64_t want, uint64_t *first,
+                                             bool *owner)
 {
-    const uint64_t cap = r->prod.mask + 1;
-    uint64_t t = atomic_load_explicit(&r->prod.tail, memory_order_relaxed);
+    const uint64_t cap = p->mask + 1;
+    uint64_t t = atomic_load_explicit(&p->tail, memory_order_relaxed);
     /* [A2] acquire (here and below): the consumer is done with every slot
      * below the head value read; pairs with [R2], directly or through
      * head_cache's release store below. */
-    uint64_t h = atomic_load_explicit(&r->prod.head_cache,
+    uint64_t h = atomic_load_explicit(&p->head_cache,
                                       memory_order_acquire);
     for (;;) {
         if (t & ACCEL__RING_CLOSED)
             return -1;
         uint64_t pos = t & ACCEL__RING_POS;
         if (h > pos) { /* t is older than h: take a fresh one */
-            t = atomic_load_explicit(&r->prod.tail, memory_order_relaxed);
+            t = atomic_load_explicit(&p->tail, memory_order_relaxed);
             continue;
         }
         /* A stale cache can lag pos by more than cap: no room (and a
          * refresh below), never an underflowed, huge room. */
         uint64_t room = pos - h >= cap ? 0 : cap - (pos - h);
         if (room < want) {
-            uint64_t real = atomic_load_explicit(&r->cons.head,
+            uint64_t real = atomic_load_explicit(&c->head,
                                                  memory_order_acquire);
             if (real != h) {
                 h = real;
                 /* release: passes on what [A2] acquired to producers that
                  * read the cache. */
-                atomic_store_explicit(&r->prod.head_cache, h,
+                atomic_store_explicit(&p->head_cache, h,
                                       memory_order_release);
                 continue;
             }
@@ -228,7 +249,7 @@ static inline int64_t accel__ring_mp_reserve(accel__ring *r, uint64_t want,
          * clear, the last holder's leave CAS [R3] happens before our
          * enqueue. Each slot is published by its own [R1]. */
         if (atomic_compare_exchange_weak_explicit(
-                &r->prod.tail, &t, (t + k) | ACCEL__RING_SCHED,
+                &p->tail, &t, (t + k) | ACCEL__RING_SCHED,
                 memory_order_acq_rel, memory_order_relaxed)) {
             *first = pos;
             *owner = !(t & ACCEL__RING_SCHED);
@@ -240,10 +261,12 @@ static inline int64_t accel__ring_mp_reserve(accel__ring *r, uint64_t want,
 
 /* Fills and publishes the slot of a reserved position. Whatever the
  * producer wrote before (a wait stamp) is published with it. */
-static inline void accel__ring_mp_publish(accel__ring *r, uint64_t pos,
+static inline void accel__ring_mp_publish(accel__ring_prod *p,
+                                          accel__ring_cons *c, uint64_t pos,
                                           const accel_op *op)
 {
-    accel__ring_slot *sl = &r->prod.slots[pos & r->prod.mask];
+    (void)c;
+    accel__ring_slot *sl = &p->slots[pos & p->mask];
     sl->op = *op;
     /* [R1] release: publishes op; pairs with [A1]. */
     atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
@@ -252,28 +275,32 @@ static inline void accel__ring_mp_publish(accel__ring *r, uint64_t pos,
 /* After publishing, when the reservation did not make us the owner: did a
  * consumer leave the session to us (see the top)? true: we own it now and
  * must enqueue it. */
-static inline bool accel__ring_mp_claim_deferred(accel__ring *r)
+static inline bool accel__ring_mp_claim_deferred(accel__ring_prod *p,
+                                                 accel__ring_cons *c)
 {
+    (void)c;
     /* Hot side of the fence pair: our [R1] before the load of defer;
      * pairs with accel__fence_cold in accel__ring_sc_leave. */
     accel__fence_hot();
     /* relaxed: ordered by the fence pair; the claim below acquires. */
-    if (__builtin_expect(!atomic_load_explicit(&r->prod.defer,
+    if (__builtin_expect(!atomic_load_explicit(&p->defer,
                                                memory_order_relaxed), 1))
         return false;
     ACCEL__YIELD_POINT();
     /* [A3] acquire: pairs with the consumer's [R3] setting defer. One
      * claimer: whoever reads non-zero here. */
-    return atomic_exchange_explicit(&r->prod.defer, 0,
+    return atomic_exchange_explicit(&p->defer, 0,
                                     memory_order_acq_rel) != 0;
 }
 
 /* --------------------------------------------------------- consumer */
 
 /* Is the slot at h published? */
-static inline bool accel__ring_sc_ready(const accel__ring *r, uint64_t h)
+static inline bool accel__ring_sc_ready(const accel__ring_prod *p,
+                                        const accel__ring_cons *c, uint64_t h)
 {
-    const accel__ring_slot *sl = &r->cons.slots[h & r->cons.mask];
+    (void)p;
+    const accel__ring_slot *sl = &c->slots[h & c->mask];
     /* [A1] acquire: pairs with [R1]; makes the op readable. */
     return atomic_load_explicit(&sl->seq, memory_order_acquire) == h + 1;
 }
@@ -281,12 +308,15 @@ static inline bool accel__ring_sc_ready(const accel__ring *r, uint64_t h)
 /* Copies the published ops at [h, h + max) out, stopping at the first
  * unpublished slot; returns how many. The slots stay the consumer's until
  * accel__ring_sc_release. */
-static inline uint32_t accel__ring_sc_peek(const accel__ring *r, uint64_t h,
-                                           uint32_t max, accel_op *ops)
+static inline uint32_t accel__ring_sc_peek(const accel__ring_prod *p,
+                                           const accel__ring_cons *c,
+                                           uint64_t h, uint32_t max,
+                                           accel_op *ops)
 {
+    (void)p;
     uint32_t n = 0;
-    while (n < max && accel__ring_sc_ready(r, h + n)) {
-        ops[n] = r->cons.slots[(h + n) & r->cons.mask].op;
+    while (n < max && accel__ring_sc_ready(p, c, h + n)) {
+        ops[n] = c->slots[(h + n) & c->mask].op;
         n++;
     }
     return n;
@@ -294,11 +324,13 @@ static inline uint32_t accel__ring_sc_peek(const accel__ring *r, uint64_t h,
 
 /* Frees every slot below h (and its position: read anything kept beside
  * the ring for them before). One release per run of takes. */
-static inline void accel__ring_sc_release(accel__ring *r, uint64_t h)
+static inline void accel__ring_sc_release(accel__ring_prod *p,
+                                          accel__ring_cons *c, uint64_t h)
 {
+    (void)p;
     /* [R2] release: our reads of the slots happen before a producer's
      * reuse of them; pairs with [A2]. */
-    atomic_store_explicit(&r->cons.head, h, memory_order_release);
+    atomic_store_explicit(&c->head, h, memory_order_release);
 }
 
 typedef enum accel__ring_leave {
@@ -310,10 +342,11 @@ typedef enum accel__ring_leave {
 
 /* The end of a visit that found the slot at h (== head) not ready. Only
  * the holder. See the top for the three ways out. */
-static inline accel__ring_leave accel__ring_sc_leave(accel__ring *r,
+static inline accel__ring_leave accel__ring_sc_leave(accel__ring_prod *p,
+                                                     accel__ring_cons *c,
                                                      uint64_t h)
 {
-    uint64_t t = atomic_load_explicit(&r->prod.tail, memory_order_relaxed);
+    uint64_t t = atomic_load_explicit(&p->tail, memory_order_relaxed);
     for (;;) {
         if ((t & ACCEL__RING_POS) == h) {
             ACCEL__YIELD_POINT();
@@ -321,23 +354,23 @@ static inline accel__ring_leave accel__ring_sc_leave(accel__ring *r,
              * owner's [A3]. On failure (a reservation or close came in
              * between) t is reloaded. */
             if (atomic_compare_exchange_weak_explicit(
-                    &r->prod.tail, &t, t & ~ACCEL__RING_SCHED,
+                    &p->tail, &t, t & ~ACCEL__RING_SCHED,
                     memory_order_acq_rel, memory_order_relaxed))
                 return ACCEL__RING_IDLE;
             continue;
         }
         /* Reserved beyond h: published by now, or not yet. */
-        if (accel__ring_sc_ready(r, h))
+        if (accel__ring_sc_ready(p, c, h))
             return ACCEL__RING_MORE;
         ACCEL__YIELD_POINT();
         /* [R3] release: our writes happen before a claimer's [A3]. A
          * plain store: while a consumer holds the session defer is 0, and
          * only the holder sets it. */
-        atomic_store_explicit(&r->prod.defer, h + 1, memory_order_release);
+        atomic_store_explicit(&p->defer, h + 1, memory_order_release);
         /* Cold side of the fence pair: defer before the look at the slot;
          * pairs with the fence_hot in accel__ring_mp_claim_deferred. */
         accel__fence_cold();
-        if (!accel__ring_sc_ready(r, h))
+        if (!accel__ring_sc_ready(p, c, h))
             return ACCEL__RING_DEFERRED; /* its producer will claim it */
         ACCEL__YIELD_POINT();
         /* Published after all: take OUR deferral back, unless a producer
@@ -349,7 +382,7 @@ static inline accel__ring_leave accel__ring_sc_leave(accel__ring *r,
          * [A3] acquire: pairs with that consumer's [R3]. */
         uint64_t mine = h + 1;
         if (atomic_compare_exchange_strong_explicit(
-                &r->prod.defer, &mine, 0, memory_order_acq_rel,
+                &p->defer, &mine, 0, memory_order_acq_rel,
                 memory_order_relaxed))
             return ACCEL__RING_MORE;
         return ACCEL__RING_DEFERRED;

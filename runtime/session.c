@@ -148,7 +148,7 @@ static accel_session *session_alloc(accel_runtime *rt,
     if (!s)
         return NULL;
     accel__ring_slot *slots = (accel__ring_slot *)(s + 1);
-    accel__ring_init(&s->ring, slots, depth);
+    accel__ring_init(ACCEL__RING(s), slots, depth);
     s->stamps = (uint64_t *)((char *)slots + slots_bytes);
     s->stamp_mask = (uint32_t)(nstamps - 1);
     s->id = (char *)s->stamps + stamps_bytes;
@@ -265,7 +265,7 @@ int accel_session_close(accel_session *s, unsigned flags)
      * above happens before a reader that sees CLOSED with the acquire load
      * in accel_session_is_closed(). Producers only need tail's
      * modification order; waiting orders itself with [A5]. */
-    uint64_t final = accel__ring_close(&s->ring);
+    uint64_t final = accel__ring_close(ACCEL__RING(s));
     accel__session_notify(s); /* producers blocked on a full ring */
     if (accel__tls_current == s)
         return ACCEL_OK;
@@ -322,7 +322,7 @@ bool accel_session_is_closed(const accel_session *s)
         return true;
     /* acquire (in the ring): a caller that sees CLOSED also sees the id
      * gone from the table (see accel_session_close). */
-    return accel__ring_is_closed(&s->ring);
+    return accel__ring_is_closed(ACCEL__RING(s));
 }
 
 static uint64_t ld(const _Atomic uint64_t *p)
@@ -342,8 +342,8 @@ int accel_session_get_stats(const accel_session *cs, accel_session_stats *out)
     out->failed = ld(&s->failed);
     out->cancelled = ld(&s->cancelled);
     out->dispatched = ld(&s->dispatched);
-    out->queued = accel__ring_count(&s->ring);
-    out->submitted = accel__ring_submitted(&s->ring);
+    out->queued = accel__ring_count(ACCEL__RING(s));
+    out->submitted = accel__ring_submitted(ACCEL__RING(s));
     out->memory_used = accel__budget_used(&s->budget);
     out->memory_budget = s->budget.cap;
     out->service_ns = ld(&s->service_ns);

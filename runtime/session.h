@@ -45,61 +45,68 @@ struct accel_ctx {
 };
 
 struct accel_session {
-    /* pairs A and B: the ring, its producers' pair and its consumer's
-     * (ring.h) */
-    accel__ring ring;
+    /* Three 128-byte pairs (adjacent-line prefetch moves lines in pairs,
+     * so each writer gets a pair of its own): producers, consumer, the
+     * visiting worker's scheduler state. The ring's two halves (ring.h)
+     * open the first two, so each side's per-op fields share its pair.
+     * 384 bytes in all; the static asserts below keep it so. */
 
-    /* ---- pair C, line 0: the consumer's counters (whichever worker
-     * holds SCHED: written once per visit or run of takes) */
-    alignas(128) _Atomic uint64_t finished; /* ops whose done returned */
-    _Atomic uint64_t dispatched, completed, failed, cancelled;
-    _Atomic uint64_t wake_at;   /* lowest `finished` a sleeper waits for;
-                                   UINT64_MAX: none */
-    _Atomic uint64_t service_ns, visits;
-    /* ---- pair C, line 1: read on every op, written rarely */
-    accel_runtime *rt;
+    /* ---- pair A, line 0: the ring's producer half (tail CAS), the
+     * producers' refs (the claim's ref), fields written at open/close */
+    alignas(128) accel__ring_prod rp;
+    _Atomic uint32_t refs;      /* handles + the scheduler's (SCHED) */
+    _Atomic uint32_t handles;   /* user handles: open, lookups - releases */
+    _Atomic uint32_t priority;
+    uint32_t stamp_mask;
+    /* ---- pair A, line 1: read on every op, written rarely */
+    alignas(64) accel_runtime *rt;
     const accel__backend_ops *bops;
     void *bstate;
     uint64_t *stamps; /* submit time of every ACCEL__WAIT_SAMPLE-th
                          position, indexed (pos / SAMPLE) & stamp_mask;
                          in the same allocation */
-    uint32_t stamp_mask;
+    char *id; /* NUL-terminated, in the same allocation (after the stamps) */
     _Atomic uint32_t space_waiters; /* producers sleeping for ring room */
     _Atomic uint32_t event;     /* futex word, bumped on progress */
     _Atomic uint32_t cancel;    /* close(CANCEL) began */
     accel_backend backend;
 
-    /* ---- pair D: the scheduler entity (the visiting worker), then the
-     * wait statistics, the budget (reservers' CAS), refs and the table
-     * entry's hash */
-    alignas(128) accel__sched_entity se;
+    /* ---- pair B, line 0: the ring's consumer half and the counters
+     * (whichever worker holds SCHED) */
+    alignas(128) accel__ring_cons rc;
+    _Atomic uint64_t finished; /* ops whose done callback has returned */
+    _Atomic uint64_t dispatched, completed, failed, cancelled;
+    /* ---- pair B, line 1: the consumer's, less often */
+    alignas(64) _Atomic uint64_t wake_at; /* lowest `finished` a sleeper
+                                             waits for; UINT64_MAX: none */
+    _Atomic uint64_t service_ns, visits;
     accel__waitstat wait;
-    accel__budget budget;
-    _Atomic uint32_t refs;      /* handles + the scheduler's (SCHED) */
-    _Atomic uint32_t handles;   /* user handles: open, lookups - releases */
-    _Atomic uint32_t priority;
     uint32_t hash;
     uint32_t id_len;
-    /* ---- cold: open, lookup, close, reclamation */
-    alignas(64) struct cds_lfht_node table_node;
-    char *id; /* NUL-terminated, in the same allocation (after the slots) */
+
+    /* ---- pair C: the scheduler entity (the visiting worker), then the
+     * budget (reservers' CAS), the table entry (lookups), the runtime's
+     * list and the reclamation */
+    alignas(128) accel__sched_entity se;
+    accel__budget budget;
+    struct cds_lfht_node table_node;
     struct cds_list_head rt_link; /* runtime's list; under rt->list_lock */
     struct rcu_head rcu;
 };
 
-_Static_assert(offsetof(struct accel_session, ring.cons) == 128,
+/* The ring's halves of a session, for the ring.h calls. */
+#define ACCEL__RING(s) (&(s)->rp), (&(s)->rc)
+
+_Static_assert(offsetof(struct accel_session, rt) == 64,
+               "pair A: producers' line, then the read-only line");
+_Static_assert(offsetof(struct accel_session, rc) == 128,
                "pair B: the ring's consumer half");
-_Static_assert(offsetof(struct accel_session, finished) == 256,
-               "pair C: the consumer's counters, then the per-op read-only "
-               "line");
-_Static_assert(offsetof(struct accel_session, rt) == 320,
-               "pair C, line 1: read-only per op");
-_Static_assert(offsetof(struct accel_session, se) == 384,
-               "pair D: scheduler entity first");
-_Static_assert(offsetof(struct accel_session, table_node) == 512,
-               "cold line last");
-_Static_assert(sizeof(struct accel_session) % 128 == 0,
-               "the slots that follow start a pair of their own");
+_Static_assert(offsetof(struct accel_session, wake_at) == 192,
+               "pair B, line 1");
+_Static_assert(offsetof(struct accel_session, se) == 256,
+               "pair C: scheduler, budget, table entry");
+_Static_assert(sizeof(struct accel_session) == 384,
+               "the session is three 128-byte pairs");
 /* One allocation holds the session, then its ring slots (128-byte
  * aligned, since sizeof(accel_session) is a multiple of 128), then the
  * wait stamps, then its id: one malloc header, no second alignment pad,

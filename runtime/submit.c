@@ -47,7 +47,7 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
     while (done < n) {
         uint64_t first;
         bool owner;
-        int64_t k = accel__ring_mp_reserve(&s->ring, n - done, &first, &owner);
+        int64_t k = accel__ring_mp_reserve(ACCEL__RING(s), n - done, &first, &owner);
         if (k < 0) {
             rc = ACCEL_ECLOSED;
             break;
@@ -66,13 +66,13 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
             if ((pos % ACCEL__WAIT_SAMPLE) == 0)
                 s->stamps[(pos / ACCEL__WAIT_SAMPLE) & s->stamp_mask] =
                     accel__now_ns();
-            accel__ring_mp_publish(&s->ring, pos, &ops[done + (size_t)i]);
+            accel__ring_mp_publish(ACCEL__RING(s), pos, &ops[done + (size_t)i]);
         }
         done += (size_t)k;
         ACCEL__YIELD_POINT(); /* between publish and the kick */
         if (owner)
             accel__workers_enqueue(s, true);
-        else if (accel__ring_mp_claim_deferred(&s->ring))
+        else if (accel__ring_mp_claim_deferred(ACCEL__RING(s)))
             accel__workers_enqueue(s, false);
     }
     if (accepted)
@@ -152,7 +152,7 @@ int accel_session_sync(accel_session *s, int64_t timeout_ns)
         return ACCEL_EINVAL;
     if (accel__tls_current == s)
         return ACCEL_EDEADLK;
-    uint64_t target = accel__ring_submitted(&s->ring);
+    uint64_t target = accel__ring_submitted(ACCEL__RING(s));
     return accel__session_wait_finished(s, target,
                                         accel__deadline(timeout_ns));
 }

@@ -72,11 +72,11 @@ static inline void cpu_relax(void)
 static inline bool ring_ready_soon(accel_session *s, uint64_t h)
 {
     for (int i = 0; i < ACCEL__LINGER_POLLS; i++) {
-        if (accel__ring_sc_ready(&s->ring, h))
+        if (accel__ring_sc_ready(ACCEL__RING(s), h))
             return true;
         cpu_relax();
     }
-    return accel__ring_sc_ready(&s->ring, h);
+    return accel__ring_sc_ready(ACCEL__RING(s), h);
 }
 
 /* One visit: the worker is the ring's only consumer from the pick to
@@ -110,7 +110,7 @@ static void visit_begin(visit *v, accel_runtime *rt, accel_session *s,
                : cost ? (uint32_t)(ACCEL__CLOCK_CHECK_NS / cost)
                       : 1;
     v->until_check = v->every;
-    v->h = atomic_load_explicit(&s->ring.cons.head, memory_order_relaxed);
+    v->h = atomic_load_explicit(&s->rc.head, memory_order_relaxed);
     accel__tls_current = s; /* ops and done callbacks of s run here */
 }
 
@@ -119,7 +119,7 @@ static void visit_begin(visit *v, accel_runtime *rt, accel_session *s,
 static uint32_t take_run(visit *v, accel_op *ops, uint32_t max)
 {
     accel_session *s = v->s;
-    uint32_t k = accel__ring_sc_peek(&s->ring, v->h, max, ops);
+    uint32_t k = accel__ring_sc_peek(ACCEL__RING(s), v->h, max, ops);
     if (k == 0)
         return 0;
     /* Stamps of sampled positions are read before the release frees the
@@ -129,7 +129,7 @@ static uint32_t take_run(visit *v, accel_op *ops, uint32_t max)
     if (first < v->h + k)
         stamp = s->stamps[(first / ACCEL__WAIT_SAMPLE) & s->stamp_mask];
     v->h += k;
-    accel__ring_sc_release(&s->ring, v->h);
+    accel__ring_sc_release(ACCEL__RING(s), v->h);
     accel__progress_room(s);
     /* A run holds at most one sampled position: ACCEL__TAKE_MAX is no
      * more than ACCEL__WAIT_SAMPLE. */
@@ -223,9 +223,9 @@ static unsigned visit_end(visit *v, uint64_t *now)
 
     /* More to do: back into the scheduler, still SCHED, keeping the
      * scheduler's reference. */
-    if (pending || accel__ring_sc_ready(&s->ring, v->h))
+    if (pending || accel__ring_sc_ready(ACCEL__RING(s), v->h))
         return accel__sched_enqueue(rt->sched, &s->se, false);
-    switch (accel__ring_sc_leave(&s->ring, v->h)) {
+    switch (accel__ring_sc_leave(ACCEL__RING(s), v->h)) {
     case ACCEL__RING_MORE:
         return accel__sched_enqueue(rt->sched, &s->se, false);
     case ACCEL__RING_IDLE:
@@ -318,16 +318,15 @@ static accel__sched_entity *park(accel_runtime *rt, unsigned lane)
 }
 
 /* Prefetches what a visit of the hinted entity's session touches (the
- * ring's consumer pair, the counters, the read-only line; the entity's own
- * line the pick reads). Only addresses are computed from the hint: it may
+ * consumer pair's two lines, the read-only line, the entity's line). Only addresses are computed from the hint: it may
  * be stale, or its session freed, and a prefetch never faults. */
 static inline void prefetch_session(const accel__sched_entity *e)
 {
     if (!e)
         return;
     const char *s = (const char *)e - offsetof(accel_session, se);
-    __builtin_prefetch(s + offsetof(accel_session, ring.cons), 1);
-    __builtin_prefetch(s + offsetof(accel_session, finished), 1);
+    __builtin_prefetch(s + offsetof(accel_session, rc), 1);
+    __builtin_prefetch(s + offsetof(accel_session, wake_at), 1);
     __builtin_prefetch(s + offsetof(accel_session, rt), 0);
     __builtin_prefetch(s + offsetof(accel_session, se), 1);
 }

@@ -67,7 +67,8 @@ static void *producer(void *arg)
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         uint64_t want = 1 + tu_rand(&rng) % 4, first;
         bool owner;
-        int64_t k = accel__ring_mp_reserve(&ring, want, &first, &owner);
+        int64_t k = accel__ring_mp_reserve(&ring.prod, &ring.cons, want,
+                                           &first, &owner);
         if (k <= 0) {
             if (k < 0)
                 fail("reserve saw CLOSED before close");
@@ -79,10 +80,11 @@ static void *producer(void *arg)
         for (int64_t i = 0; i < k; i++) {
             accel_op op = {.fn = dummy_fn,
                            .arg = (void *)(uintptr_t)((id << 40) | seq)};
-            accel__ring_mp_publish(&ring, first + (uint64_t)i, &op);
+            accel__ring_mp_publish(&ring.prod, &ring.cons,
+                                   first + (uint64_t)i, &op);
             seq++;
         }
-        if (owner || accel__ring_mp_claim_deferred(&ring))
+        if (owner || accel__ring_mp_claim_deferred(&ring.prod, &ring.cons))
             enqueue();
     }
     produced[id] = seq;
@@ -96,11 +98,11 @@ static void visit(void)
     uint64_t h = head_pos;
     for (;;) {
         accel_op ops[RUN];
-        uint32_t k = accel__ring_sc_peek(&ring, h, RUN, ops);
+        uint32_t k = accel__ring_sc_peek(&ring.prod, &ring.cons, h, RUN, ops);
         if (k == 0) {
             not_ready++;
             atomic_fetch_sub_explicit(&holders, 1, memory_order_relaxed);
-            accel__ring_leave r = accel__ring_sc_leave(&ring, h);
+            accel__ring_leave r = accel__ring_sc_leave(&ring.prod, &ring.cons, h);
             if (r == ACCEL__RING_MORE) {
                 if (atomic_fetch_add_explicit(&holders, 1, memory_order_relaxed))
                     fail("leave said MORE while another consumer held the ring");
@@ -127,7 +129,7 @@ static void visit(void)
         }
         h += k;
         head_pos = h;
-        accel__ring_sc_release(&ring, h);
+        accel__ring_sc_release(&ring.prod, &ring.cons, h);
         atomic_fetch_add_explicit(&consumed_total, k, memory_order_relaxed);
     }
 }
@@ -151,7 +153,7 @@ int main(void)
 {
     double secs = tu_stress_seconds();
     accel__fence_init();
-    accel__ring_init(&ring, slots, CAPACITY);
+    accel__ring_init(&ring.prod, &ring.cons, slots, CAPACITY);
     pthread_t th[PRODUCERS], cs[CONSUMERS];
     for (uintptr_t i = 0; i < CONSUMERS; i++)
         pthread_create(&cs[i], NULL, consumer, NULL);
@@ -187,14 +189,14 @@ int main(void)
         if (next[i] != produced[i])
             fail("a producer's items were not all consumed");
     if (atomic_load(&ring.prod.defer) != 0 ||
-        accel__ring_submitted(&ring) != target)
+        accel__ring_submitted(&ring.prod, &ring.cons) != target)
         fail("the ring is not idle at the end");
-    if (accel__ring_close(&ring) != target) {
+    if (accel__ring_close(&ring.prod, &ring.cons) != target) {
         fail("closed count");
     }
     uint64_t first;
     bool owner;
-    if (accel__ring_mp_reserve(&ring, 1, &first, &owner) != -1)
+    if (accel__ring_mp_reserve(&ring.prod, &ring.cons, 1, &first, &owner) != -1)
         fail("reserve after close");
     printf("stress_ring: %d producers, %d consumers, %llu items, each once and "
            "in order (consumers met %llu empty/unpublished slots, deferred %llu "

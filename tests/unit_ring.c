@@ -20,7 +20,7 @@ static void fx_init(ring_fixture *f, uint32_t cap)
 {
     f->slots = calloc(cap, sizeof(accel__ring_slot));
     cr_assert_not_null(f->slots);
-    accel__ring_init(&f->r, f->slots, cap);
+    accel__ring_init(&f->r.prod, &f->r.cons, f->slots, cap);
 }
 
 static void fx_fini(ring_fixture *f)
@@ -32,7 +32,7 @@ static void fx_fini(ring_fixture *f)
 static int64_t reserve(ring_fixture *f, uint64_t want, uint64_t *first)
 {
     bool owner;
-    return accel__ring_mp_reserve(&f->r, want, first, &owner);
+    return accel__ring_mp_reserve(&f->r.prod, &f->r.cons, want, first, &owner);
 }
 
 static uint64_t tail_word(ring_fixture *f)
@@ -60,10 +60,10 @@ static accel_op op_with(uintptr_t v)
 static uint64_t take_value(ring_fixture *f)
 {
     uint64_t h = head_of(f);
-    cr_assert(accel__ring_sc_ready(&f->r, h));
+    cr_assert(accel__ring_sc_ready(&f->r.prod, &f->r.cons, h));
     accel_op op;
-    cr_assert_eq(accel__ring_sc_peek(&f->r, h, 1, &op), 1);
-    accel__ring_sc_release(&f->r, h + 1);
+    cr_assert_eq(accel__ring_sc_peek(&f->r.prod, &f->r.cons, h, 1, &op), 1);
+    accel__ring_sc_release(&f->r.prod, &f->r.cons, h + 1);
     cr_assert_eq(op.fn, dummy_fn);
     return (uint64_t)(uintptr_t)op.arg;
 }
@@ -72,8 +72,8 @@ Test(ring, init_capacity, .timeout = 5)
 {
     ring_fixture f;
     fx_init(&f, 8);
-    cr_assert_eq(accel__ring_capacity(&f.r), 8);
-    cr_assert_not(accel__ring_sc_ready(&f.r, 0), "a fresh ring is empty");
+    cr_assert_eq(accel__ring_capacity(&f.r.prod, &f.r.cons), 8);
+    cr_assert_not(accel__ring_sc_ready(&f.r.prod, &f.r.cons, 0), "a fresh ring is empty");
     fx_fini(&f);
 }
 
@@ -85,22 +85,22 @@ Test(ring, reserve_publish_take_in_order, .timeout = 5)
     cr_assert_eq(reserve(&f, 3, &first), 3);
     cr_assert_eq(first, 0);
     cr_assert_eq((tail_word(&f) & ACCEL__RING_POS), 3);
-    cr_assert_not(accel__ring_sc_ready(&f.r, 0), "reserved is not published");
+    cr_assert_not(accel__ring_sc_ready(&f.r.prod, &f.r.cons, 0), "reserved is not published");
     for (uint64_t i = 0; i < 3; i++) {
         accel_op o = op_with(100 + i);
-        accel__ring_mp_publish(&f.r, first + i, &o);
+        accel__ring_mp_publish(&f.r.prod, &f.r.cons, first + i, &o);
     }
     for (uint64_t i = 0; i < 3; i++) {
         uint64_t h = head_of(&f);
         cr_assert_eq(h, i);
-        cr_assert(accel__ring_sc_ready(&f.r, h));
+        cr_assert(accel__ring_sc_ready(&f.r.prod, &f.r.cons, h));
         accel_op op;
-        cr_assert_eq(accel__ring_sc_peek(&f.r, h, 1, &op), 1);
-        accel__ring_sc_release(&f.r, h + 1);
+        cr_assert_eq(accel__ring_sc_peek(&f.r.prod, &f.r.cons, h, 1, &op), 1);
+        accel__ring_sc_release(&f.r.prod, &f.r.cons, h + 1);
         cr_assert_eq((uintptr_t)op.arg, 100 + i, "the op travels with its slot");
     }
     cr_assert_eq(head_of(&f), 3);
-    cr_assert_not(accel__ring_sc_ready(&f.r, 3), "drained ring is empty");
+    cr_assert_not(accel__ring_sc_ready(&f.r.prod, &f.r.cons, 3), "drained ring is empty");
     fx_fini(&f);
 }
 
@@ -116,11 +116,11 @@ Test(ring, unpublished_slot_is_not_ready, .timeout = 5)
     /* The later producer publishes first: the consumer must not run it
      * ahead of position 0, nor treat 0 as ready. */
     accel_op ob = op_with(2);
-    accel__ring_mp_publish(&f.r, b, &ob);
-    cr_assert_not(accel__ring_sc_ready(&f.r, 0),
+    accel__ring_mp_publish(&f.r.prod, &f.r.cons, b, &ob);
+    cr_assert_not(accel__ring_sc_ready(&f.r.prod, &f.r.cons, 0),
                   "reserved but unpublished slot reported ready");
     accel_op oa = op_with(1);
-    accel__ring_mp_publish(&f.r, a, &oa);
+    accel__ring_mp_publish(&f.r.prod, &f.r.cons, a, &oa);
     cr_assert_eq(take_value(&f), 1);
     cr_assert_eq(take_value(&f), 2);
     fx_fini(&f);
@@ -140,7 +140,7 @@ Test(ring, full_and_partial_reservation, .timeout = 5)
     cr_assert_eq((tail_word(&f) & ACCEL__RING_POS), 4, "a failed reservation moves nothing");
     for (uint64_t i = 0; i < 4; i++) {
         accel_op o = op_with(i);
-        accel__ring_mp_publish(&f.r, i, &o);
+        accel__ring_mp_publish(&f.r.prod, &f.r.cons, i, &o);
     }
     /* A slot is free once taken (head moved), not earlier. */
     cr_assert_eq(take_value(&f), 0);
@@ -162,7 +162,7 @@ Test(ring, wraparound_many_laps, .timeout = 5)
         cr_assert_eq(first, next_put);
         for (int64_t i = 0; i < k; i++) {
             accel_op o = op_with(first + (uint64_t)i);
-            accel__ring_mp_publish(&f.r, first + (uint64_t)i, &o);
+            accel__ring_mp_publish(&f.r.prod, &f.r.cons, first + (uint64_t)i, &o);
         }
         next_put += (uint64_t)k;
         /* Drain all but one so the ring stays partly full across laps. */
@@ -170,8 +170,8 @@ Test(ring, wraparound_many_laps, .timeout = 5)
             cr_assert_eq(take_value(&f), next_take++);
         /* The slot one lap ahead still holds the stale seq of the earlier
          * lap: never ready. */
-        cr_assert_not(accel__ring_sc_ready(&f.r, next_put + 4));
-        cr_assert_not(accel__ring_sc_ready(&f.r, next_put));
+        cr_assert_not(accel__ring_sc_ready(&f.r.prod, &f.r.cons, next_put + 4));
+        cr_assert_not(accel__ring_sc_ready(&f.r.prod, &f.r.cons, next_put));
     }
     while (next_take < next_put)
         cr_assert_eq(take_value(&f), next_take++);
@@ -187,16 +187,16 @@ Test(ring, stale_seq_of_previous_lap_not_ready, .timeout = 5)
     for (uint64_t p = 0; p < 2; p++) {
         cr_assert_eq(reserve(&f, 1, &first), 1);
         accel_op o = op_with(p);
-        accel__ring_mp_publish(&f.r, first, &o);
+        accel__ring_mp_publish(&f.r.prod, &f.r.cons, first, &o);
         cr_assert_eq(take_value(&f), p);
     }
     /* Position 2 maps to slot 0, whose seq is 1 (position 0 + 1). Reserved
      * but unpublished: not ready. */
     cr_assert_eq(reserve(&f, 1, &first), 1);
     cr_assert_eq(first, 2);
-    cr_assert_not(accel__ring_sc_ready(&f.r, 2));
+    cr_assert_not(accel__ring_sc_ready(&f.r.prod, &f.r.cons, 2));
     accel_op o = op_with(2);
-    accel__ring_mp_publish(&f.r, 2, &o);
+    accel__ring_mp_publish(&f.r.prod, &f.r.cons, 2, &o);
     cr_assert_eq(take_value(&f), 2);
     fx_fini(&f);
 }
@@ -207,16 +207,16 @@ Test(ring, closed_bit_stops_reservations, .timeout = 5)
     fx_init(&f, 8);
     uint64_t first = 0;
     cr_assert_eq(reserve(&f, 2, &first), 2);
-    cr_assert_eq(accel__ring_close(&f.r), 2,
+    cr_assert_eq(accel__ring_close(&f.r.prod, &f.r.cons), 2,
                  "close returns the accepted count");
-    cr_assert(accel__ring_is_closed(&f.r));
+    cr_assert(accel__ring_is_closed(&f.r.prod, &f.r.cons));
     cr_assert_eq(reserve(&f, 1, &first), -1);
     cr_assert_eq(tail_word(&f), 2 | ACCEL__RING_CLOSED | ACCEL__RING_SCHED,
                  "a refused reservation leaves the tail alone");
     /* Already-reserved slots can still be published and consumed. */
     for (uint64_t i = 0; i < 2; i++) {
         accel_op o = op_with(i);
-        accel__ring_mp_publish(&f.r, i, &o);
+        accel__ring_mp_publish(&f.r.prod, &f.r.cons, i, &o);
     }
     cr_assert_eq(take_value(&f), 0);
     cr_assert_eq(take_value(&f), 1);
@@ -224,7 +224,7 @@ Test(ring, closed_bit_stops_reservations, .timeout = 5)
     ring_fixture g;
     fx_init(&g, 1);
     cr_assert_eq(reserve(&g, 1, &first), 1);
-    accel__ring_close(&g.r);
+    accel__ring_close(&g.r.prod, &g.r.cons);
     cr_assert_eq(reserve(&g, 1, &first), -1);
     fx_fini(&g);
     fx_fini(&f);
@@ -240,7 +240,7 @@ Test(ring, capacity_one, .timeout = 5)
         cr_assert_eq(first, i);
         cr_assert_eq(reserve(&f, 1, &first), 0);
         accel_op o = op_with(i);
-        accel__ring_mp_publish(&f.r, i, &o);
+        accel__ring_mp_publish(&f.r.prod, &f.r.cons, i, &o);
         cr_assert_eq(take_value(&f), i);
     }
     fx_fini(&f);
@@ -254,22 +254,22 @@ Test(ring, reservation_that_sets_sched_owns_the_session, .timeout = 5)
     fx_init(&f, 8);
     uint64_t first;
     bool owner = false;
-    cr_assert_eq(accel__ring_mp_reserve(&f.r, 3, &first, &owner), 3);
+    cr_assert_eq(accel__ring_mp_reserve(&f.r.prod, &f.r.cons, 3, &first, &owner), 3);
     cr_assert(owner, "the first reservation sets SCHED");
     cr_assert(tail_word(&f) & ACCEL__RING_SCHED);
-    cr_assert_eq(accel__ring_mp_reserve(&f.r, 1, &first, &owner), 1);
+    cr_assert_eq(accel__ring_mp_reserve(&f.r.prod, &f.r.cons, 1, &first, &owner), 1);
     cr_assert_not(owner, "SCHED was already set");
     for (uint64_t i = 0; i < 4; i++) {
         accel_op o = op_with(i);
-        accel__ring_mp_publish(&f.r, i, &o);
+        accel__ring_mp_publish(&f.r.prod, &f.r.cons, i, &o);
     }
-    cr_assert_not(accel__ring_mp_claim_deferred(&f.r),
+    cr_assert_not(accel__ring_mp_claim_deferred(&f.r.prod, &f.r.cons),
                   "nothing deferred: a non-owner has nothing to do");
     for (uint64_t i = 0; i < 4; i++)
         cr_assert_eq(take_value(&f), i);
-    cr_assert_eq(accel__ring_sc_leave(&f.r, 4), ACCEL__RING_IDLE);
+    cr_assert_eq(accel__ring_sc_leave(&f.r.prod, &f.r.cons, 4), ACCEL__RING_IDLE);
     cr_assert_eq(tail_word(&f), 4, "idle: SCHED clear, pos kept");
-    cr_assert_eq(accel__ring_mp_reserve(&f.r, 1, &first, &owner), 1);
+    cr_assert_eq(accel__ring_mp_reserve(&f.r.prod, &f.r.cons, 1, &first, &owner), 1);
     cr_assert(owner, "after idle the next reservation owns it again");
     fx_fini(&f);
 }
@@ -280,10 +280,10 @@ Test(ring, leave_with_published_work_keeps_the_session, .timeout = 5)
     fx_init(&f, 8);
     uint64_t first;
     bool owner;
-    cr_assert_eq(accel__ring_mp_reserve(&f.r, 1, &first, &owner), 1);
+    cr_assert_eq(accel__ring_mp_reserve(&f.r.prod, &f.r.cons, 1, &first, &owner), 1);
     accel_op o = op_with(7);
-    accel__ring_mp_publish(&f.r, first, &o);
-    cr_assert_eq(accel__ring_sc_leave(&f.r, 0), ACCEL__RING_MORE);
+    accel__ring_mp_publish(&f.r.prod, &f.r.cons, first, &o);
+    cr_assert_eq(accel__ring_sc_leave(&f.r.prod, &f.r.cons, 0), ACCEL__RING_MORE);
     cr_assert(tail_word(&f) & ACCEL__RING_SCHED);
     cr_assert_eq(atomic_load(&f.r.prod.defer), 0);
     fx_fini(&f);
@@ -295,24 +295,24 @@ Test(ring, leave_at_unpublished_slot_defers_to_one_producer, .timeout = 5)
     fx_init(&f, 8);
     uint64_t a, b;
     bool owner;
-    cr_assert_eq(accel__ring_mp_reserve(&f.r, 1, &a, &owner), 1);
+    cr_assert_eq(accel__ring_mp_reserve(&f.r.prod, &f.r.cons, 1, &a, &owner), 1);
     cr_assert(owner);
     accel_op o = op_with(1);
-    accel__ring_mp_publish(&f.r, a, &o);
+    accel__ring_mp_publish(&f.r.prod, &f.r.cons, a, &o);
     cr_assert_eq(take_value(&f), 1);
     /* A second producer reserved (SCHED set: not the owner) and has not
      * published: the consumer must not wait for it, nor go idle. */
-    cr_assert_eq(accel__ring_mp_reserve(&f.r, 1, &b, &owner), 1);
+    cr_assert_eq(accel__ring_mp_reserve(&f.r.prod, &f.r.cons, 1, &b, &owner), 1);
     cr_assert_not(owner);
-    cr_assert_eq(accel__ring_sc_leave(&f.r, 1), ACCEL__RING_DEFERRED);
+    cr_assert_eq(accel__ring_sc_leave(&f.r.prod, &f.r.cons, 1), ACCEL__RING_DEFERRED);
     cr_assert(tail_word(&f) & ACCEL__RING_SCHED, "deferred stays claimed");
     o = op_with(2);
-    accel__ring_mp_publish(&f.r, b, &o);
-    cr_assert(accel__ring_mp_claim_deferred(&f.r),
+    accel__ring_mp_publish(&f.r.prod, &f.r.cons, b, &o);
+    cr_assert(accel__ring_mp_claim_deferred(&f.r.prod, &f.r.cons),
               "the producer after its publish owns the session");
-    cr_assert_not(accel__ring_mp_claim_deferred(&f.r), "exactly one claimer");
+    cr_assert_not(accel__ring_mp_claim_deferred(&f.r.prod, &f.r.cons), "exactly one claimer");
     cr_assert_eq(take_value(&f), 2);
-    cr_assert_eq(accel__ring_sc_leave(&f.r, 2), ACCEL__RING_IDLE);
+    cr_assert_eq(accel__ring_sc_leave(&f.r.prod, &f.r.cons, 2), ACCEL__RING_IDLE);
     fx_fini(&f);
 }
 
@@ -322,12 +322,12 @@ Test(ring, close_keeps_sched_out_of_the_count, .timeout = 5)
     fx_init(&f, 8);
     uint64_t first;
     bool owner;
-    cr_assert_eq(accel__ring_mp_reserve(&f.r, 5, &first, &owner), 5);
-    cr_assert_eq(accel__ring_submitted(&f.r), 5);
-    cr_assert_eq(accel__ring_count(&f.r), 5);
-    cr_assert_eq(accel__ring_close(&f.r), 5);
-    cr_assert_eq(accel__ring_submitted(&f.r), 5);
-    cr_assert(accel__ring_has_room_or_closed(&f.r));
-    cr_assert_eq(accel__ring_mp_reserve(&f.r, 1, &first, &owner), -1);
+    cr_assert_eq(accel__ring_mp_reserve(&f.r.prod, &f.r.cons, 5, &first, &owner), 5);
+    cr_assert_eq(accel__ring_submitted(&f.r.prod, &f.r.cons), 5);
+    cr_assert_eq(accel__ring_count(&f.r.prod, &f.r.cons), 5);
+    cr_assert_eq(accel__ring_close(&f.r.prod, &f.r.cons), 5);
+    cr_assert_eq(accel__ring_submitted(&f.r.prod, &f.r.cons), 5);
+    cr_assert(accel__ring_has_room_or_closed(&f.r.prod, &f.r.cons));
+    cr_assert_eq(accel__ring_mp_reserve(&f.r.prod, &f.r.cons, 1, &first, &owner), -1);
     fx_fini(&f);
 }
