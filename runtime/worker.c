@@ -90,6 +90,7 @@ typedef struct visit {
     uint32_t n;           /* ops taken */
     uint32_t every;       /* ops between clock checks */
     uint32_t until_check;
+    uint32_t run_max;     /* ops one run of takes may hold */
 } visit;
 
 static void visit_begin(visit *v, accel_runtime *rt, accel_session *s,
@@ -110,6 +111,13 @@ static void visit_begin(visit *v, accel_runtime *rt, accel_session *s,
                : cost ? (uint32_t)(ACCEL__CLOCK_CHECK_NS / cost)
                       : 1;
     v->until_check = v->every;
+    /* A run is taken out of the ring before it runs, so the clock can end
+     * the visit only between runs: a run is kept to about a quarter of
+     * the quantum at the predicted cost (ops of unknown cost: one). */
+    uint64_t quarter = rt->cfg.quantum_ns / 4;
+    v->run_max = !cost || cost >= quarter ? 1
+                 : quarter / cost >= ACCEL__TAKE_MAX ? ACCEL__TAKE_MAX
+                                                     : (uint32_t)(quarter / cost);
     v->h = atomic_load_explicit(&s->rc.head, memory_order_relaxed);
     accel__tls_current = s; /* ops and done callbacks of s run here */
 }
@@ -151,11 +159,12 @@ static void run_ops(visit *v, const accel_op *ops, uint32_t k)
     accel_session *s = v->s;
     accel_ctx ctx = {.session = s};
     uint32_t finished = 0;
-    bool cancel = atomic_load_explicit(&s->cancel, memory_order_relaxed);
     for (uint32_t i = 0; i < k; i++) {
         const accel_op *op = &ops[i];
         int status;
-        if (cancel) {
+        /* Per op: an op of this run may close the session with CANCEL,
+         * and the rest of the run is then cancelled. relaxed: a flag. */
+        if (atomic_load_explicit(&s->cancel, memory_order_relaxed)) {
             bump(&s->cancelled, 1);
             status = ACCEL_ECLOSED;
         } else {
@@ -183,10 +192,8 @@ static void visit_run(visit *v)
     accel_op ops[ACCEL__TAKE_MAX];
     while (v->n < v->budget) {
         uint32_t max = v->budget - v->n;
-        if (max > v->until_check)
-            max = v->until_check;
-        if (max > ACCEL__TAKE_MAX)
-            max = ACCEL__TAKE_MAX;
+        if (max > v->run_max)
+            max = v->run_max;
         uint32_t k = take_run(v, ops, max);
         if (k == 0) {
             if (v->n > 0 && ring_ready_soon(v->s, v->h))
@@ -195,12 +202,13 @@ static void visit_run(visit *v)
         }
         run_ops(v, ops, k);
         v->n += k;
-        v->until_check -= k;
-        if (v->until_check == 0) {
-            v->until_check = v->every;
-            if (accel__now_ns() - v->t0 >= v->rt->cfg.quantum_ns)
-                break;
+        if (k < v->until_check) {
+            v->until_check -= k;
+            continue;
         }
+        v->until_check = v->every;
+        if (accel__now_ns() - v->t0 >= v->rt->cfg.quantum_ns)
+            break;
     }
 }
 
