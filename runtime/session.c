@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "abi.h"
 #include "alloc.h"
 #include "clock.h"
 #include "futex.h"
@@ -27,6 +28,7 @@
 #include "rcu.h"
 #include "runtime.h"
 #include "table.h"
+#include "trace.h"
 
 _Thread_local accel_session *accel__tls_current;
 
@@ -59,7 +61,8 @@ static void session_reclaim(struct rcu_head *head)
 void accel__session_free_now(accel_session *s)
 {
     if (s->bops && s->bops->session_free && s->bstate)
-        s->bops->session_free(s->rt->cuda_state, s, s->bstate);
+        s->bops->session_free(s->rt->backends[s->backend].state, s,
+                              s->bstate);
     accel__waitstat_fini(&s->wait);
     accel__free(s); /* ring slots and id live in the same allocation */
 }
@@ -106,28 +109,13 @@ static int check_config(const accel_session_config *cfg, size_t *idlen,
     *prio = cfg->priority ? cfg->priority : ACCEL_PRIORITY_NORMAL;
     if (*prio > ACCEL_PRIORITY_MAX || cfg->memory_budget < 0 ||
         (cfg->flags & ~ACCEL_SESSION_SHARED_DEVICE) ||
-        (unsigned)cfg->backend > ACCEL_BACKEND_CUDA)
+        (unsigned)cfg->backend >= ACCEL__BACKEND_KINDS)
         return ACCEL_EINVAL;
     uint32_t d = cfg->queue_depth ? cfg->queue_depth
                                   : ACCEL_QUEUE_DEPTH_DEFAULT;
     if (d > ACCEL_QUEUE_DEPTH_MAX)
         return ACCEL_EINVAL;
     *depth = round_pow2(d);
-    return ACCEL_OK;
-}
-
-/* The backend a config asks for, as the runtime's probe allows. */
-static int choose_backend(const accel_runtime *rt,
-                          const accel_session_config *cfg,
-                          const accel__backend_ops **out)
-{
-    *out = &accel__backend_cpu;
-    if (cfg->backend == ACCEL_BACKEND_CUDA ||
-        (cfg->backend == ACCEL_BACKEND_AUTO && rt->cuda_probe == ACCEL_OK)) {
-        if (rt->cuda_probe != ACCEL_OK || !accel__backend_cuda_ops)
-            return ACCEL_ENOBACKEND;
-        *out = accel__backend_cuda_ops;
-    }
     return ACCEL_OK;
 }
 
@@ -168,20 +156,30 @@ static accel_session *session_alloc(accel_runtime *rt,
     return s;
 }
 
-/* Opens the backend's side of the session; AUTO falls back to the CPU when
- * the device failed or vanished since the runtime probed it. */
+/* Opens the backend's side of the session; AUTO falls back to the next
+ * backend in rank (the CPU last) when the device failed or vanished since
+ * the runtime probed it. */
 static int backend_open(accel_runtime *rt, accel_session *s,
-                        const accel_session_config *cfg, uint32_t prio)
+                        const accel_session_config *cfg,
+                        const accel__backend_slot *slot, uint32_t prio)
 {
-    int rc = s->bops->session_open(rt->cuda_state, s, cfg->device, prio,
-                                   !!(cfg->flags & ACCEL_SESSION_SHARED_DEVICE),
-                                   &s->bstate);
-    if (rc == ACCEL_ENOBACKEND && cfg->backend == ACCEL_BACKEND_AUTO &&
-        s->bops != &accel__backend_cpu) {
-        s->bops = &accel__backend_cpu;
+    accel__backend_open_args oa = {
+        .device = cfg->device,
+        .weight = prio,
+        .shared = !!(cfg->flags & ACCEL_SESSION_SHARED_DEVICE),
+        .budget_cap = cfg->memory_budget,
+    };
+    int rc = s->bops->session_open(slot->state, s, &oa, &s->bstate);
+    while (rc == ACCEL_ENOBACKEND && cfg->backend == ACCEL_BACKEND_AUTO) {
+        int err;
+        slot = accel__backend_choose(rt->backends, ACCEL_BACKEND_AUTO,
+                                     s->bops, &err);
+        if (!slot)
+            break;
+        s->bops = slot->ops;
         s->backend = s->bops->kind;
-        rc = s->bops->session_open(rt->cuda_state, s, cfg->device, prio, 0,
-                                   &s->bstate);
+        oa.shared = 0;
+        rc = s->bops->session_open(slot->state, s, &oa, &s->bstate);
     }
     if (rc != ACCEL_OK)
         s->bstate = NULL;
@@ -201,22 +199,26 @@ static int session_register(accel_runtime *rt, accel_session *s)
     return rc;
 }
 
-int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
+int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
                        accel_session **out)
 {
     size_t idlen;
     uint32_t prio, depth;
-    if (!rt || !cfg || !out ||
-        check_config(cfg, &idlen, &prio, &depth) != ACCEL_OK)
+    accel_session_config c; /* the caller's layout read by its size */
+    if (!rt || !ucfg || !out ||
+        accel__config_copy(&c, sizeof(c), ucfg, ucfg->struct_size,
+                           ACCEL__BASE_SIZE(accel_session_config)) != 0 ||
+        check_config(&c, &idlen, &prio, &depth) != ACCEL_OK)
         return ACCEL_EINVAL;
-    const accel__backend_ops *bops;
-    int rc = choose_backend(rt, cfg, &bops);
-    if (rc != ACCEL_OK)
+    int rc;
+    const accel__backend_slot *slot =
+        accel__backend_choose(rt->backends, c.backend, NULL, &rc);
+    if (!slot)
         return rc;
-    accel_session *s = session_alloc(rt, cfg, idlen, prio, depth, bops);
+    accel_session *s = session_alloc(rt, &c, idlen, prio, depth, slot->ops);
     if (!s)
         return ACCEL_ENOMEM;
-    rc = backend_open(rt, s, cfg, prio);
+    rc = backend_open(rt, s, &c, slot, prio);
     if (rc == ACCEL_OK)
         rc = session_register(rt, s);
     if (rc != ACCEL_OK) {
@@ -266,6 +268,8 @@ int accel_session_close(accel_session *s, unsigned flags)
      * in accel_session_is_closed(). Producers only need tail's
      * modification order; waiting orders itself with [A5]. */
     uint64_t final = accel__ring_close(ACCEL__RING(s));
+    /* close(session, id, flags, accepted ops): every closer fires it */
+    ACCEL_TRACE4(close, s, s->id, flags, final);
     accel__session_notify(s); /* producers blocked on a full ring */
     if (accel__tls_current == s)
         return ACCEL_OK;
@@ -330,10 +334,9 @@ static uint64_t ld(const _Atomic uint64_t *p)
     return atomic_load_explicit((_Atomic uint64_t *)p, memory_order_relaxed);
 }
 
-int accel_session_get_stats(const accel_session *cs, accel_session_stats *out)
+void accel__session_fill_stats(const accel_session *cs,
+                               accel_session_stats *out)
 {
-    if (!cs || !out)
-        return ACCEL_EINVAL;
     accel_session *s = (accel_session *)cs;
     memset(out, 0, sizeof(*out));
     /* Relaxed snapshots: each counter is exact, the set is not atomic.
@@ -356,5 +359,4 @@ int accel_session_get_stats(const accel_session *cs, accel_session_stats *out)
     out->wait_p99_ns = accel__waitstat_quantile(&s->wait, 0.99);
     out->wait_p999_ns = accel__waitstat_quantile(&s->wait, 0.999);
     out->wait_max_ns = ld(&s->wait.max_ns);
-    return ACCEL_OK;
 }

@@ -138,6 +138,10 @@ static inline bool accel__session_tryref(accel_session *s)
     return r != 0;
 }
 
+/* The full stats of this library's layout (abi.c writes them by size). */
+void accel__session_fill_stats(const accel_session *s,
+                               accel_session_stats *out);
+
 /* Frees a session with no refs left (runtime destroy). */
 void accel__session_free_now(accel_session *s);
 

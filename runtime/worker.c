@@ -20,7 +20,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
-#include <stdio.h>
 
 #include "clock.h"
 #include "futex.h"
@@ -28,11 +27,13 @@
 #include "rcu.h"
 #include "runtime.h"
 #include "session.h"
+#include "trace.h"
 #include "worker.h"
 
 /* Counters of the consumer side have one writer at a time: the worker
  * holding SCHED (deferred completions run in its poll too), handed over
- * with [R3]/[A3] (ring.h). So a plain load and store, no locked RMW;
+ * with [R3]/[A3] (ring.h); a worker's own picks/visits/parks have one
+ * writer, the worker. So a plain load and store, no locked RMW;
  * relaxed, they order nothing by themselves (finished does, [R5]). */
 static inline void bump(_Atomic uint64_t *c, uint64_t by)
 {
@@ -43,6 +44,8 @@ static inline void bump(_Atomic uint64_t *c, uint64_t by)
 void accel__op_complete(accel_session *s, const accel_op *op, int status)
 {
     bump(status == 0 ? &s->completed : &s->failed, 1);
+    /* op_done(session, arg, status) */
+    ACCEL_TRACE3(op_done, s, op->arg, status);
     if (op->done)
         op->done(op->arg, status);
     accel__progress_finished(s, 1);
@@ -119,6 +122,8 @@ static void visit_begin(visit *v, accel_runtime *rt, accel_session *s,
                  : quarter / cost >= ACCEL__TAKE_MAX ? ACCEL__TAKE_MAX
                                                      : (uint32_t)(quarter / cost);
     v->h = atomic_load_explicit(&s->rc.head, memory_order_relaxed);
+    /* visit_start(session, id, ops allowed) */
+    ACCEL_TRACE3(visit_start, s, s->id, v->budget);
     accel__tls_current = s; /* ops and done callbacks of s run here */
 }
 
@@ -169,14 +174,18 @@ static void run_ops(visit *v, const accel_op *ops, uint32_t k)
             status = ACCEL_ECLOSED;
         } else {
             bump(&s->dispatched, 1);
-            /* The CPU backend's run is fn itself: call it directly. */
-            if (s->bops == &accel__backend_cpu) {
+            /* op_start(session, position, arg) */
+            ACCEL_TRACE3(op_start, s, v->h - k + i, op->arg);
+            /* A backend whose run is fn itself: call fn directly. */
+            if (s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) {
                 status = op->fn(&ctx, op->arg);
             } else if (s->bops->run(s->bstate, &ctx, op, &status) != 0) {
                 continue; /* deferred: the backend completes it later */
             }
             bump(status == 0 ? &s->completed : &s->failed, 1);
         }
+        /* op_done(session, arg, status) */
+        ACCEL_TRACE3(op_done, s, op->arg, status);
         if (op->done)
             op->done(op->arg, status);
         finished++;
@@ -225,6 +234,8 @@ static unsigned visit_end(visit *v, uint64_t *now)
     accel__tls_current = NULL;
     *now = accel__now_ns();
     uint64_t service = *now - v->t0;
+    /* visit_end(session, ops run, service ns, ops pending on a device) */
+    ACCEL_TRACE4(visit_end, s, v->n, service, pending);
     bump(&s->service_ns, service);
     bump(&s->visits, 1);
     accel__sched_charge(rt->sched, &s->se, service, v->n);
@@ -306,8 +317,9 @@ static accel__sched_entity *spin_pick(accel_runtime *rt, unsigned lane)
     return NULL;
 }
 
-static accel__sched_entity *park(accel_runtime *rt, unsigned lane)
+static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
 {
+    unsigned lane = w->lane;
     accel__sched_entity *e = spin_pick(rt, lane);
     if (e)
         return e;
@@ -319,8 +331,12 @@ static accel__sched_entity *park(accel_runtime *rt, unsigned lane)
     atomic_fetch_add_explicit(idle, 1, memory_order_relaxed);
     accel__fence_cold();
     e = accel__sched_pick(rt->sched, lane);
-    if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire))
+    if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire)) {
+        bump(&w->parks, 1);
+        ACCEL_TRACE2(park, w->index, lane); /* park(worker, lane) */
         accel__futex_wait(word, seq, -1);
+        ACCEL_TRACE2(wake, w->index, lane); /* wake(worker, lane) */
+    }
     atomic_fetch_sub_explicit(idle, 1, memory_order_relaxed);
     return e;
 }
@@ -347,15 +363,17 @@ static void *worker_main(void *arg)
     uint64_t now = 0; /* end of the last visit; 0: read the clock */
     for (;;) {
         accel__sched_entity *e = accel__sched_pick(rt->sched, w->lane);
+        bump(&w->picks, 1);
         if (!e) {
             /* acquire: pairs with the release store in workers_stop. */
             if (atomic_load_explicit(&rt->stopping, memory_order_acquire))
                 break;
             now = 0;
-            e = park(rt, w->lane);
+            e = park(rt, w);
             if (!e)
                 continue;
         }
+        bump(&w->visits, 1);
         if (!now)
             now = accel__now_ns();
         /* While this visit runs, bring in the lines the next one will
@@ -377,15 +395,14 @@ int accel__workers_start(accel_runtime *rt)
     for (unsigned i = 0; i < rt->nworkers; i++) {
         accel__worker *w = &rt->workers[i];
         w->rt = rt;
+        w->index = i;
         w->lane = i < rt->cfg.short_lane_workers ? 1 : 0;
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             rt->nworkers = i;
             accel__workers_stop(rt);
             return ACCEL_ENOMEM;
         }
-        char name[16];
-        snprintf(name, sizeof(name), "accel-w%u", i % 10000u);
-        pthread_setname_np(w->thread, name);
+        accel__worker_setup_thread(rt, w);
     }
     return ACCEL_OK;
 }

@@ -14,6 +14,11 @@
 int accel__workers_start(accel_runtime *rt);
 void accel__workers_stop(accel_runtime *rt);
 
+struct accel__worker;
+/* Names a started worker's thread (accel-w<k>, accel-short<k>) and pins it
+ * when the config has worker_cpus (cpu_limits.c). */
+void accel__worker_setup_thread(accel_runtime *rt, struct accel__worker *w);
+
 /* Puts a session whose SCHED this thread owns into the scheduler and
  * wakes a worker that may run it. new_claim: the reservation set SCHED
  * (takes the scheduler's ref; the session starts at the global virtual
