@@ -12,7 +12,7 @@
  *    state, not a drain). ns/op = window / ops completed in it. This is the
  *    whole per-op path: pick, visit, ring take, done, submit, re-queue, and
  *    with it the cache misses of touching one of N sessions per op.
- *  - scheduler only (white box, runtime/sched.h): N entities queued in a
+ *  - scheduler only (white box, runtime/sched_core.h): N entities queued in a
  *    scheduler of their own; one thread loops pick -> charge (a scripted
  *    100 ns visit) -> re-queue. ns per loop is the calendar's cost alone,
  *    entities in a flat array, no session or ring memory. It needs the
@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched.h"
+#include "sched_core.h"
 
 #pragma weak accel__sched_create
 #pragma weak accel__sched_destroy

@@ -28,12 +28,13 @@ int accel_cancel(const accel_ticket *t)
      * them with ECLOSED). A cancel whose CAS lands after close's LP but
      * whose load saw the session open is ordered before the close: the op
      * was still unclaimed at that load, since it is at the CAS. */
-    uint64_t tail = atomic_load_explicit(&s->tail, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&s->rp.tail, memory_order_acquire);
     if (tail & ACCEL__RING_CLOSED)
         return ACCEL_ECLOSED;
-    if (t->position >= tail) /* never handed out: not a ticket of s */
+    /* never handed out: not a ticket of s */
+    if (t->position >= (tail & ACCEL__RING_POS))
         return ACCEL_EINVAL;
     ACCEL__YIELD_POINT(); /* the consumer may claim the op here */
-    return accel__ring_cancel(&s->ring, t->position) ? ACCEL_OK
-                                                     : ACCEL_EALREADY;
+    return accel__ring_cancel(ACCEL__RING(s), t->position) ? ACCEL_OK
+                                                           : ACCEL_EALREADY;
 }

@@ -6,6 +6,7 @@
 
 #include "accel/accel.h"
 #include "runtime.h"
+#include "worker.h"
 
 #include <errno.h>
 #include <limits.h>

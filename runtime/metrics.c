@@ -188,10 +188,8 @@ static void take_snap(accel_session *s, snap *d)
     d->failed = ld(&s->failed);
     d->cancelled = ld(&s->cancelled);
     d->expired = ld(&s->expired);
-    uint64_t head = ld(&s->head);
-    uint64_t tail = ld(&s->tail) & ~ACCEL__RING_CLOSED;
-    d->submitted = tail;
-    d->queued = tail > head ? tail - head : 0;
+    d->queued = accel__ring_count(ACCEL__RING(s));
+    d->submitted = accel__ring_submitted(ACCEL__RING(s));
     d->service_ns = ld(&s->service_ns);
     d->wait_p50_ns = accel__waitstat_quantile(&s->wait, 0.50);
     d->wait_p99_ns = accel__waitstat_quantile(&s->wait, 0.99);
@@ -219,8 +217,7 @@ static long snapshot(accel_runtime *rt, snap **outp)
                     caa_container_of(pos, accel_session, rt_link);
                 /* skip closed sessions and objects awaiting reclamation */
                 if (atomic_load_explicit(&s->refs, memory_order_relaxed) == 0 ||
-                    (atomic_load_explicit(&s->tail, memory_order_relaxed) &
-                     ACCEL__RING_CLOSED))
+                    accel__ring_is_closed(ACCEL__RING(s)))
                     continue;
                 take_snap(s, &v[n++]);
             }

@@ -16,14 +16,7 @@
 #include "rcu.h"
 #include "session.h"
 #include "table.h"
-
-void accel__runtime_unlink_session(accel_runtime *rt, accel_session *s)
-{
-    pthread_mutex_lock(&rt->list_lock); /* cold: session teardown */
-    cds_list_del(&s->rt_link);
-    rt->nsessions--;
-    pthread_mutex_unlock(&rt->list_lock);
-}
+#include "worker.h"
 
 static void runtime_free(accel_runtime *rt)
 {
@@ -126,13 +119,7 @@ static accel_session *next_live_session(accel_runtime *rt, accel_session *from)
      * from the list head itself, a misaligned access UBSan rejects. */
     for (; pos != &rt->sessions; pos = pos->next) {
         accel_session *s = caa_container_of(pos, accel_session, rt_link);
-        uint32_t r = atomic_load_explicit(&s->refs, memory_order_relaxed);
-        while (r != 0 &&
-               !atomic_compare_exchange_weak_explicit(
-                   &s->refs, &r, r + 1, memory_order_relaxed,
-                   memory_order_relaxed))
-            ;
-        if (r != 0) {
+        if (accel__session_tryref(s)) {
             found = s;
             break;
         }

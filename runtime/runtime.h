@@ -12,7 +12,7 @@
 
 #include "accel/accel.h"
 #include "backend_registry.h"
-#include "sched.h"
+#include "sched_core.h"
 
 #define ACCEL__WORKERS_MAX 1024u
 #define ACCEL__SESSIONS_MAX (1u << 20)
@@ -23,7 +23,7 @@ typedef struct accel__worker {
     alignas(64) _Atomic uint64_t picks, visits, parks;
     accel_runtime *rt;
     pthread_t thread;
-    unsigned index;
+    unsigned index; /* trace probes name the worker by it */
     unsigned lane; /* 0 general, 1 short lane */
     int cpu;       /* pinned to this CPU; -1: not pinned */
 } accel__worker;
@@ -56,19 +56,5 @@ struct accel_runtime {
      * (backend_registry.h). Written at create, read-only after. */
     accel__backend_slot backends[ACCEL__BACKEND_KINDS];
 };
-
-/* Wakes one parked worker of the lanes in mask (ACCEL__SCHED_LANE_*, as
- * returned by accel__sched_enqueue), a short-lane one first. Hot path: a
- * compiler barrier and a relaxed load when no worker is parked. */
-void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes);
-
-int accel__workers_start(accel_runtime *rt);
-/* Names a started worker's thread (accel-w<k>, accel-short<k>) and pins it
- * when the config has worker_cpus (cpu_limits.c). */
-void accel__worker_setup_thread(accel_runtime *rt, accel__worker *w);
-void accel__workers_stop(accel_runtime *rt);
-
-/* The session list (cold path, takes list_lock). */
-void accel__runtime_unlink_session(accel_runtime *rt, accel_session *s);
 
 #endif

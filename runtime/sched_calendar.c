@@ -27,7 +27,7 @@
 #include <sys/mman.h>
 
 #include "accel/accel.h"
-#include "sched.h"
+#include "sched_core.h"
 #include "yield.h"
 
 #define WORDS (ACCEL__CAL_SLOTS / 64u)

@@ -23,7 +23,7 @@
  */
 #include "accel/accel.h"
 #include "alloc.h"
-#include "sched.h"
+#include "sched_core.h"
 
 #define SLOTS ACCEL__CAL_SLOTS
 #define BEHIND 512u              /* window buckets before V */
@@ -154,7 +154,7 @@ static void place(accel__sched *s, accel__sched_entity *e, unsigned cls,
     else if (b > base + AHEAD - 1)
         b = base + AHEAD - 1;
     uint32_t idx = accel__sched_node_get(&s->nodes);
-    s->nodes.v[idx].e = e;
+    atomic_store_explicit(&s->nodes.v[idx].e, e, memory_order_relaxed);
     accel__sched_cal_push(&s->cal[cls], &s->nodes,
                           (unsigned)(b & (SLOTS - 1)), idx);
 }
@@ -168,6 +168,24 @@ static void vtime_advance(accel__sched *s, unsigned cls, uint64_t to)
                                                   memory_order_relaxed,
                                                   memory_order_relaxed))
         ;
+}
+
+accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane)
+{
+    unsigned k = lane && s->ncls > 1 ? 1 : 0;
+    uint64_t V = atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
+    uint64_t from = (V >> s->shift) - BEHIND;
+    int slot = accel__sched_cal_first(&s->cal[k],
+                                      (unsigned)(from & (SLOTS - 1)));
+    if (slot < 0)
+        return NULL;
+    /* relaxed: a hint; the nodes are type-stable, so the read is safe
+     * even when the node was popped and reused meanwhile. */
+    uint32_t idx = (uint32_t)atomic_load_explicit(&s->cal[k].heads[slot],
+                                                  memory_order_relaxed);
+    return idx ? atomic_load_explicit(&s->nodes.v[idx].e,
+                                      memory_order_relaxed)
+               : NULL;
 }
 
 accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane)
@@ -199,7 +217,8 @@ accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane)
             accel__sched_cal_pop(&s->cal[best], &s->nodes, best_slot);
         if (!idx)
             continue; /* raced with another picker: its bit is cleared */
-        accel__sched_entity *e = s->nodes.v[idx].e;
+        accel__sched_entity *e =
+            atomic_load_explicit(&s->nodes.v[idx].e, memory_order_relaxed);
         accel__sched_node_put(&s->nodes, idx);
         uint64_t to = best_key << s->shift;
         if ((e->deadline >> s->shift) > best_key) {
@@ -249,8 +268,6 @@ void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
     /* relaxed: only the holder writes; stats read approximately. */
     atomic_store_explicit(&e->vtime, v + t / e->w, memory_order_relaxed);
     e->vrem = (uint32_t)(t % e->w);
-    e->service_ns += service_ns;
-    e->visits++;
     bool first = !e->seen;
     e->visit_cost_ns = ewma(e->visit_cost_ns, service_ns, first);
     if (ops) {

@@ -11,7 +11,7 @@
  *      unpublishes the id from the table, so that it is free for reuse
  *      as soon as close is seen to have begun.)
  *   3. every closer waits until `finished` reaches that count (the worker's
- *      [R5] release of finished pairs with [A5] here), unless it runs
+ *      [R5] release of finished pairs with [A5] in progress.c), unless it runs
  *      inside one of the session's own ops.
  */
 
@@ -24,6 +24,7 @@
 #include "alloc.h"
 #include "clock.h"
 #include "futex.h"
+#include "progress.h"
 #include "rcu.h"
 #include "runtime.h"
 #include "table.h"
@@ -71,68 +72,66 @@ void accel__session_free_now(accel_session *s)
     accel__free(s); /* ring slots and id live in the same allocation */
 }
 
+/* Cold path: the runtime's list of session objects (destroy walks it). */
+static int list_add(accel_runtime *rt, accel_session *s)
+{
+    pthread_mutex_lock(&rt->list_lock); /* cold: session open */
+    if (rt->nsessions >= ACCEL__SESSIONS_MAX) {
+        pthread_mutex_unlock(&rt->list_lock);
+        return ACCEL_ENOMEM;
+    }
+    cds_list_add(&s->rt_link, &rt->sessions);
+    rt->nsessions++;
+    pthread_mutex_unlock(&rt->list_lock);
+    return ACCEL_OK;
+}
+
+static void list_del(accel_runtime *rt, accel_session *s)
+{
+    pthread_mutex_lock(&rt->list_lock); /* cold: session teardown */
+    cds_list_del(&s->rt_link);
+    rt->nsessions--;
+    pthread_mutex_unlock(&rt->list_lock);
+}
+
 void accel__session_unref(accel_session *s)
 {
     /* acq_rel: every user's last accesses happen before the reclamation
      * that the final decrement starts. */
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
         return;
-    accel__runtime_unlink_session(s->rt, s);
+    list_del(s->rt, s);
     accel__rcu_defer(&s->rcu, session_reclaim);
 }
 
-void accel__session_notify(accel_session *s)
+/* Checks a config; fills the id length, the priority and the ring depth
+ * (rounded up to a power of two). */
+static int check_config(const accel_session_config *cfg, size_t *idlen,
+                        uint32_t *prio, uint32_t *depth)
 {
-    /* release: pairs with the acquire load of event in waiters, so that
-     * what changed before the bump is seen after the wake. */
-    atomic_fetch_add_explicit(&s->event, 1, memory_order_release);
-    accel__futex_wake(&s->event, INT_MAX);
-}
-
-void accel__session_kick(accel_session *s)
-{
-    ACCEL__YIELD_POINT();
-    /* [RMW1] acq_rel: orders our published slots before the bit; pairs
-     * with the worker's clear [RMW2] (worker.c). */
-    uint32_t prev = atomic_fetch_or_explicit(&s->state, ACCEL__S_SCHEDULED,
-                                             memory_order_acq_rel);
-    if (prev & ACCEL__S_SCHEDULED)
-        return; /* queued or running: its holder will see our slot */
-    accel__session_ref(s); /* the scheduler's reference */
-    accel__runtime_wake_lanes(s->rt,
-                              accel__sched_enqueue(s->rt->sched, &s->se, true));
-}
-
-int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
-                       accel_session **out)
-{
-    size_t idlen;
-    accel_session_config c; /* the caller's layout read by its size */
-    if (!rt || !ucfg || !out ||
-        accel__config_copy(&c, sizeof(c), ucfg, ucfg->struct_size,
-                           ACCEL__BASE_SIZE(accel_session_config)) != 0)
+    if (check_id(cfg->id, idlen) != ACCEL_OK)
         return ACCEL_EINVAL;
-    const accel_session_config *cfg = &c;
-    if (check_id(cfg->id, &idlen) != ACCEL_OK)
-        return ACCEL_EINVAL;
-    uint32_t prio = cfg->priority ? cfg->priority : ACCEL_PRIORITY_NORMAL;
-    if (prio > ACCEL_PRIORITY_MAX || cfg->memory_budget < 0 ||
+    *prio = cfg->priority ? cfg->priority : ACCEL_PRIORITY_NORMAL;
+    if (*prio > ACCEL_PRIORITY_MAX || cfg->memory_budget < 0 ||
         (cfg->flags & ~ACCEL_SESSION_SHARED_DEVICE) ||
         (unsigned)cfg->backend >= ACCEL__BACKEND_KINDS)
         return ACCEL_EINVAL;
-    uint32_t depth = cfg->queue_depth ? cfg->queue_depth
-                                      : ACCEL_QUEUE_DEPTH_DEFAULT;
-    if (depth > ACCEL_QUEUE_DEPTH_MAX)
+    uint32_t d = cfg->queue_depth ? cfg->queue_depth
+                                  : ACCEL_QUEUE_DEPTH_DEFAULT;
+    if (d > ACCEL_QUEUE_DEPTH_MAX)
         return ACCEL_EINVAL;
-    depth = round_pow2(depth);
+    *depth = round_pow2(d);
+    return ACCEL_OK;
+}
 
-    int rc;
-    const accel__backend_slot *slot =
-        accel__backend_choose(rt->backends, cfg->backend, NULL, &rc);
-    if (!slot)
-        return rc;
-    const accel__backend_ops *bops = slot->ops;
-
+/* One allocation: the session, its ring slots, the wait stamps, the id
+ * (session.h); every field set but the backend state. NULL: no memory. */
+static accel_session *session_alloc(accel_runtime *rt,
+                                    const accel_session_config *cfg,
+                                    size_t idlen, uint32_t prio,
+                                    uint32_t depth,
+                                    const accel__backend_ops *bops)
+{
     size_t slots_bytes = accel__ring_bytes(depth); /* + EX side array */
     size_t nstamps = depth >= ACCEL__WAIT_SAMPLE ? depth / ACCEL__WAIT_SAMPLE
                                                  : 1;
@@ -140,9 +139,9 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
     accel_session *s = accel__calloc_aligned(
         128, sizeof(*s) + slots_bytes + stamps_bytes + idlen + 1);
     if (!s)
-        return ACCEL_ENOMEM;
+        return NULL;
     accel__ring_slot *slots = (accel__ring_slot *)(s + 1);
-    accel__ring_init_at(&s->ring, slots, depth);
+    accel__ring_init(ACCEL__RING(s), slots, depth);
     s->stamps = (uint64_t *)((char *)slots + slots_bytes);
     s->stamp_mask = (uint32_t)(nstamps - 1);
     s->id = (char *)s->stamps + stamps_bytes;
@@ -150,17 +149,10 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
     s->bops = bops;
     s->backend = bops->kind;
     s->budget.cap = cfg->memory_budget;
-    accel__backend_open_args oa = {
-        .device = cfg->device,
-        .weight = prio,
-        .shared = !!(cfg->flags & ACCEL_SESSION_SHARED_DEVICE),
-        .budget_cap = cfg->memory_budget,
-    };
     atomic_init(&s->priority, prio);
     atomic_init(&s->refs, 1); /* the handle we return */
     atomic_init(&s->handles, 1);
     atomic_init(&s->wake_at, UINT64_MAX);
-    s->space_wake_mask = depth >= 2 ? depth / 2 - 1 : 0;
     /* relaxed: only uniqueness matters. */
     s->serial = atomic_fetch_add_explicit(&session_serials, 1,
                                           memory_order_relaxed);
@@ -169,43 +161,75 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
     s->hash = (uint32_t)accel__table_hash(s->id, idlen);
     cds_lfht_node_init(&s->table_node);
     accel__sched_entity_init(rt->sched, &s->se, prio, s);
+    return s;
+}
 
-    rc = bops->session_open(slot->state, s, &oa, &s->bstate);
-    /* The device failed or vanished since the runtime probed it: AUTO
-     * falls back to the next backend in rank (the CPU last). */
+/* Opens the backend's side of the session; AUTO falls back to the next
+ * backend in rank (the CPU last) when the device failed or vanished since
+ * the runtime probed it. */
+static int backend_open(accel_runtime *rt, accel_session *s,
+                        const accel_session_config *cfg,
+                        const accel__backend_slot *slot, uint32_t prio)
+{
+    accel__backend_open_args oa = {
+        .device = cfg->device,
+        .weight = prio,
+        .shared = !!(cfg->flags & ACCEL_SESSION_SHARED_DEVICE),
+        .budget_cap = cfg->memory_budget,
+    };
+    int rc = s->bops->session_open(slot->state, s, &oa, &s->bstate);
     while (rc == ACCEL_ENOBACKEND && cfg->backend == ACCEL_BACKEND_AUTO) {
         int err;
-        slot = accel__backend_choose(rt->backends, ACCEL_BACKEND_AUTO, bops,
-                                     &err);
+        slot = accel__backend_choose(rt->backends, ACCEL_BACKEND_AUTO,
+                                     s->bops, &err);
         if (!slot)
             break;
-        s->bops = bops = slot->ops;
-        s->backend = bops->kind;
+        s->bops = slot->ops;
+        s->backend = s->bops->kind;
         oa.shared = 0;
-        rc = bops->session_open(slot->state, s, &oa, &s->bstate);
+        rc = s->bops->session_open(slot->state, s, &oa, &s->bstate);
     }
-    if (rc != ACCEL_OK) {
+    if (rc != ACCEL_OK)
         s->bstate = NULL;
-        accel__session_free_now(s);
-        return rc;
-    }
+    return rc;
+}
 
-    /* Cold path: the runtime's list of session objects. */
-    pthread_mutex_lock(&rt->list_lock); /* cold: session open */
-    if (rt->nsessions >= ACCEL__SESSIONS_MAX) {
-        pthread_mutex_unlock(&rt->list_lock);
-        accel__session_free_now(s);
+/* Makes the session known: the runtime's list, then the id table. */
+static int session_register(accel_runtime *rt, accel_session *s)
+{
+    if (list_add(rt, s) != ACCEL_OK)
         return ACCEL_ENOMEM;
-    }
-    cds_list_add(&s->rt_link, &rt->sessions);
-    rt->nsessions++;
-    pthread_mutex_unlock(&rt->list_lock);
-
     accel__rcu_read_lock();
-    rc = accel__table_insert(rt->table, s);
+    int rc = accel__table_insert(rt->table, s);
     accel__rcu_read_unlock();
+    if (rc != ACCEL_OK)
+        list_del(rt, s);
+    return rc;
+}
+
+int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
+                       accel_session **out)
+{
+    size_t idlen;
+    uint32_t prio, depth;
+    accel_session_config c; /* the caller's layout read by its size */
+    if (!rt || !ucfg || !out ||
+        accel__config_copy(&c, sizeof(c), ucfg, ucfg->struct_size,
+                           ACCEL__BASE_SIZE(accel_session_config)) != 0 ||
+        check_config(&c, &idlen, &prio, &depth) != ACCEL_OK)
+        return ACCEL_EINVAL;
+    int rc;
+    const accel__backend_slot *slot =
+        accel__backend_choose(rt->backends, c.backend, NULL, &rc);
+    if (!slot)
+        return rc;
+    accel_session *s = session_alloc(rt, &c, idlen, prio, depth, slot->ops);
+    if (!s)
+        return ACCEL_ENOMEM;
+    rc = backend_open(rt, s, &c, slot, prio);
+    if (rc == ACCEL_OK)
+        rc = session_register(rt, s);
     if (rc != ACCEL_OK) {
-        accel__runtime_unlink_session(rt, s);
         accel__session_free_now(s);
         return rc;
     }
@@ -223,95 +247,12 @@ int accel_session_lookup(accel_runtime *rt, const char *id,
     accel__rcu_read_lock();
     accel_session *s = accel__table_find(rt->table, id, len,
                                          accel__table_hash(id, len));
-    if (s) {
-        /* Take a ref unless it already dropped to 0 (then the object is
-         * waiting for its grace period). relaxed: the read-side section
-         * keeps the object alive while we try. */
-        uint32_t r = atomic_load_explicit(&s->refs, memory_order_relaxed);
-        while (r != 0 &&
-               !atomic_compare_exchange_weak_explicit(
-                   &s->refs, &r, r + 1, memory_order_relaxed,
-                   memory_order_relaxed))
-            ;
-        if (r != 0) {
-            atomic_fetch_add_explicit(&s->handles, 1, memory_order_relaxed);
-            *out = s;
-            rc = ACCEL_OK;
-        }
+    if (s && accel__session_tryref(s)) {
+        atomic_fetch_add_explicit(&s->handles, 1, memory_order_relaxed);
+        *out = s;
+        rc = ACCEL_OK;
     }
     accel__rcu_read_unlock();
-    return rc;
-}
-
-/*
- * Sleeping. A sleeper announces what it waits for, then re-checks after
- * the cold fence; the worker stores its progress ([R5] finished, [R2]
- * head), then after a hot fence loads the announcement (futex.h: one of
- * the two sees the other). The futex word `event` is read before the
- * announcement, so a notify in between makes futex_wait return at once.
- *
- * Completion sleepers (sync, close) announce by lowering `wake_at` to
- * their target: the worker wakes them once, when finished reaches it, not
- * on every op. Room sleepers count themselves in `space_waiters`; the
- * worker wakes them every half ring of takes and at the end of a visit,
- * not on every freed slot (a futex wake per op collapses throughput).
- */
-static bool finished_reached(accel_session *s, uint64_t target)
-{
-    /* [A5] acquire: pairs with [R5] in the worker; the done callbacks of
-     * the counted ops happen before our return. */
-    return atomic_load_explicit(&s->finished, memory_order_acquire) >= target;
-}
-
-int accel__session_wait_finished(accel_session *s, uint64_t target,
-                                 uint64_t deadline)
-{
-    for (;;) {
-        if (finished_reached(s, target))
-            return ACCEL_OK;
-        /* acquire: pairs with the release bump in accel__session_notify. */
-        uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
-        uint64_t w = atomic_load_explicit(&s->wake_at, memory_order_relaxed);
-        /* relaxed CAS-min: the fence below orders it against the worker. */
-        while (target < w &&
-               !atomic_compare_exchange_weak_explicit(
-                   &s->wake_at, &w, target, memory_order_relaxed,
-                   memory_order_relaxed))
-            ;
-        accel__fence_cold();
-        if (finished_reached(s, target))
-            return ACCEL_OK;
-        int64_t rem = accel__remaining(deadline);
-        if (rem == 0)
-            return ACCEL_ETIMEDOUT;
-        accel__futex_wait(&s->event, ev, rem);
-    }
-}
-
-static bool has_room_or_closed(accel_session *s)
-{
-    uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
-    if (t & ACCEL__RING_CLOSED)
-        return true;
-    uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
-    return t - h <= s->ring.mask;
-}
-
-int accel__session_wait_room(accel_session *s, uint64_t deadline)
-{
-    /* acquire: pairs with the release bump in accel__session_notify. */
-    uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
-    atomic_fetch_add_explicit(&s->space_waiters, 1, memory_order_relaxed);
-    accel__fence_cold();
-    int rc = ACCEL_OK;
-    if (!has_room_or_closed(s)) {
-        int64_t rem = accel__remaining(deadline);
-        if (rem == 0)
-            rc = ACCEL_ETIMEDOUT;
-        else
-            accel__futex_wait(&s->event, ev, rem);
-    }
-    atomic_fetch_sub_explicit(&s->space_waiters, 1, memory_order_relaxed);
     return rc;
 }
 
@@ -334,9 +275,7 @@ int accel_session_close(accel_session *s, unsigned flags)
      * above happens before a reader that sees CLOSED with the acquire load
      * in accel_session_is_closed(). Producers only need tail's
      * modification order; waiting orders itself with [A5]. */
-    uint64_t prev = atomic_fetch_or_explicit(&s->tail, ACCEL__RING_CLOSED,
-                                             memory_order_release);
-    uint64_t final = prev & ~ACCEL__RING_CLOSED;
+    uint64_t final = accel__ring_close(ACCEL__RING(s));
     /* close(session, id, flags, accepted ops): every closer fires it */
     ACCEL_TRACE4(close, s, s->id, flags, final);
     accel__session_notify(s); /* producers blocked on a full ring */
@@ -393,11 +332,9 @@ bool accel_session_is_closed(const accel_session *s)
 {
     if (!s)
         return true;
-    /* acquire: a caller that sees CLOSED also sees the id gone from the
-     * table (see accel_session_close). */
-    return (atomic_load_explicit(&((accel_session *)s)->tail,
-                                 memory_order_acquire) &
-            ACCEL__RING_CLOSED) != 0;
+    /* acquire (in the ring): a caller that sees CLOSED also sees the id
+     * gone from the table (see accel_session_close). */
+    return accel__ring_is_closed(ACCEL__RING(s));
 }
 
 static uint64_t ld(const _Atomic uint64_t *p)
@@ -417,10 +354,8 @@ void accel__session_fill_stats(const accel_session *cs,
     out->cancelled = ld(&s->cancelled);
     out->expired = ld(&s->expired);
     out->dispatched = ld(&s->dispatched);
-    uint64_t head = ld(&s->head);
-    uint64_t tail = ld(&s->tail) & ~ACCEL__RING_CLOSED;
-    out->submitted = tail;
-    out->queued = tail > head ? tail - head : 0;
+    out->queued = accel__ring_count(ACCEL__RING(s));
+    out->submitted = accel__ring_submitted(ACCEL__RING(s));
     out->memory_used = accel__budget_used(&s->budget);
     out->memory_budget = s->budget.cap;
     out->service_ns = ld(&s->service_ns);

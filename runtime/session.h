@@ -1,34 +1,24 @@
 /*
- * The session object and its state word.
+ * The session object.
  *
- * State word (32 bits, `state`):
- *
- *   bit 0  SCHEDULED  the session is in the scheduler or held by a worker;
- *                     whoever sets it (0 -> 1) must enqueue the session,
- *                     and the holder is the ring's only consumer
- *   bits 1..31        zero
- *
- * "Closing" is not a bit here: it is CLOSED, bit 63 of the ring tail, so
- * that one RMW both closes and fixes the count of accepted ops (ring.h,
+ * Runnable or not is not a word of the session: it is SCHED, a bit of the
+ * ring's tail word (ring.h), so that a submit's one reservation CAS is
+ * also its kick. Whoever sets SCHED (the producer whose reservation found
+ * it clear, or a producer that claims a deferred session) enqueues the
+ * session; the worker that picks it is the ring's only consumer until it
+ * leaves (accel__ring_sc_leave). "Closing" is CLOSED, bit 63 of the same
+ * word, so one RMW both closes and fixes the count of accepted ops (ring.h,
  * session.c). Device work in flight is not a bit either: the backend's
  * poll() returns it, and the visiting worker re-queues the session.
  *
- * No lost wake-up: a producer publishes its slot ([R1]) and then sets
- * SCHEDULED with an acq_rel RMW; a worker that finds the ring empty clears
- * SCHEDULED with an acq_rel RMW and then looks at the ring again. The two
- * RMWs are ordered in the word's modification order: if the producer's
- * comes first, the worker's clear reads from it and sees the slot (release
- * sequence); if the worker's comes first, the producer sees the bit clear
- * and enqueues the session itself. Either way the op is run.
- *
  * Lifetime: a session is freed after an RCU grace period once `refs` drops
- * to 0. Handles hold refs; so does SCHEDULED (taken by whoever sets the
- * bit, dropped by the worker that clears it), so a session is never freed
- * while queued or running. Workers hold an RCU read-side section for each
- * visit, lookups for their table walk.
+ * to 0. Handles hold refs; so does SCHED (taken by the producer that sets
+ * the bit, dropped by the worker that clears it, passed along unchanged
+ * through a deferral), so a session is never freed while queued, running
+ * or deferred. Workers hold an RCU read-side section for each visit,
+ * lookups for their table walk.
  *
- * Cache lines: see the layout of struct accel_session below (three
- * 128-byte pairs: producers, consumer, scheduler/budget/table).
+ * Cache lines: see the layout of struct accel_session below.
  */
 #ifndef ACCEL_RUNTIME_SESSION_H
 #define ACCEL_RUNTIME_SESSION_H
@@ -47,10 +37,8 @@
 #include "backend.h"
 #include "budget.h"
 #include "ring.h"
-#include "sched.h"
+#include "sched_core.h"
 #include "waitstat.h"
-
-#define ACCEL__S_SCHEDULED 0x1u
 
 struct accel_ctx {
     accel_session *session;
@@ -59,74 +47,79 @@ struct accel_ctx {
 struct accel_session {
     /* Three 128-byte pairs (adjacent-line prefetch moves lines in pairs,
      * so each writer gets a pair of its own): producers, consumer, the
-     * visiting worker's scheduler state. 384 bytes in all; the static
-     * asserts below keep it so. */
+     * visiting worker's scheduler state. The ring's two halves (ring.h)
+     * open the first two, so each side's per-op fields share its pair.
+     * 384 bytes in all; the static asserts below keep it so. */
 
-    /* ---- pair A, line 0: producers (tail CAS, state RMW, kick's ref) and
-     * fields written only at open/close */
-    alignas(128) _Atomic uint64_t tail; /* ring tail | ACCEL__RING_CLOSED */
-    _Atomic uint64_t head_cache;        /* producers' copy of head (ring.h) */
-    _Atomic uint32_t state;
-    _Atomic uint32_t refs;      /* handles + the scheduler's (SCHEDULED) */
+    /* ---- pair A, line 0: the ring's producer half (tail CAS), the
+     * producers' refs (the claim's ref), fields written at open/close */
+    alignas(128) accel__ring_prod rp;
+    _Atomic uint32_t refs;      /* handles + the scheduler's (SCHED) */
     _Atomic uint32_t handles;   /* user handles: open, lookups - releases */
     _Atomic uint32_t priority;
-    struct cds_list_head rt_link; /* runtime's list; under rt->list_lock */
-    struct rcu_head rcu;
-    /* ---- pair A, line 1: read-only after open, read on every op */
-    accel__ring ring;
-    accel_runtime *rt;
+    uint32_t stamp_mask;
+    /* ---- pair A, line 1: read on every op, written rarely */
+    alignas(64) accel_runtime *rt;
     const accel__backend_ops *bops;
     void *bstate;
     uint64_t *stamps; /* submit time of every ACCEL__WAIT_SAMPLE-th
                          position, indexed (pos / SAMPLE) & stamp_mask;
                          in the same allocation */
-    uint32_t stamp_mask;        /* < depth <= ACCEL_QUEUE_DEPTH_MAX */
-    uint32_t space_wake_mask;   /* wake room-waiters every (mask+1) takes */
-    uint64_t serial;            /* unique per session in the process:
-                                   tickets carry it (cancel.c) */
-
-    /* ---- pair B: the consumer (whichever worker holds SCHEDULED) */
-    alignas(128) _Atomic uint64_t head;
-    _Atomic uint64_t finished;  /* ops whose done callback has returned */
-    _Atomic uint64_t dispatched, completed, failed, cancelled, expired;
-    _Atomic uint64_t service_ns, visits;
-    _Atomic uint64_t wake_at;   /* lowest `finished` a sleeper waits for;
-                                   UINT64_MAX: none */
+    char *id; /* NUL-terminated, in the same allocation (after the stamps) */
     _Atomic uint32_t space_waiters; /* producers sleeping for ring room */
     _Atomic uint32_t event;     /* futex word, bumped on progress */
     _Atomic uint32_t cancel;    /* close(CANCEL) began */
     accel_backend backend;
-    accel__waitstat wait;
+    uint64_t serial;            /* unique per session in the process:
+                                   tickets carry it (cancel.c) */
 
-    /* ---- pair C: scheduler state (the visiting worker), the budget
-     * (reservers' CAS), the table entry (lookups) */
+    /* ---- pair B, line 0: the ring's consumer half and the counters
+     * (whichever worker holds SCHED) */
+    alignas(128) accel__ring_cons rc;
+    _Atomic uint64_t finished; /* ops whose done callback has returned */
+    _Atomic uint64_t dispatched, completed, failed, cancelled;
+    /* ---- pair B, line 1: the consumer's, less often */
+    alignas(64) _Atomic uint64_t wake_at; /* lowest `finished` a sleeper
+                                             waits for; UINT64_MAX: none */
+    _Atomic uint64_t service_ns, visits;
+    _Atomic uint64_t expired;  /* ops not started by their deadline */
+    accel__waitstat wait;
+    uint32_t hash;
+    uint32_t id_len;
+
+    /* ---- pair C: the scheduler entity (the visiting worker), then the
+     * budget (reservers' CAS), the table entry (lookups), the runtime's
+     * list and the reclamation */
     alignas(128) accel__sched_entity se;
     accel__budget budget;
     struct cds_lfht_node table_node;
-    uint32_t hash;
-    uint32_t id_len;
-    char *id; /* NUL-terminated, in the same allocation (after the slots) */
+    struct cds_list_head rt_link; /* runtime's list; under rt->list_lock */
+    struct rcu_head rcu;
 };
 
-_Static_assert(offsetof(struct accel_session, ring) == 64,
+/* The ring's halves of a session, for the ring.h calls. */
+#define ACCEL__RING(s) (&(s)->rp), (&(s)->rc)
+
+_Static_assert(offsetof(struct accel_session, rt) == 64,
                "pair A: producers' line, then the read-only line");
-_Static_assert(offsetof(struct accel_session, head) == 128,
-               "pair B starts the consumer's lines");
+_Static_assert(offsetof(struct accel_session, rc) == 128,
+               "pair B: the ring's consumer half");
+_Static_assert(offsetof(struct accel_session, wake_at) == 192,
+               "pair B, line 1");
 _Static_assert(offsetof(struct accel_session, se) == 256,
                "pair C: scheduler, budget, table entry");
 _Static_assert(sizeof(struct accel_session) == 384,
                "the session is three 128-byte pairs");
 /* One allocation holds the session, then its ring slots (128-byte
  * aligned, since sizeof(accel_session) is a multiple of 128) and the
- * ring's EX side array (ring.h), then the wait stamps,
- * then its id: one malloc header, no second alignment pad, ids paid by
- * their length. */
+ * ring's EX side array (ring.h), then the wait stamps, then its id: one malloc header, no second alignment pad,
+ * ids paid by their length. */
 
 /* The running op's session on this thread (NULL outside ops): EDEADLK
  * checks and close-from-inside. */
 extern _Thread_local accel_session *accel__tls_current;
 
-/* Takes a reference (producer setting SCHEDULED, lookups). */
+/* Takes a reference (the producer whose reservation set SCHED, lookups). */
 static inline void accel__session_ref(accel_session *s)
 {
     /* relaxed: the caller already holds a ref or an RCU read section. */
@@ -134,21 +127,19 @@ static inline void accel__session_ref(accel_session *s)
 }
 void accel__session_unref(accel_session *s);
 
-/* Makes the session runnable after its ring got published ops: sets
- * SCHEDULED and, if it was clear, takes the scheduler's ref, enqueues the
- * session and wakes a parked worker. Any thread. */
-void accel__session_kick(accel_session *s);
-
-/* Wakes every thread sleeping on the session's event word if any. */
-void accel__session_notify(accel_session *s);
-
-/* Sleeps until `finished` >= target: ACCEL_OK, or ACCEL_ETIMEDOUT once
- * deadline (accel__deadline()) passed. */
-int accel__session_wait_finished(accel_session *s, uint64_t target,
-                                 uint64_t deadline);
-/* Sleeps until the ring has room or is closed (then the caller retries):
- * ACCEL_OK, or ACCEL_ETIMEDOUT. */
-int accel__session_wait_room(accel_session *s, uint64_t deadline);
+/* Takes a reference unless the count already dropped to 0 (then the
+ * object only waits for its grace period): lookups, the destroy walk.
+ * relaxed: the caller's RCU read section or list lock keeps the object
+ * alive while it tries. */
+static inline bool accel__session_tryref(accel_session *s)
+{
+    uint32_t r = atomic_load_explicit(&s->refs, memory_order_relaxed);
+    while (r != 0 && !atomic_compare_exchange_weak_explicit(
+                         &s->refs, &r, r + 1, memory_order_relaxed,
+                         memory_order_relaxed))
+        ;
+    return r != 0;
+}
 
 /* The full stats of this library's layout (abi.c writes them by size). */
 void accel__session_fill_stats(const accel_session *s,

@@ -1,12 +1,13 @@
 /*
  * Submit paths: submit, batch, submit_wait, sync; budget reservations.
  *
- * A submit reserves ring positions (ring.h: one CAS on tail for a run of
- * free slots), publishes each slot, and kicks the session (session.h:
- * [RMW1]). With the ring full it sleeps on the session's event word until a
- * consumer frees a slot ([R2] then a hot fence and a look at
- * `space_waiters`) or
- * a close wakes it. No lock anywhere.
+ * A submit reserves ring positions with one CAS on the tail word (ring.h),
+ * which also sets SCHED; it publishes each slot, and then either enqueues
+ * the session (its CAS set SCHED) or, after a compiler barrier, loads the
+ * ring's `defer` word (almost always 0: nothing more to do). One locked
+ * RMW per submit. With the ring full it sleeps on the session's event word
+ * until a consumer frees a slot ([R2] then a hot fence and a look at
+ * `space_waiters`) or a close wakes it. No lock anywhere.
  */
 #include <stdatomic.h>
 #include <sched.h>
@@ -14,8 +15,10 @@
 
 #include "clock.h"
 #include "futex.h"
+#include "progress.h"
 #include "session.h"
 #include "trace.h"
+#include "worker.h"
 
 /* The ring was full: a few yields first (on a 2-core machine the consumer
  * often just needs the CPU), then sleep until room, close or the deadline. */
@@ -59,9 +62,8 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
     int rc = ACCEL_OK;
     while (done < n) {
         uint64_t first;
-        int64_t k = accel__ring_reserve_cached(&s->ring, &s->tail, &s->head,
-                                               &s->head_cache, n - done,
-                                               &first);
+        bool owner;
+        int64_t k = accel__ring_mp_reserve(ACCEL__RING(s), n - done, &first, &owner);
         if (k < 0) {
             rc = ACCEL_ECLOSED;
             break;
@@ -76,19 +78,24 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
         if (ex) { /* one op (n == 1): kept out of the plain loop below */
             stamp_position(s, first);
             ex->pos = first;
-            accel__ring_publish_ex(&s->ring, first, &ops[done],
-                                   ex->deadline_ns);
+            /* submit(session, id, position, arg) */
             ACCEL_TRACE4(submit, s, s->id, first, ops[done].arg);
+            accel__ring_mp_publish_ex(ACCEL__RING(s), first, &ops[done],
+                                      ex->deadline_ns);
         }
         for (int64_t i = 0; i < k && !ex; i++) {
             uint64_t pos = first + (uint64_t)i;
             stamp_position(s, pos);
-            accel__ring_publish(&s->ring, pos, &ops[done + (size_t)i]);
             /* submit(session, id, position, arg) */
             ACCEL_TRACE4(submit, s, s->id, pos, ops[done + (size_t)i].arg);
+            accel__ring_mp_publish(ACCEL__RING(s), pos, &ops[done + (size_t)i]);
         }
         done += (size_t)k;
-        accel__session_kick(s);
+        ACCEL__YIELD_POINT(); /* between publish and the kick */
+        if (owner)
+            accel__workers_enqueue(s, true);
+        else if (accel__ring_mp_claim_deferred(ACCEL__RING(s)))
+            accel__workers_enqueue(s, false);
     }
     if (accepted)
         *accepted = done;
@@ -184,8 +191,7 @@ int accel_session_sync(accel_session *s, int64_t timeout_ns)
         return ACCEL_EINVAL;
     if (accel__tls_current == s)
         return ACCEL_EDEADLK;
-    uint64_t target = atomic_load_explicit(&s->tail, memory_order_relaxed) &
-                      ~ACCEL__RING_CLOSED;
+    uint64_t target = accel__ring_submitted(ACCEL__RING(s));
     return accel__session_wait_finished(s, target,
                                         accel__deadline(timeout_ns));
 }

@@ -1,7 +1,7 @@
 /*
  * Worker pool: each worker picks a runnable session from the scheduler,
  * runs a bounded visit of its ops (it is the ring's only consumer while it
- * holds SCHEDULED), charges the measured service, and either re-queues the
+ * holds SCHED), charges the measured service, and either re-queues the
  * session or turns it idle. With nothing runnable it parks on a futex.
  *
  * Parking without lost wake-ups (asymmetric Dekker, futex.h):
@@ -19,28 +19,20 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 
 #include "clock.h"
 #include "futex.h"
+#include "progress.h"
 #include "rcu.h"
 #include "runtime.h"
 #include "session.h"
 #include "trace.h"
-
-/* After [R2]: wake producers sleeping for room, every half ring of takes
- * (and at the end of the visit, force). */
-static inline void notify_room(accel_session *s, uint64_t h, bool force)
-{
-    accel__fence_hot();
-    /* relaxed: the cold fence on the sleeper's side orders it (futex.h). */
-    if (atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
-        (force || (h & s->space_wake_mask) == 0))
-        accel__session_notify(s);
-}
+#include "worker.h"
 
 /* Counters of the consumer side have one writer at a time: the worker
- * holding SCHEDULED (deferred completions run in its poll too), handed
- * over with [RMW1]/[RMW2]; a worker's own picks/visits/parks have one
+ * holding SCHED (deferred completions run in its poll too), handed over
+ * with [R3]/[A3] (ring.h); a worker's own picks/visits/parks have one
  * writer, the worker. So a plain load and store, no locked RMW;
  * relaxed, they order nothing by themselves (finished does, [R5]). */
 static inline void bump(_Atomic uint64_t *c, uint64_t by)
@@ -49,54 +41,27 @@ static inline void bump(_Atomic uint64_t *c, uint64_t by)
                           memory_order_relaxed);
 }
 
-static inline void finish_one(accel_session *s)
-{
-    uint64_t f = atomic_load_explicit(&s->finished, memory_order_relaxed) + 1;
-    /* [R5] release: the done callback (and the counters above) happen
-     * before a closer or syncer that sees the count; pairs with [A5] in
-     * session.c. Single writer, so a store. */
-    atomic_store_explicit(&s->finished, f, memory_order_release);
-    accel__fence_hot();
-    /* relaxed: the sleeper's cold fence orders it (session.c). */
-    if (f >= atomic_load_explicit(&s->wake_at, memory_order_relaxed)) {
-        atomic_store_explicit(&s->wake_at, UINT64_MAX, memory_order_relaxed);
-        accel__session_notify(s);
-    }
-}
-
 void accel__op_complete(accel_session *s, const accel_op *op, int status)
 {
+    bump(status == 0 ? &s->completed : &s->failed, 1);
     /* op_done(session, arg, status) */
     ACCEL_TRACE3(op_done, s, op->arg, status);
-    bump(status == 0 ? &s->completed : &s->failed, 1);
     if (op->done)
         op->done(op->arg, status);
-    finish_one(s);
-}
-
-/* Whether an op that reached the consumer runs: 0, or the status it
- * completes with unrun. A won cancel first, then close(CANCEL), then the
- * deadline (only ops with one read the clock). */
-static int unrun_status(accel_session *s, accel__claim claim,
-                        int64_t deadline)
-{
-    if (claim == ACCEL__CLAIM_CANCELED)
-        return ACCEL_ECANCELED;
-    if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
-        return ACCEL_ECLOSED;
-    if (deadline && (int64_t)accel__now_ns() >= deadline)
-        return ACCEL_EEXPIRED;
-    return 0;
+    accel__progress_finished(s, 1);
 }
 
 /* A visit that empties the ring polls it a little before giving the
  * session up: under a stream of submits the next op is usually being
- * published right now, and going idle costs two RMWs on the producers'
- * line, a scheduler round trip and, for the producer, a kick. Bounded
- * (about a microsecond), so a sparse session costs little. */
+ * published right now, and going idle costs a CAS on the producers' line,
+ * a scheduler round trip and, for the producer, an enqueue. Bounded (about
+ * a microsecond), so a sparse session costs little. */
 #define ACCEL__LINGER_POLLS 32
-/* Ops this long or longer read the clock after each op (see run_visit). */
+/* Ops this long or longer read the clock after each op (see visit_begin). */
 #define ACCEL__CLOCK_CHECK_NS 1000u
+/* Most ops one run of takes copies out (on the stack) before it releases
+ * head once for all of them. */
+#define ACCEL__TAKE_MAX 32u
 
 static inline void cpu_relax(void)
 {
@@ -110,121 +75,257 @@ static inline void cpu_relax(void)
 static inline bool ring_ready_soon(accel_session *s, uint64_t h)
 {
     for (int i = 0; i < ACCEL__LINGER_POLLS; i++) {
-        if (accel__ring_ready(&s->ring, h))
+        if (accel__ring_sc_ready(ACCEL__RING(s), h))
             return true;
         cpu_relax();
     }
-    return accel__ring_ready(&s->ring, h);
+    return accel__ring_sc_ready(ACCEL__RING(s), h);
+}
+
+/* One visit: the worker is the ring's only consumer from the pick to
+ * visit_end. */
+typedef struct visit {
+    accel_runtime *rt;
+    accel_session *s;
+    uint64_t h;           /* next position to take */
+    uint64_t t0;          /* when the visit began */
+    uint32_t budget;      /* ops it may run */
+    uint32_t n;           /* ops taken */
+    uint32_t every;       /* ops between clock checks */
+    uint32_t until_check;
+    uint32_t run_max;     /* ops one run of takes may hold */
+} visit;
+
+static void visit_begin(visit *v, accel_runtime *rt, accel_session *s,
+                        uint64_t now)
+{
+    *v = (visit){.rt = rt, .s = s, .t0 = now};
+    v->budget = accel__sched_visit_ops(rt->sched, &s->se);
+    if (s->bops->capacity) {
+        uint32_t room = s->bops->capacity(s->bstate);
+        v->budget = room < v->budget ? room : v->budget;
+    }
+    /* The ops budget comes from the session's predicted op cost; if its
+     * ops suddenly got longer, the clock ends the visit at quantum_ns. It
+     * is read every `every` ops, chosen so that checking costs ~1/20 of
+     * the predicted work (a clock read is ~40 ns here). */
+    uint64_t cost = s->se.op_cost_ns;
+    v->every = cost >= ACCEL__CLOCK_CHECK_NS ? 1
+               : cost ? (uint32_t)(ACCEL__CLOCK_CHECK_NS / cost)
+                      : 1;
+    v->until_check = v->every;
+    /* A run is taken out of the ring before it runs, so the clock can end
+     * the visit only between runs: a run is kept to about a quarter of
+     * the quantum at the predicted cost (ops of unknown cost: one). */
+    uint64_t quarter = rt->cfg.quantum_ns / 4;
+    v->run_max = !cost || cost >= quarter ? 1
+                 : quarter / cost >= ACCEL__TAKE_MAX ? ACCEL__TAKE_MAX
+                                                     : (uint32_t)(quarter / cost);
+    v->h = atomic_load_explicit(&s->rc.head, memory_order_relaxed);
+    /* visit_start(session, id, ops allowed) */
+    ACCEL_TRACE3(visit_start, s, s->id, v->budget);
+    accel__tls_current = s; /* ops and done callbacks of s run here */
+}
+
+/* How many ops of a run of k may have their positions released: up to
+ * the first EX op not yet claimed (bit j of ex: ops[j] is one, unclaimed),
+ * else all k. */
+static inline uint32_t release_bound(uint32_t ex, uint32_t k)
+{
+    return ex ? (uint32_t)__builtin_ctz(ex) : k;
+}
+
+/* Takes a run of up to max published ops into ops[]: one acquire per
+ * slot, one release of head for the run. Returns how many; *ex has a bit
+ * per EX op of the run (ring.h). An EX op is copied but not taken: its
+ * position, and those after it, are released only when run_ops claims it
+ * right before it would run, so a cancel still wins until then; the plain
+ * ops before the first one are released here. */
+static uint32_t take_run(visit *v, accel_op *ops, uint32_t max, uint32_t *ex)
+{
+    accel_session *s = v->s;
+    uint32_t k = accel__ring_sc_peek_ex(ACCEL__RING(s), v->h, max, ops, ex);
+    if (k == 0)
+        return 0;
+    /* Stamps of sampled positions are read before the release frees the
+     * positions (a producer of h + depth may reuse the entry after). */
+    uint64_t first = (v->h + ACCEL__WAIT_SAMPLE - 1) & ~(uint64_t)(ACCEL__WAIT_SAMPLE - 1);
+    uint64_t stamp = 0;
+    if (first < v->h + k)
+        stamp = s->stamps[(first / ACCEL__WAIT_SAMPLE) & s->stamp_mask];
+    uint32_t rel = release_bound(*ex, k);
+    if (rel) {
+        accel__ring_sc_release(ACCEL__RING(s), v->h + rel);
+        accel__progress_room(s);
+    }
+    v->h += k;
+    /* A run holds at most one sampled position: ACCEL__TAKE_MAX is no
+     * more than ACCEL__WAIT_SAMPLE. */
+    if (stamp)
+        accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
+    return k;
+}
+
+_Static_assert(ACCEL__TAKE_MAX <= ACCEL__WAIT_SAMPLE,
+               "one sampled position per run of takes");
+
+/* Cold: the EX op ops[i] of the run at h0 (ring.h): claims it against
+ * cancellers right before it would run, releases the positions up to the
+ * next unclaimed EX op (waking room sleepers), and returns the status it
+ * completes with unrun, else 0. A won cancel first, then close(CANCEL),
+ * then its deadline (read per op, here: earlier ops of the run took
+ * time). */
+__attribute__((noinline)) static int take_ex(visit *v, uint64_t h0,
+                                             uint32_t i, uint32_t *ex,
+                                             uint32_t k)
+{
+    accel_session *s = v->s;
+    int64_t deadline;
+    accel__claim claim = accel__ring_sc_claim(ACCEL__RING(s), h0 + i,
+                                              &deadline);
+    *ex &= *ex - 1; /* ops[i] claimed: it was the lowest bit */
+    accel__ring_sc_release(ACCEL__RING(s), h0 + release_bound(*ex, k));
+    accel__progress_room(s);
+    if (claim == ACCEL__CLAIM_CANCELED)
+        return ACCEL_ECANCELED;
+    /* relaxed: a flag, as in run_ops. */
+    if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+        return ACCEL_ECLOSED;
+    if (deadline && (int64_t)accel__now_ns() >= deadline)
+        return ACCEL_EEXPIRED;
+    return 0;
+}
+
+/* Runs ops[0..k) (positions h0..) in order; ex: a bit per EX op, claimed
+ * one by one as it comes up (take_ex). The counters are bumped per op
+ * before the op runs (dispatched) and before its done (completed, failed,
+ * cancelled, expired), so that whoever a done callback wakes sees them:
+ * plain stores to the consumer's own line. `finished`, which sleepers
+ * read, is stored once for the run. */
+static void run_ops(visit *v, const accel_op *ops, uint32_t k, uint32_t ex)
+{
+    accel_session *s = v->s;
+    accel_ctx ctx = {.session = s};
+    uint64_t h0 = v->h - k;
+    uint32_t finished = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        const accel_op *op = &ops[i];
+        int status = 0;
+        /* Per op: the cancel-vs-take decision of an EX op, its deadline,
+         * and close(CANCEL), which an op of this run may begin (the rest
+         * of the run is then cancelled). relaxed: a flag. A plain op pays
+         * a bit test and the flag's load. */
+        if (ex & (UINT32_C(1) << i))
+            status = take_ex(v, h0, i, &ex, k);
+        else if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+            status = ACCEL_ECLOSED;
+        if (status) {
+            bump(status == ACCEL_EEXPIRED ? &s->expired : &s->cancelled, 1);
+        } else {
+            bump(&s->dispatched, 1);
+            /* op_start(session, position, arg) */
+            ACCEL_TRACE3(op_start, s, h0 + i, op->arg);
+            /* A backend whose run is fn itself: call fn directly. */
+            if (s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) {
+                status = op->fn(&ctx, op->arg);
+            } else if (s->bops->run(s->bstate, &ctx, op, &status) != 0) {
+                continue; /* deferred: the backend completes it later */
+            }
+            bump(status == 0 ? &s->completed : &s->failed, 1);
+        }
+        /* op_done(session, arg, status) */
+        ACCEL_TRACE3(op_done, s, op->arg, status);
+        if (op->done)
+            op->done(op->arg, status);
+        finished++;
+    }
+    if (finished)
+        accel__progress_finished(s, finished);
+}
+
+/* The visit's loop: runs of takes until the budget, the clock or the ring
+ * (after a short linger) ends it. */
+static void visit_run(visit *v)
+{
+    accel_op ops[ACCEL__TAKE_MAX];
+    while (v->n < v->budget) {
+        uint32_t max = v->budget - v->n;
+        if (max > v->run_max)
+            max = v->run_max;
+        uint32_t ex;
+        uint32_t k = take_run(v, ops, max, &ex);
+        if (k == 0) {
+            if (v->n > 0 && ring_ready_soon(v->s, v->h))
+                continue;
+            break;
+        }
+        run_ops(v, ops, k, ex);
+        v->n += k;
+        if (k < v->until_check) {
+            v->until_check -= k;
+            continue;
+        }
+        v->until_check = v->every;
+        if (accel__now_ns() - v->t0 >= v->rt->cfg.quantum_ns)
+            break;
+    }
+}
+
+/* Ends the visit at *now: stores the counters, charges the service and
+ * re-queues the session, leaves it idle or hands it to a producer
+ * (ring.h). Returns the lanes that may run it if re-queued, else 0. */
+static unsigned visit_end(visit *v, uint64_t *now)
+{
+    accel_runtime *rt = v->rt;
+    accel_session *s = v->s;
+    uint32_t pending = 0;
+    if (s->bops->poll)
+        pending = s->bops->poll(s->bstate, s);
+    accel__tls_current = NULL;
+    *now = accel__now_ns();
+    uint64_t service = *now - v->t0;
+    /* visit_end(session, ops run, service ns, ops pending on a device) */
+    ACCEL_TRACE4(visit_end, s, v->n, service, pending);
+    bump(&s->service_ns, service);
+    bump(&s->visits, 1);
+    accel__sched_charge(rt->sched, &s->se, service, v->n);
+
+    /* More to do: back into the scheduler, still SCHED, keeping the
+     * scheduler's reference. */
+    if (pending || accel__ring_sc_ready(ACCEL__RING(s), v->h))
+        return accel__sched_enqueue(rt->sched, &s->se, false);
+    switch (accel__ring_sc_leave(ACCEL__RING(s), v->h)) {
+    case ACCEL__RING_MORE:
+        return accel__sched_enqueue(rt->sched, &s->se, false);
+    case ACCEL__RING_IDLE:
+        accel__session_unref(s); /* drop the scheduler's reference */
+        return 0;
+    default:
+        return 0; /* deferred: its producer enqueues it (the ref goes too);
+                     s must not be touched any more */
+    }
 }
 
 /* Runs one visit of s starting at *now (the clock read when the visit
  * began: the end of the previous visit when the worker went straight on),
  * and leaves the visit's end time in *now. Returns the lanes that may run s
  * if it was re-queued, else 0. */
+__attribute__((noinline)) /* a frame of its own: profiles (callgrind,
+                             perf) count a visit apart from pick and park */
 static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
 {
-    accel_ctx ctx = {.session = s};
-    uint32_t budget = accel__sched_visit_ops(rt->sched, &s->se);
-    if (s->bops->capacity) {
-        uint32_t room = s->bops->capacity(s->bstate);
-        budget = room < budget ? room : budget;
-    }
-    uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
-    uint32_t n = 0;
-    uint64_t t0 = *now;
-    /* The ops budget comes from the session's predicted op cost; if its
-     * ops suddenly got longer, the clock ends the visit at quantum_ns. It
-     * is read every `every` ops, chosen so that checking costs ~1/20 of
-     * the predicted work (a clock read is ~40 ns here). */
-    uint64_t cost = s->se.op_cost_ns;
-    uint32_t every = cost >= ACCEL__CLOCK_CHECK_NS ? 1
-                     : cost ? (uint32_t)(ACCEL__CLOCK_CHECK_NS / cost)
-                            : 1;
-    uint32_t until_check = every;
-    accel__tls_current = s; /* ops and done callbacks of s run here */
-    /* visit_start(session, id, ops allowed) */
-    ACCEL_TRACE3(visit_start, s, s->id, budget);
+    visit v;
+    visit_begin(&v, rt, s, *now);
+    visit_run(&v);
+    return visit_end(&v, now);
+}
 
-    while (n < budget && (accel__ring_ready(&s->ring, h) ||
-                          (n > 0 && ring_ready_soon(s, h)))) {
-        accel_op op;
-        /* The stamp of a sampled position is read before take frees the
-         * position (a producer of h + depth may reuse the entry after). */
-        uint64_t stamp =
-            (h % ACCEL__WAIT_SAMPLE) == 0
-                ? s->stamps[(h / ACCEL__WAIT_SAMPLE) & s->stamp_mask]
-                : 0;
-        int64_t deadline = 0;
-        accel__claim claim =
-            accel__ring_take_claim(&s->ring, &s->head, h, &op, &deadline);
-        h++;
-        notify_room(s, h, false);
-        if (stamp)
-            accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
-        /* The status of an op completed without running, else 0. A plain
-         * op pays a compare and the close flag's load here. */
-        int unrun = 0;
-        if (claim != ACCEL__CLAIM_PLAIN ||
-            atomic_load_explicit(&s->cancel, memory_order_relaxed))
-            unrun = unrun_status(s, claim, deadline);
-        if (unrun) {
-            ACCEL_TRACE3(op_done, s, op.arg, unrun);
-            bump(unrun == ACCEL_EEXPIRED ? &s->expired : &s->cancelled, 1);
-            if (op.done)
-                op.done(op.arg, unrun);
-            finish_one(s);
-        } else {
-            int status;
-            bump(&s->dispatched, 1);
-            /* op_start(session, position, arg) */
-            ACCEL_TRACE3(op_start, s, h - 1, op.arg);
-            /* A backend whose run is fn itself: call fn directly. */
-            if (s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) {
-                accel__op_complete(s, &op, op.fn(&ctx, op.arg));
-            } else if (s->bops->run(s->bstate, &ctx, &op, &status) == 0) {
-                accel__op_complete(s, &op, status);
-            }
-        }
-        n++;
-        if (--until_check == 0) {
-            until_check = every;
-            if (accel__now_ns() - t0 >= rt->cfg.quantum_ns)
-                break;
-        }
-    }
-    uint32_t pending = 0;
-    if (s->bops->poll)
-        pending = s->bops->poll(s->bstate, s);
-    accel__tls_current = NULL;
-    notify_room(s, h, true);
-    *now = accel__now_ns();
-    uint64_t service = *now - t0;
-    /* visit_end(session, ops run, service ns, ops pending on a device) */
-    ACCEL_TRACE4(visit_end, s, n, service, pending);
-    bump(&s->service_ns, service);
-    bump(&s->visits, 1);
-    accel__sched_charge(rt->sched, &s->se, service, n);
-
-    if (pending || accel__ring_ready(&s->ring, h)) {
-        /* More to do: back into the scheduler, still SCHEDULED, keeping
-         * the scheduler's reference. */
-        return accel__sched_enqueue(rt->sched, &s->se, false);
-    }
-    ACCEL__YIELD_POINT();
-    /* [RMW2] acq_rel: clears SCHEDULED; pairs with [RMW1] (session.h). */
-    atomic_fetch_and_explicit(&s->state, ~ACCEL__S_SCHEDULED,
-                              memory_order_acq_rel);
-    ACCEL__YIELD_POINT();
-    if (accel__ring_ready(&s->ring, h) &&
-        !(atomic_fetch_or_explicit(&s->state, ACCEL__S_SCHEDULED,
-                                   memory_order_acq_rel) &
-          ACCEL__S_SCHEDULED)) {
-        /* A producer published between our last look and the clear, and
-         * we won the bit back: keep our reference and re-queue. */
-        return accel__sched_enqueue(rt->sched, &s->se, true);
-    }
-    accel__session_unref(s); /* drop the scheduler's reference */
-    return 0;
+void accel__workers_enqueue(accel_session *s, bool new_claim)
+{
+    if (new_claim)
+        accel__session_ref(s); /* the scheduler's reference */
+    accel__runtime_wake_lanes(
+        s->rt, accel__sched_enqueue(s->rt->sched, &s->se, new_claim));
 }
 
 void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
@@ -299,6 +400,20 @@ static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
     return e;
 }
 
+/* Prefetches what a visit of the hinted entity's session touches (the
+ * consumer pair's two lines, the read-only line, the entity's line). Only addresses are computed from the hint: it may
+ * be stale, or its session freed, and a prefetch never faults. */
+static inline void prefetch_session(const accel__sched_entity *e)
+{
+    if (!e)
+        return;
+    const char *s = (const char *)e - offsetof(accel_session, se);
+    __builtin_prefetch(s + offsetof(accel_session, rc), 1);
+    __builtin_prefetch(s + offsetof(accel_session, wake_at), 1);
+    __builtin_prefetch(s + offsetof(accel_session, rt), 0);
+    __builtin_prefetch(s + offsetof(accel_session, se), 1);
+}
+
 static void *worker_main(void *arg)
 {
     accel__worker *w = arg;
@@ -320,6 +435,9 @@ static void *worker_main(void *arg)
         bump(&w->visits, 1);
         if (!now)
             now = accel__now_ns();
+        /* While this visit runs, bring in the lines the next one will
+         * touch: with many sessions each visit's are cold. */
+        prefetch_session(accel__sched_peek(rt->sched, w->lane));
         accel__rcu_read_lock();
         unsigned lanes = run_visit(rt, e->owner, &now);
         accel__rcu_read_unlock();

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "sched.h"
+#include "sched_core.h"
 
 #define N 256
 #define W 4

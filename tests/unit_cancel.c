@@ -184,6 +184,66 @@ Test(cancel, queued_op_cancelled_unrun, .timeout = 30)
     teardown(&f);
 }
 
+static int op_empty(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    return 0;
+}
+
+/* The worker copies runs of up to 32 published ops out of the ring at
+ * once; the cancel-vs-take decision and the deadline are still per op.
+ * With one worker held in another session's op, a session whose ops are
+ * known to be short gets a gate op, a ticket op, an op whose deadline
+ * passes while the gate runs, and a far-deadline op queued: the worker
+ * then copies them in one run. While the gate runs, the ticket op is not
+ * taken yet (cancel wins), and the deadline op expires. */
+Test(cancel, per_op_inside_a_run_of_takes, .timeout = 60)
+{
+    fx f = setup(1, 64);
+    /* Short ops: the predicted cost lets a visit take runs of many. */
+    accel_op e = {.fn = op_empty};
+    for (int i = 0; i < 2000; i++)
+        cr_assert_eq(accel_submit(f.s, &e, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    accel_session *x = tu_open(f.rt, "x", 16, 0);
+    cr_assert_not_null(x);
+    tu_blocker bx = {0};
+    hold(x, &bx); /* the only worker: busy in x until bx opens */
+    tu_blocker gate = {0};
+    accel_op gop = tu_blocker_op(&gate);
+    cr_assert_eq(accel_submit(f.s, &gop, ACCEL_FOREVER), ACCEL_OK);
+    rec c = {0}, late = {0}, ok = {0};
+    accel_op cop = rec_op(&c), lop = rec_op(&late), oop = rec_op(&ok);
+    accel_ticket t;
+    cr_assert_eq(accel_submit_ex(f.s, &cop, 0, ACCEL_FOREVER, &t), ACCEL_OK);
+    int64_t dl = accel_now_ns() + 1000000; /* 1 ms from now */
+    cr_assert_eq(accel_submit_ex(f.s, &lop, dl, ACCEL_FOREVER, NULL),
+                 ACCEL_OK);
+    cr_assert_eq(accel_submit_ex(f.s, &oop, accel_now_ns() + HOUR_NS,
+                                 ACCEL_FOREVER, NULL),
+                 ACCEL_OK);
+    tu_latch_open(&bx.gate);
+    tu_wait_at_least(&gate.started, 1); /* the run holds the ops behind */
+    while (accel_now_ns() <= dl)
+        tu_nap_us(200);
+    cr_assert_eq(accel_cancel(&t), ACCEL_OK,
+                 "an op copied with the running op's run is not taken yet");
+    tu_latch_open(&gate.gate);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(c.fn_calls, 0);
+    cr_assert_eq(c.status, ACCEL_ECANCELED);
+    cr_assert_eq(late.fn_calls, 0, "its deadline passed before its turn");
+    cr_assert_eq(late.status, ACCEL_EEXPIRED);
+    cr_assert_eq(ok.fn_calls, 1);
+    cr_assert_eq(ok.status, 0);
+    accel_session_stats st = stats(f.s);
+    cr_assert_eq(st.cancelled, 1);
+    cr_assert_eq(st.expired, 1);
+    accel_session_release(x);
+    teardown(&f);
+}
+
 Test(cancel, after_completion_ealready, .timeout = 30)
 {
     fx f = setup(2, 16);

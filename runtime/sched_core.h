@@ -1,10 +1,10 @@
 /*
  * The scheduler's internal interface: which runnable session a worker runs
- * next. The worker pool (worker.c) and the submit path (session.c) use only
- * this; the implementation (sched_wfq.c over the calendar of
- * sched_calendar.c) is described in docs/scheduler.md.
+ * next. The worker pool (worker.c, which also enqueues for the submit
+ * path) uses only this; the implementation (sched_wfq.c over the calendar
+ * of sched_calendar.c) is described in docs/scheduler.md.
  *
- * Protocol (enforced by the session state word, see session.h): an entity
+ * Protocol (enforced by SCHED in the ring's tail word, see ring.h): an entity
  * is in the scheduler at most once, between an enqueue and the pick that
  * returns it, and only the worker that picked it charges and re-enqueues
  * it. enqueue and pick may run concurrently from any threads; none of these
@@ -14,8 +14,8 @@
  * the service to charge. Driven from one thread with scripted costs, the
  * pick order is a pure function of the calls (tests/unit_sched_model.c).
  */
-#ifndef ACCEL_RUNTIME_SCHED_H
-#define ACCEL_RUNTIME_SCHED_H
+#ifndef ACCEL_RUNTIME_SCHED_CORE_H
+#define ACCEL_RUNTIME_SCHED_CORE_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -43,8 +43,6 @@ typedef struct accel__sched_entity {
     uint64_t deadline;          /* start + visit_cost_ns / w */
     uint64_t visit_cost_ns;     /* moving average of a visit's service */
     uint64_t op_cost_ns;        /* moving average of an op's service */
-    uint64_t service_ns;        /* total charged */
-    uint64_t visits;
     void *owner;                /* the session */
 } accel__sched_entity;
 
@@ -81,6 +79,12 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
  * runnable for that lane. Lock-free. */
 accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane);
 
+/* A hint, not a claim: the entity a worker of `lane` would likely pick
+ * next (the top of the first non-empty bucket), or NULL. It may be picked
+ * by another worker, or even be reused, by the time the caller looks: use
+ * it only to prefetch, never dereference it. Lock-free, read-only. */
+accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane);
+
 /* How many ops the coming visit of e may run (the quantum in ops, shortened
  * so that it is expected to fit quantum_ns). Only the picking worker. */
 uint32_t accel__sched_visit_ops(const accel__sched *s,
@@ -110,7 +114,11 @@ int64_t accel__sched_lag(const accel__sched *s, const accel__sched_entity *e);
 typedef struct accel__sched_node {
     _Atomic uint32_t next;      /* index, 0 = none */
     uint32_t pad;
-    accel__sched_entity *e;     /* written by the holder before a push */
+    _Atomic(accel__sched_entity *) e; /* written by the holder before a
+                                         push (relaxed: the push's CAS
+                                         publishes it); atomic because
+                                         accel__sched_peek reads it as a
+                                         hint, racing with a reuse */
 } accel__sched_node;
 
 typedef struct accel__sched_nodes {

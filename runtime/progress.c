@@ -1,0 +1,68 @@
+/*
+ * The sleeping halves of the completion and room-wait protocols
+ * (progress.h has the theory and the consumer's halves).
+ */
+#include "progress.h"
+
+#include <limits.h>
+
+#include "clock.h"
+
+void accel__session_notify(accel_session *s)
+{
+    /* release: pairs with the acquire load of event in waiters, so that
+     * what changed before the bump is seen after the wake. */
+    atomic_fetch_add_explicit(&s->event, 1, memory_order_release);
+    accel__futex_wake(&s->event, INT_MAX);
+}
+
+static bool finished_reached(accel_session *s, uint64_t target)
+{
+    /* [A5] acquire: pairs with [R5] in the worker; the done callbacks of
+     * the counted ops happen before our return. */
+    return atomic_load_explicit(&s->finished, memory_order_acquire) >= target;
+}
+
+int accel__session_wait_finished(accel_session *s, uint64_t target,
+                                 uint64_t deadline)
+{
+    for (;;) {
+        if (finished_reached(s, target))
+            return ACCEL_OK;
+        /* acquire: pairs with the release bump in accel__session_notify. */
+        uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
+        uint64_t w = atomic_load_explicit(&s->wake_at, memory_order_relaxed);
+        /* relaxed CAS-min: the fence below orders it against the worker. */
+        while (target < w &&
+               !atomic_compare_exchange_weak_explicit(
+                   &s->wake_at, &w, target, memory_order_relaxed,
+                   memory_order_relaxed))
+            ;
+        accel__fence_cold();
+        if (finished_reached(s, target))
+            return ACCEL_OK;
+        int64_t rem = accel__remaining(deadline);
+        if (rem == 0)
+            return ACCEL_ETIMEDOUT;
+        accel__futex_wait(&s->event, ev, rem);
+    }
+}
+
+int accel__session_wait_room(accel_session *s, uint64_t deadline)
+{
+    /* acquire: pairs with the release bump in accel__session_notify. */
+    uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
+    atomic_fetch_add_explicit(&s->space_waiters, 1, memory_order_relaxed);
+    accel__fence_cold();
+    int rc = ACCEL_OK;
+    if (!accel__ring_has_room_or_closed(ACCEL__RING(s))) {
+        int64_t rem = accel__remaining(deadline);
+        if (rem == 0)
+            rc = ACCEL_ETIMEDOUT;
+        else
+            accel__futex_wait(&s->event, ev, rem);
+    }
+    atomic_fetch_sub_explicit(&s->space_waiters, 1, memory_order_relaxed);
+    return rc;
+}
+
