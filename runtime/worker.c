@@ -136,11 +136,12 @@ static inline uint32_t release_bound(uint32_t ex, uint32_t k)
 }
 
 /* Takes a run of up to max published ops into ops[]: one acquire per
- * slot, one release of head for the run. Returns how many; *ex has a bit
- * per EX op of the run (ring.h). An EX op is copied but not taken: its
- * position, and those after it, are released only when run_ops claims it
- * right before it would run, so a cancel still wins until then; the plain
- * ops before the first one are released here. */
+ * slot, one release of head for the run (one more per EX op in it).
+ * Returns how many; *ex has a bit per EX op of the run (ring.h). An EX op
+ * is copied but not taken: its position, and those after it, are released
+ * only when run_ops claims it right before it would run, so a cancel still
+ * wins until then; the plain ops before the first one are released here,
+ * before any op of the run runs. */
 static uint32_t take_run(visit *v, accel_op *ops, uint32_t max, uint32_t *ex)
 {
     accel_session *s = v->s;
