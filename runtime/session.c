@@ -28,6 +28,7 @@
 #include "table.h"
 
 _Thread_local accel_session *accel__tls_current;
+_Atomic uint64_t accel__sessions_reclaimed;
 
 static uint32_t round_pow2(uint32_t v)
 {
@@ -53,6 +54,9 @@ static void session_reclaim(struct rcu_head *head)
     accel_session *s = caa_container_of(head, accel_session, rcu);
     accel__rcu_reclaim_begin();
     accel__session_free_now(s);
+    /* relaxed: a statistic. */
+    atomic_fetch_add_explicit(&accel__sessions_reclaimed, 1,
+                              memory_order_relaxed);
 }
 
 void accel__session_free_now(accel_session *s)

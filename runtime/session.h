@@ -123,6 +123,10 @@ _Static_assert(sizeof(struct accel_session) == 384,
  * checks and close-from-inside. */
 extern _Thread_local accel_session *accel__tls_current;
 
+/* Sessions reclaimed after their grace period, process-wide (a count for
+ * tests: reclamation must not wait for running ops). */
+extern _Atomic uint64_t accel__sessions_reclaimed;
+
 /* Takes a reference (producer setting SCHEDULED, lookups). */
 static inline void accel__session_ref(accel_session *s)
 {

@@ -51,6 +51,13 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
             break;
         }
         if (k == 0) {
+            /* Full, and we run inside one of s's own ops (or its done):
+             * only this thread's worker frees room in s, so waiting would
+             * never end. */
+            if (timeout_ns != ACCEL_NO_WAIT && accel__tls_current == s) {
+                rc = ACCEL_EDEADLK;
+                break;
+            }
             rc = wait_for_room(s, timeout_ns, &deadline, &yields);
             if (rc != ACCEL_OK)
                 break;

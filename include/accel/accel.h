@@ -219,6 +219,9 @@ typedef struct accel_op {
  * cancelled unrun. Any error: not accepted, done is never called.
  * A full ring waits up to timeout_ns (backpressure; ACCEL_FOREVER waits
  * without limit), then ACCEL_EAGAIN (ACCEL_NO_WAIT) or ACCEL_ETIMEDOUT.
+ * From inside one of s's own ops (or their done callbacks), a full ring
+ * returns ACCEL_EDEADLK at once instead of waiting: only that op's worker
+ * could make room (ACCEL_NO_WAIT still gets ACCEL_EAGAIN).
  * queue_depth bounds the ops accepted and not yet started: an op that is
  * running no longer holds a slot.
  * Returns also ACCEL_EINVAL (s, op or op->fn NULL; timeout_ns < -1),

@@ -1,0 +1,295 @@
+/*
+ * Regression tests of runtime bugs, one per bug (docs/reliability.md lists
+ * each with the promise it protects). Each one failed before its fix.
+ *
+ * No timing thresholds: where the broken code would hang, the test waits
+ * for a condition it controls with a generous bound (tu_wait_for), so that
+ * the failing case fails with a message instead of hanging; the correct
+ * code meets the condition at once.
+ */
+#define _GNU_SOURCE /* gettid, nanosleep */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core_util.h"
+#include "runtime.h"
+#include "session.h"
+
+/* Bound on a wait that only the bug would make long (a hang converter). */
+#define HANG_S 20.0
+
+/* Polls until *f >= v or HANG_S passed; true if reached. */
+static bool tu_wait_for(_Atomic int *f, int v)
+{
+    double end = tu_now_s() + HANG_S;
+    while (atomic_load_explicit(f, memory_order_acquire) < v) {
+        if (tu_now_s() > end)
+            return false;
+        tu_nap_us(100);
+    }
+    return true;
+}
+
+static int op_noop(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    return 0;
+}
+
+/* ---- an op submitting to its own full session -------------------- */
+
+typedef struct self_sub {
+    accel_session *s;
+    int64_t timeout;
+    bool batch;
+    int filled, fill_rc, rc;
+    size_t accepted;
+    _Atomic int returned;
+} self_sub;
+
+static int op_self_submit(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    self_sub *a = arg;
+    accel_op op = {.fn = op_noop};
+    int rc;
+    while ((rc = accel_submit(a->s, &op, ACCEL_NO_WAIT)) == ACCEL_OK)
+        a->filled++;
+    a->fill_rc = rc;
+    if (a->batch) {
+        accel_op two[2] = {op, op};
+        a->rc = accel_submit_batch(a->s, two, 2, a->timeout, &a->accepted);
+    } else {
+        a->rc = accel_submit(a->s, &op, a->timeout);
+    }
+    atomic_store_explicit(&a->returned, 1, memory_order_release);
+    return 0;
+}
+
+static void self_submit_case(int64_t timeout, bool batch)
+{
+    accel_runtime *rt = tu_runtime(1);
+    cr_assert_not_null(rt);
+    accel_session *s = tu_open(rt, "self", 4, 0);
+    cr_assert_not_null(s);
+    self_sub a = {.s = s, .timeout = timeout, .batch = batch};
+    accel_op op = {.fn = op_self_submit, .arg = &a};
+    cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    bool returned = tu_wait_for(&a.returned, 1);
+    if (!returned) /* the broken code: free the worker, then fail */
+        accel_session_close(s, ACCEL_CLOSE_CANCEL);
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert(returned, "self-submit with a wait on a full ring hung");
+    cr_assert_eq(a.filled, 4);
+    cr_assert_eq(a.fill_rc, ACCEL_EAGAIN);
+    cr_assert_eq(a.rc, ACCEL_EDEADLK, "got %d (%s)", a.rc,
+                 accel_strerror(a.rc));
+    cr_assert_eq(a.accepted, 0);
+    accel_session_stats st;
+    cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
+    cr_assert_eq(st.submitted, 5); /* nothing accepted by the failed call */
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+Test(regressions, self_submit_full_ring_forever_is_edeadlk, .timeout = 60)
+{
+    self_submit_case(ACCEL_FOREVER, false);
+}
+
+Test(regressions, self_submit_full_ring_timeout_is_edeadlk, .timeout = 60)
+{
+    /* A timeout far beyond HANG_S: the broken code times out the test's
+     * wait, not the submit. */
+    self_submit_case(600ll * 1000000000ll, false);
+    self_submit_case(ACCEL_FOREVER, true);
+}
+
+/* ---- a producer waiting for room is woken by the take that makes it -- */
+
+typedef struct room_prod {
+    accel_session *s;
+    _Atomic int tid;
+    _Atomic int returned;
+    int rc;
+} room_prod;
+
+static void *room_producer(void *p)
+{
+    room_prod *a = p;
+    atomic_store_explicit(&a->tid, (int)gettid(), memory_order_release);
+    accel_op op = {.fn = op_noop};
+    a->rc = accel_submit(a->s, &op, ACCEL_FOREVER);
+    atomic_store_explicit(&a->returned, 1, memory_order_release);
+    return NULL;
+}
+
+/* The op at the head of the full ring: it waits for the producer's submit
+ * to return, which needs the slot this op's take freed. */
+typedef struct long_op {
+    room_prod *prod;
+    _Atomic int signalled;
+} long_op;
+
+static int op_wait_producer(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    long_op *l = arg;
+    if (tu_wait_for(&l->prod->returned, 1))
+        atomic_store_explicit(&l->signalled, 1, memory_order_release);
+    return 0;
+}
+
+/* The scheduling state letter of a thread of this process ('S': asleep in
+ * a syscall, here the futex). */
+static char thread_state(int tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return '?';
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] && p[2] ? p[2] : '?';
+}
+
+Test(regressions, room_waiter_woken_by_the_take_that_frees_a_slot,
+     .timeout = 60)
+{
+    accel_runtime *rt = tu_runtime(1);
+    cr_assert_not_null(rt);
+    /* A blocker on another session holds the only worker while the ring
+     * of s fills and the producer goes to sleep. */
+    accel_session *other = tu_open(rt, "other", 4, 0);
+    accel_session *s = tu_open(rt, "s", 8, 0);
+    cr_assert(other && s);
+    tu_blocker b = {0};
+    accel_op bop = tu_blocker_op(&b);
+    cr_assert_eq(accel_submit(other, &bop, ACCEL_FOREVER), ACCEL_OK);
+    tu_wait_at_least(&b.started, 1);
+
+    room_prod prod = {.s = s};
+    long_op l = {.prod = &prod};
+    accel_op lop = {.fn = op_wait_producer, .arg = &l};
+    accel_op q = {.fn = op_noop};
+    /* Position 0: the long op (a new session's first visit runs one op,
+     * so the take of position 0 is the only one before it runs); 1..7:
+     * quick ops. The ring (8) is full. */
+    cr_assert_eq(accel_submit(s, &lop, ACCEL_NO_WAIT), ACCEL_OK);
+    for (int i = 0; i < 7; i++)
+        cr_assert_eq(accel_submit(s, &q, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_eq(accel_submit(s, &q, ACCEL_NO_WAIT), ACCEL_EAGAIN);
+
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, room_producer, &prod), 0);
+    /* Wait until the producer sleeps for room: counted as a waiter, then
+     * asleep (the futex; its re-check saw the ring full). */
+    tu_wait_at_least(&prod.tid, 1);
+    int tid = atomic_load(&prod.tid);
+    while (!(atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
+             thread_state(tid) == 'S'))
+        tu_nap_us(100);
+
+    tu_latch_open(&b.gate); /* the worker moves on to s */
+    pthread_join(th, NULL);
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(prod.rc, ACCEL_OK);
+    cr_assert(atomic_load(&l.signalled),
+              "the producer slept through the op whose take made room");
+    accel_session_release(s);
+    accel_session_release(other);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* ---- reclamation goes on while an op runs --------------------------- */
+
+typedef struct reclaim_wait {
+    _Atomic int started;
+    _Atomic int go;
+    uint64_t base;
+    _Atomic int reclaimed;
+} reclaim_wait;
+
+static int op_wait_reclaim(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    reclaim_wait *r = arg;
+    atomic_store_explicit(&r->started, 1, memory_order_release);
+    tu_wait_at_least(&r->go, 1);
+    double end = tu_now_s() + HANG_S;
+    while (tu_now_s() < end) {
+        if (atomic_load(&accel__sessions_reclaimed) > r->base) {
+            atomic_store(&r->reclaimed, 1);
+            break;
+        }
+        tu_nap_us(100);
+    }
+    return 0;
+}
+
+Test(regressions, closed_session_reclaimed_while_an_op_runs, .timeout = 60)
+{
+    accel_runtime *rt = tu_runtime(2);
+    cr_assert_not_null(rt);
+    accel_session *s = tu_open(rt, "runner", 4, 0);
+    cr_assert_not_null(s);
+    reclaim_wait r = {0};
+    accel_op op = {.fn = op_wait_reclaim, .arg = &r};
+    cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    tu_wait_at_least(&r.started, 1);
+    /* While the op runs: a session is closed and its last handle dropped,
+     * which queues its reclamation after a grace period. */
+    accel_session *gone = tu_open(rt, "gone", 4, 0);
+    cr_assert_not_null(gone);
+    cr_assert_eq(accel_submit(gone, &(accel_op){.fn = op_noop}, ACCEL_FOREVER),
+                 ACCEL_OK);
+    cr_assert_eq(accel_session_close(gone, ACCEL_CLOSE_DRAIN), ACCEL_OK);
+    r.base = atomic_load(&accel__sessions_reclaimed);
+    accel_session_release(gone);
+    atomic_store_explicit(&r.go, 1, memory_order_release);
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert(atomic_load(&r.reclaimed),
+              "a running op held back the reclamation of a closed session");
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* ---- destroy from inside an op: EDEADLK only for its own runtime ---- */
+
+typedef struct destroy_arg {
+    accel_runtime *own, *other;
+    int rc_own, rc_other;
+} destroy_arg;
+
+static int op_destroy(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    destroy_arg *d = arg;
+    d->rc_own = accel_runtime_destroy(d->own);
+    d->rc_other = accel_runtime_destroy(d->other);
+    return 0;
+}
+
+Test(regressions, destroy_inside_an_op_edeadlk_only_for_its_runtime,
+     .timeout = 30)
+{
+    accel_runtime *rt = tu_runtime(1), *rt2 = tu_runtime(1);
+    cr_assert(rt && rt2);
+    accel_session *s = tu_open(rt, "d", 4, 0);
+    accel_session *s2 = tu_open(rt2, "d2", 4, 0);
+    cr_assert(s && s2);
+    destroy_arg d = {.own = rt, .other = rt2};
+    cr_assert_eq(accel_submit_wait(s, op_destroy, &d, ACCEL_FOREVER), 0);
+    cr_assert_eq(d.rc_own, ACCEL_EDEADLK);
+    cr_assert_eq(d.rc_other, ACCEL_OK, "destroying another runtime: %s",
+                 accel_strerror(d.rc_other));
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
