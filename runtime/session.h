@@ -24,8 +24,8 @@
  * Lifetime: a session is freed after an RCU grace period once `refs` drops
  * to 0. Handles hold refs; so does SCHEDULED (taken by whoever sets the
  * bit, dropped by the worker that clears it), so a session is never freed
- * while queued or running. Workers hold an RCU read-side section for each
- * visit, lookups for their table walk.
+ * while queued or running. Lookups hold an RCU read-side section for their
+ * table walk; workers hold none (their reference is enough).
  *
  * Cache lines: see the layout of struct accel_session below (three
  * 128-byte pairs: producers, consumer, scheduler/budget/table).

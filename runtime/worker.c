@@ -12,8 +12,11 @@
  * sees idle_workers > 0 and its park_seq bump makes the futex_wait return.
  * An idle runtime's workers sleep in futex_wait: no CPU.
  *
- * Each visit runs inside an RCU read-side section, so the session cannot be
- * reclaimed under a worker that still touches it after its last op.
+ * A visit runs outside any RCU read-side section: the scheduler's
+ * reference (taken with SCHEDULED, dropped by the worker's unref as its
+ * last touch of the session) keeps the session alive, so one long op does
+ * not hold back the grace periods every reclamation and table resize
+ * waits for.
  */
 
 #include <limits.h>
@@ -271,9 +274,7 @@ static void *worker_main(void *arg)
         }
         if (!now)
             now = accel__now_ns();
-        accel__rcu_read_lock();
         unsigned lanes = run_visit(rt, e->owner, &now);
-        accel__rcu_read_unlock();
         /* Re-queued for lanes we are not in (a short-lane worker's session
          * turned long): a worker that may run it must not stay parked. */
         if (lanes && !(lanes & (1u << w->lane)))
