@@ -129,7 +129,9 @@ int accel_runtime_destroy(accel_runtime *rt)
 {
     if (!rt)
         return ACCEL_EINVAL;
-    if (accel__tls_current)
+    /* Only an op of this runtime would wait for itself (its session's
+     * close waits for it). */
+    if (accel__tls_current && accel__tls_current->rt == rt)
         return ACCEL_EDEADLK;
 
     /* Close every session, walking the list with a reference on the

@@ -137,7 +137,8 @@ ACCEL_API int accel_runtime_create(const accel_runtime_config *cfg,
  * ops), joins the workers and frees everything, including sessions whose
  * handles were never released: every handle of the runtime is invalid
  * afterwards. Returns ACCEL_OK, ACCEL_EINVAL (rt NULL) or ACCEL_EDEADLK
- * (called from inside an op of this runtime; nothing is done).
+ * (called from inside an op, or a done callback, of a session of this
+ * runtime; nothing is done). Inside an op of another runtime it proceeds.
  * Not to be called twice on one runtime, nor concurrently with other calls
  * on its sessions (out of contract, like free()). */
 ACCEL_API int accel_runtime_destroy(accel_runtime *rt);
