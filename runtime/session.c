@@ -145,7 +145,6 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     atomic_init(&s->refs, 1); /* the handle we return */
     atomic_init(&s->handles, 1);
     atomic_init(&s->wake_at, UINT64_MAX);
-    s->space_wake_mask = depth >= 2 ? depth / 2 - 1 : 0;
     memcpy(s->id, cfg->id, idlen);
     s->id_len = (uint32_t)idlen;
     s->hash = (uint32_t)accel__table_hash(s->id, idlen);
@@ -232,9 +231,11 @@ int accel_session_lookup(accel_runtime *rt, const char *id,
  *
  * Completion sleepers (sync, close) announce by lowering `wake_at` to
  * their target: the worker wakes them once, when finished reaches it, not
- * on every op. Room sleepers count themselves in `space_waiters`; the
- * worker wakes them every half ring of takes and at the end of a visit,
- * not on every freed slot (a futex wake per op collapses throughput).
+ * on every op. Room sleepers raise the flag `space_waiters`; the take
+ * that next frees a slot sees it, clears it and wakes them all (the flag,
+ * not a count: one wake per announcement, not a futex wake per take while
+ * producers sleep, which collapses throughput). A sleeper that timed out
+ * leaves the flag raised: one spare wake later.
  */
 static bool finished_reached(accel_session *s, uint64_t target)
 {
@@ -281,7 +282,9 @@ int accel__session_wait_room(accel_session *s, uint64_t deadline)
 {
     /* acquire: pairs with the release bump in accel__session_notify. */
     uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
-    atomic_fetch_add_explicit(&s->space_waiters, 1, memory_order_relaxed);
+    /* relaxed: the cold fence orders it against the consumer's head store
+     * and flag load (notify_room in worker.c). */
+    atomic_store_explicit(&s->space_waiters, 1, memory_order_relaxed);
     accel__fence_cold();
     int rc = ACCEL_OK;
     if (!has_room_or_closed(s)) {
@@ -291,7 +294,6 @@ int accel__session_wait_room(accel_session *s, uint64_t deadline)
         else
             accel__futex_wait(&s->event, ev, rem);
     }
-    atomic_fetch_sub_explicit(&s->space_waiters, 1, memory_order_relaxed);
     return rc;
 }
 

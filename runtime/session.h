@@ -81,7 +81,6 @@ struct accel_session {
                          position, indexed (pos / SAMPLE) & stamp_mask;
                          in the same allocation */
     uint64_t stamp_mask;
-    uint64_t space_wake_mask;   /* wake room-waiters every (mask+1) takes */
 
     /* ---- pair B: the consumer (whichever worker holds SCHEDULED) */
     alignas(128) _Atomic uint64_t head;
@@ -90,7 +89,9 @@ struct accel_session {
     _Atomic uint64_t service_ns, visits;
     _Atomic uint64_t wake_at;   /* lowest `finished` a sleeper waits for;
                                    UINT64_MAX: none */
-    _Atomic uint32_t space_waiters; /* producers sleeping for ring room */
+    _Atomic uint32_t space_waiters; /* 1: a producer may sleep for room
+                                       (set by it, cleared by the waking
+                                       consumer) */
     _Atomic uint32_t event;     /* futex word, bumped on progress */
     _Atomic uint32_t cancel;    /* close(CANCEL) began */
     accel_backend backend;

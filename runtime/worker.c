@@ -30,14 +30,20 @@
 #include "runtime.h"
 #include "session.h"
 
-/* After [R2]: wake producers sleeping for room, every half ring of takes
- * (and at the end of the visit, force). */
-static inline void notify_room(accel_session *s, uint64_t h, bool force)
+/* After [R2] (each take): wake the producers sleeping for room, if one
+ * announced itself since the last wake. The take that frees a slot must
+ * wake them (an op may wait for a producer the ring holds back). When no
+ * one waits: a compiler barrier and a relaxed load; when someone does: one
+ * exchange and one wake per announcement, not one per take. */
+static inline void notify_room(accel_session *s)
 {
     accel__fence_hot();
-    /* relaxed: the cold fence on the sleeper's side orders it (futex.h). */
+    /* relaxed load and exchange: the sleeper's cold fence orders its
+     * announcement against our head store (futex.h); the notify's release
+     * bump of `event` publishes the head to the woken. Only the consumer
+     * clears the flag, so one announcement gets one wake. */
     if (atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
-        (force || (h & s->space_wake_mask) == 0))
+        atomic_exchange_explicit(&s->space_waiters, 0, memory_order_relaxed))
         accel__session_notify(s);
 }
 
@@ -139,7 +145,7 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
                 : 0;
         accel__ring_take(&s->ring, &s->head, h, &op);
         h++;
-        notify_room(s, h, false);
+        notify_room(s);
         if (stamp)
             accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
         if (atomic_load_explicit(&s->cancel, memory_order_relaxed)) {
@@ -168,7 +174,6 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
     if (s->bops->poll)
         pending = s->bops->poll(s->bstate, s);
     accel__tls_current = NULL;
-    notify_room(s, h, true);
     *now = accel__now_ns();
     uint64_t service = *now - t0;
     bump(&s->service_ns, service);
