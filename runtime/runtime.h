@@ -25,13 +25,15 @@ typedef struct accel__worker {
 } accel__worker;
 
 struct accel_runtime {
-    /* ---- parking (see worker.c) */
-    alignas(64) _Atomic uint32_t idle_workers;
+    /* ---- parking (see worker.c). idle_*: parked workers of the lane in
+     * the low 32 bits, how many of them a waker has claimed (sent a wake
+     * for) in the high 32 (ACCEL__PARKED / ACCEL__CLAIMED). */
+    alignas(64) _Atomic uint64_t idle_workers;
     _Atomic uint32_t park_seq; /* futex word */
     _Atomic uint32_t stopping;
     /* short-lane workers park apart, so that a wake-up for work they may
      * not run never lands on them (see worker.c) */
-    alignas(64) _Atomic uint32_t idle_short;
+    alignas(64) _Atomic uint64_t idle_short;
     _Atomic uint32_t park_seq_short; /* futex word */
 
     alignas(64) accel__sched *sched;
@@ -51,8 +53,12 @@ struct accel_runtime {
     int cuda_probe;    /* ACCEL_OK if CUDA usable */
 };
 
+#define ACCEL__PARKED 1ull
+#define ACCEL__CLAIMED (1ull << 32)
+
 /* Wakes one parked worker of the lanes in mask (ACCEL__SCHED_LANE_*, as
- * returned by accel__sched_enqueue), a short-lane one first. Hot path: a
+ * returned by accel__sched_enqueue), a short-lane one first, claiming it:
+ * a second wake before it runs goes to another parked worker. Hot path: a
  * compiler barrier and a relaxed load when no worker is parked. */
 void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes);
 

@@ -5,12 +5,20 @@
  * session or turns it idle. With nothing runnable it parks on a futex.
  *
  * Parking without lost wake-ups (asymmetric Dekker, futex.h):
- *   parker: seq = park_seq; idle_workers++; fence_cold; pick again;
- *           futex_wait(park_seq, seq)
- *   waker:  enqueue; fence_hot; if (idle_workers) { park_seq++; wake 1 }
+ *   parker: seq = park_seq; parked++; fence_cold; pick again;
+ *           futex_wait(park_seq, seq); parked--, claimed-- if > 0
+ *   waker:  enqueue; fence_hot; if (parked > claimed) { claimed++;
+ *           park_seq++; wake 1 }
  * Either the parker's second pick sees the enqueued session, or the waker
- * sees idle_workers > 0 and its park_seq bump makes the futex_wait return.
+ * sees a parked worker and its park_seq bump makes the futex_wait return.
  * An idle runtime's workers sleep in futex_wait: no CPU.
+ *
+ * Claims: a wake counts itself in `claimed` until a parked worker leaves,
+ * so a burst of wakes inside one worker's wake-up window reaches as many
+ * parked workers (of the short lane first, then of the general one), not
+ * the same one again while the others stay parked. Every claim is followed
+ * by a park_seq bump and a futex wake, so at least one parked worker leaves
+ * after it: claims never strand a sleeping worker. (models/lanes.pml)
  *
  * A visit runs outside any RCU read-side section: the scheduler's
  * reference (taken with SCHEDULED, dropped by the worker's unref as its
@@ -202,21 +210,54 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
     return 0;
 }
 
+static inline uint32_t unclaimed(uint64_t v)
+{
+    return (uint32_t)v - (uint32_t)(v >> 32);
+}
+
+/* Claims one parked worker that no waker has claimed yet: true if done. */
+static inline bool claim_parked(_Atomic uint64_t *idle)
+{
+    /* relaxed: ordered against the parker by the fence pair (above); the
+     * claim publishes nothing (the session went through the calendar). */
+    uint64_t v = atomic_load_explicit(idle, memory_order_relaxed);
+    while (unclaimed(v)) {
+        if (atomic_compare_exchange_weak_explicit(idle, &v,
+                                                  v + ACCEL__CLAIMED,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
 void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
 {
     accel__fence_hot();
-    /* relaxed: ordered against the parker by the fence pair (above). */
-    if ((lanes & ACCEL__SCHED_LANE_SHORT) &&
-        atomic_load_explicit(&rt->idle_short, memory_order_relaxed)) {
+    if ((lanes & ACCEL__SCHED_LANE_SHORT) && claim_parked(&rt->idle_short)) {
+        /* release: pairs with the parker's acquire load of the word. */
         atomic_fetch_add_explicit(&rt->park_seq_short, 1,
                                   memory_order_release);
         accel__futex_wake(&rt->park_seq_short, 1);
     } else if ((lanes & ACCEL__SCHED_LANE_GENERAL) &&
-               atomic_load_explicit(&rt->idle_workers,
-                                    memory_order_relaxed)) {
+               claim_parked(&rt->idle_workers)) {
         atomic_fetch_add_explicit(&rt->park_seq, 1, memory_order_release);
         accel__futex_wake(&rt->park_seq, 1);
     }
+}
+
+/* A parked worker leaves: one parked fewer, and one claim fewer if any (a
+ * worker leaving for whatever reason answers a claim: the claim only
+ * promised that some parked worker would run). */
+static inline void unpark(_Atomic uint64_t *idle)
+{
+    uint64_t v = atomic_load_explicit(idle, memory_order_relaxed);
+    uint64_t nv;
+    do {
+        nv = v - ACCEL__PARKED - ((v >> 32) ? ACCEL__CLAIMED : 0);
+        /* relaxed: a count; the calendar publishes the work. */
+    } while (!atomic_compare_exchange_weak_explicit(
+        idle, &v, nv, memory_order_relaxed, memory_order_relaxed));
 }
 
 /* Before parking, poll the scheduler a little: a futex sleep and wake
@@ -249,14 +290,14 @@ static accel__sched_entity *park(accel_runtime *rt, unsigned lane)
     /* Short-lane workers park apart: a wake-up for work they may not run
      * must reach a general worker. */
     _Atomic uint32_t *word = lane ? &rt->park_seq_short : &rt->park_seq;
-    _Atomic uint32_t *idle = lane ? &rt->idle_short : &rt->idle_workers;
+    _Atomic uint64_t *idle = lane ? &rt->idle_short : &rt->idle_workers;
     uint32_t seq = atomic_load_explicit(word, memory_order_acquire);
-    atomic_fetch_add_explicit(idle, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(idle, ACCEL__PARKED, memory_order_relaxed);
     accel__fence_cold();
     e = accel__sched_pick(rt->sched, lane);
     if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire))
         accel__futex_wait(word, seq, -1);
-    atomic_fetch_sub_explicit(idle, 1, memory_order_relaxed);
+    unpark(idle);
     return e;
 }
 

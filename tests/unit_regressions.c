@@ -9,14 +9,21 @@
  */
 #define _GNU_SOURCE /* gettid, nanosleep */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core_util.h"
+#include "futex.h"
 #include "runtime.h"
 #include "session.h"
+
+/* Marks one worker of lane as parked (white-box, no thread). */
+#define TEST_PARK(rt, lane)                                                   \
+    atomic_fetch_add((lane) ? &(rt)->idle_short : &(rt)->idle_workers,     \
+                     ACCEL__PARKED)
 
 /* Bound on a wait that only the bug would make long (a hang converter). */
 #define HANG_S 20.0
@@ -291,5 +298,105 @@ Test(regressions, destroy_inside_an_op_edeadlk_only_for_its_runtime,
     cr_assert_eq(d.rc_other, ACCEL_OK, "destroying another runtime: %s",
                  accel_strerror(d.rc_other));
     accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* ---- a burst of wakes reaches as many parked workers ---------------- */
+
+/* Two wakes while one worker of each lane is parked: each must go to a
+ * different worker (the first claims the short-lane one, so the second
+ * falls to the general one). White-box over a runtime with no threads:
+ * the wake's futex words count the wakes sent to each lane. */
+Test(regressions, two_wakes_claim_two_parked_workers, .timeout = 10)
+{
+    accel_runtime *rt = calloc(1, sizeof(*rt));
+    cr_assert_not_null(rt);
+    accel__fence_init();
+    TEST_PARK(rt, 1);
+    TEST_PARK(rt, 0);
+    unsigned both = ACCEL__SCHED_LANE_GENERAL | ACCEL__SCHED_LANE_SHORT;
+    accel__runtime_wake_lanes(rt, both);
+    accel__runtime_wake_lanes(rt, both);
+    cr_assert_eq(atomic_load(&rt->park_seq_short), 1,
+                 "wakes sent to the short lane's one parked worker: %u",
+                 atomic_load(&rt->park_seq_short));
+    cr_assert_eq(atomic_load(&rt->park_seq), 1,
+                 "wakes sent to the general lane's one parked worker: %u",
+                 atomic_load(&rt->park_seq));
+    /* A third wake finds no unclaimed parked worker: nothing to send. */
+    accel__runtime_wake_lanes(rt, both);
+    cr_assert_eq(atomic_load(&rt->park_seq_short) + atomic_load(&rt->park_seq),
+                 2);
+    free(rt);
+}
+
+/* Worker threads of this process (named accel-w*), by tid. */
+static int worker_tids(int *tids, int max)
+{
+    int n = 0;
+    char path[300], comm[32];
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < max) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof(comm), f) && strncmp(comm, "accel-w", 7) == 0)
+            tids[n++] = atoi(de->d_name);
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+typedef struct pair_run {
+    _Atomic int running;
+    _Atomic int both;
+} pair_run;
+
+static int op_meet(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    pair_run *p = arg;
+    atomic_fetch_add_explicit(&p->running, 1, memory_order_acq_rel);
+    if (tu_wait_for(&p->running, 2))
+        atomic_fetch_add_explicit(&p->both, 1, memory_order_relaxed);
+    return 0;
+}
+
+/* Two ops that each wait until both run: a burst of two submits onto
+ * parked workers must start both (end to end). */
+Test(regressions, burst_of_two_starts_both_parked_workers, .timeout = 60)
+{
+    /* short_op_ns of 1 s: the meeting ops stay short-class, so either
+     * lane may run either session. */
+    accel_runtime_config c = {.workers = 2, .short_lane_workers = 1,
+                              .short_op_ns = 1000000000ull};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_session *a = tu_open(rt, "a", 4, 0), *b = tu_open(rt, "b", 4, 0);
+    cr_assert(a && b);
+    for (int round = 0; round < 3; round++) {
+        int tids[2];
+        cr_assert_eq(worker_tids(tids, 2), 2);
+        /* both workers asleep in their park */
+        while (thread_state(tids[0]) != 'S' || thread_state(tids[1]) != 'S')
+            tu_nap_us(200);
+        pair_run p = {0};
+        accel_op op = {.fn = op_meet, .arg = &p};
+        cr_assert_eq(accel_submit(a, &op, ACCEL_FOREVER), ACCEL_OK);
+        cr_assert_eq(accel_submit(b, &op, ACCEL_FOREVER), ACCEL_OK);
+        cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+        cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
+        cr_assert_eq(atomic_load(&p.both), 2,
+                     "round %d: the two ops never ran at once", round);
+    }
+    accel_session_release(a);
+    accel_session_release(b);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
