@@ -165,21 +165,16 @@ int accel_runtime_destroy(accel_runtime *rt)
     return ACCEL_OK;
 }
 
+/* The default runtime is never destroyed, not even at exit: exit handlers
+ * run while other threads may still be calling into it (destroying it
+ * there freed sessions under them). The process's exit reclaims it; it
+ * stays reachable from default_rt, so leak checkers do not report it. */
 static accel_runtime *default_rt;
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 
-static void default_destroy(void)
-{
-    if (default_rt)
-        accel_runtime_destroy(default_rt);
-    default_rt = NULL;
-}
-
 static void default_create(void)
 {
-    if (accel_runtime_create(NULL, &default_rt) == ACCEL_OK)
-        atexit(default_destroy);
-    else
+    if (accel_runtime_create(NULL, &default_rt) != ACCEL_OK)
         default_rt = NULL;
 }
 

@@ -144,8 +144,11 @@ ACCEL_API int accel_runtime_create(const accel_runtime_config *cfg,
 ACCEL_API int accel_runtime_destroy(accel_runtime *rt);
 
 /* The process-wide runtime with default config, created on first use
- * (thread-safe) and destroyed at process exit. NULL if it could not be
- * created. Do not pass it to accel_runtime_destroy(). */
+ * (thread-safe). It is never destroyed: it keeps working until the
+ * process is gone, also in exit handlers and in threads still running
+ * while exit() runs (ops still queued when the process ends never run).
+ * NULL if it could not be created. Do not pass it to
+ * accel_runtime_destroy(). */
 ACCEL_API accel_runtime *accel_runtime_default(void);
 
 /* ------------------------------------------------------------- session */
