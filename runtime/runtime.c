@@ -63,11 +63,13 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
         return ACCEL_EINVAL;
 
     accel__fence_init();
+    accel__fork_init();
     accel__rcu_register();
     accel_runtime *rt = accel__calloc_aligned(64, sizeof(*rt));
     if (!rt)
         return ACCEL_ENOMEM;
     rt->cfg = c;
+    rt->fork_gen = accel__fork_generation();
     rt->cuda_probe = ACCEL_ENOBACKEND;
     pthread_mutex_init(&rt->list_lock, NULL);
     CDS_INIT_LIST_HEAD(&rt->sessions);
@@ -129,6 +131,8 @@ int accel_runtime_destroy(accel_runtime *rt)
 {
     if (!rt)
         return ACCEL_EINVAL;
+    if (accel__runtime_forked(rt))
+        return ACCEL_ECLOSED; /* the parent's: its threads are not here */
     /* Only an op of this runtime would wait for itself (its session's
      * close waits for it). */
     if (accel__tls_current && accel__tls_current->rt == rt)
@@ -176,6 +180,14 @@ static void default_create(void)
 {
     if (accel_runtime_create(NULL, &default_rt) != ACCEL_OK)
         default_rt = NULL;
+}
+
+void accel__runtime_after_fork_child(void)
+{
+    /* The child is single-threaded here: plain resets are safe. A fresh
+     * default runtime is created on first use in the child. */
+    default_rt = NULL;
+    default_once = (pthread_once_t)PTHREAD_ONCE_INIT;
 }
 
 accel_runtime *accel_runtime_default(void)

@@ -12,6 +12,7 @@
 
 #include "accel/accel.h"
 #include "backend.h"
+#include "fork.h"
 #include "sched.h"
 
 #define ACCEL__WORKERS_MAX 1024u
@@ -49,6 +50,7 @@ struct accel_runtime {
     struct cds_list_head sessions;
     unsigned long nsessions;
 
+    uint32_t fork_gen; /* accel__fork_gen at create (fork.h) */
     void *cuda_state;  /* backend state of CUDA, NULL if not usable */
     int cuda_probe;    /* ACCEL_OK if CUDA usable */
 };
@@ -64,6 +66,16 @@ void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes);
 
 int accel__workers_start(accel_runtime *rt);
 void accel__workers_stop(accel_runtime *rt);
+
+/* True in a child process for a runtime of the parent (fork.c): its
+ * workers are not there; calls needing them return ACCEL_ECLOSED. */
+static inline bool accel__runtime_forked(const accel_runtime *rt)
+{
+    return rt->fork_gen != accel__fork_generation();
+}
+
+/* In a fork child: forget the parent's default runtime (fork.c). */
+void accel__runtime_after_fork_child(void);
 
 /* The session list (cold path, takes list_lock). */
 void accel__runtime_unlink_session(accel_runtime *rt, accel_session *s);

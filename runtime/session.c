@@ -115,6 +115,8 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     if (depth > ACCEL_QUEUE_DEPTH_MAX)
         return ACCEL_EINVAL;
     depth = round_pow2(depth);
+    if (accel__runtime_forked(rt))
+        return ACCEL_ECLOSED;
 
     const accel__backend_ops *bops = &accel__backend_cpu;
     if (cfg->backend == ACCEL_BACKEND_CUDA ||
@@ -198,6 +200,8 @@ int accel_session_lookup(accel_runtime *rt, const char *id,
     size_t len;
     if (!rt || !out || check_id(id, &len) != ACCEL_OK)
         return ACCEL_EINVAL;
+    if (accel__runtime_forked(rt))
+        return ACCEL_ECLOSED;
     int rc = ACCEL_ENOENT;
     accel__rcu_read_lock();
     accel_session *s = accel__table_find(rt->table, id, len,
@@ -301,6 +305,8 @@ int accel_session_close(accel_session *s, unsigned flags)
 {
     if (!s || (flags & ~ACCEL_CLOSE_CANCEL))
         return ACCEL_EINVAL;
+    if (accel__runtime_forked(s->rt))
+        return ACCEL_ECLOSED; /* the parent's session (fork.c) */
     if (flags & ACCEL_CLOSE_CANCEL)
         atomic_store_explicit(&s->cancel, 1, memory_order_relaxed);
     /* Unpublish the id before the LP, so that once close has begun
@@ -327,8 +333,8 @@ int accel_session_close(accel_session *s, unsigned flags)
 
 void accel_session_release(accel_session *s)
 {
-    if (!s)
-        return;
+    if (!s || accel__runtime_forked(s->rt))
+        return; /* a parent's session in a fork child: left as it is */
     /* relaxed: a count only; close and unref order themselves. */
     if (atomic_fetch_sub_explicit(&s->handles, 1, memory_order_relaxed) == 1 &&
         !accel_session_is_closed(s))
@@ -371,7 +377,7 @@ accel_backend accel_session_backend(const accel_session *s)
 
 bool accel_session_is_closed(const accel_session *s)
 {
-    if (!s)
+    if (!s || accel__runtime_forked(s->rt))
         return true;
     /* acquire: a caller that sees CLOSED also sees the id gone from the
      * table (see accel_session_close). */

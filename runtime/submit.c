@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "futex.h"
+#include "runtime.h"
 #include "session.h"
 
 /* The ring was full: a few yields first (on a 2-core machine the consumer
@@ -37,6 +38,11 @@ static int wait_for_room(accel_session *s, int64_t timeout_ns,
 static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
                       int64_t timeout_ns, size_t *accepted)
 {
+    if (accel__runtime_forked(s->rt)) {
+        if (accepted)
+            *accepted = 0;
+        return ACCEL_ECLOSED; /* the parent's session (fork.c) */
+    }
     size_t done = 0;
     uint64_t deadline = 0;
     unsigned yields = 0;
@@ -153,6 +159,8 @@ int accel_session_sync(accel_session *s, int64_t timeout_ns)
         return ACCEL_EINVAL;
     if (accel__tls_current == s)
         return ACCEL_EDEADLK;
+    if (accel__runtime_forked(s->rt))
+        return ACCEL_ECLOSED;
     uint64_t target = atomic_load_explicit(&s->tail, memory_order_relaxed) &
                       ~ACCEL__RING_CLOSED;
     return accel__session_wait_finished(s, target,

@@ -17,6 +17,16 @@
  * calls into the library is registered with liburcu lazily and unregistered
  * when it exits.
  *
+ * fork() without exec: in the child, every runtime created before the fork
+ * (the parent's) is unusable. On it and its sessions, open, lookup,
+ * submit (all forms), sync, close and destroy return ACCEL_ECLOSED and
+ * accept nothing; accel_session_is_closed() is true, reserve and
+ * set_priority return ACCEL_ECLOSED; stats and getters read the parent's
+ * snapshot; release does nothing (the objects stay allocated in the
+ * child). A runtime created in the child works fully, and
+ * accel_runtime_default() creates a fresh one in the child. Do not fork
+ * from inside an op (the child would go on as a copy of the worker).
+ *
  * Progress: the submit, pick and complete paths take no lock. Producers of
  * one session never wait for each other; a producer waits only when the
  * session's ring is full and it asked to wait (timeout_ns != ACCEL_NO_WAIT).
