@@ -144,6 +144,16 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
 
     while (n < budget && (accel__ring_ready(&s->ring, h) ||
                           (n > 0 && ring_ready_soon(s, h)))) {
+        /* relaxed: close's store; an op taken as it lands may still run
+         * (accel.h). */
+        bool cancel = atomic_load_explicit(&s->cancel, memory_order_relaxed);
+        /* Waiters count completions, not positions (sync's target is a
+         * count of accepted ops): a cancelled op must not complete while
+         * earlier ops are still on the device, or a sync for those would
+         * return before their done ran. Leave it queued; the visit's poll
+         * re-queues the session until the device work is done. */
+        if (cancel && s->bops->poll && s->bops->poll(s->bstate, s) > 0)
+            break;
         accel_op op;
         /* The stamp of a sampled position is read before take frees the
          * position (a producer of h + depth may reuse the entry after). */
@@ -156,7 +166,7 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
         notify_room(s);
         if (stamp)
             accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
-        if (atomic_load_explicit(&s->cancel, memory_order_relaxed)) {
+        if (cancel) {
             bump(&s->cancelled, 1);
             if (op.done)
                 op.done(op.arg, ACCEL_ECLOSED);

@@ -400,3 +400,122 @@ Test(regressions, burst_of_two_starts_both_parked_workers, .timeout = 60)
     accel_session_release(b);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
+
+/* ---- a CANCEL close never completes an op before earlier device ops -- */
+
+/* A test backend over the CPU one whose run() leaves the op "on the
+ * device" (ACCEL__PENDING) until the test opens its gate; poll() then
+ * completes it, as the CUDA backend does. capacity() 0 while `hold`. */
+static struct {
+    accel_op op;
+    _Atomic int pending, gate, hold, polls;
+} dev;
+
+static int dev_run(void *state, accel_ctx *ctx, const accel_op *op,
+                   int *status)
+{
+    (void)state, (void)ctx, (void)status;
+    dev.op = *op;
+    atomic_store(&dev.pending, 1);
+    return ACCEL__PENDING;
+}
+
+static uint32_t dev_poll(void *state, accel_session *s)
+{
+    (void)state;
+    atomic_fetch_add(&dev.polls, 1);
+    if (atomic_load(&dev.pending) && atomic_load(&dev.gate)) {
+        accel__op_complete(s, &dev.op, 0);
+        atomic_store(&dev.pending, 0);
+    }
+    return (uint32_t)atomic_load(&dev.pending);
+}
+
+static uint32_t dev_capacity(void *state)
+{
+    (void)state;
+    return atomic_load(&dev.hold) ? 0 : 8;
+}
+
+typedef struct dev_op {
+    _Atomic int done_calls;
+    _Atomic int status;
+} dev_op;
+
+static void dev_done(void *arg, int status)
+{
+    dev_op *d = arg;
+    atomic_store(&d->status, status);
+    atomic_fetch_add(&d->done_calls, 1);
+}
+
+typedef struct sync_watch {
+    accel_session *s;
+    dev_op *first;
+    int rc;
+    int first_done_at_return;
+} sync_watch;
+
+static void *sync_main(void *p)
+{
+    sync_watch *w = p;
+    w->rc = accel_session_sync(w->s, ACCEL_FOREVER);
+    w->first_done_at_return = atomic_load(&w->first->done_calls);
+    return NULL;
+}
+
+Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
+     .timeout = 60)
+{
+    static accel__backend_ops fake;
+    fake = accel__backend_cpu;
+    fake.run = dev_run;
+    fake.poll = dev_poll;
+    fake.capacity = dev_capacity;
+    accel_runtime *rt = tu_runtime(1);
+    cr_assert_not_null(rt);
+    accel_session *s = tu_open(rt, "dev", 8, 0);
+    cr_assert_not_null(s);
+    s->bops = &fake; /* before any op: the worker reads it per visit */
+
+    dev_op p = {0}, c = {0};
+    accel_op pop = {.fn = op_noop, .done = dev_done, .arg = &p};
+    accel_op cop = {.fn = op_noop, .done = dev_done, .arg = &c};
+    cr_assert_eq(accel_submit(s, &pop, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&dev.pending)) /* p is on the "device" */
+        tu_nap_us(100);
+    atomic_store(&dev.hold, 1); /* visits take nothing for now */
+
+    /* A sync for everything accepted so far (p): it announces target 1. */
+    sync_watch w = {.s = s, .first = &p};
+    pthread_t st;
+    cr_assert_eq(pthread_create(&st, NULL, sync_main, &w), 0);
+    while (atomic_load_explicit(&s->wake_at, memory_order_relaxed) != 1)
+        tu_nap_us(100);
+
+    /* c queued behind p, then a CANCEL close; then visits may take again */
+    cr_assert_eq(accel_submit(s, &cop, ACCEL_NO_WAIT), ACCEL_OK);
+    closer_arg ca = {.s = s, .flags = ACCEL_CLOSE_CANCEL};
+    pthread_t ct;
+    cr_assert_eq(pthread_create(&ct, NULL, closer_main, &ca), 0);
+    while (!atomic_load_explicit(&s->cancel, memory_order_relaxed))
+        tu_nap_us(100);
+    atomic_store(&dev.hold, 0);
+    /* Let the worker run some visits while p is still on the device. */
+    int polls = atomic_load(&dev.polls);
+    while (atomic_load(&dev.polls) < polls + 5)
+        tu_nap_us(100);
+    atomic_store(&dev.gate, 1); /* p completes */
+    pthread_join(st, NULL);
+    pthread_join(ct, NULL);
+    cr_assert_eq(w.rc, ACCEL_OK);
+    cr_assert_eq(w.first_done_at_return, 1,
+                 "sync returned before the earlier op's done ran");
+    cr_assert_eq(atomic_load(&p.done_calls), 1);
+    cr_assert_eq(atomic_load(&p.status), 0);
+    cr_assert_eq(atomic_load(&c.done_calls), 1);
+    cr_assert_eq(atomic_load(&c.status), ACCEL_ECLOSED);
+    cr_assert_eq(ca.rc, ACCEL_OK);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
