@@ -18,7 +18,9 @@
  * parked workers (of the short lane first, then of the general one), not
  * the same one again while the others stay parked. Every claim is followed
  * by a park_seq bump and a futex wake, so at least one parked worker leaves
- * after it: claims never strand a sleeping worker. (models/lanes.pml)
+ * after it; a leaving worker takes one claim, and passes its wake on if it
+ * leaves with work its own second pick found (that claim was for other
+ * work). models/lanes.pml checks this with its broken variants.
  *
  * A visit runs outside any RCU read-side section: the scheduler's
  * reference (taken with SCHEDULED, dropped by the worker's unref as its
@@ -256,10 +258,9 @@ void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
     }
 }
 
-/* A parked worker leaves: one parked fewer, and one claim fewer if any (a
- * worker leaving for whatever reason answers a claim: the claim only
- * promised that some parked worker would run). */
-static inline void unpark(_Atomic uint64_t *idle)
+/* A parked worker leaves: one parked fewer, and one claim fewer if any.
+ * Returns whether it took a claim. */
+static inline bool unpark(_Atomic uint64_t *idle)
 {
     uint64_t v = atomic_load_explicit(idle, memory_order_relaxed);
     uint64_t nv;
@@ -268,6 +269,7 @@ static inline void unpark(_Atomic uint64_t *idle)
         /* relaxed: a count; the calendar publishes the work. */
     } while (!atomic_compare_exchange_weak_explicit(
         idle, &v, nv, memory_order_relaxed, memory_order_relaxed));
+    return (v >> 32) != 0;
 }
 
 /* Before parking, poll the scheduler a little: a futex sleep and wake
@@ -307,7 +309,14 @@ static accel__sched_entity *park(accel_runtime *rt, unsigned lane)
     e = accel__sched_pick(rt->sched, lane);
     if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire))
         accel__futex_wait(word, seq, -1);
-    unpark(idle);
+    /* A worker that leaves with work from its second pick did not need the
+     * claim it takes: the claim may be for work queued after that pick,
+     * so pass the wake on to another parked worker (a claim on the short
+     * lane was for work both lanes may run). models/lanes.pml */
+    if (unpark(idle) && e)
+        accel__runtime_wake_lanes(rt, lane ? ACCEL__SCHED_LANE_SHORT |
+                                                 ACCEL__SCHED_LANE_GENERAL
+                                           : ACCEL__SCHED_LANE_GENERAL);
     return e;
 }
 
