@@ -149,7 +149,6 @@ void accel__fork_gate_wait(void)
 
 void accel__fork_thread_add(void)
 {
-    accel__fork_init();
     pthread_mutex_lock(&threads_lock); /* cold: thread registration */
     self.in_read = &accel__fork_in_read;
     self.urcu_node = &URCU_TLS(urcu_memb_reader).node;

@@ -24,7 +24,8 @@ extern _Thread_local _Atomic uint32_t accel__fork_in_read;
 /* Installs the pthread_atfork handlers (once; idempotent). */
 void accel__fork_init(void);
 /* Lists / unlists the calling thread's accel__fork_in_read for the
- * forker (at its RCU registration and thread exit). */
+ * forker: at its RCU registration and thread exit, inside the same cold
+ * section as liburcu's own (un)registration. */
 void accel__fork_thread_add(void);
 void accel__fork_thread_remove(void);
 /* Brackets liburcu calls that take its internal mutexes (thread

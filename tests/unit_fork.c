@@ -3,16 +3,38 @@
  * are unusable and say so (ACCEL_ECLOSED, nothing accepted), and a fresh
  * runtime works from create to destroy (liburcu's call_rcu thread and
  * grace periods work in the child). The child reports through its exit
- * code; alarm() turns a hang in the child into a failure the parent sees.
+ * code; alarm() turns a hang in the child into a failure the parent sees
+ * (exit 99, with the child's stack on stderr).
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <execinfo.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "core_util.h"
+
+/* In a child: a hang hits the alarm, which prints where the child was
+ * stuck (for the log) and exits with 99. */
+static void child_on_alarm(int sig)
+{
+    (void)sig;
+    void *b[64];
+    int n = backtrace(b, 64);
+    backtrace_symbols_fd(b, n, 2);
+    _exit(99);
+}
+
+static void child_arm_alarm(void)
+{
+    void *warm[1];
+    (void)backtrace(warm, 1); /* loads the unwinder before any hang */
+    signal(SIGALRM, child_on_alarm);
+    alarm(60);
+}
 
 static int op_seven(accel_ctx *ctx, void *arg)
 {
@@ -95,8 +117,9 @@ static void expect_child(pid_t pid)
     cr_assert(WIFEXITED(st), "the child died of signal %d (a hang hit its "
                              "alarm if 14)",
               WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-    cr_assert_eq(WEXITSTATUS(st), 0, "the child failed check %d",
-                 WEXITSTATUS(st));
+    cr_assert_eq(WEXITSTATUS(st), 0, "the child failed check %d%s",
+                 WEXITSTATUS(st),
+                 WEXITSTATUS(st) == 99 ? " (hung: its stack is above)" : "");
 }
 
 Test(fork, child_sees_parent_runtime_closed_and_a_fresh_one_works,
@@ -110,7 +133,7 @@ Test(fork, child_sees_parent_runtime_closed_and_a_fresh_one_works,
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
-        alarm(60);
+        child_arm_alarm();
         int rc = child_parent_objects(rt, s);
         if (rc == 0)
             rc = child_fresh_runtime();
@@ -135,7 +158,7 @@ Test(fork, fresh_runtime_in_child_after_parent_destroyed_its_own,
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
-        alarm(60);
+        child_arm_alarm();
         _exit(child_fresh_runtime());
     }
     expect_child(pid);
@@ -147,15 +170,19 @@ Test(fork, fresh_runtime_in_child_after_parent_destroyed_its_own,
 typedef struct churn {
     accel_runtime *rt;
     int idx;
-    _Atomic int *stop;
     int errors;
 } churn;
+
+/* Static, not on the test's stack: a failed assertion leaves the test
+ * function while the churn threads still run. */
+static _Atomic int churn_stop;
+static churn churners[2];
 
 static void *churn_main(void *p)
 {
     churn *c = p;
     char id[32];
-    for (unsigned long i = 0; !atomic_load(c->stop); i++) {
+    for (unsigned long i = 0; !atomic_load(&churn_stop); i++) {
         snprintf(id, sizeof(id), "churn-%d-%lu", c->idx, i % 8);
         accel_session *s = tu_open(c->rt, id, 4, 0);
         if (!s)
@@ -173,22 +200,22 @@ Test(fork, fork_during_session_churn, .timeout = 240)
 {
     accel_runtime *rt = tu_runtime(2);
     cr_assert_not_null(rt);
-    _Atomic int stop = 0;
-    churn c[2] = {{.rt = rt, .idx = 0, .stop = &stop},
-                  {.rt = rt, .idx = 1, .stop = &stop}};
     pthread_t th[2];
-    for (int i = 0; i < 2; i++)
-        cr_assert_eq(pthread_create(&th[i], NULL, churn_main, &c[i]), 0);
+    for (int i = 0; i < 2; i++) {
+        churners[i] = (churn){.rt = rt, .idx = i};
+        cr_assert_eq(pthread_create(&th[i], NULL, churn_main, &churners[i]),
+                     0);
+    }
     for (int k = 0; k < 20; k++) {
         pid_t pid = fork();
         cr_assert_geq(pid, 0);
         if (pid == 0) {
-            alarm(60);
+            child_arm_alarm();
             _exit(child_fresh_runtime());
         }
         expect_child(pid);
     }
-    atomic_store(&stop, 1);
+    atomic_store(&churn_stop, 1);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
