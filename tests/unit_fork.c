@@ -194,8 +194,7 @@ static void *churn_main(void *p)
             (void)accel_submit(l, &(accel_op){.fn = op_seven}, ACCEL_NO_WAIT);
             accel_session_release(l);
         }
-        continue;
-#endif
+#else
         accel_session *s = tu_open(c->rt, id, 4, 0);
         if (!s)
             continue; /* EEXIST while another incarnation closes */
@@ -204,6 +203,7 @@ static void *churn_main(void *p)
             accel_session_release(l);
         (void)accel_submit(s, &(accel_op){.fn = op_seven}, ACCEL_NO_WAIT);
         accel_session_release(s);
+#endif
     }
     return NULL;
 }
