@@ -11,7 +11,7 @@
 #include <urcu/rculfhash.h>
 
 #include "accel/accel.h"
-#include "backend.h"
+#include "backend_registry.h"
 #include "fork.h"
 #include "sched.h"
 
@@ -19,10 +19,14 @@
 #define ACCEL__SESSIONS_MAX (1u << 20)
 
 typedef struct accel__worker {
+    /* Counters written only by this worker (relaxed load + store), read by
+     * stats and metrics from any thread; a line of their own. */
+    alignas(64) _Atomic uint64_t picks, visits, parks;
     accel_runtime *rt;
     pthread_t thread;
     unsigned index;
     unsigned lane; /* 0 general, 1 short lane */
+    int cpu;       /* pinned to this CPU; -1: not pinned */
 } accel__worker;
 
 struct accel_runtime {
@@ -39,7 +43,8 @@ struct accel_runtime {
 
     alignas(64) accel__sched *sched;
     accel_runtime_config cfg;
-    accel__worker *workers;
+    accel__worker *workers; /* 64-byte aligned array */
+    unsigned *worker_cpus;  /* copy of cfg.worker_cpus, NULL if none */
     unsigned nworkers;
     struct cds_lfht *table;
 
@@ -51,8 +56,9 @@ struct accel_runtime {
     unsigned long nsessions;
 
     uint32_t fork_gen; /* accel__fork_gen at create (fork.h) */
-    void *cuda_state;  /* backend state of CUDA, NULL if not usable */
-    int cuda_probe;    /* ACCEL_OK if CUDA usable */
+    /* One slot per accel_backend: ops, runtime-level state, probe result
+     * (backend_registry.h). Written at create, read-only after. */
+    accel__backend_slot backends[ACCEL__BACKEND_KINDS];
 };
 
 #define ACCEL__PARKED 1ull
@@ -65,6 +71,9 @@ struct accel_runtime {
 void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes);
 
 int accel__workers_start(accel_runtime *rt);
+/* Names a started worker's thread (accel-w<k>, accel-short<k>) and pins it
+ * when the config has worker_cpus (cpu_limits.c). */
+void accel__worker_setup_thread(accel_runtime *rt, accel__worker *w);
 void accel__workers_stop(accel_runtime *rt);
 
 /* True in a child process for a runtime of the parent (fork.c): its

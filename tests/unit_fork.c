@@ -105,6 +105,11 @@ static int child_parent_objects(accel_runtime *rt, accel_session *s)
     if (accel_session_get_stats(s, &st) != ACCEL_OK || st.submitted != 1)
         return 18; /* the parent's snapshot, read-only */
     accel_session_release(s); /* must not hang or crash */
+    accel_runtime_stats rst;
+    size_t len = 0;
+    if (accel_runtime_get_stats(rt, &rst, sizeof(rst)) != ACCEL_ECLOSED ||
+        accel_runtime_write_prometheus(rt, NULL, 0, &len) != ACCEL_ECLOSED)
+        return 30;
     if (accel_runtime_destroy(rt) != ACCEL_ECLOSED)
         return 19;
     return 0;

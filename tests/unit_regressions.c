@@ -330,7 +330,7 @@ Test(regressions, two_wakes_claim_two_parked_workers, .timeout = 10)
     free(rt);
 }
 
-/* Worker threads of this process (named accel-w*), by tid. */
+/* Worker threads of this process (accel-w*, accel-short*), by tid. */
 static int worker_tids(int *tids, int max)
 {
     int n = 0;
@@ -346,7 +346,8 @@ static int worker_tids(int *tids, int max)
         FILE *f = fopen(path, "r");
         if (!f)
             continue;
-        if (fgets(comm, sizeof(comm), f) && strncmp(comm, "accel-w", 7) == 0)
+        if (fgets(comm, sizeof(comm), f) &&
+            (strncmp(comm, "accel-w", 7) == 0 || strncmp(comm, "accel-short", 11) == 0))
             tids[n++] = atoi(de->d_name);
         fclose(f);
     }
@@ -468,14 +469,15 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
      .timeout = 60)
 {
     static accel__backend_ops fake;
-    fake = accel__backend_cpu;
-    fake.run = dev_run;
-    fake.poll = dev_poll;
-    fake.capacity = dev_capacity;
     accel_runtime *rt = tu_runtime(1);
     cr_assert_not_null(rt);
     accel_session *s = tu_open(rt, "dev", 8, 0);
     cr_assert_not_null(s);
+    fake = *s->bops; /* the CPU backend, with run/poll/capacity replaced */
+    fake.flags &= ~ACCEL__BACKEND_RUNS_INLINE;
+    fake.run = dev_run;
+    fake.poll = dev_poll;
+    fake.capacity = dev_capacity;
     s->bops = &fake; /* before any op: the worker reads it per visit */
 
     dev_op p = {0}, c = {0};
