@@ -72,6 +72,10 @@ check lanes.pml 'fail:assertion violated (met==' -DBROKEN_NOPASS
 # producers waiting for room: the take that frees a slot wakes them
 check room.pml pass
 check room.pml 'fail:assertion violated ((returned==' -DBROKEN_BATCHED
+# per-op cancel vs the consumer's take on a slot's seq (ring.h EX slots)
+check cancel.pml pass
+check cancel.pml 'fail:assertion violated (cancel_ok[p]==' -DBROKEN_SPLIT
+check cancel.pml 'fail:assertion violated (cancel_ok[p]==' -DBROKEN_NOPOS
 
 if [ $fail = 0 ]; then echo "models: all correct models verified, all broken variants rejected"
 else echo "models: FAILED"; fi
