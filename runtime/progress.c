@@ -52,7 +52,9 @@ int accel__session_wait_room(accel_session *s, uint64_t deadline)
 {
     /* acquire: pairs with the release bump in accel__session_notify. */
     uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
-    atomic_fetch_add_explicit(&s->space_waiters, 1, memory_order_relaxed);
+    /* relaxed: the cold fence orders it against the consumer's head store
+     * and flag load (accel__progress_room). */
+    atomic_store_explicit(&s->space_waiters, 1, memory_order_relaxed);
     accel__fence_cold();
     int rc = ACCEL_OK;
     if (!accel__ring_has_room_or_closed(ACCEL__RING(s))) {
@@ -62,7 +64,6 @@ int accel__session_wait_room(accel_session *s, uint64_t deadline)
         else
             accel__futex_wait(&s->event, ev, rem);
     }
-    atomic_fetch_sub_explicit(&s->space_waiters, 1, memory_order_relaxed);
     return rc;
 }
 

@@ -10,9 +10,13 @@
  *
  * Completion sleepers (sync, close) announce by lowering `wake_at` to
  * their target: the consumer wakes them once, when finished reaches it,
- * not on every op. Room sleepers count themselves in `space_waiters`; the
- * consumer looks once per run of takes, not per freed slot (a futex wake
- * per op collapses throughput).
+ * not on every op. Room sleepers raise the flag `space_waiters`; the
+ * release of head that next frees a slot sees it, clears it and wakes them
+ * all, before any op it took runs (an op may wait for a producer the ring
+ * holds back). The flag, not a count: one wake per announcement, not a
+ * futex wake per release while producers sleep, which collapses
+ * throughput. A sleeper that timed out leaves the flag raised: one spare
+ * wake later.
  *
  * Hot halves (the consumer, which holds SCHED): inline below. Sleeping
  * halves: progress.c.
@@ -37,13 +41,18 @@ int accel__session_wait_finished(accel_session *s, uint64_t target,
  * ACCEL_OK, or ACCEL_ETIMEDOUT. */
 int accel__session_wait_room(accel_session *s, uint64_t deadline);
 
-/* Consumer, after a release of head ([R2]): wakes producers sleeping for
- * room, if any. */
+/* Consumer, after each release of head ([R2]): wakes the producers
+ * sleeping for room, if one announced itself since the last wake. When no
+ * one waits: a compiler barrier and a relaxed load. */
 static inline void accel__progress_room(accel_session *s)
 {
     accel__fence_hot();
-    /* relaxed: the cold fence on the sleeper's side orders it. */
-    if (atomic_load_explicit(&s->space_waiters, memory_order_relaxed))
+    /* relaxed load and exchange: the sleeper's cold fence orders its
+     * announcement against our head store (futex.h); the notify's release
+     * bump of `event` publishes the head to the woken. Only the consumer
+     * clears the flag, so one announcement gets one wake. */
+    if (atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
+        atomic_exchange_explicit(&s->space_waiters, 0, memory_order_relaxed))
         accel__session_notify(s);
 }
 

@@ -12,6 +12,7 @@
 
 #include "accel/accel.h"
 #include "backend_registry.h"
+#include "fork.h"
 #include "sched_core.h"
 
 #define ACCEL__WORKERS_MAX 1024u
@@ -29,13 +30,15 @@ typedef struct accel__worker {
 } accel__worker;
 
 struct accel_runtime {
-    /* ---- parking (see worker.c) */
-    alignas(64) _Atomic uint32_t idle_workers;
+    /* ---- parking (see worker.c). idle_*: parked workers of the lane in
+     * the low 32 bits, how many of them a waker has claimed (sent a wake
+     * for) in the high 32 (ACCEL__PARKED / ACCEL__CLAIMED). */
+    alignas(64) _Atomic uint64_t idle_workers;
     _Atomic uint32_t park_seq; /* futex word */
     _Atomic uint32_t stopping;
     /* short-lane workers park apart, so that a wake-up for work they may
      * not run never lands on them (see worker.c) */
-    alignas(64) _Atomic uint32_t idle_short;
+    alignas(64) _Atomic uint64_t idle_short;
     _Atomic uint32_t park_seq_short; /* futex word */
 
     alignas(64) accel__sched *sched;
@@ -52,9 +55,23 @@ struct accel_runtime {
     struct cds_list_head sessions;
     unsigned long nsessions;
 
+    uint32_t fork_gen; /* accel__fork_gen at create (fork.h) */
     /* One slot per accel_backend: ops, runtime-level state, probe result
      * (backend_registry.h). Written at create, read-only after. */
     accel__backend_slot backends[ACCEL__BACKEND_KINDS];
 };
+
+#define ACCEL__PARKED 1ull
+#define ACCEL__CLAIMED (1ull << 32)
+
+/* True in a child process for a runtime of the parent (fork.c): its
+ * workers are not there; calls needing them return ACCEL_ECLOSED. */
+static inline bool accel__runtime_forked(const accel_runtime *rt)
+{
+    return rt->fork_gen != accel__fork_generation();
+}
+
+/* In a fork child: forget the parent's default runtime (fork.c). */
+void accel__runtime_after_fork_child(void);
 
 #endif

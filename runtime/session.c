@@ -31,6 +31,7 @@
 #include "trace.h"
 
 _Thread_local accel_session *accel__tls_current;
+_Atomic uint64_t accel__sessions_reclaimed;
 
 /* Session serial numbers, from 1: a ticket names its session by pointer
  * and serial, so a ticket whose session's memory now holds another
@@ -61,6 +62,9 @@ static void session_reclaim(struct rcu_head *head)
     accel_session *s = caa_container_of(head, accel_session, rcu);
     accel__rcu_reclaim_begin();
     accel__session_free_now(s);
+    /* relaxed: a statistic. */
+    atomic_fetch_add_explicit(&accel__sessions_reclaimed, 1,
+                              memory_order_relaxed);
 }
 
 void accel__session_free_now(accel_session *s)
@@ -218,6 +222,8 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
                            ACCEL__BASE_SIZE(accel_session_config)) != 0 ||
         check_config(&c, &idlen, &prio, &depth) != ACCEL_OK)
         return ACCEL_EINVAL;
+    if (accel__runtime_forked(rt))
+        return ACCEL_ECLOSED; /* the parent's runtime (fork.c) */
     int rc;
     const accel__backend_slot *slot =
         accel__backend_choose(rt->backends, c.backend, NULL, &rc);
@@ -243,6 +249,8 @@ int accel_session_lookup(accel_runtime *rt, const char *id,
     size_t len;
     if (!rt || !out || check_id(id, &len) != ACCEL_OK)
         return ACCEL_EINVAL;
+    if (accel__runtime_forked(rt))
+        return ACCEL_ECLOSED;
     int rc = ACCEL_ENOENT;
     accel__rcu_read_lock();
     accel_session *s = accel__table_find(rt->table, id, len,
@@ -260,6 +268,8 @@ int accel_session_close(accel_session *s, unsigned flags)
 {
     if (!s || (flags & ~ACCEL_CLOSE_CANCEL))
         return ACCEL_EINVAL;
+    if (accel__runtime_forked(s->rt))
+        return ACCEL_ECLOSED; /* the parent's session (fork.c) */
     if (flags & ACCEL_CLOSE_CANCEL)
         atomic_store_explicit(&s->cancel, 1, memory_order_relaxed);
     /* Unpublish the id before the LP, so that once close has begun
@@ -286,8 +296,8 @@ int accel_session_close(accel_session *s, unsigned flags)
 
 void accel_session_release(accel_session *s)
 {
-    if (!s)
-        return;
+    if (!s || accel__runtime_forked(s->rt))
+        return; /* a parent's session in a fork child: left as it is */
     /* relaxed: a count only; close and unref order themselves. */
     if (atomic_fetch_sub_explicit(&s->handles, 1, memory_order_relaxed) == 1 &&
         !accel_session_is_closed(s))
@@ -330,7 +340,7 @@ accel_backend accel_session_backend(const accel_session *s)
 
 bool accel_session_is_closed(const accel_session *s)
 {
-    if (!s)
+    if (!s || accel__runtime_forked(s->rt))
         return true;
     /* acquire (in the ring): a caller that sees CLOSED also sees the id
      * gone from the table (see accel_session_close). */

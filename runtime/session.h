@@ -15,8 +15,9 @@
  * to 0. Handles hold refs; so does SCHED (taken by the producer that sets
  * the bit, dropped by the worker that clears it, passed along unchanged
  * through a deferral), so a session is never freed while queued, running
- * or deferred. Workers hold an RCU read-side section for each visit,
- * lookups for their table walk.
+ * or deferred. Lookups hold an RCU read-side section for their table walk;
+ * workers hold one only at the end of a visit, while the session may pass
+ * to another thread (worker.c), never while an op runs.
  *
  * Cache lines: see the layout of struct accel_session below.
  */
@@ -66,7 +67,9 @@ struct accel_session {
                          position, indexed (pos / SAMPLE) & stamp_mask;
                          in the same allocation */
     char *id; /* NUL-terminated, in the same allocation (after the stamps) */
-    _Atomic uint32_t space_waiters; /* producers sleeping for ring room */
+    _Atomic uint32_t space_waiters; /* 1: a producer may sleep for room
+                                       (set by it, cleared by the waking
+                                       consumer) */
     _Atomic uint32_t event;     /* futex word, bumped on progress */
     _Atomic uint32_t cancel;    /* close(CANCEL) began */
     accel_backend backend;
@@ -118,6 +121,10 @@ _Static_assert(sizeof(struct accel_session) == 384,
 /* The running op's session on this thread (NULL outside ops): EDEADLK
  * checks and close-from-inside. */
 extern _Thread_local accel_session *accel__tls_current;
+
+/* Sessions reclaimed after their grace period, process-wide (a count for
+ * tests: reclamation must not wait for running ops). */
+extern _Atomic uint64_t accel__sessions_reclaimed;
 
 /* Takes a reference (the producer whose reservation set SCHED, lookups). */
 static inline void accel__session_ref(accel_session *s)

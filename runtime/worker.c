@@ -5,15 +5,30 @@
  * session or turns it idle. With nothing runnable it parks on a futex.
  *
  * Parking without lost wake-ups (asymmetric Dekker, futex.h):
- *   parker: seq = park_seq; idle_workers++; fence_cold; pick again;
- *           futex_wait(park_seq, seq)
- *   waker:  enqueue; fence_hot; if (idle_workers) { park_seq++; wake 1 }
+ *   parker: seq = park_seq; parked++; fence_cold; pick again;
+ *           futex_wait(park_seq, seq); parked--, claimed-- if > 0
+ *   waker:  enqueue; fence_hot; if (parked > claimed) { claimed++;
+ *           park_seq++; wake 1 }
  * Either the parker's second pick sees the enqueued session, or the waker
- * sees idle_workers > 0 and its park_seq bump makes the futex_wait return.
+ * sees a parked worker and its park_seq bump makes the futex_wait return.
  * An idle runtime's workers sleep in futex_wait: no CPU.
  *
- * Each visit runs inside an RCU read-side section, so the session cannot be
- * reclaimed under a worker that still touches it after its last op.
+ * Claims: a wake counts itself in `claimed` until a parked worker leaves,
+ * so a burst of wakes inside one worker's wake-up window reaches as many
+ * parked workers (of the short lane first, then of the general one), not
+ * the same one again while the others stay parked. Every claim is followed
+ * by a park_seq bump and a futex wake, so at least one parked worker leaves
+ * after it; a leaving worker takes one claim, and passes its wake on if it
+ * leaves with work its own second pick found (that claim was for other
+ * work). models/lanes.pml checks this with its broken variants.
+ *
+ * A visit's ops run outside any RCU read-side section: the scheduler's
+ * reference (taken with SCHED, dropped by the worker's unref, or handed to
+ * a producer with a deferral) keeps the session alive, so one long op does
+ * not hold back the grace periods every reclamation and table resize
+ * waits for. Only the end of a visit, which may hand the session (and that
+ * reference) to another thread and still look at the ring after, runs in
+ * a short read-side section (visit_end).
  */
 
 #include <limits.h>
@@ -197,6 +212,18 @@ __attribute__((noinline)) static int take_ex(visit *v, uint64_t h0,
     return 0;
 }
 
+/* Cold: before an op completes unrun (cancelled, expired, or under a
+ * CANCEL close), the earlier ops still on the device complete first:
+ * waiters count completions, not positions (sync's target is a count of
+ * accepted ops), so a done out of order would let a sync for those
+ * earlier ops return before their done ran. Device sessions only (the CPU
+ * backend has no poll). */
+__attribute__((noinline)) static void device_drain(accel_session *s)
+{
+    while (s->bops->poll(s->bstate, s) > 0)
+        sched_yield();
+}
+
 /* Runs ops[0..k) (positions h0..) in order; ex: a bit per EX op, claimed
  * one by one as it comes up (take_ex). The counters are bumped per op
  * before the op runs (dispatched) and before its done (completed, failed,
@@ -221,6 +248,8 @@ static void run_ops(visit *v, const accel_op *ops, uint32_t k, uint32_t ex)
         else if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
             status = ACCEL_ECLOSED;
         if (status) {
+            if (s->bops->poll)
+                device_drain(s);
             bump(status == ACCEL_EEXPIRED ? &s->expired : &s->cancelled, 1);
         } else {
             bump(&s->dispatched, 1);
@@ -253,6 +282,13 @@ static void visit_run(visit *v)
         uint32_t max = v->budget - v->n;
         if (max > v->run_max)
             max = v->run_max;
+        /* Under a CANCEL close, ops still on the device go first (see
+         * device_drain): take nothing while there are any; the visit's
+         * poll re-queues the session until they are done. relaxed: close's
+         * flag; an op taken as it lands may still run (accel.h). */
+        if (atomic_load_explicit(&v->s->cancel, memory_order_relaxed) &&
+            v->s->bops->poll && v->s->bops->poll(v->s->bstate, v->s) > 0)
+            break;
         uint32_t ex;
         uint32_t k = take_run(v, ops, max, &ex);
         if (k == 0) {
@@ -269,6 +305,27 @@ static void visit_run(visit *v)
         v->until_check = v->every;
         if (accel__now_ns() - v->t0 >= v->rt->cfg.quantum_ns)
             break;
+    }
+}
+
+/* Re-queues s, leaves it idle or hands it to a producer (ring.h).
+ * Returns the lanes that may run it if re-queued, else 0. */
+static unsigned visit_leave(accel_runtime *rt, accel_session *s, uint64_t h,
+                            uint32_t pending)
+{
+    /* More to do: back into the scheduler, still SCHED, keeping the
+     * scheduler's reference. */
+    if (pending || accel__ring_sc_ready(ACCEL__RING(s), h))
+        return accel__sched_enqueue(rt->sched, &s->se, false);
+    switch (accel__ring_sc_leave(ACCEL__RING(s), h)) {
+    case ACCEL__RING_MORE:
+        return accel__sched_enqueue(rt->sched, &s->se, false);
+    case ACCEL__RING_IDLE:
+        accel__session_unref(s); /* drop the scheduler's reference */
+        return 0;
+    default:
+        return 0; /* deferred: its producer enqueues it (the ref goes too);
+                     s must not be touched any more */
     }
 }
 
@@ -291,20 +348,15 @@ static unsigned visit_end(visit *v, uint64_t *now)
     bump(&s->visits, 1);
     accel__sched_charge(rt->sched, &s->se, service, v->n);
 
-    /* More to do: back into the scheduler, still SCHED, keeping the
-     * scheduler's reference. */
-    if (pending || accel__ring_sc_ready(ACCEL__RING(s), v->h))
-        return accel__sched_enqueue(rt->sched, &s->se, false);
-    switch (accel__ring_sc_leave(ACCEL__RING(s), v->h)) {
-    case ACCEL__RING_MORE:
-        return accel__sched_enqueue(rt->sched, &s->se, false);
-    case ACCEL__RING_IDLE:
-        accel__session_unref(s); /* drop the scheduler's reference */
-        return 0;
-    default:
-        return 0; /* deferred: its producer enqueues it (the ref goes too);
-                     s must not be touched any more */
-    }
+    /* From here the session (and the scheduler's reference) may pass to
+     * another thread while this one still touches it: the enqueue's last
+     * steps, or the look at the slot and the take-back after a deferral
+     * (ring.h). A short read-side section keeps it from being reclaimed
+     * under us; no op runs inside it. */
+    accel__rcu_read_lock();
+    unsigned lanes = visit_leave(rt, s, v->h, pending);
+    accel__rcu_read_unlock();
+    return lanes;
 }
 
 /* Runs one visit of s starting at *now (the clock read when the visit
@@ -329,21 +381,54 @@ void accel__workers_enqueue(accel_session *s, bool new_claim)
         s->rt, accel__sched_enqueue(s->rt->sched, &s->se, new_claim));
 }
 
+static inline uint32_t unclaimed(uint64_t v)
+{
+    return (uint32_t)v - (uint32_t)(v >> 32);
+}
+
+/* Claims one parked worker that no waker has claimed yet: true if done. */
+static inline bool claim_parked(_Atomic uint64_t *idle)
+{
+    /* relaxed: ordered against the parker by the fence pair (above); the
+     * claim publishes nothing (the session went through the calendar). */
+    uint64_t v = atomic_load_explicit(idle, memory_order_relaxed);
+    while (unclaimed(v)) {
+        if (atomic_compare_exchange_weak_explicit(idle, &v,
+                                                  v + ACCEL__CLAIMED,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
 void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
 {
     accel__fence_hot();
-    /* relaxed: ordered against the parker by the fence pair (above). */
-    if ((lanes & ACCEL__SCHED_LANE_SHORT) &&
-        atomic_load_explicit(&rt->idle_short, memory_order_relaxed)) {
+    if ((lanes & ACCEL__SCHED_LANE_SHORT) && claim_parked(&rt->idle_short)) {
+        /* release: pairs with the parker's acquire load of the word. */
         atomic_fetch_add_explicit(&rt->park_seq_short, 1,
                                   memory_order_release);
         accel__futex_wake(&rt->park_seq_short, 1);
     } else if ((lanes & ACCEL__SCHED_LANE_GENERAL) &&
-               atomic_load_explicit(&rt->idle_workers,
-                                    memory_order_relaxed)) {
+               claim_parked(&rt->idle_workers)) {
         atomic_fetch_add_explicit(&rt->park_seq, 1, memory_order_release);
         accel__futex_wake(&rt->park_seq, 1);
     }
+}
+
+/* A parked worker leaves: one parked fewer, and one claim fewer if any.
+ * Returns whether it took a claim. */
+static inline bool unpark(_Atomic uint64_t *idle)
+{
+    uint64_t v = atomic_load_explicit(idle, memory_order_relaxed);
+    uint64_t nv;
+    do {
+        nv = v - ACCEL__PARKED - ((v >> 32) ? ACCEL__CLAIMED : 0);
+        /* relaxed: a count; the calendar publishes the work. */
+    } while (!atomic_compare_exchange_weak_explicit(
+        idle, &v, nv, memory_order_relaxed, memory_order_relaxed));
+    return (v >> 32) != 0;
 }
 
 /* Before parking, poll the scheduler a little: a futex sleep and wake
@@ -386,9 +471,9 @@ static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
     /* Short-lane workers park apart: a wake-up for work they may not run
      * must reach a general worker. */
     _Atomic uint32_t *word = lane ? &rt->park_seq_short : &rt->park_seq;
-    _Atomic uint32_t *idle = lane ? &rt->idle_short : &rt->idle_workers;
+    _Atomic uint64_t *idle = lane ? &rt->idle_short : &rt->idle_workers;
     uint32_t seq = atomic_load_explicit(word, memory_order_acquire);
-    atomic_fetch_add_explicit(idle, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(idle, ACCEL__PARKED, memory_order_relaxed);
     accel__fence_cold();
     e = accel__sched_pick(rt->sched, lane);
     if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire)) {
@@ -397,7 +482,14 @@ static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
         accel__futex_wait(word, seq, -1);
         ACCEL_TRACE2(wake, w->index, lane); /* wake(worker, lane) */
     }
-    atomic_fetch_sub_explicit(idle, 1, memory_order_relaxed);
+    /* A worker that leaves with work from its second pick did not need the
+     * claim it takes: the claim may be for work queued after that pick,
+     * so pass the wake on to another parked worker (a claim on the short
+     * lane was for work both lanes may run). models/lanes.pml */
+    if (unpark(idle) && e)
+        accel__runtime_wake_lanes(rt, lane ? ACCEL__SCHED_LANE_SHORT |
+                                                 ACCEL__SCHED_LANE_GENERAL
+                                           : ACCEL__SCHED_LANE_GENERAL);
     return e;
 }
 
@@ -439,9 +531,7 @@ static void *worker_main(void *arg)
         /* While this visit runs, bring in the lines the next one will
          * touch: with many sessions each visit's are cold. */
         prefetch_session(accel__sched_peek(rt->sched, w->lane));
-        accel__rcu_read_lock();
         unsigned lanes = run_visit(rt, e->owner, &now);
-        accel__rcu_read_unlock();
         /* Re-queued for lanes we are not in (a short-lane worker's session
          * turned long): a worker that may run it must not stay parked. */
         if (lanes && !(lanes & (1u << w->lane)))

@@ -26,7 +26,8 @@ void accel__worker_setup_thread(accel_runtime *rt, struct accel__worker *w);
 void accel__workers_enqueue(accel_session *s, bool new_claim);
 
 /* Wakes one parked worker of the lanes in mask (ACCEL__SCHED_LANE_*, as
- * returned by accel__sched_enqueue), a short-lane one first. Hot path: a
+ * returned by accel__sched_enqueue), a short-lane one first, claiming it:
+ * a second wake before it runs goes to another parked worker. Hot path: a
  * compiler barrier and a relaxed load when no worker is parked. */
 void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes);
 
