@@ -5,6 +5,7 @@
 
 #ifdef ACCEL_TSAN
 char accel__rcu_tsan_gp;
+char accel__rcu_tsan_done;
 #endif
 
 static pthread_key_t rcu_key;

@@ -53,6 +53,7 @@ static void session_reclaim(struct rcu_head *head)
     accel_session *s = caa_container_of(head, accel_session, rcu);
     accel__rcu_reclaim_begin();
     accel__session_free_now(s);
+    accel__rcu_reclaim_end();
 }
 
 void accel__session_free_now(accel_session *s)
