@@ -12,6 +12,7 @@
 #define ACCEL_TESTS_CORE_UTIL_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -112,6 +113,20 @@ static inline accel_session *tu_open(accel_runtime *rt, const char *id,
                               .backend = ACCEL_BACKEND_CPU};
     accel_session *s = NULL;
     return accel_session_open(rt, &c, &s) == ACCEL_OK ? s : NULL;
+}
+
+/* Whether rt can open CUDA sessions (a usable device, and the library
+ * built with CUDA): opens and closes one under a scratch id. Tests whose
+ * expectation depends on the device ask this instead of assuming none. */
+static inline bool tu_cuda_usable(accel_runtime *rt)
+{
+    accel_session_config c = {.id = "tu-cuda-probe",
+                              .backend = ACCEL_BACKEND_CUDA};
+    accel_session *s = NULL;
+    if (accel_session_open(rt, &c, &s) != ACCEL_OK)
+        return false;
+    accel_session_release(s);
+    return true;
 }
 
 /* xorshift64*: seeded, per caller. */
