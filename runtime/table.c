@@ -2,12 +2,15 @@
 
 #include <string.h>
 
+#include "fault.h"
 #include "rcu.h"
 #include "session.h"
 
 struct cds_lfht *accel__table_create(void)
 {
     accel__rcu_register();
+    if (ACCEL__FAULT("cds_lfht_new"))
+        return NULL;
     return cds_lfht_new_flavor(64, 64, 0,
                                CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
                                &urcu_memb_flavor, NULL);
