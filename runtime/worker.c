@@ -27,6 +27,7 @@
 #include "rcu.h"
 #include "runtime.h"
 #include "session.h"
+#include "yield.h"
 
 /* After [R2]: wake producers sleeping for room, every half ring of takes
  * (and at the end of the visit, force). */
@@ -258,6 +259,7 @@ static void *worker_main(void *arg)
     accel__worker *w = arg;
     accel_runtime *rt = w->rt;
     accel__fault_thread_is_worker();
+    accel__yield_thread_index((UINT64_C(1) << 32) + w->index);
     accel__rcu_register();
     uint64_t now = 0; /* end of the last visit; 0: read the clock */
     for (;;) {
