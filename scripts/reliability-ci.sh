@@ -66,10 +66,19 @@ stress_seeds() { # dir ops-per-seed seeds...
   echo "total ops accepted: $total"
 }
 
+unit() { # binary: a Criterion suite; a LeakSanitizer report fails it (Criterion
+         # itself ignores the report its test process prints at exit)
+  local out rc
+  out=$("$1" --jobs 1 2>&1); rc=$?
+  echo "$out" | tail -3
+  if echo "$out" | grep -q "LeakSanitizer"; then echo "$out" | grep -A12 "LeakSanitizer" | head -40; return 1; fi
+  return $rc
+}
+
 t_plain() {
   EXTRA_TARGETS=(accel_unit_bad_input accel_unit_faults)
   build build-rel -DACCEL_WERROR=ON || return 1
-  build-rel/tests/accel_unit_bad_input --jobs 1 && build-rel/tests/accel_unit_faults --jobs 1 &&
+  unit build-rel/tests/accel_unit_bad_input && unit build-rel/tests/accel_unit_faults &&
   stress_seeds build-rel "$PLAIN_OPS" 1 2 3
 }
 t_tsan() { # gcc TSan (no -Werror: gcc warns that TSan ignores fences)
@@ -80,8 +89,8 @@ t_tsan() { # gcc TSan (no -Werror: gcc warns that TSan ignores fences)
 t_asan() {
   EXTRA_TARGETS=(accel_unit_bad_input accel_unit_faults)
   build build-rel-asan -DACCEL_SANITIZE=address,undefined -DACCEL_WERROR=ON || return 1
-  build-rel-asan/tests/accel_unit_bad_input --jobs 1 &&
-  build-rel-asan/tests/accel_unit_faults --jobs 1 &&
+  unit build-rel-asan/tests/accel_unit_bad_input &&
+  unit build-rel-asan/tests/accel_unit_faults &&
   stress_seeds build-rel-asan "$SAN_OPS" 21
 }
 t_clang() { # clang TSan, then clang ASan+UBSan
