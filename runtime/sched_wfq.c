@@ -1,5 +1,5 @@
 /*
- * Priority-weighted fair scheduler (DESIGN.md "Scheduler",
+ * Priority-weighted fair scheduler (docs/contract.md, promise 3;
  * docs/scheduler.md): virtual time per entity charged with measured
  * service / weight, a global virtual time V per class, pick by smallest
  * virtual deadline start + visit_cost / weight over a calendar of deadline

@@ -1,5 +1,5 @@
 /*
- * Exactly-once stress (promises 1, 2 and 4 of DESIGN.md).
+ * Exactly-once stress (promises 1, 2 and 4 of docs/contract.md).
  *
  * 64 sessions of mixed weights and queue depths, 4 producers, 2 workers.
  * Producers submit (single, batch, submit_wait), sync, reserve/unreserve

@@ -1,5 +1,5 @@
 /*
- * The bad-input table (promise 5 of DESIGN.md): every row is one call with
+ * The bad-input table (promise 5 of docs/contract.md): every row is one call with
  * bad (or boundary) input, the status accel.h documents for it, and a check
  * that nothing observable changed: a snapshot of two sessions (one open
  * with a budget half used, one closed), of the ids in the table and of an

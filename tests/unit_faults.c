@@ -1,5 +1,5 @@
 /*
- * Fault injection (promises 1, 4 and 5 of DESIGN.md under failure).
+ * Fault injection (promises 1, 4 and 5 of docs/contract.md under failure).
  *
  * - site_sweep: runtime/fault.h can fail any fault site of the runtime
  *   (allocations, the calendar's mmap, cds_lfht_new, pthread_create, CUDA

@@ -157,7 +157,8 @@ void bench_result_f64(bench_result *r, const char *key, double v);
 void bench_result_bool(bench_result *r, const char *key, bool v);
 void bench_result_emit(bench_result *r);
 
-/* A target of the issue next to its measured value. Prints
+/* A performance target (bench/README.md, "Targets") next to its measured
+ * value. Prints
  *   TARGET  <what>: <measured> <unit>  (target <op> <goal>)  MET|MISSED
  * and emits a RESULT line with bench, name "target", what, measured, goal,
  * op and met. op is ">=" or "<=". Returns whether it was met. */
