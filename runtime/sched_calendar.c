@@ -39,10 +39,10 @@ int accel__sched_nodes_init(accel__sched_nodes *n, uint32_t cap)
 {
     n->cap = cap + 1;
     n->map_bytes = (size_t)n->cap * sizeof(accel__sched_node);
-    /* Untouched pages of the mapping cost nothing: fresh hands out nodes
-     * in order, so only as many pages as runnable entities get used. */
     if (ACCEL__FAULT("mmap"))
         return ACCEL_ENOMEM;
+    /* Untouched pages of the mapping cost nothing: fresh hands out nodes
+     * in order, so only as many pages as runnable entities get used. */
     void *m = mmap(NULL, n->map_bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
