@@ -38,3 +38,16 @@ void *accel__calloc_aligned_at(size_t align, size_t n, const char *func)
 }
 
 void accel__free(void *p) { free(p); }
+
+/* The plain functions; the parentheses keep the macros of alloc.h off. */
+void *(accel__malloc)(size_t n) { return accel__malloc_at(n, "(unnamed)"); }
+
+void *(accel__calloc)(size_t n, size_t size)
+{
+    return accel__calloc_at(n, size, "(unnamed)");
+}
+
+void *(accel__calloc_aligned)(size_t align, size_t n)
+{
+    return accel__calloc_aligned_at(align, n, "(unnamed)");
+}

@@ -1,7 +1,7 @@
 /*
  * Every allocation of the runtime goes through here, so that the fault
  * injection tests can fail it (fault.h): each call is a fault site of kind
- * "alloc" named by the calling function.
+ * "alloc" named by the calling function (the macros below pass __func__).
  */
 #ifndef ACCEL_RUNTIME_ALLOC_H
 #define ACCEL_RUNTIME_ALLOC_H
@@ -18,10 +18,21 @@ void *accel__calloc_at(size_t n, size_t size, const char *func);
 void *accel__calloc_aligned_at(size_t align, size_t n, const char *func);
 void accel__free(void *p);
 
+/* The same as plain functions (fault site "alloc@(unnamed)"), for code
+ * that needs their addresses or cannot name itself. */
+void *accel__malloc(size_t n);
+void *accel__calloc(size_t n, size_t size);
+void *accel__calloc_aligned(size_t align, size_t n);
+
+/* Calls name their site. Code that defines or forwards the plain functions
+ * itself (a backend built as a separate module) defines ACCEL__ALLOC_PLAIN
+ * (or ACCEL__MODULE_OPS) and gets the plain functions. */
+#if !defined(ACCEL__ALLOC_PLAIN) && !defined(ACCEL__MODULE_OPS)
 #define accel__malloc(n) accel__malloc_at((n), __func__)
 #define accel__calloc(n, size) accel__calloc_at((n), (size), __func__)
 #define accel__calloc_aligned(align, n) \
     accel__calloc_aligned_at((align), (n), __func__)
+#endif
 
 /* Test hook kept from before the fault sites: the (k+1)-th fault hit off
  * the worker threads fails (k < 0 disarms); returns the hits counted since
