@@ -2,14 +2,15 @@
 #   make bench   installs what is missing, builds, runs the node simulation
 #   make test    installs what is missing, builds with -Werror and runs the
 #                whole suite: plain, ASan+UBSan, TSan stress, reliability tiers
-# Other targets: build, check (plain suite only), bench-suite, gpu-check, clean.
+# Other targets: build, check (plain suite only), bench-suite, gpu-check,
+# package (Debian packages libaccel0 and libaccel-dev in build-pkg/), clean.
 JOBS    ?= $(shell nproc)
 BUILD   ?= build
 CMAKE_FLAGS ?=
 NODESIM_ARGS ?=
 
 .PHONY: all deps build check test test-plain test-asan test-tsan test-reliability \
-        bench bench-suite gpu-check install clean
+        test-package package bench bench-suite gpu-check install clean
 
 all: build
 
@@ -24,7 +25,7 @@ build: deps
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test: check test-asan test-tsan test-reliability
+test: check test-asan test-tsan test-reliability test-package
 	@echo "make test: all tiers passed"
 
 test-plain: check
@@ -47,6 +48,18 @@ test-reliability: deps
 	@if [ -x scripts/reliability-ci.sh ]; then scripts/reliability-ci.sh; \
 	 else echo "reliability tiers: scripts/reliability-ci.sh not present"; fi
 
+# Debian packages from a /usr-prefixed Release build (CPU backend; the
+# CUDA backend joins when ACCEL_WITH_CUDA finds a toolkit, as everywhere).
+package: deps
+	cmake -S . -B $(BUILD)-pkg -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+	      -DACCEL_WERROR=ON -DACCEL_BUILD_TESTS=OFF -DACCEL_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-pkg -j $(JOBS)
+	cd $(BUILD)-pkg && cpack -G DEB
+
+# Installs the packages into a scratch root and builds a program against them.
+test-package: package
+	scripts/package-test.sh $(BUILD)-pkg
+
 bench: deps
 	cmake -S . -B $(BUILD)-release -DCMAKE_BUILD_TYPE=Release -DACCEL_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-release -j $(JOBS)
@@ -64,4 +77,4 @@ install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-release
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-release $(BUILD)-pkg

@@ -24,10 +24,11 @@ void *accel__malloc(size_t n);
 void *accel__calloc(size_t n, size_t size);
 void *accel__calloc_aligned(size_t align, size_t n);
 
-/* Calls name their site. Code that defines or forwards the plain functions
- * itself (a backend built as a separate module) defines ACCEL__ALLOC_PLAIN
- * (or ACCEL__MODULE_OPS) and gets the plain functions. */
-#if !defined(ACCEL__ALLOC_PLAIN) && !defined(ACCEL__MODULE_OPS)
+/* Calls name their site (a backend built as a module too: its
+ * backends/module_host.c forwards the _at functions to the runtime). Code
+ * that wants the plain functions by these names defines
+ * ACCEL__ALLOC_PLAIN. */
+#if !defined(ACCEL__ALLOC_PLAIN)
 #define accel__malloc(n) accel__malloc_at((n), __func__)
 #define accel__calloc(n, size) accel__calloc_at((n), (size), __func__)
 #define accel__calloc_aligned(align, n) \

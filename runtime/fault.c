@@ -19,6 +19,7 @@ static const site sites[] = {
     {"pthread_create", "accel__workers_start", false, false},
     {"alloc", "accel_session_open", false, false},
     {"alloc", "cpu_session_open", false, false},
+    {"alloc", "snapshot", false, false}, /* accel_runtime_write_prometheus */
     {"alloc", "cpu_alloc", false, true},               /* accel_ctx_alloc */
     {"alloc", "accel__waitstat_record", false, true},  /* lazy buckets */
     {"alloc", "cuda_probe", true, false},
@@ -50,6 +51,11 @@ static _Atomic size_t trace_n;
 static _Thread_local bool is_worker;
 
 void accel__fault_thread_is_worker(void) { is_worker = true; }
+
+bool accel__fault_hit_ext(const char *kind, const char *func)
+{
+    return accel__fault_hit(kind, func);
+}
 
 static int find(const char *kind, const char *func)
 {

@@ -30,6 +30,9 @@ extern "C" {
 extern _Atomic int accel__fault_mode; /* 0: unarmed */
 
 bool accel__fault_hit_slow(const char *kind, const char *func);
+/* accel__fault_hit as a function: what a backend built as a module calls
+ * (through its host table; it cannot reach accel__fault_mode). */
+bool accel__fault_hit_ext(const char *kind, const char *func);
 
 static inline bool accel__fault_hit(const char *kind, const char *func)
 {
@@ -42,7 +45,11 @@ static inline bool accel__fault_hit(const char *kind, const char *func)
 }
 
 /* True: fail this call of `kind` (an allocation, "mmap", ...). */
+#ifdef ACCEL__MODULE_OPS /* in a backend built as a module */
+#define ACCEL__FAULT(kind) accel__fault_hit_ext((kind), __func__)
+#else
 #define ACCEL__FAULT(kind) accel__fault_hit((kind), __func__)
+#endif
 
 /* Marks the calling thread as a worker (worker_main). */
 void accel__fault_thread_is_worker(void);

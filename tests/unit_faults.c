@@ -136,6 +136,15 @@ static void scenario(const char *when, bool cuda)
                 s[i] = NULL;
         }
     }
+    /* Metrics take a snapshot of the sessions (an allocation). */
+    char text[8192];
+    size_t len = 0;
+    rc = accel_runtime_write_prometheus(rt, text, sizeof(text), &len);
+    cr_assert(rc == ACCEL_OK || rc == ACCEL_ENOMEM, "%s metrics: %d", when, rc);
+    if (rc != ACCEL_OK)
+        cr_assert_eq(accel_runtime_write_prometheus(rt, text, sizeof(text), &len),
+                     ACCEL_OK, "%s: metrics retry", when);
+    cr_assert_gt(len, 0);
     if (s[3]) /* a new stream priority at its next visit */
         cr_assert_eq(accel_session_set_priority(s[3], 1000), ACCEL_OK);
     uint64_t accepted = 0;
