@@ -76,6 +76,21 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status)
     finish_one(s);
 }
 
+/* Whether an op that reached the consumer runs: 0, or the status it
+ * completes with unrun. A won cancel first, then close(CANCEL), then the
+ * deadline (only ops with one read the clock). */
+static int unrun_status(accel_session *s, accel__claim claim,
+                        int64_t deadline)
+{
+    if (claim == ACCEL__CLAIM_CANCELED)
+        return ACCEL_ECANCELED;
+    if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+        return ACCEL_ECLOSED;
+    if (deadline && (int64_t)accel__now_ns() >= deadline)
+        return ACCEL_EEXPIRED;
+    return 0;
+}
+
 /* A visit that empties the ring polls it a little before giving the
  * session up: under a stream of submits the next op is usually being
  * published right now, and going idle costs two RMWs on the producers'
@@ -141,16 +156,24 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
             (h % ACCEL__WAIT_SAMPLE) == 0
                 ? s->stamps[(h / ACCEL__WAIT_SAMPLE) & s->stamp_mask]
                 : 0;
-        accel__ring_take(&s->ring, &s->head, h, &op);
+        int64_t deadline = 0;
+        accel__claim claim =
+            accel__ring_take_claim(&s->ring, &s->head, h, &op, &deadline);
         h++;
         notify_room(s, h, false);
         if (stamp)
             accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
-        if (atomic_load_explicit(&s->cancel, memory_order_relaxed)) {
-            ACCEL_TRACE3(op_done, s, op.arg, ACCEL_ECLOSED);
-            bump(&s->cancelled, 1);
+        /* The status of an op completed without running, else 0. A plain
+         * op pays a compare and the close flag's load here. */
+        int unrun = 0;
+        if (claim != ACCEL__CLAIM_PLAIN ||
+            atomic_load_explicit(&s->cancel, memory_order_relaxed))
+            unrun = unrun_status(s, claim, deadline);
+        if (unrun) {
+            ACCEL_TRACE3(op_done, s, op.arg, unrun);
+            bump(unrun == ACCEL_EEXPIRED ? &s->expired : &s->cancelled, 1);
             if (op.done)
-                op.done(op.arg, ACCEL_ECLOSED);
+                op.done(op.arg, unrun);
             finish_one(s);
         } else {
             int status;
