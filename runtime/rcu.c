@@ -29,7 +29,12 @@ static void rcu_thread_exit(void *unused)
 {
     (void)unused;
     if (rcu_ours) {
+        /* One cold section: a fork sees the thread in both registries or
+         * in neither (fork.c unlinks the dead ones in the child). */
+        accel__fork_cold_begin();
         urcu_memb_unregister_thread();
+        accel__fork_thread_remove();
+        accel__fork_cold_end();
         rcu_ours = false;
     }
 }
@@ -57,7 +62,10 @@ void accel__rcu_register(void)
               stderr);
         abort();
     }
+    accel__fork_cold_begin();
     urcu_memb_register_thread();
+    accel__fork_thread_add();
+    accel__fork_cold_end();
     rcu_ours = true;
     (void)pthread_setspecific(rcu_key, (void *)1);
 }
