@@ -20,7 +20,10 @@
  * acceptance and also its kick: if SCHED was clear, the producer owns the
  * session and enqueues it once its slots are published. Each slot is
  * published on its own (seq = position + 1, release); producers never wait
- * for each other. A producer that found SCHED set then looks at `defer`
+ * for each other to reserve or publish, but the consumer takes positions
+ * in order: a producer preempted between reserve and publish holds back
+ * every later op of its session (published or not) until it publishes;
+ * other sessions are not affected. A producer that found SCHED set then looks at `defer`
  * (a compiler barrier and a plain load of a read-mostly line): nothing to
  * do unless a consumer left at an unpublished slot.
  *

@@ -37,6 +37,7 @@
 #include <stddef.h>
 
 #include "clock.h"
+#include "fault.h"
 #include "futex.h"
 #include "progress.h"
 #include "rcu.h"
@@ -44,6 +45,7 @@
 #include "session.h"
 #include "trace.h"
 #include "worker.h"
+#include "yield.h"
 
 /* Counters of the consumer side have one writer at a time: the worker
  * holding SCHED (deferred completions run in its poll too), handed over
@@ -511,6 +513,8 @@ static void *worker_main(void *arg)
 {
     accel__worker *w = arg;
     accel_runtime *rt = w->rt;
+    accel__fault_thread_is_worker();
+    accel__yield_thread_index((UINT64_C(1) << 32) + w->index);
     accel__rcu_register();
     uint64_t now = 0; /* end of the last visit; 0: read the clock */
     for (;;) {
@@ -547,7 +551,8 @@ int accel__workers_start(accel_runtime *rt)
         w->rt = rt;
         w->index = i;
         w->lane = i < rt->cfg.short_lane_workers ? 1 : 0;
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        if (ACCEL__FAULT("pthread_create") ||
+            pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             rt->nworkers = i;
             accel__workers_stop(rt);
             return ACCEL_ENOMEM;

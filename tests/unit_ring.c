@@ -371,3 +371,89 @@ Test(ring, ex_slots_in_a_run_claimed_per_op, .timeout = 5)
     cr_assert_not(accel__ring_sc_ready(&f.r.prod, &f.r.cons, 4));
     fx_fini(&f);
 }
+
+/* ---- reserve with the producers' head cache (prod.head_cache) ---- */
+
+static uint64_t cache_of(ring_fixture *f)
+{
+    return atomic_load(&f->r.prod.head_cache);
+}
+
+static void publish_v(ring_fixture *f, uint64_t pos, uint64_t v)
+{
+    accel_op op = op_with((uintptr_t)v);
+    accel__ring_mp_publish(&f->r.prod, &f->r.cons, pos, &op);
+}
+
+Test(ring, cached_fresh_cache_reserves_like_uncached, .timeout = 5)
+{
+    ring_fixture f;
+    fx_init(&f, 8);
+    uint64_t first;
+    cr_assert_eq(reserve(&f, 3, &first), 3);
+    cr_assert_eq(first, 0);
+    cr_assert_eq(reserve(&f, 9, &first), 5, "partial: the rest of the room");
+    cr_assert_eq(first, 3);
+    cr_assert_eq(reserve(&f, 1, &first), 0, "full");
+    cr_assert_eq(tail_word(&f) & ACCEL__RING_POS, 8);
+    cr_assert_eq(cache_of(&f), 0, "no refresh: the head did not move");
+    fx_fini(&f);
+}
+
+Test(ring, cached_stale_cache_refreshes_from_head, .timeout = 5)
+{
+    ring_fixture f;
+    fx_init(&f, 4);
+    uint64_t first;
+    for (uint64_t v = 0; v < 4; v++) {
+        cr_assert_eq(reserve(&f, 1, &first), 1);
+        publish_v(&f, first, v);
+    }
+    cr_assert_eq(take_value(&f), 0);
+    cr_assert_eq(take_value(&f), 1);
+    /* The cache says full (head 0, pos 4); the real head is 2: the
+     * reservation must see the room, and leave the fresh head in the
+     * cache for the next producer. */
+    cr_assert_eq(reserve(&f, 4, &first), 2);
+    cr_assert_eq(first, 4);
+    cr_assert_eq(cache_of(&f), 2);
+    for (uint64_t v = 4; v < 6; v++)
+        publish_v(&f, v, v);
+    for (uint64_t v = 2; v < 6; v++)
+        cr_assert_eq(take_value(&f), v, "FIFO across the refresh");
+    fx_fini(&f);
+}
+
+/* A cache lagging pos by more than the capacity (a producer that
+ * refreshed it long ago) must read as no room and force a refresh, never
+ * as a huge room from an underflowed pos - h: reserving past the capacity
+ * overwrites unconsumed slots. Capacity 2, pos 106, head 104, cache 100. */
+Test(ring, cached_cache_lagging_more_than_capacity, .timeout = 5)
+{
+    ring_fixture f;
+    fx_init(&f, 2);
+    atomic_store(&f.r.prod.tail, 106 | ACCEL__RING_SCHED);
+    atomic_store(&f.r.cons.head, 104);
+    atomic_store(&f.r.prod.head_cache, 100);
+    uint64_t first = 0;
+    cr_assert_eq(reserve(&f, 8, &first), 0, "the ring is full");
+    cr_assert_eq(tail_word(&f) & ACCEL__RING_POS, 106, "nothing reserved");
+    cr_assert_eq(cache_of(&f), 104, "refreshed from the head");
+    atomic_store(&f.r.cons.head, 105); /* the consumer frees one slot */
+    cr_assert_eq(reserve(&f, 8, &first), 1);
+    cr_assert_eq(first, 106);
+    cr_assert_eq(tail_word(&f) & ACCEL__RING_POS, 107);
+    fx_fini(&f);
+}
+
+Test(ring, cached_closed_tail_refuses, .timeout = 5)
+{
+    ring_fixture f;
+    fx_init(&f, 4);
+    uint64_t first;
+    cr_assert_eq(reserve(&f, 1, &first), 1);
+    atomic_fetch_or(&f.r.prod.tail, ACCEL__RING_CLOSED);
+    cr_assert_eq(reserve(&f, 1, &first), -1);
+    cr_assert_eq(tail_word(&f) & ACCEL__RING_POS, 1);
+    fx_fini(&f);
+}
