@@ -1,6 +1,6 @@
 /*
  * Session lifecycle: open, lookup, close, release, reclamation, getters.
- * See session.h for the state word and the lifetime rules.
+ * See session.h for the SCHED bit and the lifetime rules.
  *
  * Close protocol (the submit-vs-close handshake):
  *   1. fetch_or CLOSED into the ring tail. LP of close: a reservation CAS

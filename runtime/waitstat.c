@@ -24,7 +24,7 @@ static uint64_t bucket_top(unsigned b)
 void accel__waitstat_record(accel__waitstat *w, uint64_t ns)
 {
     /* relaxed everywhere: single writer (the session's consumer, handed
-     * over by the state word's acq_rel), approximate readers. */
+     * over by the ring's [R3]/[A3] hand-off), approximate readers. */
     _Atomic uint32_t *b = atomic_load_explicit(&w->buckets,
                                                memory_order_relaxed);
     if (!b) {
