@@ -1,0 +1,204 @@
+package accel
+
+// #include "shim.h"
+import "C"
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+)
+
+// SubmitAsync queues f and returns at once; done(err) is called on the
+// worker after f (done may be nil; keep it short, it holds the worker). It
+// returns ErrQueueFull rather than wait when the queue is full, and
+// ErrSessionClosed on a closed session; on any error f never runs and done
+// is not called.
+//
+// To get the result on a channel: ch := make(chan error, 1);
+// v.SubmitAsync(f, func(err error) { ch <- err }).
+func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error {
+	if f == nil {
+		return ErrInvalidArgument
+	}
+	if done == nil {
+		done = func(error) {}
+	}
+	if v.closed.Load() {
+		return ErrSessionClosed
+	}
+	r := allocRec()
+	r.vs, r.f, r.cb = v, f, done
+	r.state.Store(recQueued)
+	rc := int(C.goaccel_submit(v.h.c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT))
+	runtime.KeepAlive(v.h)
+	if rc != C.ACCEL_OK {
+		r.vs, r.f, r.cb = nil, nil, nil
+		freeRec(r)
+		return statusErr(rc)
+	}
+	return nil
+}
+
+// SubmitAsyncBatch queues fs in order with one crossing into C per 64 ops
+// and returns at once; done(i, err) is called on a worker after fs[i]
+// (done may be nil). It returns how many were queued (a prefix of fs) and,
+// if not all, why the rest were not (ErrQueueFull, ErrSessionClosed).
+func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int, err error)) (int, error) {
+	if v.closed.Load() {
+		return 0, ErrSessionClosed
+	}
+	var buf [64]C.uintptr_t
+	recs := make([]*opRec, 0, 64)
+	queued := 0
+	for queued < len(fs) {
+		n := len(fs) - queued
+		if n > len(buf) {
+			n = len(buf)
+		}
+		recs = recs[:0]
+		for i := 0; i < n; i++ {
+			f := fs[queued+i]
+			if f == nil {
+				n = i
+				break
+			}
+			r := allocRec()
+			r.vs, r.f = v, f
+			if done != nil {
+				slot := queued + i
+				r.cb = func(err error) { done(slot, err) }
+			} else {
+				r.cb = func(error) {}
+			}
+			r.state.Store(recQueued)
+			recs = append(recs, r)
+			buf[i] = C.uintptr_t(r.idx)
+		}
+		var got C.size_t
+		rc := int(C.goaccel_submit_batch(v.h.c, &buf[0], C.size_t(n), C.ACCEL_NO_WAIT, &got))
+		runtime.KeepAlive(v.h)
+		for _, r := range recs[got:] {
+			r.vs, r.f, r.cb = nil, nil, nil
+			freeRec(r)
+		}
+		queued += int(got)
+		if rc != C.ACCEL_OK {
+			return queued, statusErr(rc)
+		}
+		if n < len(buf) && queued < len(fs) && fs[queued] == nil {
+			return queued, ErrInvalidArgument
+		}
+	}
+	return queued, nil
+}
+
+// batchWait collects the results of one SubmitBatch.
+type batchWait struct {
+	left atomic.Int32 // ops not yet finished (run or cancelled)
+	errs []error
+	done chan struct{}
+}
+
+// arrive marks one op finished; the last one wakes the submitter.
+func (b *batchWait) arrive() {
+	// The atomic decrement releases this op's errs[slot] to whoever sees
+	// 0; the channel send then orders it before the submitter's reads.
+	if b.left.Add(-1) == 0 {
+		b.done <- struct{}{}
+	}
+}
+
+// SubmitBatch runs fs in order on the session, as len(fs) Submits would,
+// with one crossing into C per 64 ops, and returns each f's error. ctx is
+// honoured per op until it starts: ops not started when ctx ends get
+// ctx.Err() and never run. If the session closes part-way, the ops not
+// queued get ErrSessionClosed.
+func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) []error {
+	errs := make([]error, len(fs))
+	if len(fs) == 0 {
+		return errs
+	}
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
+	b := &batchWait{errs: errs, done: make(chan struct{}, 1)}
+	b.left.Store(int32(len(fs)) + 1) // +1: the submitter's own, dropped below
+	recs := make([]*opRec, len(fs))
+	cids := make([]C.uintptr_t, len(fs))
+	n := 0
+	var stop error
+	for i, f := range fs {
+		if f == nil {
+			stop = ErrInvalidArgument
+			break
+		}
+		r := allocRec()
+		r.vs, r.f, r.batch, r.slot = v, f, b, i
+		r.state.Store(recQueued)
+		recs[i] = r
+		cids[i] = C.uintptr_t(r.idx)
+		n++
+	}
+	if stop == nil && ctx != nil && ctx.Err() != nil {
+		stop = ctx.Err()
+		n = 0
+	} else if stop == nil && v.closed.Load() {
+		stop = ErrSessionClosed
+		n = 0
+	}
+	queued := 0
+	if n > 0 {
+		var got C.size_t
+		rc := int(C.goaccel_submit_batch(v.h.c, &cids[0], C.size_t(n), C.ACCEL_FOREVER, &got))
+		runtime.KeepAlive(v.h)
+		queued = int(got)
+		if rc != C.ACCEL_OK {
+			stop = statusErr(rc)
+		}
+	}
+	// Ops never queued: fail them here and give their records back.
+	for i := queued; i < len(fs); i++ {
+		errs[i] = stop
+		if recs[i] != nil {
+			recs[i].vs, recs[i].f, recs[i].batch = nil, nil, nil
+			freeRec(recs[i])
+			recs[i] = nil
+		}
+	}
+	b.left.Add(int32(queued - len(fs)))
+	cancelled := make([]bool, queued)
+	if b.left.Add(-1) != 0 {
+		if done == nil {
+			<-b.done
+		} else {
+			select {
+			case <-b.done:
+			case <-done:
+				cerr := ctx.Err()
+				finished := false
+				for i := 0; i < queued; i++ {
+					if recs[i].state.CompareAndSwap(recQueued, recCancelled) {
+						cancelled[i] = true // the worker frees it
+						errs[i] = cerr
+						v.cancelled.Add(1)
+						if b.left.Add(-1) == 0 {
+							finished = true
+						}
+					}
+				}
+				if !finished {
+					<-b.done
+				}
+			}
+		}
+	}
+	for i := 0; i < queued; i++ {
+		if !cancelled[i] {
+			recs[i].vs, recs[i].f, recs[i].batch = nil, nil, nil
+			freeRec(recs[i])
+		}
+	}
+	return errs
+}

@@ -1,0 +1,24 @@
+/*
+ * The C half of the Go binding: the op trampolines and a few helpers that
+ * keep each Go->C crossing to one call. C never holds a Go pointer: an op's
+ * arg is the integer index of a Go-side op record (oprec.go).
+ */
+#ifndef ACCEL_GO_SHIM_H
+#define ACCEL_GO_SHIM_H
+
+#include <accel/accel.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Queues the Go op record rec on s (accel_submit with the trampolines). */
+int goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns);
+
+/* Queues recs[0..n) in order; *accepted = how many were (a prefix). */
+int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
+                         int64_t timeout_ns, size_t *accepted);
+
+/* Budgeted memory outside an op: reserve then malloc; free then refund. */
+int goaccel_alloc(accel_session *s, size_t bytes, void **out);
+void goaccel_free(accel_session *s, void *p, size_t bytes);
+
+#endif
