@@ -30,7 +30,7 @@ func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error 
 	r := allocRec()
 	r.vs, r.f, r.cb = v, f, done
 	r.state.Store(recQueued)
-	rc := int(C.goaccel_submit(v.h.c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT))
+	rc := int(C.goaccel_submit(v.h.c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 0))
 	runtime.KeepAlive(v.h)
 	if rc != C.ACCEL_OK {
 		r.vs, r.f, r.cb = nil, nil, nil

@@ -82,6 +82,8 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 // The record must not be touched after the hand-off.
 func finish(r *opRec, err error) {
 	switch {
+	case r.cwait:
+		r.err = err // the submitter reads it once accel_submit_wait returns
 	case r.cb != nil:
 		cb := r.cb
 		r.f, r.vs, r.cb = nil, nil, nil

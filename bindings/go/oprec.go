@@ -38,6 +38,7 @@ type opRec struct {
 	f     func(*Session) error
 	err   error
 	cb    func(error)   // async completion; nil for a synchronous Submit
+	cwait bool          // the submitter waits in C (goaccel_submit_wait)
 	done  chan struct{} // cap 1: the worker's wake-up for a synchronous Submit
 	batch *batchWait    // batch Submit: counts the ops still out
 	slot  int           // index of this op in its batch

@@ -6,9 +6,12 @@
  */
 #include "shim.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "_cgo_export.h"
+#include "../../runtime/session.h" /* accel__tls_current */
 
 static int goaccel_op_fn(accel_ctx *ctx, void *arg)
 {
@@ -25,8 +28,20 @@ static void goaccel_op_done(void *arg, int status)
         goAccelUnrun((uintptr_t)arg, status);
 }
 
-int goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns)
+int goaccel_submit_wait(accel_session *s, uintptr_t rec)
 {
+    /* The calling thread sleeps on accel's futex until the op is done: the
+     * wake-up is C to C, and the Go side resumes on its own P (cgo). */
+    return accel_submit_wait(s, goaccel_op_fn, (void *)rec, ACCEL_FOREVER);
+}
+
+int goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns,
+                   int sync)
+{
+    /* A synchronous submit from inside one of the session's own ops would
+     * wait for itself. */
+    if (sync && accel__tls_current == s)
+        return ACCEL_EDEADLK;
     accel_op op = {.fn = goaccel_op_fn, .done = goaccel_op_done,
                    .arg = (void *)rec};
     return accel_submit(s, &op, timeout_ns);
@@ -73,4 +88,34 @@ void goaccel_free(accel_session *s, void *p, size_t bytes)
         return;
     free(p);
     accel_session_unreserve(s, (int64_t)bytes);
+}
+
+void goaccel_nop(void) {}
+
+struct cb_bench {
+    uint64_t n, ns;
+};
+
+static void *cb_bench_thread(void *p)
+{
+    struct cb_bench *b = p;
+    goAccelNop(); /* the thread's first callback binds it to a Go M */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (uint64_t i = 0; i < b->n; i++)
+        goAccelNop();
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    b->ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+            (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
+    return NULL;
+}
+
+uint64_t goaccel_callback_bench(uint64_t n)
+{
+    struct cb_bench b = {.n = n};
+    pthread_t t;
+    if (pthread_create(&t, NULL, cb_bench_thread, &b) != 0)
+        return 0;
+    pthread_join(t, NULL);
+    return b.ns;
 }

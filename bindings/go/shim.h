@@ -10,8 +10,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Queues the Go op record rec on s (accel_submit with the trampolines). */
-int goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns);
+/* Queues the Go op record rec on s (accel_submit with the trampolines).
+ * sync: the caller will wait for the op, so from inside one of s's own ops
+ * it is ACCEL_EDEADLK. */
+int goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns,
+                   int sync);
+
+/* Runs the Go op record rec on s and returns when it has completed:
+ * goAccelRun's result (0 or 1) or a status (accel_submit_wait). */
+int goaccel_submit_wait(accel_session *s, uintptr_t rec);
 
 /* Queues recs[0..n) in order; *accepted = how many were (a prefix). */
 int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
@@ -20,5 +27,10 @@ int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
 /* Budgeted memory outside an op: reserve then malloc; free then refund. */
 int goaccel_alloc(accel_session *s, size_t bytes, void **out);
 void goaccel_free(accel_session *s, void *p, size_t bytes);
+
+/* Benchmark hooks (benchhooks.go): an empty C function, and n empty
+ * callbacks into Go from a new C thread, timed in ns. */
+void goaccel_nop(void);
+uint64_t goaccel_callback_bench(uint64_t n);
 
 #endif

@@ -240,6 +240,9 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	r := allocRec()
 	r.vs, r.f = v, f
 	r.state.Store(recQueued)
+	if done == nil {
+		return v.submitWaitC(r)
+	}
 	if err := v.enqueue(r, done); err != nil {
 		r.vs, r.f = nil, nil
 		freeRec(r)
@@ -248,22 +251,39 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 		}
 		return err
 	}
-	if done == nil {
-		<-r.done
-	} else {
-		select {
-		case <-r.done:
-		case <-done:
-			// LP of the cancel race: the CAS decides whether f runs.
-			if r.state.CompareAndSwap(recQueued, recCancelled) {
-				v.cancelled.Add(1)
-				return ctx.Err() // the worker frees r when it pops it
-			}
-			<-r.done // f started: it is not interrupted
+	select {
+	case <-r.done:
+	case <-done:
+		// LP of the cancel race: the CAS decides whether f runs.
+		if r.state.CompareAndSwap(recQueued, recCancelled) {
+			v.cancelled.Add(1)
+			return ctx.Err() // the worker frees r when it pops it
 		}
+		<-r.done // f started: it is not interrupted
 	}
 	err := r.err
 	r.err, r.vs, r.f = nil, nil, nil
+	freeRec(r)
+	return err
+}
+
+// submitWaitC runs r for a Submit whose ctx can never end: the goroutine
+// waits inside C (accel_submit_wait), woken by the worker's futex, which
+// costs less than waking a parked goroutine from a C thread (docs/go.md).
+func (v *VMSession) submitWaitC(r *opRec) error {
+	r.cwait = true
+	rc := int(C.goaccel_submit_wait(v.h.c, C.uintptr_t(r.idx)))
+	runtime.KeepAlive(v.h)
+	var err error
+	switch {
+	case rc == 0 || rc == 1: // f ran; goAccelRun stored its result
+		err = r.err
+	case rc == C.ACCEL_ECLOSED && r.state.Load() == recRunning:
+		err = ErrSessionClosed // cancelled by a close (goAccelUnrun)
+	default: // not accepted
+		err = statusErr(rc)
+	}
+	r.cwait, r.err, r.vs, r.f = false, nil, nil, nil
 	freeRec(r)
 	return err
 }
@@ -279,15 +299,15 @@ var errCtxDone error = ctxDoneErr{}
 func (v *VMSession) enqueue(r *opRec, done <-chan struct{}) error {
 	c := v.h.c
 	if done == nil {
-		rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_FOREVER))
+		rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_FOREVER, 1))
 		runtime.KeepAlive(v.h)
 		return statusErr(rc)
 	}
 	for {
-		rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT))
+		rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 1))
 		if rc == C.ACCEL_EAGAIN {
 			// Full: wait up to 1 ms for room, then look at ctx again.
-			rc = int(C.goaccel_submit(c, C.uintptr_t(r.idx), 1000000))
+			rc = int(C.goaccel_submit(c, C.uintptr_t(r.idx), 1000000, 1))
 		}
 		if rc != C.ACCEL_ETIMEDOUT {
 			runtime.KeepAlive(v.h)
