@@ -2,14 +2,20 @@
 #   make bench   installs what is missing, builds, runs the node simulation
 #   make test    installs what is missing, builds with -Werror and runs the
 #                whole suite: plain, ASan+UBSan, TSan stress, reliability tiers
-# Other targets: build, check (plain suite only), bench-suite, gpu-check, clean.
+# Other targets: build, check (plain suite only), bench-suite, gpu-check,
+#                test-go / bench-go (the Go binding, bindings/go), clean.
 JOBS    ?= $(shell nproc)
 BUILD   ?= build
 CMAKE_FLAGS ?=
 NODESIM_ARGS ?=
 
 .PHONY: all deps build check test test-plain test-asan test-tsan test-reliability \
-        bench bench-suite gpu-check install clean
+        test-go bench-go bench bench-suite gpu-check install clean
+
+# The Go binding's commands: the Go that scripts/deps.sh installed (if it
+# had to) comes first; no toolchain switching and no module downloads (the
+# package uses the standard library only).
+GO_ENV = PATH="$(CURDIR)/.tools/go/bin:$$PATH" GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod
 
 all: build
 
@@ -24,7 +30,7 @@ build: deps
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test: check test-asan test-tsan test-reliability
+test: check test-asan test-tsan test-reliability test-go
 	@echo "make test: all tiers passed"
 
 test-plain: check
@@ -46,6 +52,18 @@ test-tsan: deps
 test-reliability: deps
 	@if [ -x scripts/reliability-ci.sh ]; then scripts/reliability-ci.sh; \
 	 else echo "reliability tiers: scripts/reliability-ci.sh not present"; fi
+
+# The Go package compiles the C runtime itself (cgo); -race checks the Go
+# side (the C side has its own TSan tier).
+test-go: deps
+	cd bindings/go && $(GO_ENV) go vet ./... && $(GO_ENV) go test -race -count=1 ./...
+
+# The Go benchmarks against their same-run baselines, as a table.
+# BENCH_GO_REPS sets the interleaved repetitions (default 5).
+BENCH_GO_REPS ?= 5
+bench-go: deps
+	cd bindings/go && $(GO_ENV) ACCEL_BENCH_GO=1 ACCEL_BENCH_REPS=$(BENCH_GO_REPS) \
+	  go test -run '^TestBenchTable$$' -count=1 -timeout 60m .
 
 bench: deps
 	cmake -S . -B $(BUILD)-release -DCMAKE_BUILD_TYPE=Release -DACCEL_BUILD_TESTS=OFF $(CMAKE_FLAGS)
