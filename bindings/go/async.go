@@ -37,60 +37,76 @@ func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error 
 		freeRec(r)
 		return statusErr(rc)
 	}
+	v.submitted.Add(1)
 	return nil
 }
 
-// SubmitAsyncBatch queues fs in order with one crossing into C per 64 ops
-// and returns at once; done(i, err) is called on a worker after fs[i]
-// (done may be nil). It returns how many were queued (a prefix of fs) and,
-// if not all, why the rest were not (ErrQueueFull, ErrSessionClosed).
+// SubmitAsyncBatch queues fs in order and returns at once; done(i, err)
+// is called on a worker after fs[i] (done may be nil). The ops go to C as
+// groups of up to 32, each one op for the scheduler: one crossing into C
+// and one back per group, not per op (a group is charged its whole measured
+// time, so shares stay exact; a group is one queue slot). It returns how
+// many ops were queued (a prefix of fs) and, if not all, why not
+// (ErrQueueFull, ErrSessionClosed, ErrInvalidArgument for a nil f).
 func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int, err error)) (int, error) {
+	const group = 32
 	if v.closed.Load() {
 		return 0, ErrSessionClosed
 	}
 	var buf [64]C.uintptr_t
-	recs := make([]*opRec, 0, 64)
+	var recs [64]*opRec
+	var sizes [64]int // group sizes: a queued record may be reused at once
 	queued := 0
-	for queued < len(fs) {
-		n := len(fs) - queued
-		if n > len(buf) {
-			n = len(buf)
-		}
-		recs = recs[:0]
-		for i := 0; i < n; i++ {
-			f := fs[queued+i]
-			if f == nil {
-				n = i
+	var stop error
+	for queued < len(fs) && stop == nil {
+		// Up to 64 groups per crossing into C.
+		n, at := 0, queued
+		for n < len(buf) && at < len(fs) {
+			k := len(fs) - at
+			if k > group {
+				k = group
+			}
+			for j := 0; j < k; j++ {
+				if fs[at+j] == nil {
+					k, stop = j, ErrInvalidArgument
+					break
+				}
+			}
+			if k == 0 {
 				break
 			}
 			r := allocRec()
-			r.vs, r.f = v, f
-			if done != nil {
-				slot := queued + i
-				r.cb = func(err error) { done(slot, err) }
-			} else {
-				r.cb = func(error) {}
-			}
+			r.vs, r.gdone, r.gbase = v, done, at
+			r.group = append([]func(*Session) error(nil), fs[at:at+k]...)
 			r.state.Store(recQueued)
-			recs = append(recs, r)
-			buf[i] = C.uintptr_t(r.idx)
+			recs[n], buf[n], sizes[n] = r, C.uintptr_t(r.idx), k
+			n++
+			at += k
+			if stop != nil {
+				break
+			}
+		}
+		if n == 0 {
+			break
 		}
 		var got C.size_t
 		rc := int(C.goaccel_submit_batch(v.h.c, &buf[0], C.size_t(n), C.ACCEL_NO_WAIT, &got))
 		runtime.KeepAlive(v.h)
-		for _, r := range recs[got:] {
-			r.vs, r.f, r.cb = nil, nil, nil
+		k := 0
+		for i := 0; i < int(got); i++ {
+			k += sizes[i]
+		}
+		queued += k
+		v.submitted.Add(uint64(k))
+		for _, r := range recs[got:n] {
+			r.vs, r.group, r.gdone = nil, nil, nil
 			freeRec(r)
 		}
-		queued += int(got)
 		if rc != C.ACCEL_OK {
 			return queued, statusErr(rc)
 		}
-		if n < len(buf) && queued < len(fs) && fs[queued] == nil {
-			return queued, ErrInvalidArgument
-		}
 	}
-	return queued, nil
+	return queued, stop
 }
 
 // batchWait collects the results of one SubmitBatch.
@@ -154,6 +170,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 		rc := int(C.goaccel_submit_batch(v.h.c, &cids[0], C.size_t(n), C.ACCEL_FOREVER, &got))
 		runtime.KeepAlive(v.h)
 		queued = int(got)
+		v.submitted.Add(uint64(queued))
 		if rc != C.ACCEL_OK {
 			stop = statusErr(rc)
 		}

@@ -44,11 +44,14 @@ func goAccelRun(idx C.uintptr_t) C.int {
 	// LP of the cancel race (oprec.go): whoever moves the state off queued
 	// owns the outcome.
 	if !r.state.CompareAndSwap(recQueued, recRunning) {
-		r.f, r.vs, r.cb, r.batch = nil, nil, nil, nil
+		r.f, r.vs, r.cb, r.batch, r.group, r.gdone = nil, nil, nil, nil, nil, nil
 		freeRec(r) // the submitter gave the record up when it cancelled
 		return 0
 	}
 	s := r.vs
+	if r.group != nil {
+		return runGroup(r, s)
+	}
 	s.dispatched.Add(1)
 	err := callF(r.f, &s.sess)
 	if err != nil {
@@ -63,6 +66,35 @@ func goAccelRun(idx C.uintptr_t) C.int {
 	return 0
 }
 
+// runGroup runs the ops of an asynchronous batch record in order: one
+// crossing for the lot (they are consecutive in the session's FIFO order
+// anyway; the scheduler sees one op and charges its whole measured time).
+func runGroup(r *opRec, s *VMSession) C.int {
+	g, done, base := r.group, r.gdone, r.gbase
+	r.f, r.vs, r.group, r.gdone = nil, nil, nil, nil
+	freeRec(r)
+	failed := 0
+	for i, f := range g {
+		s.dispatched.Add(1)
+		err := callF(f, &s.sess)
+		if err != nil {
+			s.failed.Add(1)
+			failed = 1
+		} else {
+			s.completed.Add(1)
+		}
+		if done != nil {
+			callGroupDone(done, base+i, err)
+		}
+	}
+	return C.int(failed)
+}
+
+func callGroupDone(done func(int, error), i int, err error) {
+	defer func() { _ = recover() }()
+	done(i, err)
+}
+
 // goAccelUnrun finishes an op that C completed without running it (its
 // session was closed with ACCEL_CLOSE_CANCEL).
 //
@@ -72,6 +104,18 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 	if !r.state.CompareAndSwap(recQueued, recRunning) {
 		r.f, r.vs, r.cb, r.batch = nil, nil, nil, nil
 		freeRec(r)
+		return
+	}
+	if g := r.group; g != nil {
+		s, done, base := r.vs, r.gdone, r.gbase
+		r.f, r.vs, r.group, r.gdone = nil, nil, nil, nil
+		freeRec(r)
+		s.cancelled.Add(uint64(len(g)))
+		for i := range g {
+			if done != nil {
+				callGroupDone(done, base+i, statusErr(int(status)))
+			}
+		}
 		return
 	}
 	r.vs.cancelled.Add(1)

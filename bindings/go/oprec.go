@@ -37,12 +37,15 @@ type opRec struct {
 	vs    *VMSession
 	f     func(*Session) error
 	err   error
-	cb    func(error)   // async completion; nil for a synchronous Submit
-	cwait bool          // the submitter waits in C (goaccel_submit_wait)
-	done  chan struct{} // cap 1: the worker's wake-up for a synchronous Submit
-	batch *batchWait    // batch Submit: counts the ops still out
-	slot  int           // index of this op in its batch
-	_     [16]byte      // keep hot records of different goroutines apart
+	cb    func(error)            // async completion; nil for a synchronous Submit
+	cwait bool                   // the submitter waits in C (goaccel_submit_wait)
+	done  chan struct{}          // cap 1: the worker's wake-up for a synchronous Submit
+	batch *batchWait             // batch Submit: counts the ops still out
+	group []func(*Session) error // SubmitAsyncBatch: ops run by one crossing
+	gdone func(int, error)       // completion of each op of group
+	gbase int                    // index of group[0] in the caller's slice
+	slot  int                    // index of this op in its batch
+	_     [16]byte               // keep hot records of different goroutines apart
 }
 
 type recChunk [recChunkSize]opRec

@@ -20,9 +20,10 @@ type SessionStats struct {
 	Failed     uint64 // f returned an error or panicked
 	Cancelled  uint64 // ctx ended (or the session closed) before f started
 
+	Submitted uint64 // accepted into the queue (cancelled ops too)
+
 	// From the C runtime.
-	Submitted    uint64        // accepted into the queue (cancelled ops too)
-	Queued       uint64        // accepted, not yet taken by a worker
+	Queued       uint64        // queue slots in use: ops (or SubmitAsyncBatch groups) not yet started
 	MemoryUsed   int64         // bytes charged now
 	MemoryBudget int64         // 0 = unlimited
 	Service      time.Duration // total time its ops ran
@@ -44,6 +45,7 @@ func (v *VMSession) FullStats() SessionStats {
 		Completed:  v.completed.Load(),
 		Failed:     v.failed.Load(),
 		Cancelled:  v.cancelled.Load(),
+		Submitted:  v.submitted.Load(),
 	}
 	var cs C.accel_session_stats
 	rc := C.accel_session_get_stats(v.h.c, &cs)
@@ -51,7 +53,6 @@ func (v *VMSession) FullStats() SessionStats {
 	if rc != C.ACCEL_OK {
 		return st
 	}
-	st.Submitted = uint64(cs.submitted)
 	st.Queued = uint64(cs.queued)
 	st.MemoryUsed = int64(cs.memory_used)
 	st.MemoryBudget = int64(cs.memory_budget)

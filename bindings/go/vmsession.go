@@ -34,6 +34,7 @@ type VMSession struct {
 	closeErr error
 	didClose bool
 
+	submitted  atomic.Uint64 // accepted into the queue
 	dispatched atomic.Uint64 // f started
 	completed  atomic.Uint64 // f returned nil
 	failed     atomic.Uint64 // f returned an error or panicked
@@ -251,6 +252,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 		}
 		return err
 	}
+	v.submitted.Add(1)
 	select {
 	case <-r.done:
 	case <-done:
@@ -277,8 +279,10 @@ func (v *VMSession) submitWaitC(r *opRec) error {
 	var err error
 	switch {
 	case rc == 0 || rc == 1: // f ran; goAccelRun stored its result
+		v.submitted.Add(1)
 		err = r.err
 	case rc == C.ACCEL_ECLOSED && r.state.Load() == recRunning:
+		v.submitted.Add(1)
 		err = ErrSessionClosed // cancelled by a close (goAccelUnrun)
 	default: // not accepted
 		err = statusErr(rc)

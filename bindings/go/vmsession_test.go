@@ -478,6 +478,19 @@ func TestBatchAndAsync(t *testing.T) {
 	if done.Load() != 100 {
 		t.Fatalf("%d completions", done.Load())
 	}
+	// A nil f stops the batch before it: the ops ahead of it are queued.
+	withNil := append(append([]func(*Session) error(nil), fs[:40]...), nil, fs[0])
+	order = nil
+	if n, err := v.SubmitAsyncBatch(withNil, nil); n != 40 || !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("SubmitAsyncBatch with a nil f = %d, %v", n, err)
+	}
+	v.Sync()
+	if len(order) != 40 || order[39] != 39 {
+		t.Fatalf("ran %v", order)
+	}
+	if st := v.FullStats(); st.Submitted != 150+100+40 || st.Dispatched != st.Submitted {
+		t.Fatalf("submitted %d dispatched %d, want 290", st.Submitted, st.Dispatched)
+	}
 	// A batch whose ctx ends while it is queued: the rest never runs.
 	one, _ := rt.NewVMSession("batch-cancel")
 	release := blockWorker(t, one)
