@@ -122,6 +122,26 @@ func benchSubmitAccel(b *testing.B) {
 	b.StopTimer()
 }
 
+// benchSubmitAccelCtx: as benchSubmitAccel with a ctx that can be
+// cancelled (the path that registers with ctx and can be interrupted).
+func benchSubmitAccelCtx(b *testing.B) {
+	rt := benchRuntime(b, 0)
+	defer rt.Close()
+	vs := benchSessions(b, rt, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	parallel(b, 4, func(g, n int) {
+		v := vs[g%4]
+		for i := 0; i < n; i++ {
+			if err := v.Submit(ctx, emptyOp); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+}
+
 func benchSubmitOld(b *testing.B) {
 	vs := make([]*oldSession, 4)
 	for i := range vs {
@@ -141,6 +161,7 @@ func benchSubmitOld(b *testing.B) {
 
 func BenchmarkSubmit(b *testing.B) {
 	b.Run("accel", benchSubmitAccel)
+	b.Run("accel-cancellable-ctx", benchSubmitAccelCtx)
 	b.Run("old-design", benchSubmitOld)
 }
 
@@ -373,12 +394,13 @@ func TestBenchTable(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("ACCEL_BENCH_REPS")); err == nil && n > 0 {
 		reps = n
 	}
-	var subA, subOld, asyncA, asyncB, asyncChan []float64
+	var subA, subCtx, subOld, asyncA, asyncB, asyncChan []float64
 	var latA, latOld []latencyResult
 	var g2c, c2g, sub1 []float64
 	for r := 0; r < reps; r++ {
 		subA = append(subA, opsPerSec(benchSubmitAccel))
 		subOld = append(subOld, opsPerSec(benchSubmitOld))
+		subCtx = append(subCtx, opsPerSec(benchSubmitAccelCtx))
 		asyncA = append(asyncA, opsPerSec(benchAsyncAccel))
 		asyncChan = append(asyncChan, opsPerSec(benchAsyncChan))
 		asyncB = append(asyncB, opsPerSec(benchAsyncBatchAccel))
@@ -413,6 +435,8 @@ func TestBenchTable(t *testing.T) {
 	fmt.Printf("| benchmark | accel | baseline (same run) | ratio | target |\n| --- | --- | --- | --- | --- |\n")
 	fmt.Printf("| a) Submit, empty f, 4 goroutines x 4 sessions | %s (%.0f ns/op) | %s (%.0f ns/op) old design | %.2fx | >= 2x |\n",
 		mops(subA), 1e9/median(subA), mops(subOld), 1e9/median(subOld), median(subA)/median(subOld))
+	fmt.Printf("| a') the same with a cancellable ctx | %s (%.0f ns/op) | %s old design | %.2fx | |\n",
+		mops(subCtx), 1e9/median(subCtx), mops(subOld), median(subCtx)/median(subOld))
 	fmt.Printf("| b) async submit, empty ops, 4 goroutines | %s | %s buffered Go channel | %.2fx | >= 0.5x |\n",
 		mops(asyncA), mops(asyncChan), median(asyncA)/median(asyncChan))
 	fmt.Printf("| b') async submit in batches of 32 | %s | %s buffered Go channel | %.2fx | |\n",

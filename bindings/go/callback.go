@@ -45,6 +45,7 @@ func goAccelRun(idx C.uintptr_t) C.int {
 	// owns the outcome.
 	if !r.state.CompareAndSwap(recQueued, recRunning) {
 		r.f, r.vs, r.cb, r.batch, r.group, r.gdone = nil, nil, nil, nil, nil, nil
+		r.cwait = false
 		freeRec(r) // the submitter gave the record up when it cancelled
 		return 0
 	}
@@ -103,6 +104,7 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 	r := recAt(uint32(idx))
 	if !r.state.CompareAndSwap(recQueued, recRunning) {
 		r.f, r.vs, r.cb, r.batch = nil, nil, nil, nil
+		r.cwait = false
 		freeRec(r)
 		return
 	}
@@ -127,7 +129,8 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 func finish(r *opRec, err error) {
 	switch {
 	case r.cwait:
-		r.err = err // the submitter reads it once accel_submit_wait returns
+		r.err = err
+		setWake(r, r.wakeGen, wakeDone) // the submitter waits in waitWake
 	case r.cb != nil:
 		cb := r.cb
 		r.f, r.vs, r.cb = nil, nil, nil
@@ -137,8 +140,5 @@ func finish(r *opRec, err error) {
 		b := r.batch
 		b.errs[r.slot] = err
 		b.arrive()
-	default:
-		r.err = err
-		r.done <- struct{}{} // cap 1, empty: never blocks
 	}
 }

@@ -31,21 +31,22 @@ const recChunkBits = 10
 const recChunkSize = 1 << recChunkBits
 
 type opRec struct {
-	state atomic.Uint32
-	next  atomic.Uint32 // free-stack link: index+1 of the next free record, 0 = none
-	idx   uint32
-	vs    *VMSession
-	f     func(*Session) error
-	err   error
-	cb    func(error)            // async completion; nil for a synchronous Submit
-	cwait bool                   // the submitter waits in C (goaccel_submit_wait)
-	done  chan struct{}          // cap 1: the worker's wake-up for a synchronous Submit
-	batch *batchWait             // batch Submit: counts the ops still out
-	group []func(*Session) error // SubmitAsyncBatch: ops run by one crossing
-	gdone func(int, error)       // completion of each op of group
-	gbase int                    // index of group[0] in the caller's slice
-	slot  int                    // index of this op in its batch
-	_     [16]byte               // keep hot records of different goroutines apart
+	state   atomic.Uint32
+	next    atomic.Uint32 // free-stack link: index+1 of the next free record, 0 = none
+	idx     uint32
+	vs      *VMSession
+	f       func(*Session) error
+	err     error
+	cb      func(error)            // async completion; nil for a synchronous Submit
+	cwait   bool                   // a synchronous Submit waits on wake (waitWake)
+	wake    uint32                 // gen<<3 | wakeDone/wakeCancel/wakeSleep (futex word, atomic)
+	wakeGen uint32                 // generation of wake for the current use (owner only)
+	batch   *batchWait             // batch Submit: counts the ops still out
+	group   []func(*Session) error // SubmitAsyncBatch: ops run by one crossing
+	gdone   func(int, error)       // completion of each op of group
+	gbase   int                    // index of group[0] in the caller's slice
+	slot    int                    // index of this op in its batch
+	_       [16]byte               // keep hot records of different goroutines apart
 }
 
 type recChunk [recChunkSize]opRec
@@ -107,7 +108,6 @@ func (sl *recSlab) grow(seen uint64) {
 	c := new(recChunk)
 	for i := range c {
 		c[i].idx = base + uint32(i)
-		c[i].done = make(chan struct{}, 1)
 		if i+1 < recChunkSize {
 			c[i].next.Store(base + uint32(i) + 2)
 		}

@@ -6,7 +6,11 @@
  */
 #include "shim.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -26,13 +30,6 @@ static void goaccel_op_done(void *arg, int status)
      * fn ran, the record may already be reused: do not touch it. */
     if (status < 0)
         goAccelUnrun((uintptr_t)arg, status);
-}
-
-int goaccel_submit_wait(accel_session *s, uintptr_t rec)
-{
-    /* The calling thread sleeps on accel's futex until the op is done: the
-     * wake-up is C to C, and the Go side resumes on its own P (cgo). */
-    return accel_submit_wait(s, goaccel_op_fn, (void *)rec, ACCEL_FOREVER);
 }
 
 int goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns,
@@ -88,6 +85,41 @@ void goaccel_free(accel_session *s, void *p, size_t bytes)
         return;
     free(p);
     accel_session_unreserve(s, (int64_t)bytes);
+}
+
+void goaccel_wait(uint32_t *w, uint32_t base, uint32_t mask)
+{
+    _Atomic uint32_t *aw = (_Atomic uint32_t *)w;
+    for (int i = 0; i < 64; i++) {
+        /* [A] acquire: pairs with the setter's CAS (setWake; Go's atomics
+         * are sequentially consistent). */
+        uint32_t v = atomic_load_explicit(aw, memory_order_acquire);
+        if ((v & mask) || (v >> 3) != (base >> 3))
+            return;
+#if defined(__x86_64__) || defined(__i386__)
+        __asm__ __volatile__("pause");
+#endif
+    }
+    for (;;) {
+        uint32_t v = atomic_load_explicit(aw, memory_order_acquire);
+        if ((v & mask) || (v >> 3) != (base >> 3))
+            return;
+        if (!(v & 4u)) {
+            /* Announce the sleep: a setter whose CAS comes after this one
+             * sees bit 2 and wakes us; one before it makes this CAS fail. */
+            if (!atomic_compare_exchange_strong_explicit(
+                    aw, &v, v | 4u, memory_order_acq_rel,
+                    memory_order_acquire))
+                continue;
+            v |= 4u;
+        }
+        syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+    }
+}
+
+void goaccel_wake(uint32_t *w)
+{
+    syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
 void goaccel_nop(void) {}

@@ -16,9 +16,6 @@
 int goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns,
                    int sync);
 
-/* Runs the Go op record rec on s and returns when it has completed:
- * goAccelRun's result (0 or 1) or a status (accel_submit_wait). */
-int goaccel_submit_wait(accel_session *s, uintptr_t rec);
 
 /* Queues recs[0..n) in order; *accepted = how many were (a prefix). */
 int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
@@ -27,6 +24,12 @@ int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
 /* Budgeted memory outside an op: reserve then malloc; free then refund. */
 int goaccel_alloc(accel_session *s, size_t bytes, void **out);
 void goaccel_free(accel_session *s, void *p, size_t bytes);
+
+/* Waits until (*w & mask) != 0 while *w stays at generation base (bits
+ * 0-2 free): a short spin, then the futex, announcing sleep with bit 2 so
+ * that setters know to call goaccel_wake. */
+void goaccel_wait(uint32_t *w, uint32_t base, uint32_t mask);
+void goaccel_wake(uint32_t *w);
 
 /* Benchmark hooks (benchhooks.go): an empty C function, and n empty
  * callbacks into Go from a new C thread, timed in ns. */

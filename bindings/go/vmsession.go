@@ -241,11 +241,12 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	r := allocRec()
 	r.vs, r.f = v, f
 	r.state.Store(recQueued)
-	if done == nil {
-		return v.submitWaitC(r)
-	}
+	r.cwait = true
+	r.wakeGen = (r.wakeGen + 1) & (1<<29 - 1) // what fits above the 3 bits
+	gen := r.wakeGen
+	atomic.StoreUint32(&r.wake, gen<<3)
 	if err := v.enqueue(r, done); err != nil {
-		r.vs, r.f = nil, nil
+		r.cwait, r.vs, r.f = false, nil, nil
 		freeRec(r)
 		if err == errCtxDone {
 			return ctx.Err()
@@ -253,43 +254,64 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 		return err
 	}
 	v.submitted.Add(1)
-	select {
-	case <-r.done:
-	case <-done:
-		// LP of the cancel race: the CAS decides whether f runs.
-		if r.state.CompareAndSwap(recQueued, recCancelled) {
-			v.cancelled.Add(1)
-			return ctx.Err() // the worker frees r when it pops it
+	// The goroutine waits in C on the record's wake word (a short spin,
+	// then a futex the worker wakes): waking a parked goroutine from a C
+	// thread costs far more (docs/go.md). ctx's end interrupts the wait:
+	// AfterFunc sets CANCEL in the word if it still belongs to this use of
+	// the record (gen), and wakes the waiter.
+	if done == nil {
+		waitWake(r, gen, wakeDone)
+	} else {
+		stop := context.AfterFunc(ctx, func() { setWake(r, gen, wakeCancel) })
+		w := waitWake(r, gen, wakeDone|wakeCancel)
+		stop()
+		if w&wakeDone == 0 {
+			// LP of the cancel race: the CAS decides whether f runs.
+			if r.state.CompareAndSwap(recQueued, recCancelled) {
+				v.cancelled.Add(1)
+				return ctx.Err() // the worker frees r when it pops it
+			}
+			waitWake(r, gen, wakeDone) // f started: it is not interrupted
 		}
-		<-r.done // f started: it is not interrupted
 	}
 	err := r.err
-	r.err, r.vs, r.f = nil, nil, nil
+	r.cwait, r.err, r.vs, r.f = false, nil, nil, nil
 	freeRec(r)
 	return err
 }
 
-// submitWaitC runs r for a Submit whose ctx can never end: the goroutine
-// waits inside C (accel_submit_wait), woken by the worker's futex, which
-// costs less than waking a parked goroutine from a C thread (docs/go.md).
-func (v *VMSession) submitWaitC(r *opRec) error {
-	r.cwait = true
-	rc := int(C.goaccel_submit_wait(v.h.c, C.uintptr_t(r.idx)))
-	runtime.KeepAlive(v.h)
-	var err error
-	switch {
-	case rc == 0 || rc == 1: // f ran; goAccelRun stored its result
-		v.submitted.Add(1)
-		err = r.err
-	case rc == C.ACCEL_ECLOSED && r.state.Load() == recRunning:
-		v.submitted.Add(1)
-		err = ErrSessionClosed // cancelled by a close (goAccelUnrun)
-	default: // not accepted
-		err = statusErr(rc)
+// Wake word of a record whose submitter waits in C: gen<<3 | bits.
+const (
+	wakeDone   = 1 // the op finished (the worker sets it)
+	wakeCancel = 2 // ctx ended (cancelWake sets it)
+	wakeSleep  = 4 // the waiter sleeps on the futex: setters must wake it
+)
+
+// waitWake waits until a bit of mask is set in r's wake word; gen is this
+// use's generation. The atomic load after C returns is what orders the
+// worker's writes (r.err) before the caller's reads, for the race
+// detector too (it does not see C's atomics).
+func waitWake(r *opRec, gen uint32, mask uint32) uint32 {
+	C.goaccel_wait((*C.uint32_t)(unsafe.Pointer(&r.wake)), C.uint32_t(gen<<3), C.uint32_t(mask))
+	return atomic.LoadUint32(&r.wake) // [A] acquire: pairs with [R] in setWake
+}
+
+// setWake sets bit in r's wake word if the word is still at gen, and wakes
+// a sleeping waiter. Returns false if the record moved on (reused).
+func setWake(r *opRec, gen uint32, bit uint32) bool {
+	for {
+		w := atomic.LoadUint32(&r.wake)
+		if w>>3 != gen {
+			return false
+		}
+		// [R] release: publishes r.err (done) to waitWake's [A].
+		if atomic.CompareAndSwapUint32(&r.wake, w, w|bit) {
+			if w&wakeSleep != 0 {
+				C.goaccel_wake((*C.uint32_t)(unsafe.Pointer(&r.wake)))
+			}
+			return true
+		}
 	}
-	r.cwait, r.err, r.vs, r.f = false, nil, nil, nil
-	freeRec(r)
-	return err
 }
 
 type ctxDoneErr struct{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -540,4 +541,76 @@ func TestSetPriorityLookupDeadlock(t *testing.T) {
 	if !errors.Is(err, ErrDeadlock) {
 		t.Fatalf("Sync inside own op = %v, want ErrDeadlock", err)
 	}
+}
+
+// Cancels racing the workers: every Submit either returns ctx's error and
+// its f never ran, or f ran exactly once and Submit returned f's result;
+// the counters agree.
+func TestCancelRacesWorker(t *testing.T) {
+	rt := newTestRuntime(t, 2)
+	vs := []*VMSession{}
+	for i := 0; i < 3; i++ {
+		v, _ := rt.NewVMSession(fmt.Sprintf("race-%d", i))
+		vs = append(vs, v)
+	}
+	const goroutines, per = 6, 300
+	runs := make([]atomic.Int32, goroutines*per)
+	var wg sync.WaitGroup
+	var cancelledN, ranN atomic.Int64
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			v := vs[g%len(vs)]
+			for i := 0; i < per; i++ {
+				k := g*per + i
+				ctx, cancel := context.WithCancel(bg())
+				go func() {
+					for j := 0; j < (k*7919)%50; j++ {
+						runtime.Gosched()
+					}
+					cancel()
+				}()
+				err := v.Submit(ctx, func(*Session) error {
+					runs[k].Add(1)
+					if k%5 == 0 {
+						spin(time.Microsecond)
+					}
+					return nil
+				})
+				switch {
+				case err == nil:
+					ranN.Add(1)
+					if runs[k].Load() != 1 {
+						t.Errorf("op %d returned nil but ran %d times", k, runs[k].Load())
+					}
+				case errors.Is(err, context.Canceled):
+					cancelledN.Add(1)
+				default:
+					t.Errorf("op %d: %v", k, err)
+				}
+				cancel()
+			}
+		}(g)
+	}
+	wg.Wait()
+	var d, c, x uint64
+	for _, v := range vs {
+		v.Sync()
+		st := v.FullStats()
+		d, c, x = d+st.Dispatched, c+st.Completed, x+st.Cancelled
+	}
+	total := 0
+	for k := range runs {
+		n := runs[k].Load()
+		if n > 1 {
+			t.Fatalf("op %d ran %d times", k, n)
+		}
+		total += int(n)
+	}
+	if int64(total) != ranN.Load() || d != uint64(total) || c != d || x != uint64(cancelledN.Load()) {
+		t.Fatalf("ran %d, Submit nil %d, dispatched %d completed %d, cancelled %d vs %d",
+			total, ranN.Load(), d, c, x, cancelledN.Load())
+	}
+	t.Logf("%d ran, %d cancelled", total, cancelledN.Load())
 }
