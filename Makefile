@@ -3,14 +3,15 @@
 #   make test    installs what is missing, builds with -Werror and runs the
 #                whole suite: plain, ASan+UBSan, TSan stress, reliability tiers
 # Other targets: build, check (plain suite only), bench-suite, gpu-check,
-#                test-go / bench-go (the Go binding, bindings/go), clean.
+#                test-go / bench-go (the Go binding, bindings/go),
+# package (Debian packages libaccel0 and libaccel-dev in build-pkg/), clean.
 JOBS    ?= $(shell nproc)
 BUILD   ?= build
 CMAKE_FLAGS ?=
 NODESIM_ARGS ?=
 
 .PHONY: all deps build check test test-plain test-asan test-tsan test-reliability \
-        test-go bench-go bench bench-suite gpu-check install clean
+        test-go bench-go test-package package bench bench-suite gpu-check install clean
 
 # The Go binding's commands: the Go that scripts/deps.sh installed (if it
 # had to) comes first; no toolchain switching and no module downloads (the
@@ -30,7 +31,7 @@ build: deps
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test: check test-asan test-tsan test-reliability test-go
+test: check test-asan test-tsan test-reliability test-package test-go
 	@echo "make test: all tiers passed"
 
 test-plain: check
@@ -68,6 +69,18 @@ bench-go: deps
 	cd bindings/go && $(GO_ENV) ACCEL_BENCH_GO=1 ACCEL_BENCH_REPS=$(BENCH_GO_REPS) \
 	  GOMAXPROCS=$$(( $$(nproc) + 2 )) go test -run '^TestBenchTable$$' -count=1 -timeout 60m
 
+# Debian packages from a /usr-prefixed Release build (CPU backend; the
+# CUDA backend joins when ACCEL_WITH_CUDA finds a toolkit, as everywhere).
+package: deps
+	cmake -S . -B $(BUILD)-pkg -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+	      -DACCEL_WERROR=ON -DACCEL_BUILD_TESTS=OFF -DACCEL_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-pkg -j $(JOBS)
+	cd $(BUILD)-pkg && cpack -G DEB
+
+# Installs the packages into a scratch root and builds a program against them.
+test-package: package
+	scripts/package-test.sh $(BUILD)-pkg
+
 bench: deps
 	cmake -S . -B $(BUILD)-release -DCMAKE_BUILD_TYPE=Release -DACCEL_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-release -j $(JOBS)
@@ -85,4 +98,4 @@ install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-release
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-release $(BUILD)-pkg

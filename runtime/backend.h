@@ -1,6 +1,10 @@
 /*
- * The backend ops table (in the manner of SQLite's sqlite3_io_methods): how
- * a session's ops reach a device. The core runtime calls only these.
+ * The backend interface (docs/backends.md): how a session's ops reach a
+ * device. The runtime names no backend: backends are entries of a table
+ * indexed by accel_backend (backend_registry.c), built in or loaded as a
+ * module, and the runtime calls them only through accel__backend_ops.
+ * Backends see the runtime only through the accessors at the end of this
+ * header, never through its structs.
  *
  * Kept free of <stdatomic.h> and of runtime structs so that a .cu file can
  * include it (C++ before C++23 has no <stdatomic.h>).
@@ -23,22 +27,54 @@
 extern "C" {
 #endif
 
-#define ACCEL__BACKEND_VERSION 1
+#define ACCEL__BACKEND_VERSION 2
 #define ACCEL__PENDING 1 /* run(): completion will be reported later */
+/* Slots of the backend table: one per accel_backend value (0, AUTO, is
+ * never a backend). */
+#define ACCEL__BACKEND_KINDS 3
+
+/* flags */
+#define ACCEL__BACKEND_RUNS_INLINE 0x1u /* run() only calls op->fn: the
+                                           worker calls fn directly */
+
+/* Runtime-level arguments of probe (from accel_runtime_config). */
+typedef struct accel__backend_probe_args {
+    int device; /* the device of the runtime's shared context */
+} accel__backend_probe_args;
+
+/* Arguments of session_open (from accel_session_config). */
+typedef struct accel__backend_open_args {
+    int device;
+    uint32_t weight;    /* priority 1..1000 */
+    int shared;         /* ACCEL_SESSION_SHARED_DEVICE */
+    int64_t budget_cap; /* the session's memory budget, 0: unlimited */
+} accel__backend_open_args;
+
+/* Queries of a running op's session state (query()). */
+#define ACCEL__Q_STREAM 1 /* out: void *, the device stream */
+#define ACCEL__Q_DEVICE 2 /* out: int, the device index */
 
 typedef struct accel__backend_ops {
     int version; /* ACCEL__BACKEND_VERSION */
     const char *name;
-    accel_backend kind;
+    accel_backend kind;      /* its slot in the table */
+    unsigned flags;          /* ACCEL__BACKEND_* */
+    /* AUTO binds a session to the usable backend of highest rank. */
+    int auto_rank;
 
-    /* Probed once per runtime: ACCEL_OK if usable. May be NULL (always). */
-    int (*probe)(void **rt_state, int device);
+    /* Probed once per runtime: ACCEL_OK if usable, with its runtime-level
+     * state in *rt_state. May be NULL (always usable, no state). */
+    int (*probe)(void **rt_state, const accel__backend_probe_args *args);
     void (*runtime_fini)(void *rt_state);
+    /* rt_state, or NULL when probe did not succeed: ACCEL_OK (usable),
+     * ACCEL_ENOBACKEND (not usable here), ACCEL_EBACKEND (failed for good
+     * in this process). May be NULL: usable iff probe succeeded. */
+    int (*status)(void *rt_state);
 
-    /* Per session: create/destroy device-side state. shared: the session
-     * asked for the runtime's shared device context. */
-    int (*session_open)(void *rt_state, accel_session *s, int device,
-                        uint32_t weight, int shared, void **state);
+    /* Per session: create/destroy device-side state. ACCEL_ENOBACKEND
+     * from open lets AUTO fall back to the next backend. */
+    int (*session_open)(void *rt_state, accel_session *s,
+                        const accel__backend_open_args *args, void **state);
     /* After the session's last op completed; frees what it still owns. */
     void (*session_free)(void *rt_state, accel_session *s, void *state);
 
@@ -49,7 +85,7 @@ typedef struct accel__backend_ops {
      * ops still pending. NULL: never pending. */
     uint32_t (*poll)(void *state, accel_session *s);
 
-    /* Budgeted allocation. *charge is what the budget must be charged
+    /* Budgeted allocation. alloc_charge is what the budget must be charged
      * before the allocation is attempted (granularity). */
     size_t (*alloc_charge)(void *state, size_t bytes);
     int (*alloc)(void *state, accel_ctx *ctx, size_t bytes, void **out);
@@ -64,15 +100,49 @@ typedef struct accel__backend_ops {
      * in flight); the visit takes no more. May be NULL: unlimited. Called
      * by the worker holding the session. */
     uint32_t (*capacity)(void *state);
+
+    /* Answers an ACCEL__Q_* query about a session's state: ACCEL_OK and
+     * *out, or ACCEL_EINVAL. May be NULL. */
+    int (*query)(void *state, int what, void *out);
 } accel__backend_ops;
 
-extern const accel__backend_ops accel__backend_cpu;
-/* NULL when the library was built without CUDA. */
-extern const accel__backend_ops *const accel__backend_cuda_ops;
+/* ---- What the runtime provides to backends (no runtime structs). */
 
 /* For backends completing ops later (see poll): called from the worker
  * holding the session. */
 void accel__op_complete(accel_session *s, const accel_op *op, int status);
+
+/* The session state of the running op's session if it is bound to
+ * backend kind, else NULL. */
+void *accel__ctx_backend_state(accel_ctx *ctx, accel_backend kind);
+
+/* The runtime-level state of backend kind in rt (NULL when it did not
+ * probe usable), and its status: ACCEL_OK, ACCEL_ENOBACKEND (not built,
+ * not loadable, or probe failed), ACCEL_EBACKEND (failed since). */
+void *accel__runtime_backend_state(accel_runtime *rt, accel_backend kind);
+int accel__runtime_backend_status(accel_runtime *rt, accel_backend kind);
+
+/* A backend built as a loadable module (docs/backends.md) gets these
+ * accessors, and the runtime's allocator, as a table: a module cannot
+ * link the library's hidden symbols. backends/module_host.c turns the
+ * table back into the functions above inside the module. */
+typedef struct accel__backend_host {
+    int version; /* ACCEL__BACKEND_VERSION */
+    void (*op_complete)(accel_session *s, const accel_op *op, int status);
+    void *(*ctx_backend_state)(accel_ctx *ctx, accel_backend kind);
+    void *(*runtime_backend_state)(accel_runtime *rt, accel_backend kind);
+    int (*runtime_backend_status)(accel_runtime *rt, accel_backend kind);
+    void *(*malloc)(size_t n);
+    void *(*calloc)(size_t n, size_t size);
+    void *(*calloc_aligned)(size_t align, size_t n);
+    void (*free)(void *p);
+} accel__backend_host;
+
+/* The one symbol a module exports: returns its ops, or NULL when it
+ * cannot serve a host of this version. */
+typedef const accel__backend_ops *(*accel__backend_module_entry_fn)(
+    const accel__backend_host *host);
+#define ACCEL__BACKEND_MODULE_ENTRY "accel_backend_module_entry"
 
 #ifdef __cplusplus
 }

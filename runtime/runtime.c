@@ -6,19 +6,16 @@
 #include "runtime.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "abi.h"
 #include "alloc.h"
+#include "cpu_limits.h"
 #include "futex.h"
 #include "rcu.h"
 #include "session.h"
 #include "table.h"
-
-static unsigned online_cpus(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 1u;
-}
 
 void accel__runtime_unlink_session(accel_runtime *rt, accel_session *s)
 {
@@ -32,10 +29,9 @@ static void runtime_free(accel_runtime *rt)
 {
     accel__table_destroy(rt->table);
     accel__sched_destroy(rt->sched);
-    if (rt->cuda_state && accel__backend_cuda_ops &&
-        accel__backend_cuda_ops->runtime_fini)
-        accel__backend_cuda_ops->runtime_fini(rt->cuda_state);
+    accel__backends_fini(rt->backends);
     pthread_mutex_destroy(&rt->list_lock);
+    accel__free(rt->worker_cpus);
     accel__free(rt->workers);
     accel__free(rt);
 }
@@ -45,12 +41,25 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     if (!out)
         return ACCEL_EINVAL;
     accel_runtime_config c = {0};
-    if (cfg)
-        c = *cfg;
+    /* the caller's layout, read by its size (abi.h) */
+    if (cfg && accel__config_copy(&c, sizeof(c), cfg, cfg->struct_size,
+                                  ACCEL__BASE_SIZE(accel_runtime_config)) != 0)
+        return ACCEL_EINVAL;
     if (c.workers > ACCEL__WORKERS_MAX)
         return ACCEL_EINVAL;
+    if (c.worker_cpus_count && !c.worker_cpus)
+        return ACCEL_EINVAL;
+    if (!c.worker_cpus)
+        c.worker_cpus_count = 0;
+    if (c.worker_cpus_count &&
+        (c.worker_cpus_count > ACCEL__WORKERS_MAX ||
+         accel__cpus_allowed(c.worker_cpus, c.worker_cpus_count) != ACCEL_OK))
+        return ACCEL_EINVAL;
     if (c.workers == 0)
-        c.workers = online_cpus();
+        c.workers = c.worker_cpus_count ? c.worker_cpus_count
+                                        : accel__default_workers();
+    if (c.workers > ACCEL__WORKERS_MAX)
+        c.workers = ACCEL__WORKERS_MAX;
     if (c.short_lane_workers >= c.workers && c.short_lane_workers != 0)
         return ACCEL_EINVAL;
     if (c.short_op_ns == 0)
@@ -68,10 +77,17 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     if (!rt)
         return ACCEL_ENOMEM;
     rt->cfg = c;
-    rt->cuda_probe = ACCEL_ENOBACKEND;
     pthread_mutex_init(&rt->list_lock, NULL);
     CDS_INIT_LIST_HEAD(&rt->sessions);
-    rt->workers = accel__calloc(c.workers, sizeof(accel__worker));
+    rt->workers =
+        accel__calloc_aligned(64, (size_t)c.workers * sizeof(accel__worker));
+    if (c.worker_cpus_count) {
+        rt->worker_cpus = accel__calloc(c.worker_cpus_count, sizeof(unsigned));
+        if (rt->worker_cpus)
+            memcpy(rt->worker_cpus, c.worker_cpus,
+                   c.worker_cpus_count * sizeof(unsigned));
+        rt->cfg.worker_cpus = rt->worker_cpus;
+    }
     rt->table = accel__table_create();
     accel__sched_config sc = {
         .workers = c.workers,
@@ -82,13 +98,13 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
         .max_entities = ACCEL__SESSIONS_MAX,
     };
     if (!rt->workers || !rt->table ||
+        (c.worker_cpus_count && !rt->worker_cpus) ||
         accel__sched_create(&sc, &rt->sched) != ACCEL_OK) {
         runtime_free(rt);
         return ACCEL_ENOMEM;
     }
-    if (accel__backend_cuda_ops && accel__backend_cuda_ops->probe)
-        rt->cuda_probe =
-            accel__backend_cuda_ops->probe(&rt->cuda_state, c.cuda_device);
+    accel__backend_probe_args pa = {.device = c.cuda_device};
+    accel__backends_probe(rt->backends, &pa);
     rt->nworkers = c.workers;
     if (accel__workers_start(rt) != ACCEL_OK) {
         runtime_free(rt);

@@ -11,17 +11,21 @@
 #include <urcu/rculfhash.h>
 
 #include "accel/accel.h"
-#include "backend.h"
+#include "backend_registry.h"
 #include "sched.h"
 
 #define ACCEL__WORKERS_MAX 1024u
 #define ACCEL__SESSIONS_MAX (1u << 20)
 
 typedef struct accel__worker {
+    /* Counters written only by this worker (relaxed load + store), read by
+     * stats and metrics from any thread; a line of their own. */
+    alignas(64) _Atomic uint64_t picks, visits, parks;
     accel_runtime *rt;
     pthread_t thread;
     unsigned index;
     unsigned lane; /* 0 general, 1 short lane */
+    int cpu;       /* pinned to this CPU; -1: not pinned */
 } accel__worker;
 
 struct accel_runtime {
@@ -36,7 +40,8 @@ struct accel_runtime {
 
     alignas(64) accel__sched *sched;
     accel_runtime_config cfg;
-    accel__worker *workers;
+    accel__worker *workers; /* 64-byte aligned array */
+    unsigned *worker_cpus;  /* copy of cfg.worker_cpus, NULL if none */
     unsigned nworkers;
     struct cds_lfht *table;
 
@@ -47,8 +52,9 @@ struct accel_runtime {
     struct cds_list_head sessions;
     unsigned long nsessions;
 
-    void *cuda_state;  /* backend state of CUDA, NULL if not usable */
-    int cuda_probe;    /* ACCEL_OK if CUDA usable */
+    /* One slot per accel_backend: ops, runtime-level state, probe result
+     * (backend_registry.h). Written at create, read-only after. */
+    accel__backend_slot backends[ACCEL__BACKEND_KINDS];
 };
 
 /* Wakes one parked worker of the lanes in mask (ACCEL__SCHED_LANE_*, as
@@ -57,6 +63,9 @@ struct accel_runtime {
 void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes);
 
 int accel__workers_start(accel_runtime *rt);
+/* Names a started worker's thread (accel-w<k>, accel-short<k>) and pins it
+ * when the config has worker_cpus (cpu_limits.c). */
+void accel__worker_setup_thread(accel_runtime *rt, accel__worker *w);
 void accel__workers_stop(accel_runtime *rt);
 
 /* The session list (cold path, takes list_lock). */

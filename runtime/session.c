@@ -20,12 +20,14 @@
 #include <limits.h>
 #include <string.h>
 
+#include "abi.h"
 #include "alloc.h"
 #include "clock.h"
 #include "futex.h"
 #include "rcu.h"
 #include "runtime.h"
 #include "table.h"
+#include "trace.h"
 
 _Thread_local accel_session *accel__tls_current;
 
@@ -58,7 +60,8 @@ static void session_reclaim(struct rcu_head *head)
 void accel__session_free_now(accel_session *s)
 {
     if (s->bops && s->bops->session_free && s->bstate)
-        s->bops->session_free(s->rt->cuda_state, s, s->bstate);
+        s->bops->session_free(s->rt->backends[s->backend].state, s,
+                              s->bstate);
     accel__waitstat_fini(&s->wait);
     accel__free(s); /* ring slots and id live in the same allocation */
 }
@@ -95,16 +98,22 @@ void accel__session_kick(accel_session *s)
                               accel__sched_enqueue(s->rt->sched, &s->se, true));
 }
 
-int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
+int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
                        accel_session **out)
 {
     size_t idlen;
-    if (!rt || !cfg || !out || check_id(cfg->id, &idlen) != ACCEL_OK)
+    accel_session_config c; /* the caller's layout read by its size */
+    if (!rt || !ucfg || !out ||
+        accel__config_copy(&c, sizeof(c), ucfg, ucfg->struct_size,
+                           ACCEL__BASE_SIZE(accel_session_config)) != 0)
+        return ACCEL_EINVAL;
+    const accel_session_config *cfg = &c;
+    if (check_id(cfg->id, &idlen) != ACCEL_OK)
         return ACCEL_EINVAL;
     uint32_t prio = cfg->priority ? cfg->priority : ACCEL_PRIORITY_NORMAL;
     if (prio > ACCEL_PRIORITY_MAX || cfg->memory_budget < 0 ||
         (cfg->flags & ~ACCEL_SESSION_SHARED_DEVICE) ||
-        (unsigned)cfg->backend > ACCEL_BACKEND_CUDA)
+        (unsigned)cfg->backend >= ACCEL__BACKEND_KINDS)
         return ACCEL_EINVAL;
     uint32_t depth = cfg->queue_depth ? cfg->queue_depth
                                       : ACCEL_QUEUE_DEPTH_DEFAULT;
@@ -112,13 +121,12 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
         return ACCEL_EINVAL;
     depth = round_pow2(depth);
 
-    const accel__backend_ops *bops = &accel__backend_cpu;
-    if (cfg->backend == ACCEL_BACKEND_CUDA ||
-        (cfg->backend == ACCEL_BACKEND_AUTO && rt->cuda_probe == ACCEL_OK)) {
-        if (rt->cuda_probe != ACCEL_OK || !accel__backend_cuda_ops)
-            return ACCEL_ENOBACKEND;
-        bops = accel__backend_cuda_ops;
-    }
+    int rc;
+    const accel__backend_slot *slot =
+        accel__backend_choose(rt->backends, cfg->backend, NULL, &rc);
+    if (!slot)
+        return rc;
+    const accel__backend_ops *bops = slot->ops;
 
     size_t slots_bytes = (size_t)depth * sizeof(accel__ring_slot);
     size_t nstamps = depth >= ACCEL__WAIT_SAMPLE ? depth / ACCEL__WAIT_SAMPLE
@@ -137,6 +145,12 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     s->bops = bops;
     s->backend = bops->kind;
     s->budget.cap = cfg->memory_budget;
+    accel__backend_open_args oa = {
+        .device = cfg->device,
+        .weight = prio,
+        .shared = !!(cfg->flags & ACCEL_SESSION_SHARED_DEVICE),
+        .budget_cap = cfg->memory_budget,
+    };
     atomic_init(&s->priority, prio);
     atomic_init(&s->refs, 1); /* the handle we return */
     atomic_init(&s->handles, 1);
@@ -148,17 +162,19 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *cfg,
     cds_lfht_node_init(&s->table_node);
     accel__sched_entity_init(rt->sched, &s->se, prio, s);
 
-    int rc = bops->session_open(rt->cuda_state, s, cfg->device, prio,
-                            !!(cfg->flags & ACCEL_SESSION_SHARED_DEVICE),
-                            &s->bstate);
-    if (rc == ACCEL_ENOBACKEND && cfg->backend == ACCEL_BACKEND_AUTO &&
-        bops != &accel__backend_cpu) {
-        /* The device failed or vanished since the runtime probed it: AUTO
-         * falls back to the CPU. */
-        s->bops = bops = &accel__backend_cpu;
+    rc = bops->session_open(slot->state, s, &oa, &s->bstate);
+    /* The device failed or vanished since the runtime probed it: AUTO
+     * falls back to the next backend in rank (the CPU last). */
+    while (rc == ACCEL_ENOBACKEND && cfg->backend == ACCEL_BACKEND_AUTO) {
+        int err;
+        slot = accel__backend_choose(rt->backends, ACCEL_BACKEND_AUTO, bops,
+                                     &err);
+        if (!slot)
+            break;
+        s->bops = bops = slot->ops;
         s->backend = bops->kind;
-        rc = bops->session_open(rt->cuda_state, s, cfg->device, prio, 0,
-                                &s->bstate);
+        oa.shared = 0;
+        rc = bops->session_open(slot->state, s, &oa, &s->bstate);
     }
     if (rc != ACCEL_OK) {
         s->bstate = NULL;
@@ -313,6 +329,8 @@ int accel_session_close(accel_session *s, unsigned flags)
     uint64_t prev = atomic_fetch_or_explicit(&s->tail, ACCEL__RING_CLOSED,
                                              memory_order_release);
     uint64_t final = prev & ~ACCEL__RING_CLOSED;
+    /* close(session, id, flags, accepted ops): every closer fires it */
+    ACCEL_TRACE4(close, s, s->id, flags, final);
     accel__session_notify(s); /* producers blocked on a full ring */
     if (accel__tls_current == s)
         return ACCEL_OK;
@@ -379,10 +397,9 @@ static uint64_t ld(const _Atomic uint64_t *p)
     return atomic_load_explicit((_Atomic uint64_t *)p, memory_order_relaxed);
 }
 
-int accel_session_get_stats(const accel_session *cs, accel_session_stats *out)
+void accel__session_fill_stats(const accel_session *cs,
+                               accel_session_stats *out)
 {
-    if (!cs || !out)
-        return ACCEL_EINVAL;
     accel_session *s = (accel_session *)cs;
     memset(out, 0, sizeof(*out));
     /* Relaxed snapshots: each counter is exact, the set is not atomic.
@@ -407,5 +424,4 @@ int accel_session_get_stats(const accel_session *cs, accel_session_stats *out)
     out->wait_p99_ns = accel__waitstat_quantile(&s->wait, 0.99);
     out->wait_p999_ns = accel__waitstat_quantile(&s->wait, 0.999);
     out->wait_max_ns = ld(&s->wait.max_ns);
-    return ACCEL_OK;
 }

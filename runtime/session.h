@@ -147,6 +147,10 @@ int accel__session_wait_finished(accel_session *s, uint64_t target,
  * ACCEL_OK, or ACCEL_ETIMEDOUT. */
 int accel__session_wait_room(accel_session *s, uint64_t deadline);
 
+/* The full stats of this library's layout (abi.c writes them by size). */
+void accel__session_fill_stats(const accel_session *s,
+                               accel_session_stats *out);
+
 /* Frees a session with no refs left (runtime destroy). */
 void accel__session_free_now(accel_session *s);
 

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "futex.h"
 #include "session.h"
+#include "trace.h"
 
 /* The ring was full: a few yields first (on a 2-core machine the consumer
  * often just needs the CPU), then sleep until room, close or the deadline. */
@@ -65,6 +66,8 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
                 s->stamps[(pos / ACCEL__WAIT_SAMPLE) & s->stamp_mask] =
                     accel__now_ns();
             accel__ring_publish(&s->ring, pos, &ops[done + (size_t)i]);
+            /* submit(session, id, position, arg) */
+            ACCEL_TRACE4(submit, s, s->id, pos, ops[done + (size_t)i].arg);
         }
         done += (size_t)k;
         accel__session_kick(s);
@@ -158,7 +161,10 @@ int accel_session_reserve(accel_session *s, int64_t bytes)
         return ACCEL_EINVAL;
     if (accel_session_is_closed(s))
         return ACCEL_ECLOSED;
-    return accel__budget_charge(&s->budget, bytes);
+    int rc = accel__budget_charge(&s->budget, bytes);
+    if (rc == ACCEL_EBUDGET)
+        ACCEL_TRACE3(budget_refused, s, s->id, bytes);
+    return rc;
 }
 
 int accel_session_unreserve(accel_session *s, int64_t bytes)
@@ -185,8 +191,10 @@ int accel_ctx_alloc(accel_ctx *ctx, size_t bytes, void **out)
     accel_session *s = ctx->session;
     size_t charge = s->bops->alloc_charge(s->bstate, bytes);
     int rc = accel__budget_charge(&s->budget, (int64_t)charge);
-    if (rc != ACCEL_OK)
+    if (rc != ACCEL_OK) {
+        ACCEL_TRACE3(budget_refused, s, s->id, (int64_t)charge);
         return rc;
+    }
     rc = s->bops->alloc(s->bstate, ctx, bytes, out);
     if (rc != ACCEL_OK)
         (void)accel__budget_refund(&s->budget, (int64_t)charge);

@@ -19,13 +19,13 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdio.h>
 
 #include "clock.h"
 #include "futex.h"
 #include "rcu.h"
 #include "runtime.h"
 #include "session.h"
+#include "trace.h"
 
 /* After [R2]: wake producers sleeping for room, every half ring of takes
  * (and at the end of the visit, force). */
@@ -40,7 +40,8 @@ static inline void notify_room(accel_session *s, uint64_t h, bool force)
 
 /* Counters of the consumer side have one writer at a time: the worker
  * holding SCHEDULED (deferred completions run in its poll too), handed
- * over with [RMW1]/[RMW2]. So a plain load and store, no locked RMW;
+ * over with [RMW1]/[RMW2]; a worker's own picks/visits/parks have one
+ * writer, the worker. So a plain load and store, no locked RMW;
  * relaxed, they order nothing by themselves (finished does, [R5]). */
 static inline void bump(_Atomic uint64_t *c, uint64_t by)
 {
@@ -65,6 +66,8 @@ static inline void finish_one(accel_session *s)
 
 void accel__op_complete(accel_session *s, const accel_op *op, int status)
 {
+    /* op_done(session, arg, status) */
+    ACCEL_TRACE3(op_done, s, op->arg, status);
     bump(status == 0 ? &s->completed : &s->failed, 1);
     if (op->done)
         op->done(op->arg, status);
@@ -124,6 +127,8 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
                             : 1;
     uint32_t until_check = every;
     accel__tls_current = s; /* ops and done callbacks of s run here */
+    /* visit_start(session, id, ops allowed) */
+    ACCEL_TRACE3(visit_start, s, s->id, budget);
 
     while (n < budget && (accel__ring_ready(&s->ring, h) ||
                           (n > 0 && ring_ready_soon(s, h)))) {
@@ -140,6 +145,7 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
         if (stamp)
             accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
         if (atomic_load_explicit(&s->cancel, memory_order_relaxed)) {
+            ACCEL_TRACE3(op_done, s, op.arg, ACCEL_ECLOSED);
             bump(&s->cancelled, 1);
             if (op.done)
                 op.done(op.arg, ACCEL_ECLOSED);
@@ -147,8 +153,10 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
         } else {
             int status;
             bump(&s->dispatched, 1);
-            /* The CPU backend's run is fn itself: call it directly. */
-            if (s->bops == &accel__backend_cpu) {
+            /* op_start(session, position, arg) */
+            ACCEL_TRACE3(op_start, s, h - 1, op.arg);
+            /* A backend whose run is fn itself: call fn directly. */
+            if (s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) {
                 accel__op_complete(s, &op, op.fn(&ctx, op.arg));
             } else if (s->bops->run(s->bstate, &ctx, &op, &status) == 0) {
                 accel__op_complete(s, &op, status);
@@ -168,6 +176,8 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
     notify_room(s, h, true);
     *now = accel__now_ns();
     uint64_t service = *now - t0;
+    /* visit_end(session, ops run, service ns, ops pending on a device) */
+    ACCEL_TRACE4(visit_end, s, n, service, pending);
     bump(&s->service_ns, service);
     bump(&s->visits, 1);
     accel__sched_charge(rt->sched, &s->se, service, n);
@@ -233,8 +243,9 @@ static accel__sched_entity *spin_pick(accel_runtime *rt, unsigned lane)
     return NULL;
 }
 
-static accel__sched_entity *park(accel_runtime *rt, unsigned lane)
+static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
 {
+    unsigned lane = w->lane;
     accel__sched_entity *e = spin_pick(rt, lane);
     if (e)
         return e;
@@ -246,8 +257,12 @@ static accel__sched_entity *park(accel_runtime *rt, unsigned lane)
     atomic_fetch_add_explicit(idle, 1, memory_order_relaxed);
     accel__fence_cold();
     e = accel__sched_pick(rt->sched, lane);
-    if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire))
+    if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire)) {
+        bump(&w->parks, 1);
+        ACCEL_TRACE2(park, w->index, lane); /* park(worker, lane) */
         accel__futex_wait(word, seq, -1);
+        ACCEL_TRACE2(wake, w->index, lane); /* wake(worker, lane) */
+    }
     atomic_fetch_sub_explicit(idle, 1, memory_order_relaxed);
     return e;
 }
@@ -260,15 +275,17 @@ static void *worker_main(void *arg)
     uint64_t now = 0; /* end of the last visit; 0: read the clock */
     for (;;) {
         accel__sched_entity *e = accel__sched_pick(rt->sched, w->lane);
+        bump(&w->picks, 1);
         if (!e) {
             /* acquire: pairs with the release store in workers_stop. */
             if (atomic_load_explicit(&rt->stopping, memory_order_acquire))
                 break;
             now = 0;
-            e = park(rt, w->lane);
+            e = park(rt, w);
             if (!e)
                 continue;
         }
+        bump(&w->visits, 1);
         if (!now)
             now = accel__now_ns();
         accel__rcu_read_lock();
@@ -294,9 +311,7 @@ int accel__workers_start(accel_runtime *rt)
             accel__workers_stop(rt);
             return ACCEL_ENOMEM;
         }
-        char name[16];
-        snprintf(name, sizeof(name), "accel-w%u", i % 10000u);
-        pthread_setname_np(w->thread, name);
+        accel__worker_setup_thread(rt, w);
     }
     return ACCEL_OK;
 }

@@ -4,9 +4,10 @@
 set -euo pipefail
 # clang + its sanitizer/fuzzer runtimes (libclang-rt-14-dev is only a
 # "Recommends" of clang, and we install without recommends) for the TSan
-# tier and the fuzzer; spin for the protocol models.
+# tier and the fuzzer; spin for the protocol models; systemtap-sdt-dev for
+# the USDT probes (<sys/sdt.h>).
 pkgs=(build-essential cmake pkg-config liburcu-dev libck-dev libcriterion-dev
-      clang libclang-rt-14-dev spin "$@")
+      clang libclang-rt-14-dev spin systemtap-sdt-dev "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \

@@ -21,7 +21,7 @@
 #include "kernels.h"
 #include "rcu.h"
 
-#include "../backends/cuda/cuda_internal.h"
+#include "cuda_internal.h"
 
 typedef struct logbuf {
     unsigned *hcount, *dcount;

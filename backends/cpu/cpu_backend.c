@@ -9,8 +9,8 @@
 #include <stdalign.h>
 #include <stdlib.h>
 
-#include "../../runtime/alloc.h"
-#include "../../runtime/backend.h"
+#include "alloc.h"
+#include "backend.h"
 
 typedef struct cpu_block {
     struct cpu_block *prev, *next;
@@ -22,10 +22,10 @@ typedef struct cpu_session {
     cpu_block head; /* sentinel of the allocation list */
 } cpu_session;
 
-static int cpu_session_open(void *rt_state, accel_session *s, int device,
-                            uint32_t weight, int shared, void **state)
+static int cpu_session_open(void *rt_state, accel_session *s,
+                            const accel__backend_open_args *args, void **state)
 {
-    (void)rt_state, (void)s, (void)device, (void)weight, (void)shared;
+    (void)rt_state, (void)s, (void)args;
     cpu_session *cs = accel__malloc(sizeof(*cs));
     if (!cs)
         return ACCEL_ENOMEM;
@@ -94,6 +94,8 @@ const accel__backend_ops accel__backend_cpu = {
     .version = ACCEL__BACKEND_VERSION,
     .name = "cpu",
     .kind = ACCEL_BACKEND_CPU,
+    .flags = ACCEL__BACKEND_RUNS_INLINE, /* run() is fn: called directly */
+    .auto_rank = 1,
     .probe = NULL,
     .runtime_fini = NULL,
     .session_open = cpu_session_open,

@@ -16,8 +16,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "../../runtime/alloc.h"
-#include "../../runtime/session.h"
+#include "alloc.h"
 #include "cuda_internal.h"
 
 /* Process-wide detection, once (cudaGetDeviceCount initialises the
@@ -88,8 +87,9 @@ int accel__cuda_priority_of(const accel__cuda_rt *rt, uint32_t weight)
 
 /* ---------------------------------------------------------- runtime */
 
-static int cuda_probe(void **rt_state, int device)
+static int cuda_probe(void **rt_state, const accel__backend_probe_args *args)
 {
+    int device = args->device;
     pthread_once(&detect_once, detect);
     if (detect_count == 0 || device < 0 || device >= detect_count ||
         accel__cuda_failed())
@@ -145,10 +145,14 @@ static void destroy_events(accel__cuda_session *cs, unsigned n)
         (void)cudaEventDestroy(cs->ev[i]);
 }
 
-static int cuda_session_open(void *rt_state, accel_session *s, int device,
-                             uint32_t weight, int shared, void **state)
+static int cuda_session_open(void *rt_state, accel_session *s,
+                             const accel__backend_open_args *args,
+                             void **state)
 {
+    (void)s;
     accel__cuda_rt *rt = rt_state;
+    int device = args->device, shared = args->shared;
+    uint32_t weight = args->weight;
     /* One device per runtime: the shared stream and the priority range are
      * that device's. */
     if (!rt || accel__cuda_failed() || device != rt->device)
@@ -191,7 +195,7 @@ static int cuda_session_open(void *rt_state, accel_session *s, int device,
     props.location.id = rt->device;
     /* Backstop: the pool itself cannot grow past the budget (rounded up to
      * the physical chunk), whatever the charge accounting says. */
-    uint64_t cap = (uint64_t)s->budget.cap;
+    uint64_t cap = (uint64_t)args->budget_cap;
     if (cap)
         props.maxSize = (size_t)((cap + ACCEL__CUDA_POOL_CHUNK - 1) /
                                  ACCEL__CUDA_POOL_CHUNK *
@@ -433,12 +437,38 @@ static size_t cuda_free(void *state, accel_ctx *ctx, void *p)
     return charge;
 }
 
+static int cuda_status(void *rt_state)
+{
+    if (accel__cuda_failed())
+        return ACCEL_EBACKEND;
+    return rt_state ? ACCEL_OK : ACCEL_ENOBACKEND;
+}
+
+static int cuda_query(void *state, int what, void *out)
+{
+    accel__cuda_session *cs = state;
+    switch (what) {
+    case ACCEL__Q_STREAM:
+        *(void **)out = (void *)cs->stream;
+        return ACCEL_OK;
+    case ACCEL__Q_DEVICE:
+        *(int *)out = cs->device;
+        return ACCEL_OK;
+    default:
+        return ACCEL_EINVAL;
+    }
+}
+
 const accel__backend_ops accel__backend_cuda = {
     .version = ACCEL__BACKEND_VERSION,
     .name = "cuda",
     .kind = ACCEL_BACKEND_CUDA,
+    .flags = 0,
+    .auto_rank = 2, /* AUTO prefers a usable device to the CPU */
     .probe = cuda_probe,
     .runtime_fini = cuda_runtime_fini,
+    .status = cuda_status,
+    .query = cuda_query,
     .session_open = cuda_session_open,
     .session_free = cuda_session_free,
     .run = cuda_run,
@@ -450,4 +480,3 @@ const accel__backend_ops accel__backend_cuda = {
     .capacity = cuda_capacity,
 };
 
-const accel__backend_ops *const accel__backend_cuda_ops = &accel__backend_cuda;

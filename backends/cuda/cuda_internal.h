@@ -24,7 +24,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../../runtime/backend.h"
+#include "backend.h"
 #include "cuda_ptrmap.h"
 
 #define ACCEL__CUDA_INFLIGHT_MAX 64u     /* ring size: a power of two */

@@ -2,7 +2,7 @@
 
 #include <stdlib.h>
 
-#include "../../runtime/alloc.h"
+#include "alloc.h"
 #include "accel/accel.h"
 
 static size_t home(const accel__cuda_ptrmap *m, uintptr_t key)

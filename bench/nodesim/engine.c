@@ -177,6 +177,7 @@ int ns_run_start(ns_run *r, const ns_chain_cfg *chains, size_t n)
             fprintf(stderr, "accel_runtime_create: %s\n", accel_strerror(st));
             return -1;
         }
+        ns_metrics_attach(r->rt);
     } else if (r->sys == NS_POOL) {
         if (bench_pool_create(r->workers, n * r->queue_limit, &r->pool) != 0)
             return -1;
@@ -235,6 +236,7 @@ void ns_run_stop(ns_run *r)
         r->pool = NULL;
     }
     if (r->rt) {
+        ns_metrics_attach(NULL);
         accel_runtime_destroy(r->rt);
         r->rt = NULL;
     }

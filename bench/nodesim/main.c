@@ -7,7 +7,7 @@
 
 static struct {
     double duration, load;
-    uint64_t workers, seed, queue_depth;
+    uint64_t workers, seed, queue_depth, metrics_port;
     const char *chains, *format, *json, *plot;
     bool smoke;
 } opt = {.duration = 6, .load = 0.9, .workers = 2, .seed = 42, .queue_depth = 256,
@@ -163,6 +163,8 @@ int main(int argc, char **argv)
         {"json", BENCH_OPT_STR, &opt.json, "write every RESULT object to this file"},
         {"plot", BENCH_OPT_STR, &opt.plot, "write latency-CDF and share charts (gnuplot) here"},
         {"smoke", BENCH_OPT_FLAG, &opt.smoke, "a ~2 s run for CI"},
+        {"metrics-port", BENCH_OPT_U64, &opt.metrics_port,
+         "serve Prometheus metrics on 127.0.0.1:PORT while accel runs (0: off)"},
     };
     int prc = bench_opts_parse(
         argc, argv,
@@ -180,6 +182,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "accel-nodesim: bad --duration/--load/--workers/--queue-depth\n");
         return 2;
     }
+    if (opt.metrics_port &&
+        (opt.metrics_port > 65535 || ns_metrics_serve((unsigned)opt.metrics_port) != 0))
+        return 2;
     int mode; /* 0 live table, 1 plain lines, 2 quiet */
     if (strcmp(opt.format, "auto") == 0)
         mode = isatty(STDOUT_FILENO) ? 0 : 1;

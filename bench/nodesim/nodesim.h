@@ -88,4 +88,8 @@ void ns_live_print(ns_run *r, bool tty, bool first, uint64_t now);
 void ns_live_clear(void);
 void ns_plot(const char *dir, ns_run *const *runs, size_t nruns);
 
+/* metrics_http.c: --metrics-port (loopback only). */
+int ns_metrics_serve(unsigned port);
+void ns_metrics_attach(accel_runtime *rt); /* NULL: detach (waits for a scrape) */
+
 #endif

@@ -5,8 +5,8 @@ package accel
 // so `go build` needs no installed libaccel, only liburcu from apt.
 
 /*
-#cgo CFLAGS: -std=c11 -D_GNU_SOURCE -DACCEL_BUILDING -I${SRCDIR}/../../include
-#cgo LDFLAGS: -lurcu-memb -lurcu-cds -lurcu-common -lpthread
+#cgo CFLAGS: -std=c11 -D_GNU_SOURCE -DACCEL_BUILDING -I${SRCDIR}/../../include -I${SRCDIR}/cinclude
+#cgo LDFLAGS: -lurcu-memb -lurcu-cds -lurcu-common -lpthread -ldl
 #include "shim.h"
 */
 import "C"

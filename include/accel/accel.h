@@ -38,9 +38,33 @@ extern "C" {
 #define ACCEL_API
 #endif
 
+/* The version of this header. accel_version() gives the library's; they
+ * differ when a program runs against a newer shared libaccel than it was
+ * built with (allowed within one SONAME, docs/abi.md). */
 #define ACCEL_VERSION_MAJOR 0
 #define ACCEL_VERSION_MINOR 1
 #define ACCEL_VERSION_PATCH 0
+#define ACCEL_VERSION_STRING "0.1.0"
+/* MAJOR * 10000 + MINOR * 100 + PATCH, for #if comparisons. */
+#define ACCEL_VERSION_NUMBER                                                   \
+    (ACCEL_VERSION_MAJOR * 10000 + ACCEL_VERSION_MINOR * 100 +                 \
+     ACCEL_VERSION_PATCH)
+#define ACCEL_VERSION_AT_LEAST(major, minor, patch)                            \
+    (ACCEL_VERSION_NUMBER >= (major) * 10000 + (minor) * 100 + (patch))
+
+/* The library's version, "MAJOR.MINOR.PATCH" (static; never NULL). */
+ACCEL_API const char *accel_version(void);
+/* The library's ACCEL_VERSION_NUMBER. */
+ACCEL_API int accel_version_number(void);
+
+/* Growing structs (docs/abi.md). Config structs end with `struct_size`:
+ * leave it 0 (as designated initializers do) and the library reads the
+ * layout of this release, the fields up to and including struct_size.
+ * Fields added by later releases come after it; a caller that sets them
+ * sets struct_size = sizeof(the struct), and a library that does not know
+ * the newer fields answers ACCEL_EINVAL if any of them is non-zero.
+ * Stats are read with a size argument (accel_session_get_stats_ex,
+ * accel_runtime_get_stats): the library writes min(size, its sizeof). */
 
 /* ---------------------------------------------------------------- status */
 
@@ -114,7 +138,11 @@ typedef struct accel_ctx accel_ctx; /* handed to a running op */
 /* ------------------------------------------------------------- runtime */
 
 typedef struct accel_runtime_config {
-    unsigned workers; /* worker threads; 0: one per online CPU; max 1024 */
+    /* Worker threads, max 1024. 0: one per CPU the process may use: the
+     * CPUs of its affinity mask, capped by its cgroup v2 CPU quota
+     * (ceil(quota / period) of cpu.max, of its cgroup and every ancestor),
+     * at least 1; with worker_cpus set, worker_cpus_count. */
+    unsigned workers;
     /* Short lane (see docs/scheduler.md): this many of the workers only run
      * sessions whose recent per-op cost is at most short_op_ns, so a short
      * op's wait does not depend on the longest ops of other sessions.
@@ -124,6 +152,16 @@ typedef struct accel_runtime_config {
     uint32_t quantum_ops;  /* ops per visit at most; 0: 32 */
     uint64_t quantum_ns;   /* a visit ends after this much service; 0: 2 ms */
     int cuda_device;       /* device of the shared CUDA context; default 0 */
+    /* Optional worker CPU pinning: worker i runs only on CPU
+     * worker_cpus[i % worker_cpus_count] (CPU numbers as sched_setaffinity
+     * takes them; each must be in the process's affinity mask, else
+     * ACCEL_EINVAL). NULL or count 0: no pinning. Copied. Workers are named
+     * accel-w0.. (general) and accel-short0.. (short lane) either way. */
+    const unsigned *worker_cpus;
+    unsigned worker_cpus_count;
+    /* 0, or sizeof(accel_runtime_config) when using fields added after it
+     * (see "Growing structs" above). Later fields go below this one. */
+    uint32_t struct_size;
 } accel_runtime_config;
 
 /* Creates a runtime with its worker threads.
@@ -142,6 +180,46 @@ ACCEL_API int accel_runtime_create(const accel_runtime_config *cfg,
  * on its sessions (out of contract, like free()). */
 ACCEL_API int accel_runtime_destroy(accel_runtime *rt);
 
+/* Worker threads of rt (the resolved count: see
+ * accel_runtime_config.workers); 0 for NULL. */
+ACCEL_API unsigned accel_runtime_workers(const accel_runtime *rt);
+
+typedef struct accel_runtime_stats {
+    uint32_t workers;            /* worker threads */
+    uint32_t short_lane_workers; /* of which on the short lane */
+    uint32_t parked;             /* workers asleep (or about to) now */
+    uint32_t sessions;           /* session objects not yet freed */
+    uint64_t picks;              /* scheduler picks workers tried */
+    uint64_t visits;             /* picks that found a session: visits run */
+    uint64_t parks;              /* times a worker went to sleep */
+} accel_runtime_stats;
+
+/* Fills the first min(size, sizeof) bytes of *out with a snapshot of rt's
+ * counters (each read atomically, the set not at one instant); pass
+ * sizeof(*out). Returns ACCEL_OK or ACCEL_EINVAL (NULL argument, size
+ * smaller than this release's struct). Lock-free but for the session
+ * count (a cold-path lock). */
+ACCEL_API int accel_runtime_get_stats(accel_runtime *rt,
+                                      accel_runtime_stats *out, size_t size);
+
+/* Writes the Prometheus text exposition format (0.0.4) for rt and all its
+ * open sessions into buf: per runtime, workers, parked workers, sessions,
+ * visits, picks, parks; per session (labels session="<id>",
+ * priority="<weight>"), ops submitted/completed/failed/cancelled, service
+ * seconds, wait p50/p99 seconds, queue depth, memory used and budget. Each
+ * family has its HELP and TYPE lines; label values are escaped.
+ * snprintf-like: *len_out is the full length of the text (no NUL); the
+ * first min(len, cap) bytes are written, then a NUL if len < cap. If
+ * *len_out > cap the text was truncated: retry with a bigger buffer
+ * (buf NULL with cap 0 asks only for the length).
+ * Returns ACCEL_OK, ACCEL_EINVAL (rt or len_out NULL, buf NULL with cap
+ * > 0), ACCEL_ENOMEM (the session snapshot could not be allocated).
+ * Safe from any thread at any time while rt lives, concurrently with
+ * open, close and release of its sessions (a cold-path lock is held while
+ * the counters are copied; no hot path takes it). docs/metrics.md. */
+ACCEL_API int accel_runtime_write_prometheus(accel_runtime *rt, char *buf,
+                                             size_t cap, size_t *len_out);
+
 /* The process-wide runtime with default config, created on first use
  * (thread-safe) and destroyed at process exit. NULL if it could not be
  * created. Do not pass it to accel_runtime_destroy(). */
@@ -159,6 +237,9 @@ typedef struct accel_session_config {
     uint32_t queue_depth;    /* 0 = 1024; rounded up to a power of two;
                                 above ACCEL_QUEUE_DEPTH_MAX is ACCEL_EINVAL */
     unsigned flags;          /* ACCEL_SESSION_SHARED_DEVICE */
+    uint32_t struct_size;    /* 0, or sizeof(accel_session_config) when
+                                using fields added after it (see "Growing
+                                structs"); later fields go below it */
 } accel_session_config;
 
 /* Opens a session and returns a handle to it in *out.
@@ -302,11 +383,24 @@ typedef struct accel_session_stats {
     uint64_t wait_samples;
 } accel_session_stats;
 
+/* The size of accel_session_stats as of 0.1: what accel_session_get_stats
+ * writes, in this and every later release of this SONAME. */
+#define ACCEL_SESSION_STATS_SIZE_0_1                                           \
+    (offsetof(accel_session_stats, wait_samples) + sizeof(uint64_t))
+
 /* Fills *out with a snapshot (each counter read atomically; the set is not
  * one atomic snapshot while ops run). Works on a closed session until its
- * last release. Returns ACCEL_OK or ACCEL_EINVAL (NULL argument). */
+ * last release. Returns ACCEL_OK or ACCEL_EINVAL (NULL argument).
+ * Writes the 0.1 layout (ACCEL_SESSION_STATS_SIZE_0_1 bytes): fields added
+ * to the struct later are filled only by accel_session_get_stats_ex. */
 ACCEL_API int accel_session_get_stats(const accel_session *s,
                                       accel_session_stats *out);
+/* As accel_session_get_stats for the first min(size, sizeof) bytes of
+ * *out; pass sizeof(*out). ACCEL_EINVAL also when size is smaller than
+ * ACCEL_SESSION_STATS_SIZE_0_1. */
+ACCEL_API int accel_session_get_stats_ex(const accel_session *s,
+                                         accel_session_stats *out,
+                                         size_t size);
 
 /* ------------------------------------------------------------------ ctx */
 

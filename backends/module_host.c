@@ -1,0 +1,69 @@
+/*
+ * Linked into a backend built as a loadable module, never into libaccel.
+ * The backend's code calls the runtime's functions by their usual names
+ * (backend.h, alloc.h); a module cannot link libaccel's hidden symbols, so
+ * this file defines those names inside the module, forwarding to the table
+ * libaccel hands over when it loads the module (runtime/backend_module.c).
+ * ACCEL__MODULE_OPS is the backend's ops object (set by its CMake target).
+ */
+#include "alloc.h"
+#include "backend.h"
+
+#ifndef ACCEL__MODULE_OPS
+#error "define ACCEL__MODULE_OPS to the backend's accel__backend_ops object"
+#endif
+
+extern const accel__backend_ops ACCEL__MODULE_OPS;
+
+/* Written once by the entry point, before libaccel calls any op (dlopen
+ * and the call happen under the runtime's module lock). */
+static const accel__backend_host *host;
+
+__attribute__((visibility("default"))) const accel__backend_ops *
+accel_backend_module_entry(const accel__backend_host *h)
+{
+    if (!h || h->version != ACCEL__BACKEND_VERSION)
+        return NULL;
+    host = h;
+    return &ACCEL__MODULE_OPS;
+}
+
+void accel__op_complete(accel_session *s, const accel_op *op, int status)
+{
+    host->op_complete(s, op, status);
+}
+
+void *accel__ctx_backend_state(accel_ctx *ctx, accel_backend kind)
+{
+    return host->ctx_backend_state(ctx, kind);
+}
+
+void *accel__runtime_backend_state(accel_runtime *rt, accel_backend kind)
+{
+    return host->runtime_backend_state(rt, kind);
+}
+
+int accel__runtime_backend_status(accel_runtime *rt, accel_backend kind)
+{
+    return host->runtime_backend_status(rt, kind);
+}
+
+void *accel__malloc(size_t n)
+{
+    return host->malloc(n);
+}
+
+void *accel__calloc(size_t n, size_t size)
+{
+    return host->calloc(n, size);
+}
+
+void *accel__calloc_aligned(size_t align, size_t n)
+{
+    return host->calloc_aligned(align, n);
+}
+
+void accel__free(void *p)
+{
+    host->free(p);
+}

@@ -1,0 +1,130 @@
+/*
+ * The backend table: finding, probing and choosing backends (see
+ * backend_registry.h). Cold paths only: runtime create/destroy and
+ * session open.
+ */
+#include "backend_registry.h"
+
+#include <pthread.h>
+
+#include "runtime.h"
+#include "session.h"
+
+/* Modules are loaded once per process, under this lock (cold path: the
+ * first runtime creation that looks for them). */
+static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
+static const accel__backend_ops *module_ops[ACCEL__BACKEND_KINDS];
+static int module_tried[ACCEL__BACKEND_KINDS];
+
+const accel__backend_ops *accel__backend_ops_of(accel_backend kind)
+{
+    if (kind <= ACCEL_BACKEND_AUTO || kind >= ACCEL__BACKEND_KINDS)
+        return NULL;
+    for (const accel__backend_ops *const *p = accel__builtin_backends; *p; p++)
+        if ((*p)->kind == kind)
+            return *p;
+    if (!accel__module_backends[kind])
+        return NULL;
+    pthread_mutex_lock(&module_lock); /* cold path: module loading */
+    if (!module_tried[kind]) {
+        module_tried[kind] = 1;
+        module_ops[kind] =
+            accel__backend_module_load(accel__module_backends[kind], kind);
+    }
+    const accel__backend_ops *ops = module_ops[kind];
+    pthread_mutex_unlock(&module_lock);
+    return ops;
+}
+
+void accel__backends_probe(accel__backend_slot *slots,
+                           const accel__backend_probe_args *args)
+{
+    for (int k = 0; k < ACCEL__BACKEND_KINDS; k++) {
+        accel__backend_slot *sl = &slots[k];
+        sl->ops = accel__backend_ops_of((accel_backend)k);
+        sl->state = NULL;
+        sl->probe = ACCEL_ENOBACKEND;
+        if (!sl->ops || sl->ops->version != ACCEL__BACKEND_VERSION)
+            continue;
+        sl->probe = sl->ops->probe ? sl->ops->probe(&sl->state, args)
+                                   : ACCEL_OK;
+        if (sl->probe != ACCEL_OK)
+            sl->state = NULL;
+    }
+}
+
+void accel__backends_fini(accel__backend_slot *slots)
+{
+    for (int k = 0; k < ACCEL__BACKEND_KINDS; k++) {
+        accel__backend_slot *sl = &slots[k];
+        /* ops NULL: a runtime whose creation failed before probing (its
+         * slots are zeroed) */
+        if (sl->ops && sl->probe == ACCEL_OK && sl->ops->runtime_fini)
+            sl->ops->runtime_fini(sl->state);
+        sl->state = NULL;
+        sl->probe = ACCEL_ENOBACKEND;
+    }
+}
+
+const accel__backend_slot *accel__backend_choose(const accel__backend_slot *slots,
+                                                 accel_backend want,
+                                                 const accel__backend_ops *after,
+                                                 int *err)
+{
+    *err = ACCEL_ENOBACKEND;
+    if ((unsigned)want >= ACCEL__BACKEND_KINDS) {
+        *err = ACCEL_EINVAL;
+        return NULL;
+    }
+    if (want != ACCEL_BACKEND_AUTO) {
+        const accel__backend_slot *sl = &slots[want];
+        return !after && sl->ops && sl->probe == ACCEL_OK ? sl : NULL;
+    }
+    const accel__backend_slot *best = NULL;
+    for (int k = 0; k < ACCEL__BACKEND_KINDS; k++) {
+        const accel__backend_slot *sl = &slots[k];
+        if (!sl->ops || sl->probe != ACCEL_OK || sl->ops == after ||
+            (after && sl->ops->auto_rank >= after->auto_rank))
+            continue;
+        if (!best || sl->ops->auto_rank > best->ops->auto_rank)
+            best = sl;
+    }
+    return best;
+}
+
+/* ---- accessors for backends (backend.h) */
+
+void *accel__ctx_backend_state(accel_ctx *ctx, accel_backend kind)
+{
+    if (!ctx || !ctx->session || ctx->session->backend != kind)
+        return NULL;
+    return ctx->session->bstate;
+}
+
+void *accel__runtime_backend_state(accel_runtime *rt, accel_backend kind)
+{
+    if (!rt || kind <= ACCEL_BACKEND_AUTO || kind >= ACCEL__BACKEND_KINDS)
+        return NULL;
+    const accel__backend_slot *sl = &rt->backends[kind];
+    return sl->probe == ACCEL_OK ? sl->state : NULL;
+}
+
+int accel__runtime_backend_status(accel_runtime *rt, accel_backend kind)
+{
+    if (!rt || kind <= ACCEL_BACKEND_AUTO || kind >= ACCEL__BACKEND_KINDS)
+        return ACCEL_EINVAL;
+    const accel__backend_slot *sl = &rt->backends[kind];
+    void *state = sl->probe == ACCEL_OK ? sl->state : NULL;
+    if (sl->ops && sl->ops->status)
+        return sl->ops->status(state);
+    return sl->probe == ACCEL_OK ? ACCEL_OK : ACCEL_ENOBACKEND;
+}
+
+int accel__ctx_backend_query(accel_ctx *ctx, accel_backend kind, int what,
+                             void *out)
+{
+    void *state = accel__ctx_backend_state(ctx, kind);
+    if (!state || !out || !ctx->session->bops->query)
+        return ACCEL_EINVAL;
+    return ctx->session->bops->query(state, what, out);
+}

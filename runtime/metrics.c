@@ -1,0 +1,298 @@
+/*
+ * accel_runtime_write_prometheus: the Prometheus text exposition format
+ * (version 0.0.4) for a runtime and its open sessions.
+ *
+ * Two phases, so that the list lock is held only while copying numbers:
+ *   1. snapshot: under list_lock (cold path: it is the lock open and the
+ *      final unref take, never a hot path), copy each open session's
+ *      counters and id into an array. A session in the list is not freed
+ *      while the lock is held (accel__session_unref unlinks under the lock
+ *      before it defers the free), so reading it is safe even if its last
+ *      handle is being released right now.
+ *   2. format: families one after the other (the format wants all samples
+ *      of a family together), into the caller's buffer, counting what
+ *      would not fit.
+ *
+ * No hot path takes a lock or pays anything for this: the counters are
+ * the ones stats already read (relaxed loads).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "runtime.h"
+#include "session.h"
+
+typedef struct snap {
+    uint64_t submitted, completed, failed, cancelled, queued;
+    uint64_t service_ns, wait_p50_ns, wait_p99_ns;
+    int64_t mem_used, mem_budget;
+    uint32_t priority;
+    char id[ACCEL_ID_MAX + 1];
+} snap;
+
+/* snprintf-like output: writes what fits, counts everything. */
+typedef struct out {
+    char *buf;
+    size_t cap, len;
+} out;
+
+static void put(out *o, const char *s, size_t n)
+{
+    if (o->len < o->cap) {
+        size_t room = o->cap - o->len;
+        memcpy(o->buf + o->len, s, n < room ? n : room);
+    }
+    o->len += n;
+}
+
+static void puts_(out *o, const char *s)
+{
+    put(o, s, strlen(s));
+}
+
+static void put_u64(out *o, uint64_t v)
+{
+    char tmp[24];
+    int i = (int)sizeof(tmp);
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(o, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+static void put_i64(out *o, int64_t v)
+{
+    if (v < 0) {
+        put(o, "-", 1);
+        put_u64(o, (uint64_t)0 - (uint64_t)v);
+    } else {
+        put_u64(o, (uint64_t)v);
+    }
+}
+
+/* ns as seconds with nanosecond precision, e.g. 1.000250000 */
+static void put_secs(out *o, uint64_t ns)
+{
+    put_u64(o, ns / 1000000000u);
+    char frac[10];
+    uint64_t f = ns % 1000000000u;
+    frac[0] = '.';
+    for (int i = 9; i >= 1; i--) {
+        frac[i] = (char)('0' + f % 10);
+        f /= 10;
+    }
+    put(o, frac, sizeof(frac));
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+static void put_label(out *o, const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        if (*p == '\\')
+            put(o, "\\\\", 2);
+        else if (*p == '"')
+            put(o, "\\\"", 2);
+        else if (*p == '\n')
+            put(o, "\\n", 2);
+        else
+            put(o, p, 1);
+    }
+}
+
+static void family(out *o, const char *name, const char *type,
+                   const char *help)
+{
+    puts_(o, "# HELP ");
+    puts_(o, name);
+    put(o, " ", 1);
+    puts_(o, help);
+    puts_(o, "\n# TYPE ");
+    puts_(o, name);
+    put(o, " ", 1);
+    puts_(o, type);
+    put(o, "\n", 1);
+}
+
+static void sample_u64(out *o, const char *name, uint64_t v)
+{
+    puts_(o, name);
+    put(o, " ", 1);
+    put_u64(o, v);
+    put(o, "\n", 1);
+}
+
+static void session_labels(out *o, const char *name, const snap *s)
+{
+    puts_(o, name);
+    puts_(o, "{session=\"");
+    put_label(o, s->id);
+    puts_(o, "\",priority=\"");
+    put_u64(o, s->priority);
+    puts_(o, "\"} ");
+}
+
+enum kind { K_U64, K_I64, K_SECS };
+
+typedef struct sess_family {
+    const char *name, *type, *help;
+    size_t off;
+    enum kind kind;
+} sess_family;
+
+#define F(field) offsetof(snap, field)
+static const sess_family sess_families[] = {
+    {"accel_session_ops_submitted_total", "counter",
+     "Ops accepted by the session.", F(submitted), K_U64},
+    {"accel_session_ops_completed_total", "counter",
+     "Ops that ran and returned 0.", F(completed), K_U64},
+    {"accel_session_ops_failed_total", "counter",
+     "Ops that ran and returned an error.", F(failed), K_U64},
+    {"accel_session_ops_cancelled_total", "counter",
+     "Ops completed without running (close with cancel).", F(cancelled),
+     K_U64},
+    {"accel_session_service_seconds_total", "counter",
+     "Time the session's ops ran on workers.", F(service_ns), K_SECS},
+    {"accel_session_wait_p50_seconds", "gauge",
+     "Median submit-to-start wait over sampled ops (bucket upper edge).",
+     F(wait_p50_ns), K_SECS},
+    {"accel_session_wait_p99_seconds", "gauge",
+     "99th percentile submit-to-start wait over sampled ops (bucket upper "
+     "edge).",
+     F(wait_p99_ns), K_SECS},
+    {"accel_session_queue_depth", "gauge",
+     "Ops accepted and not yet started.", F(queued), K_U64},
+    {"accel_session_memory_used_bytes", "gauge",
+     "Bytes charged to the session's budget.", F(mem_used), K_I64},
+    {"accel_session_memory_budget_bytes", "gauge",
+     "The session's memory budget in bytes (0: unlimited).", F(mem_budget),
+     K_I64},
+};
+#undef F
+
+static uint64_t ld(_Atomic uint64_t *p)
+{
+    return atomic_load_explicit(p, memory_order_relaxed);
+}
+
+static void take_snap(accel_session *s, snap *d)
+{
+    /* Relaxed loads as in accel_session_get_stats: each counter exact,
+     * the set not one instant. Completion side first, so queued never
+     * underflows. */
+    d->completed = ld(&s->completed);
+    d->failed = ld(&s->failed);
+    d->cancelled = ld(&s->cancelled);
+    uint64_t head = ld(&s->head);
+    uint64_t tail = ld(&s->tail) & ~ACCEL__RING_CLOSED;
+    d->submitted = tail;
+    d->queued = tail > head ? tail - head : 0;
+    d->service_ns = ld(&s->service_ns);
+    d->wait_p50_ns = accel__waitstat_quantile(&s->wait, 0.50);
+    d->wait_p99_ns = accel__waitstat_quantile(&s->wait, 0.99);
+    d->mem_used = accel__budget_used(&s->budget);
+    d->mem_budget = s->budget.cap;
+    d->priority = atomic_load_explicit(&s->priority, memory_order_relaxed);
+    memcpy(d->id, s->id, s->id_len + 1);
+}
+
+/* Copies every open session (cold path: list_lock). Returns the count, or
+ * -1 when memory could not be had. *out is malloc'ed (NULL when none). */
+static long snapshot(accel_runtime *rt, snap **outp)
+{
+    *outp = NULL;
+    snap *v = NULL;
+    size_t cap = 0;
+    for (;;) {
+        pthread_mutex_lock(&rt->list_lock); /* cold path: metrics scrape */
+        size_t need = rt->nsessions;
+        if (need <= cap) {
+            size_t n = 0;
+            for (struct cds_list_head *pos = rt->sessions.next;
+                 pos != &rt->sessions; pos = pos->next) {
+                accel_session *s =
+                    caa_container_of(pos, accel_session, rt_link);
+                /* skip closed sessions and objects awaiting reclamation */
+                if (atomic_load_explicit(&s->refs, memory_order_relaxed) == 0 ||
+                    (atomic_load_explicit(&s->tail, memory_order_relaxed) &
+                     ACCEL__RING_CLOSED))
+                    continue;
+                take_snap(s, &v[n++]);
+            }
+            pthread_mutex_unlock(&rt->list_lock);
+            *outp = v;
+            return (long)n;
+        }
+        pthread_mutex_unlock(&rt->list_lock);
+        /* Grew (or first pass): allocate outside the lock with headroom,
+         * then look again. */
+        accel__free(v);
+        cap = need + need / 8 + 16;
+        v = accel__malloc(cap * sizeof(*v));
+        if (!v)
+            return -1;
+    }
+}
+
+int accel_runtime_write_prometheus(accel_runtime *rt, char *buf, size_t cap,
+                                   size_t *len_out)
+{
+    if (!rt || !len_out || (!buf && cap))
+        return ACCEL_EINVAL;
+    snap *v;
+    long n = snapshot(rt, &v);
+    if (n < 0)
+        return ACCEL_ENOMEM;
+    accel_runtime_stats st;
+    accel_runtime_get_stats(rt, &st, sizeof(st));
+
+    out o = {.buf = buf, .cap = cap, .len = 0};
+    family(&o, "accel_runtime_workers", "gauge", "Worker threads.");
+    sample_u64(&o, "accel_runtime_workers", st.workers);
+    family(&o, "accel_runtime_short_lane_workers", "gauge",
+           "Worker threads of the short lane.");
+    sample_u64(&o, "accel_runtime_short_lane_workers", st.short_lane_workers);
+    family(&o, "accel_runtime_parked_workers", "gauge",
+           "Workers asleep waiting for work.");
+    sample_u64(&o, "accel_runtime_parked_workers", st.parked);
+    family(&o, "accel_runtime_sessions", "gauge", "Open sessions.");
+    sample_u64(&o, "accel_runtime_sessions", (uint64_t)n);
+    family(&o, "accel_runtime_visits_total", "counter",
+           "Session visits run by workers.");
+    sample_u64(&o, "accel_runtime_visits_total", st.visits);
+    family(&o, "accel_runtime_picks_total", "counter",
+           "Scheduler picks tried by workers (visits plus empty picks).");
+    sample_u64(&o, "accel_runtime_picks_total", st.picks);
+    family(&o, "accel_runtime_parks_total", "counter",
+           "Times a worker went to sleep.");
+    sample_u64(&o, "accel_runtime_parks_total", st.parks);
+
+    for (size_t f = 0; f < sizeof(sess_families) / sizeof(sess_families[0]);
+         f++) {
+        const sess_family *sf = &sess_families[f];
+        family(&o, sf->name, sf->type, sf->help);
+        for (long i = 0; i < n; i++) {
+            const char *field = (const char *)&v[i] + sf->off;
+            session_labels(&o, sf->name, &v[i]);
+            if (sf->kind == K_I64) {
+                int64_t x;
+                memcpy(&x, field, sizeof(x));
+                put_i64(&o, x);
+            } else {
+                uint64_t x;
+                memcpy(&x, field, sizeof(x));
+                if (sf->kind == K_SECS)
+                    put_secs(&o, x);
+                else
+                    put_u64(&o, x);
+            }
+            put(&o, "\n", 1);
+        }
+    }
+    accel__free(v);
+    if (o.len < cap)
+        buf[o.len] = '\0';
+    *len_out = o.len;
+    return ACCEL_OK;
+}

@@ -1,0 +1,43 @@
+/*
+ * Runtime-level counters: the resolved worker count and the per-worker
+ * pick/visit/park counters summed (each written only by its worker, see
+ * runtime.h; read here relaxed, so the sum is approximate while workers
+ * run).
+ */
+#include "runtime.h"
+
+#include <string.h>
+
+unsigned accel_runtime_workers(const accel_runtime *rt)
+{
+    return rt ? rt->nworkers : 0;
+}
+
+/* Fields are only ever appended; 0.1's layout ends at parks. */
+#define RUNTIME_STATS_SIZE_0_1                                                 \
+    (offsetof(accel_runtime_stats, parks) + sizeof(uint64_t))
+
+int accel_runtime_get_stats(accel_runtime *rt, accel_runtime_stats *out,
+                            size_t size)
+{
+    if (!rt || !out || size < RUNTIME_STATS_SIZE_0_1)
+        return ACCEL_EINVAL;
+    accel_runtime_stats st = {0};
+    st.workers = rt->nworkers;
+    st.short_lane_workers = rt->cfg.short_lane_workers;
+    /* relaxed: a gauge; the parking protocol orders itself (worker.c). */
+    st.parked =
+        atomic_load_explicit(&rt->idle_workers, memory_order_relaxed) +
+        atomic_load_explicit(&rt->idle_short, memory_order_relaxed);
+    for (unsigned i = 0; i < rt->nworkers; i++) {
+        accel__worker *w = &rt->workers[i];
+        st.picks += atomic_load_explicit(&w->picks, memory_order_relaxed);
+        st.visits += atomic_load_explicit(&w->visits, memory_order_relaxed);
+        st.parks += atomic_load_explicit(&w->parks, memory_order_relaxed);
+    }
+    pthread_mutex_lock(&rt->list_lock); /* cold path: stats */
+    st.sessions = (uint32_t)rt->nsessions;
+    pthread_mutex_unlock(&rt->list_lock);
+    memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
+    return ACCEL_OK;
+}

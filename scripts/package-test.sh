@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs the Debian packages of `make package` into a scratch root
+# (dpkg -x: no root, nothing touches the system) and builds and runs a
+# small C program against them twice: with pkg-config and with CMake's
+# find_package. The program must load libaccel from the scratch root.
+# Usage: scripts/package-test.sh [build-dir-with-the-debs]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build-pkg}
+shopt -s nullglob
+runtime=("$dir"/libaccel0_*.deb) dev=("$dir"/libaccel-dev_*.deb)
+if [ ${#runtime[@]} -ne 1 ] || [ ${#dev[@]} -ne 1 ]; then
+  echo "package-test: want one libaccel0 and one libaccel-dev .deb in $dir"; exit 1
+fi
+root=$(mktemp -d); trap 'rm -rf "$root"' EXIT
+dpkg-deb -f "${runtime[0]}" Package Depends
+dpkg-deb -f "${dev[0]}" Package Depends
+dpkg -x "${runtime[0]}" "$root"
+dpkg -x "${dev[0]}" "$root"
+pc=$(dirname "$(find "$root" -name accel.pc)")
+libdir=$(dirname "$pc")
+# The runtime package holds only the shared library (and its links) and
+# backend modules.
+dpkg-deb -c "${runtime[0]}" | awk '{print $6}' | grep -v '/$' |
+  grep -vEq 'libaccel\.so\.|libaccel-backend-[a-z]+\.so$' &&
+  { echo "libaccel0 holds more than the library"; exit 1; }
+# A CPU-only program links no CUDA: libaccel.so needs no CUDA library.
+if readelf -d "$root"/usr/lib/*/libaccel.so.0 | grep -qi 'NEEDED.*cuda'; then
+  echo "libaccel.so.0 links CUDA"; exit 1
+fi
+
+# pkg-config: the .pc finds its prefix from its own place (${pcfiledir}).
+flags=$(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs accel)
+case "$flags" in *"$root"*) ;; *) echo "pkg-config flags miss the scratch root: $flags"; exit 1;; esac
+cc -std=c11 -Wall -Werror -o "$root/hello-pc" tests/package/hello.c $flags
+LD_LIBRARY_PATH="$libdir" "$root/hello-pc"
+LD_LIBRARY_PATH="$libdir" ldd "$root/hello-pc" | grep -q "$libdir/libaccel.so.0" ||
+  { echo "hello-pc did not load the packaged libaccel"; exit 1; }
+
+# The static library, as README shows it.
+cc -std=c11 -Wall -Werror -o "$root/hello-static" tests/package/hello.c \
+   "$(PKG_CONFIG_PATH="$pc" pkg-config --variable=libdir accel)/libaccel.a" \
+   $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --static --libs accel)
+"$root/hello-static"
+if ldd "$root/hello-static" | grep -q libaccel; then
+  echo "hello-static loads a shared libaccel"; exit 1
+fi
+
+# CMake: find_package(accel) with CMAKE_PREFIX_PATH at the scratch /usr.
+cmake -S tests/package -B "$root/cm" -DCMAKE_PREFIX_PATH="$root/usr" >/dev/null
+cmake --build "$root/cm" >/dev/null
+LD_LIBRARY_PATH="$libdir" "$root/cm/hello"
+echo "package-test: ok"
