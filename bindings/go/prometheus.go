@@ -1,68 +1,93 @@
 package accel
 
+// #include <stdlib.h>
+// #include "shim.h"
+import "C"
+
 import (
 	"bufio"
+	"bytes"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
-// promMetric is one metric family: its name, type, help and how to read
-// its value from a session's stats.
-type promMetric struct {
-	name, typ, help string
-	val             func(*SessionStats) float64
-}
-
-var promMetrics = []promMetric{
-	{"accel_session_ops_submitted_total", "counter", "Ops accepted into the session's queue.",
-		func(s *SessionStats) float64 { return float64(s.Submitted) }},
-	{"accel_session_ops_completed_total", "counter", "Ops that ran and returned no error.",
-		func(s *SessionStats) float64 { return float64(s.Completed) }},
-	{"accel_session_ops_failed_total", "counter", "Ops that ran and returned an error or panicked.",
-		func(s *SessionStats) float64 { return float64(s.Failed) }},
-	{"accel_session_ops_cancelled_total", "counter", "Ops that never ran: their context ended or the session closed first.",
-		func(s *SessionStats) float64 { return float64(s.Cancelled) }},
-	{"accel_session_service_seconds_total", "counter", "Time the session's ops ran on the workers.",
-		func(s *SessionStats) float64 { return s.Service.Seconds() }},
-	{"accel_session_wait_p50_seconds", "gauge", "Median submit-to-start wait over sampled ops (bucket upper edge).",
-		func(s *SessionStats) float64 { return s.WaitP50.Seconds() }},
-	{"accel_session_wait_p99_seconds", "gauge", "99th percentile submit-to-start wait over sampled ops (bucket upper edge).",
-		func(s *SessionStats) float64 { return s.WaitP99.Seconds() }},
-	{"accel_session_queue_depth", "gauge", "Ops accepted and not yet started.",
-		func(s *SessionStats) float64 { return float64(s.Queued) }},
-	{"accel_session_memory_used_bytes", "gauge", "Bytes charged to the session's budget.",
-		func(s *SessionStats) float64 { return float64(s.MemoryUsed) }},
-	{"accel_session_memory_budget_bytes", "gauge", "The session's memory cap in bytes; 0 = unlimited.",
-		func(s *SessionStats) float64 { return float64(s.MemoryBudget) }},
-	{"accel_session_priority", "gauge", "The session's scheduling weight.",
-		func(s *SessionStats) float64 { return float64(s.Priority) }},
+// goCounted are the families whose values the Go side knows better than
+// the C library: C sees one op per SubmitAsyncBatch group and counts an op
+// whose ctx ended while it was queued as completed (the worker only skips
+// it); the Go counters count each f.
+var goCounted = []struct {
+	name, help string
+	val        func(*VMSession) uint64
+}{
+	{"accel_session_ops_submitted_total", "Ops accepted into the session's queue.",
+		func(v *VMSession) uint64 { return v.submitted.Load() }},
+	{"accel_session_ops_completed_total", "Ops that ran and returned no error.",
+		func(v *VMSession) uint64 { return v.completed.Load() }},
+	{"accel_session_ops_failed_total", "Ops that ran and returned an error or panicked.",
+		func(v *VMSession) uint64 { return v.failed.Load() }},
+	{"accel_session_ops_cancelled_total", "Ops that never ran: their context ended or the session closed first.",
+		func(v *VMSession) uint64 { return v.cancelled.Load() }},
 }
 
 // WritePrometheus writes the Prometheus text exposition format (0.0.4) for
-// the runtime and every open session, labelled session="<id>", so a node's
-// metrics endpoint can serve it as is.
+// the runtime and every open session, so a node's metrics endpoint can
+// serve it as is: the C library's own writer (accel_runtime_write_prometheus:
+// workers, parks, visits; per session, labelled session and priority:
+// service seconds, wait p50/p99, queue depth, memory used and budget),
+// with the ops submitted/completed/failed/cancelled counted per Go op.
 func (rt *Runtime) WritePrometheus(w io.Writer) error {
-	sessions := rt.Sessions()
-	stats := make([]SessionStats, len(sessions))
-	for i, v := range sessions {
-		stats[i] = v.FullStats()
+	text, err := rt.cPrometheus()
+	if err != nil {
+		return err
 	}
+	sessions := rt.Sessions()
 	bw := bufio.NewWriter(w)
-	bw.WriteString("# HELP accel_runtime_workers Worker threads of the runtime.\n# TYPE accel_runtime_workers gauge\naccel_runtime_workers ")
-	bw.WriteString(strconv.Itoa(rt.workers))
-	bw.WriteString("\n# HELP accel_runtime_sessions Open sessions.\n# TYPE accel_runtime_sessions gauge\naccel_runtime_sessions ")
-	bw.WriteString(strconv.Itoa(len(sessions)))
-	bw.WriteByte('\n')
-	for _, m := range promMetrics {
-		bw.WriteString("# HELP " + m.name + " " + m.help + "\n# TYPE " + m.name + " " + m.typ + "\n")
-		for i := range stats {
-			bw.WriteString(m.name + `{session="` + promEscape(stats[i].ID) + `"} `)
-			bw.WriteString(strconv.FormatFloat(m.val(&stats[i]), 'g', -1, 64))
-			bw.WriteByte('\n')
+	for len(text) > 0 {
+		// One family: from its "# HELP" line to the next one.
+		end := bytes.Index(text[1:], []byte("\n# HELP "))
+		block := text
+		if end >= 0 {
+			block, text = text[:end+2], text[end+2:]
+		} else {
+			text = nil
+		}
+		replaced := false
+		for _, f := range goCounted {
+			if bytes.HasPrefix(block, []byte("# HELP "+f.name+" ")) {
+				bw.WriteString("# HELP " + f.name + " " + f.help + "\n# TYPE " + f.name + " counter\n")
+				for _, v := range sessions {
+					bw.WriteString(f.name + `{session="` + promEscape(v.id) + `",priority="` +
+						strconv.Itoa(int(v.Priority())) + `"} ` + strconv.FormatUint(f.val(v), 10) + "\n")
+				}
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			bw.Write(block)
 		}
 	}
 	return bw.Flush()
+}
+
+// cPrometheus returns accel_runtime_write_prometheus's text.
+func (rt *Runtime) cPrometheus() ([]byte, error) {
+	buf := make([]byte, 16<<10)
+	for {
+		var n C.size_t
+		rc := int(C.accel_runtime_write_prometheus(rt.c, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &n))
+		runtime.KeepAlive(rt)
+		if rc != C.ACCEL_OK {
+			return nil, statusErr(rc)
+		}
+		if int(n) <= len(buf) {
+			return buf[:n], nil
+		}
+		buf = make([]byte, int(n)+4096) // sessions may open meanwhile
+	}
 }
 
 var promEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)

@@ -184,18 +184,20 @@ func TestPrometheusParses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, buf.String())
 	}
+	lab := func(id string, prio int) string { return fmt.Sprintf(`{session=%q,priority="%d"}`, id, prio) }
+	dex := lab("dex", 10)
 	want := map[string]float64{
-		`accel_runtime_workers`:                                2,
-		`accel_runtime_sessions`:                               2,
-		`accel_session_ops_submitted_total{session="dex"}`:     66,
-		`accel_session_ops_completed_total{session="dex"}`:     65,
-		`accel_session_ops_failed_total{session="dex"}`:        1,
-		`accel_session_ops_cancelled_total{session="dex"}`:     0,
-		`accel_session_memory_used_bytes{session="dex"}`:       4096,
-		`accel_session_memory_budget_bytes{session="dex"}`:     1 << 20,
-		`accel_session_priority{session="dex"}`:                10,
-		`accel_session_queue_depth{session="dex"}`:             0,
-		fmt.Sprintf(`accel_session_priority{session=%q}`, odd): 1,
+		`accel_runtime_workers`:                           2,
+		`accel_runtime_sessions`:                          2,
+		`accel_session_ops_submitted_total` + dex:         66,
+		`accel_session_ops_completed_total` + dex:         65,
+		`accel_session_ops_failed_total` + dex:            1,
+		`accel_session_ops_cancelled_total` + dex:         0,
+		`accel_session_memory_used_bytes` + dex:           4096,
+		`accel_session_memory_budget_bytes` + dex:         1 << 20,
+		`accel_session_queue_depth` + dex:                 0,
+		`accel_session_ops_submitted_total` + lab(odd, 1): 1,
+		`accel_session_memory_budget_bytes` + lab(odd, 1): 0,
 	}
 	for k, v := range want {
 		if got, ok := samples[k]; !ok || got != v {
@@ -203,9 +205,26 @@ func TestPrometheusParses(t *testing.T) {
 		}
 	}
 	for _, m := range []string{"accel_session_service_seconds_total", "accel_session_wait_p50_seconds", "accel_session_wait_p99_seconds"} {
-		if _, ok := samples[m+`{session="dex"}`]; !ok {
+		if _, ok := samples[m+dex]; !ok {
 			t.Errorf("%s missing", m)
 		}
+	}
+	// Go's counts replace C's: a group of 32 async ops is one C op, and an
+	// op cancelled while queued never ran.
+	g, _ := rt.NewVMSession("grouped")
+	fs := make([]func(*Session) error, 40)
+	for i := range fs {
+		fs[i] = func(*Session) error { return nil }
+	}
+	g.SubmitAsyncBatch(fs, nil)
+	g.Sync()
+	buf.Reset()
+	rt.WritePrometheus(&buf)
+	if samples, err = parsePrometheus(buf.String()); err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	if got := samples[`accel_session_ops_completed_total`+lab("grouped", 5)]; got != 40 {
+		t.Errorf("grouped ops completed = %v, want 40\n%s", got, buf.String())
 	}
 	// The checker itself rejects what it must.
 	for _, bad := range []string{
