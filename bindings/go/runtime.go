@@ -6,7 +6,6 @@ package accel
 import "C"
 
 import (
-	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -14,7 +13,8 @@ import (
 
 // RuntimeConfig sizes a Runtime; zero values take accel's defaults.
 type RuntimeConfig struct {
-	// Workers is the number of worker threads; 0: one per CPU.
+	// Workers is the number of worker threads; 0: one per CPU the process
+	// may use (affinity mask, cgroup CPU quota).
 	Workers int
 	// ShortLaneWorkers of the workers run only sessions whose recent op
 	// cost is at most ShortOp, so short ops do not wait behind long ones
@@ -53,10 +53,9 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if rc := int(C.accel_runtime_create(&cc, &rt)); rc != C.ACCEL_OK {
 		return nil, statusErr(rc)
 	}
-	w := cfg.Workers
-	if w == 0 {
-		w = runtime.NumCPU()
-	}
+	// With Workers == 0 the library sizes the pool from the CPU affinity
+	// mask and the cgroup CPU quota.
+	w := int(C.accel_runtime_workers(rt))
 	return &Runtime{c: rt, workers: w, sessions: make(map[string]*VMSession)}, nil
 }
 
@@ -66,7 +65,7 @@ var (
 	defaultRTErr  error
 )
 
-// DefaultRuntime returns the process-wide runtime (one worker per CPU),
+// DefaultRuntime returns the process-wide runtime (one worker per usable CPU),
 // started on first use. It is never closed.
 func DefaultRuntime() (*Runtime, error) {
 	defaultRTOnce.Do(func() { defaultRT, defaultRTErr = NewRuntime(RuntimeConfig{}) })
