@@ -81,10 +81,13 @@ package: deps
 test-package: package
 	scripts/package-test.sh $(BUILD)-pkg
 
+# The node simulation: all scenarios, ~2 minutes; charts (PNG) into
+# $(BUILD)-release/nodesim-charts, JSON lines beside them.
 bench: deps
 	cmake -S . -B $(BUILD)-release -DCMAKE_BUILD_TYPE=Release -DACCEL_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-release -j $(JOBS)
-	$(BUILD)-release/bench/accel-nodesim $(NODESIM_ARGS)
+	$(BUILD)-release/bench/accel-nodesim --out $(BUILD)-release/nodesim-charts \
+	    --json $(BUILD)-release/nodesim-charts/results.jsonl $(NODESIM_ARGS)
 
 bench-suite: deps
 	cmake -S . -B $(BUILD)-release -DCMAKE_BUILD_TYPE=Release -DACCEL_BUILD_TESTS=OFF $(CMAKE_FLAGS)

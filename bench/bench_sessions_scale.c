@@ -1,20 +1,20 @@
 /*
  * bench_sessions_scale: what many sessions cost.
  *   - open time and close time for n sessions (queue depth --depth);
- *   - memory per idle session: RSS delta / n (and beyond its ring, taking a
- *     ring slot as 48 bytes: seq + accel_op + stamp, runtime/ring.h);
+ *   - memory per idle session: RSS delta / n (and beyond its ring: the
+ *     ring is accel__ring_bytes(depth), a 32-byte slot and an 8-byte
+ *     deadline entry per position, runtime/ring.h);
  *   - ops/s and ns/op of empty ops with every session active: P producers
  *     round-robin over all n sessions (per-op overhead vs n = 16);
  *   - accel_session_lookup ns/op while another thread opens and closes
  *     sessions.
  */
 #include "bench.h"
-#include "ring.h" /* runtime/: the slot size, for "beyond its ring" */
+#include "ring.h" /* runtime/: the ring size, for "beyond its ring" */
 
 #include <stdlib.h>
 #include <string.h>
 
-#define SLOT_BYTES sizeof(accel__ring_slot)
 
 static struct {
     bench_list counts;
@@ -152,7 +152,7 @@ int main(int argc, char **argv)
         }
         double open_ms = (double)(bench_now_ns() - t0) / 1e6;
         double per = (double)(bench_rss_bytes() - rss0) / (double)n;
-        double beyond = per - (double)(opt.depth * SLOT_BYTES);
+        double beyond = per - (double)accel__ring_bytes((uint32_t)opt.depth);
 
         run_active(ss, n); /* warm-up: touches every ring */
         double *v = calloc((size_t)opt.reps, sizeof *v);

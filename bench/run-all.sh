@@ -66,8 +66,8 @@ readme="$here/README.md"
     echo "# Targets"
     cat "$out/targets.txt"
     echo
-    echo "# accel-nodesim (default workload)"
-    sed -n '/^== Same workload/,$p' "$out/nodesim.txt"
+    echo "# accel-nodesim (all scenarios; the summary tables)"
+    sed -n '/^== /,$p' "$out/nodesim.txt"
     echo
     echo "# bench_throughput: empty ops, selected cells (ns/op; speedup = baseline/accel)"
     grep '^empty/' "$out/throughput.txt" | grep -E '/P(1|4|8)/S(1|4)/W2' || true

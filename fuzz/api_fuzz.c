@@ -13,7 +13,10 @@
  *
  * Checked besides ASan/UBSan/LSan: every status is one documented for its
  * call; every accepted op's done runs exactly once, none for a rejected
- * op (per-op tokens); memory_used stays within [0, budget].
+ * op (per-op tokens); memory_used stays within [0, budget]; an op whose
+ * cancel said ACCEL_OK completes with ACCEL_ECANCELED and never runs, and
+ * only such ops do; only ops with a deadline expire. A thread cancels
+ * only with tickets of sessions it still holds a handle to.
  *
  * Build and run: fuzz/run.sh (see there and docs/reliability.md).
  */
@@ -49,6 +52,10 @@ typedef struct token {
     _Atomic int state; /* 0 free, 1 accepted-pending, 2 done */
     int kind;
     int slot;
+    bool deadline;           /* submitted with one (submit_ex) */
+    _Atomic int done_status; /* as done got it */
+    _Atomic int cancel_ok;   /* accel_cancel said ACCEL_OK */
+    _Atomic int ran;
 } token;
 
 static token toks[MAXTOK];
@@ -62,6 +69,10 @@ static token *tok_new(int kind, int slot)
         return NULL;
     toks[i].kind = kind;
     toks[i].slot = slot;
+    toks[i].deadline = false;
+    atomic_store(&toks[i].done_status, 0);
+    atomic_store(&toks[i].cancel_ok, 0);
+    atomic_store(&toks[i].ran, 0);
     atomic_store(&toks[i].state, 0);
     return &toks[i];
 }
@@ -98,6 +109,8 @@ static int op_fn(accel_ctx *ctx, void *arg)
     accel_session *s = accel_ctx_session(ctx);
     EXPECT(s != NULL, 0);
     EXPECT(atomic_load(&t->state) == 1, atomic_load(&t->state));
+    EXPECT(!atomic_load(&t->cancel_ok), 0); /* a cancelled op never runs */
+    atomic_store(&t->ran, 1);
     int64_t used0 = accel_session_memory_used(s);
     EXPECT(used0 >= 0, (int)used0);
     void *p;
@@ -146,8 +159,11 @@ static void op_done(void *arg, int status)
     if (was != 1)
         atomic_fetch_add(&submitted_rejected_done, 1);
     EXPECT(was == 1, was); /* exactly once, and only when accepted */
-    EXPECT(status == 0 || status == ACCEL_ECLOSED || status == 1 + t->slot,
+    EXPECT(status == 0 || status == ACCEL_ECLOSED || status == 1 + t->slot ||
+               status == ACCEL_ECANCELED ||
+               (status == ACCEL_EEXPIRED && t->deadline),
            status);
+    atomic_store(&t->done_status, status);
 }
 
 static int wait_fn(accel_ctx *ctx, void *arg)
@@ -192,11 +208,25 @@ static bool is_submit_rc(int rc, int64_t to)
            (rc == ACCEL_ETIMEDOUT && to > 0);
 }
 
+/* Tickets a thread got from submit_ex, usable while the thread still holds
+ * the handle it submitted with: hgen counts each thread's handle changes
+ * per slot. [0]: main thread, [1]: helper. */
+#define NTICKET 8
+typedef struct held_ticket {
+    accel_ticket t;
+    token *tok;
+    int slot;
+    unsigned gen;
+    bool used;
+} held_ticket;
+static held_ticket tickets[2][NTICKET];
+static unsigned hgen[2][NSLOT];
+
 /* One call. own: the thread's handle array (main: main_h; helper: its
  * lookups). main: whether this thread may open/release main handles. */
 static void step(rd *r, accel_session **own, bool main)
 {
-    uint8_t op = u8(r) % 14;
+    uint8_t op = u8(r) % 16;
     int sl = u8(r) % NSLOT;
     accel_session *s = own[sl];
     int rc;
@@ -223,6 +253,7 @@ static void step(rd *r, accel_session **own, bool main)
             else if (s)
                 accel_session_release(s);
             own[sl] = ns;
+            hgen[0][sl]++;
         } else {
             EXPECT(ns == NULL, rc);
         }
@@ -239,6 +270,7 @@ static void step(rd *r, accel_session **own, bool main)
     case 2: /* release */
         accel_session_release(s);
         own[sl] = NULL;
+        hgen[!main][sl]++;
         break;
     case 3: { /* lookup */
         accel_session *h = NULL;
@@ -250,8 +282,10 @@ static void step(rd *r, accel_session **own, bool main)
                rc);
         if (rc == ACCEL_OK) {
             EXPECT(strcmp(accel_session_id(h), slot_id(sl)) == 0, rc);
-            if (!main && !own[sl])
+            if (!main && !own[sl]) {
                 own[sl] = h; /* the helper keeps it */
+                hgen[1][sl]++;
+            }
             else
                 accel_session_release(h);
         }
@@ -379,6 +413,58 @@ static void step(rd *r, accel_session **own, bool main)
         }
         break;
     }
+    case 14: { /* submit_ex: deadline none/past/far/near, maybe a ticket */
+        uint8_t b = u8(r);
+        int kind = u8(r) % OK_NKINDS;
+        int64_t to = timeout_of(u8(r));
+        int64_t now = accel_now_ns();
+        int64_t dl = (b & 8)        ? -1 /* invalid */
+                     : (b & 3) == 0 ? 0
+                     : (b & 3) == 1 ? 1
+                     : (b & 3) == 2 ? now + INT64_C(3600000000000)
+                                    : now + (int64_t)u8(r) * 1000;
+        token *t = tok_new(kind, sl);
+        if (!t)
+            break;
+        t->deadline = dl > 0;
+        accel_op o = {op_fn, op_done, t};
+        accel_ticket tk;
+        atomic_store(&t->state, 1);
+        rc = accel_submit_ex(s, &o, dl, to, (b & 4) ? &tk : NULL);
+        if (!s || dl < 0)
+            EXPECT(rc == ACCEL_EINVAL, rc);
+        else
+            EXPECT(is_submit_rc(rc, to), rc);
+        if (rc != ACCEL_OK) {
+            EXPECT(atomic_exchange(&t->state, 3) == 1, rc);
+            if (b & 4)
+                EXPECT(tk.session == NULL, rc); /* zeroed */
+        } else if (b & 4) {
+            held_ticket *h = &tickets[!main][(t - toks) % NTICKET];
+            *h = (held_ticket){tk, t, sl, hgen[!main][sl], true};
+        }
+        break;
+    }
+    case 15: { /* cancel a held ticket (or a bad one) */
+        uint8_t b = u8(r);
+        held_ticket *h = &tickets[!main][b % NTICKET];
+        if (b & 0x80) {
+            accel_ticket z;
+            memset(&z, 0, sizeof(z));
+            EXPECT(accel_cancel((b & 0x40) ? NULL : &z) == ACCEL_EINVAL, 0);
+            break;
+        }
+        if (!h->used || hgen[!main][h->slot] != h->gen)
+            break; /* its handle is gone: the ticket may not be used */
+        rc = accel_cancel(&h->t);
+        EXPECT(rc == ACCEL_OK || rc == ACCEL_EALREADY || rc == ACCEL_ECLOSED,
+               rc);
+        if (rc == ACCEL_OK) {
+            EXPECT(!atomic_load(&h->tok->cancel_ok), 0); /* once only */
+            atomic_store(&h->tok->cancel_ok, 1);
+        }
+        break;
+    }
     default: /* strerror on any value */
         EXPECT(accel_strerror((int)u32(r)) != NULL, 0);
         break;
@@ -419,6 +505,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&hp, 0, sizeof(hp));
     hp.r = (rd){data + 1 + cut, rest - cut};
     memset(main_h, 0, sizeof(main_h));
+    memset(tickets, 0, sizeof(tickets));
+    memset(hgen, 0, sizeof(hgen));
     nretired = 0;
     pthread_t th;
     bool threaded = hp.r.n > 0 && pthread_create(&th, NULL, helper_main, &hp) == 0;
@@ -440,6 +528,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < n; i++) {
         int st = atomic_load(&toks[i].state);
         EXPECT(st == 2 || st == 3, st); /* accepted: done ran; else rejected */
+        int ds = atomic_load(&toks[i].done_status);
+        EXPECT(atomic_load(&toks[i].cancel_ok) == (st == 2 && ds == ACCEL_ECANCELED),
+               ds);
+        if (ds == ACCEL_ECANCELED || ds == ACCEL_EEXPIRED || ds == ACCEL_ECLOSED)
+            EXPECT(!atomic_load(&toks[i].ran), ds);
     }
     EXPECT(atomic_load(&submitted_rejected_done) == 0, 0);
     rt = NULL;

@@ -3,7 +3,7 @@
 libFuzzer adds its own finds to a scratch corpus, not here).
 Opcodes (api_fuzz.c step): 0 open, 1 close, 2 release, 3 lookup, 4 submit,
 5 batch, 6 submit_wait, 7 sync, 8 reserve, 9 unreserve, 10 set_priority,
-11 stats, 12 burst, 13 strerror."""
+11 stats, 12 burst, 13 strerror, 14 submit_ex, 15 cancel."""
 import os, random
 
 def op_open(sl, b=0, prio=1, budget=0, depth=0):
@@ -33,6 +33,19 @@ def seeds():
     helper = [3, 0, 2, 3, 1, 2, 4, 0, 0, 0, 12, 1, 1, 0, 1, 10, 0, 40, 11, 1, 0, 7, 0, 1, 2, 0]
     s['two_threads'] = [126] + th + helper + [0] * max(0, len(th) - len(helper))
     s['two_threads_close'] = [127] + base + [12, 0, 12, 0, 1, 0, 1] + [3, 0, 2, 12, 0, 1, 0, 0, 7, 0, 1] * 2
+    # submit_ex: [14, slot, b (deadline b&3: none/past/far/near, b&4 ticket,
+    # b&8 invalid), kind, timeout(, near: 1 us units)]; cancel: [15, slot,
+    # ticket index (0x80: a zero ticket, 0xC0: NULL)]
+    ex = ([14, 0, 6, 0, 2] + [14, 0, 5, 0, 2] + [14, 0, 7, 7, 2, 50] +
+          [14, 1, 4, 1, 0] + [14, 0, 8, 0, 2] + [14, 2, 0, 0, 2])
+    s['cancel'] = [0] + base + ex + [15, 0, 0, 15, 0, 1, 15, 0, 2, 15, 1, 3,
+                                     15, 0, 0x80, 15, 0, 0xC0, 15, 0, 0,
+                                     1, 0, 1, 15, 0, 0, 7, 1, 1]
+    s['cancel_burst'] = [0] + base + [12, 3] + [14, 3, 6, 7, 2] * 6 + \
+        sum(([15, 3, i] for i in range(6)), []) + [7, 3, 1]
+    th = base + [14, 0, 6, 7, 2] * 4 + [15, 0, 0, 15, 0, 1, 1, 0, 0]
+    helper = [3, 0, 2] + [14, 0, 7, 0, 2, 9] * 4 + [15, 0, 4, 15, 0, 5, 2, 0, 15, 0, 6]
+    s['cancel_two_threads'] = [126] + th + helper + [0] * max(0, len(th) - len(helper))
     rnd = random.Random(7)
     for i in range(6):
         s[f'random_{i}'] = [rnd.randrange(256)] + base + [rnd.randrange(256) for _ in range(200)]

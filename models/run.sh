@@ -51,6 +51,10 @@ check state.pml fail -DBROKEN_PARK
 # completion sleepers: sync/close announce a target in wake_at
 check sync.pml pass
 check sync.pml fail -DBROKEN_NORECHECK
+# per-op cancel vs the consumer's take on a slot's seq (ring.h EX slots)
+check cancel.pml pass
+check cancel.pml fail -DBROKEN_SPLIT
+check cancel.pml fail -DBROKEN_NOPOS
 
 if [ $fail = 0 ]; then echo "models: all correct models verified, all broken variants rejected"
 else echo "models: FAILED"; fi

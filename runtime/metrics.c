@@ -24,7 +24,7 @@
 #include "session.h"
 
 typedef struct snap {
-    uint64_t submitted, completed, failed, cancelled, queued;
+    uint64_t submitted, completed, failed, cancelled, expired, queued;
     uint64_t service_ns, wait_p50_ns, wait_p99_ns;
     int64_t mem_used, mem_budget;
     uint32_t priority;
@@ -150,8 +150,11 @@ static const sess_family sess_families[] = {
     {"accel_session_ops_failed_total", "counter",
      "Ops that ran and returned an error.", F(failed), K_U64},
     {"accel_session_ops_cancelled_total", "counter",
-     "Ops completed without running (close with cancel).", F(cancelled),
-     K_U64},
+     "Ops completed without running: close with cancel, or accel_cancel.",
+     F(cancelled), K_U64},
+    {"accel_session_ops_expired_total", "counter",
+     "Ops completed without running: their deadline passed first.",
+     F(expired), K_U64},
     {"accel_session_service_seconds_total", "counter",
      "Time the session's ops ran on workers.", F(service_ns), K_SECS},
     {"accel_session_wait_p50_seconds", "gauge",
@@ -184,6 +187,7 @@ static void take_snap(accel_session *s, snap *d)
     d->completed = ld(&s->completed);
     d->failed = ld(&s->failed);
     d->cancelled = ld(&s->cancelled);
+    d->expired = ld(&s->expired);
     uint64_t head = ld(&s->head);
     uint64_t tail = ld(&s->tail) & ~ACCEL__RING_CLOSED;
     d->submitted = tail;

@@ -7,7 +7,7 @@
 
 int accel__ring_init(accel__ring *r, uint32_t capacity_pow2)
 {
-    size_t bytes = (size_t)capacity_pow2 * sizeof(accel__ring_slot);
+    size_t bytes = accel__ring_bytes(capacity_pow2);
     r->slots = accel__calloc_aligned(64, bytes);
     if (!r->slots)
         return ACCEL_ENOMEM;

@@ -31,6 +31,11 @@
 
 _Thread_local accel_session *accel__tls_current;
 
+/* Session serial numbers, from 1: a ticket names its session by pointer
+ * and serial, so a ticket whose session's memory now holds another
+ * session does not match it. */
+static _Atomic uint64_t session_serials = 1;
+
 static uint32_t round_pow2(uint32_t v)
 {
     uint32_t p = 1;
@@ -128,7 +133,7 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
         return rc;
     const accel__backend_ops *bops = slot->ops;
 
-    size_t slots_bytes = (size_t)depth * sizeof(accel__ring_slot);
+    size_t slots_bytes = accel__ring_bytes(depth); /* + EX side array */
     size_t nstamps = depth >= ACCEL__WAIT_SAMPLE ? depth / ACCEL__WAIT_SAMPLE
                                                  : 1;
     size_t stamps_bytes = nstamps * sizeof(uint64_t);
@@ -139,7 +144,7 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
     accel__ring_slot *slots = (accel__ring_slot *)(s + 1);
     accel__ring_init_at(&s->ring, slots, depth);
     s->stamps = (uint64_t *)((char *)slots + slots_bytes);
-    s->stamp_mask = nstamps - 1;
+    s->stamp_mask = (uint32_t)(nstamps - 1);
     s->id = (char *)s->stamps + stamps_bytes;
     s->rt = rt;
     s->bops = bops;
@@ -156,6 +161,9 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
     atomic_init(&s->handles, 1);
     atomic_init(&s->wake_at, UINT64_MAX);
     s->space_wake_mask = depth >= 2 ? depth / 2 - 1 : 0;
+    /* relaxed: only uniqueness matters. */
+    s->serial = atomic_fetch_add_explicit(&session_serials, 1,
+                                          memory_order_relaxed);
     memcpy(s->id, cfg->id, idlen);
     s->id_len = (uint32_t)idlen;
     s->hash = (uint32_t)accel__table_hash(s->id, idlen);
@@ -407,6 +415,7 @@ void accel__session_fill_stats(const accel_session *cs,
     out->completed = ld(&s->completed);
     out->failed = ld(&s->failed);
     out->cancelled = ld(&s->cancelled);
+    out->expired = ld(&s->expired);
     out->dispatched = ld(&s->dispatched);
     uint64_t head = ld(&s->head);
     uint64_t tail = ld(&s->tail) & ~ACCEL__RING_CLOSED;

@@ -80,13 +80,15 @@ struct accel_session {
     uint64_t *stamps; /* submit time of every ACCEL__WAIT_SAMPLE-th
                          position, indexed (pos / SAMPLE) & stamp_mask;
                          in the same allocation */
-    uint64_t stamp_mask;
-    uint64_t space_wake_mask;   /* wake room-waiters every (mask+1) takes */
+    uint32_t stamp_mask;        /* < depth <= ACCEL_QUEUE_DEPTH_MAX */
+    uint32_t space_wake_mask;   /* wake room-waiters every (mask+1) takes */
+    uint64_t serial;            /* unique per session in the process:
+                                   tickets carry it (cancel.c) */
 
     /* ---- pair B: the consumer (whichever worker holds SCHEDULED) */
     alignas(128) _Atomic uint64_t head;
     _Atomic uint64_t finished;  /* ops whose done callback has returned */
-    _Atomic uint64_t dispatched, completed, failed, cancelled;
+    _Atomic uint64_t dispatched, completed, failed, cancelled, expired;
     _Atomic uint64_t service_ns, visits;
     _Atomic uint64_t wake_at;   /* lowest `finished` a sleeper waits for;
                                    UINT64_MAX: none */
@@ -115,7 +117,8 @@ _Static_assert(offsetof(struct accel_session, se) == 256,
 _Static_assert(sizeof(struct accel_session) == 384,
                "the session is three 128-byte pairs");
 /* One allocation holds the session, then its ring slots (128-byte
- * aligned, since sizeof(accel_session) is a multiple of 128), then the wait stamps,
+ * aligned, since sizeof(accel_session) is a multiple of 128) and the
+ * ring's EX side array (ring.h), then the wait stamps,
  * then its id: one malloc header, no second alignment pad, ids paid by
  * their length. */
 

@@ -34,9 +34,24 @@ static int wait_for_room(accel_session *s, int64_t timeout_ns,
     return accel__session_wait_room(s, *deadline);
 }
 
-/* Publishes ops[0..n), all with a valid fn. */
+/* Only sampled positions read the clock (waitstat.h); the stamp is
+ * published by the slot's [R1]. */
+static inline void stamp_position(accel_session *s, uint64_t pos)
+{
+    if ((pos % ACCEL__WAIT_SAMPLE) == 0)
+        s->stamps[(pos / ACCEL__WAIT_SAMPLE) & s->stamp_mask] =
+            accel__now_ns();
+}
+
+/* An op of accel_submit_ex: published as an EX slot (ring.h). */
+typedef struct submit_ex {
+    int64_t deadline_ns; /* 0: none */
+    uint64_t pos;        /* out: the position it got */
+} submit_ex;
+
+/* Publishes ops[0..n), all with a valid fn. ex: n == 1, an EX op. */
 static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
-                      int64_t timeout_ns, size_t *accepted)
+                      int64_t timeout_ns, size_t *accepted, submit_ex *ex)
 {
     size_t done = 0;
     uint64_t deadline = 0;
@@ -58,13 +73,16 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
             continue;
         }
         ACCEL__YIELD_POINT(); /* between reserve and publish */
-        for (int64_t i = 0; i < k; i++) {
+        if (ex) { /* one op (n == 1): kept out of the plain loop below */
+            stamp_position(s, first);
+            ex->pos = first;
+            accel__ring_publish_ex(&s->ring, first, &ops[done],
+                                   ex->deadline_ns);
+            ACCEL_TRACE4(submit, s, s->id, first, ops[done].arg);
+        }
+        for (int64_t i = 0; i < k && !ex; i++) {
             uint64_t pos = first + (uint64_t)i;
-            /* Only sampled positions read the clock (waitstat.h); the
-             * stamp is published by the slot's [R1]. */
-            if ((pos % ACCEL__WAIT_SAMPLE) == 0)
-                s->stamps[(pos / ACCEL__WAIT_SAMPLE) & s->stamp_mask] =
-                    accel__now_ns();
+            stamp_position(s, pos);
             accel__ring_publish(&s->ring, pos, &ops[done + (size_t)i]);
             /* submit(session, id, position, arg) */
             ACCEL_TRACE4(submit, s, s->id, pos, ops[done + (size_t)i].arg);
@@ -81,7 +99,24 @@ int accel_submit(accel_session *s, const accel_op *op, int64_t timeout_ns)
 {
     if (!s || !op || !op->fn || timeout_ns < ACCEL_FOREVER)
         return ACCEL_EINVAL;
-    return submit_ops(s, op, 1, timeout_ns, NULL);
+    return submit_ops(s, op, 1, timeout_ns, NULL, NULL);
+}
+
+int accel_submit_ex(accel_session *s, const accel_op *op, int64_t deadline_ns,
+                    int64_t timeout_ns, accel_ticket *ticket)
+{
+    if (ticket)
+        *ticket = (accel_ticket){0}; /* a failed submit leaves no ticket */
+    if (!s || !op || !op->fn || timeout_ns < ACCEL_FOREVER || deadline_ns < 0)
+        return ACCEL_EINVAL;
+    if (deadline_ns == 0 && !ticket) /* nothing to check: the plain path */
+        return submit_ops(s, op, 1, timeout_ns, NULL, NULL);
+    submit_ex ex = {.deadline_ns = deadline_ns};
+    int rc = submit_ops(s, op, 1, timeout_ns, NULL, &ex);
+    if (rc == ACCEL_OK && ticket)
+        *ticket = (accel_ticket){
+            .session = s, .position = ex.pos, .serial = s->serial};
+    return rc;
 }
 
 int accel_submit_batch(accel_session *s, const accel_op *ops, size_t n,
@@ -94,7 +129,7 @@ int accel_submit_batch(accel_session *s, const accel_op *ops, size_t n,
     size_t valid = 0;
     while (valid < n && ops[valid].fn)
         valid++;
-    int rc = submit_ops(s, ops, valid, timeout_ns, accepted);
+    int rc = submit_ops(s, ops, valid, timeout_ns, accepted, NULL);
     if (rc == ACCEL_OK && valid < n)
         rc = ACCEL_EINVAL;
     return rc;
@@ -134,7 +169,7 @@ int accel_submit_wait(accel_session *s, accel_op_fn fn, void *arg,
     wait_op w = {.fn = fn, .arg = arg};
     atomic_init(&w.done, 0);
     accel_op op = {.fn = wait_op_run, .done = wait_op_done, .arg = &w};
-    int rc = submit_ops(s, &op, 1, timeout_ns, NULL);
+    int rc = submit_ops(s, &op, 1, timeout_ns, NULL, NULL);
     if (rc != ACCEL_OK)
         return rc;
     /* [A6] acquire: pairs with [R6]. */

@@ -82,8 +82,8 @@ static snap take(void)
     memset(&s, 0, sizeof(s));
     cr_assert_eq(accel_session_sync(F.a, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_sync(F.x, ACCEL_FOREVER), ACCEL_OK);
-    accel_session_get_stats(F.a, &s.a);
-    accel_session_get_stats(F.c, &s.c);
+    accel_session_get_stats_ex(F.a, &s.a, sizeof(s.a));
+    accel_session_get_stats_ex(F.c, &s.c, sizeof(s.c));
     s.a_closed = accel_session_is_closed(F.a);
     s.c_closed = accel_session_is_closed(F.c);
     s.x_closed = accel_session_is_closed(F.x);
@@ -99,6 +99,7 @@ static bool same_stats(const accel_session_stats *p, const accel_session_stats *
 {
     return p->submitted == q->submitted && p->completed == q->completed &&
            p->failed == q->failed && p->cancelled == q->cancelled &&
+           p->expired == q->expired &&
            p->queued == q->queued && p->memory_used == q->memory_used &&
            p->memory_budget == q->memory_budget && p->priority == q->priority;
 }
@@ -327,6 +328,102 @@ static int r_sync_null(void) { return accel_session_sync(NULL, ACCEL_FOREVER); }
 static int r_sync_bad_timeout(void) { return accel_session_sync(F.a, -2); }
 static int r_sync_closed(void) { return accel_session_sync(F.c, 0); }
 
+/* submit_ex / cancel: a failed submit_ex leaves an all-zero ticket */
+static accel_ticket ex_t;
+static int ex_with(accel_session *s, const accel_op *op, int64_t deadline,
+                   int64_t timeout)
+{
+    memset(&ex_t, 0xAB, sizeof(ex_t));
+    int rc = accel_submit_ex(s, op, deadline, timeout, &ex_t);
+    return ex_t.session == NULL && ex_t.position == 0 ? rc : -1000;
+}
+static int r_ex_null_s(void) { return ex_with(NULL, &good_op, 0, 0); }
+static int r_ex_null_op(void) { return ex_with(F.a, NULL, 0, 0); }
+static int r_ex_null_fn(void) { return ex_with(F.a, &nullfn_op, 0, 0); }
+static int r_ex_bad_timeout(void) { return ex_with(F.a, &good_op, 0, -2); }
+static int r_ex_neg_deadline(void) { return ex_with(F.a, &good_op, -1, 0); }
+static int r_ex_min_deadline(void) { return ex_with(F.a, &good_op, INT64_MIN, 0); }
+static int r_ex_closed(void) { return ex_with(F.c, &good_op, 0, ACCEL_FOREVER); }
+static int r_ex_closed_deadline(void)
+{
+    return ex_with(F.c, &good_op, accel_now_ns() + 1000000000, 0);
+}
+static int r_ex_null_ticket_closed(void)
+{
+    return accel_submit_ex(F.c, &good_op, 1, 0, NULL);
+}
+static int r_cancel_null(void) { return accel_cancel(NULL); }
+static int r_cancel_zero(void)
+{
+    accel_ticket t;
+    memset(&t, 0, sizeof(t));
+    return accel_cancel(&t);
+}
+static int r_cancel_never_issued(void) /* a position "a" never handed out */
+{
+    accel_ticket t = {.session = F.a, .position = UINT64_C(1) << 40};
+    return accel_cancel(&t);
+}
+static int r_cancel_pos_max(void)
+{
+    accel_ticket t = {.session = F.a, .position = UINT64_MAX};
+    return accel_cancel(&t);
+}
+static int r_cancel_closed(void) /* a real ticket; its session closed since */
+{
+    accel_session *s = NULL;
+    accel_session_config c = {.id = "tmp"};
+    if (accel_session_open(F.rt, &c, &s) != ACCEL_OK)
+        return -1000;
+    accel_ticket t;
+    int rc = accel_submit_ex(s, &good_op, 0, ACCEL_FOREVER, &t);
+    if (rc == ACCEL_OK) {
+        accel_session_close(s, ACCEL_CLOSE_DRAIN);
+        rc = accel_cancel(&t);
+    }
+    accel_session_release(s);
+    return rc;
+}
+/* A real ticket of "x" (its op finished), then altered. */
+static accel_ticket x_ticket(void)
+{
+    accel_ticket t;
+    memset(&t, 0, sizeof(t));
+    if (accel_submit_ex(F.x, &good_op, 0, ACCEL_FOREVER, &t) == ACCEL_OK)
+        accel_session_sync(F.x, ACCEL_FOREVER);
+    return t;
+}
+static int r_cancel_finished(void)
+{
+    accel_ticket t = x_ticket();
+    return accel_cancel(&t);
+}
+static int r_cancel_other_session(void) /* x's ticket, a's pointer */
+{
+    accel_ticket t = x_ticket();
+    t.session = F.a;
+    return accel_cancel(&t);
+}
+static int r_cancel_other_closed(void) /* x's ticket, c's pointer */
+{
+    accel_ticket t = x_ticket();
+    t.session = F.c;
+    return accel_cancel(&t);
+}
+static int r_cancel_bad_serial(void)
+{
+    accel_ticket t = x_ticket();
+    t.serial ^= 1;
+    return accel_cancel(&t);
+}
+static int r_cancel_failed_submit(void) /* the zero ticket of a failed submit */
+{
+    accel_ticket t;
+    (void)accel_submit_ex(F.c, &good_op, 0, 0, &t);
+    return accel_cancel(&t);
+}
+static int r_now_positive(void) { return accel_now_ns() > 0 ? ACCEL_OK : -1000; }
+
 /* budget */
 static int r_reserve_null(void) { return accel_session_reserve(NULL, 1); }
 static int r_reserve_neg(void) { return accel_session_reserve(F.a, -1); }
@@ -508,6 +605,26 @@ static const row rows[] = {
     ROW(r_sync_null, ACCEL_EINVAL),
     ROW(r_sync_bad_timeout, ACCEL_EINVAL),
     ROW(r_sync_closed, ACCEL_OK),
+    ROW(r_ex_null_s, ACCEL_EINVAL),
+    ROW(r_ex_null_op, ACCEL_EINVAL),
+    ROW(r_ex_null_fn, ACCEL_EINVAL),
+    ROW(r_ex_bad_timeout, ACCEL_EINVAL),
+    ROW(r_ex_neg_deadline, ACCEL_EINVAL),
+    ROW(r_ex_min_deadline, ACCEL_EINVAL),
+    ROW(r_ex_closed, ACCEL_ECLOSED),
+    ROW(r_ex_closed_deadline, ACCEL_ECLOSED),
+    ROW(r_ex_null_ticket_closed, ACCEL_ECLOSED),
+    ROW(r_cancel_null, ACCEL_EINVAL),
+    ROW(r_cancel_zero, ACCEL_EINVAL),
+    ROW(r_cancel_never_issued, ACCEL_EINVAL),
+    ROW(r_cancel_pos_max, ACCEL_EINVAL),
+    ROW(r_cancel_closed, ACCEL_ECLOSED),
+    ROW(r_cancel_finished, ACCEL_EALREADY),
+    ROW(r_cancel_other_session, ACCEL_EINVAL),
+    ROW(r_cancel_other_closed, ACCEL_EINVAL),
+    ROW(r_cancel_bad_serial, ACCEL_EINVAL),
+    ROW(r_cancel_failed_submit, ACCEL_EINVAL),
+    ROW(r_now_positive, ACCEL_OK),
     ROW(r_reserve_null, ACCEL_EINVAL),
     ROW(r_reserve_neg, ACCEL_EINVAL),
     ROW(r_reserve_min, ACCEL_EINVAL),

@@ -12,9 +12,10 @@
  *   bench_result.c  the machine-readable "RESULT {json}" line and targets
  *   base_msess.c    baseline 1: a mutex per session, op run by the caller
  *   base_pool.c     baseline 2: a mutex+condvar FIFO thread pool
+ *   base_prio.c     baseline 3: a strict-priority thread pool
  *
  * Baseline ops use the accel_op type so one workload runs through accel and
- * both baselines unchanged; a baseline calls fn(NULL, arg), so benchmark ops
+ * the baselines unchanged; a baseline calls fn(NULL, arg), so benchmark ops
  * must not use their accel_ctx.
  *
  * Not thread-safe unless a function says so: options and results are
@@ -156,6 +157,9 @@ void bench_result_i64(bench_result *r, const char *key, int64_t v);
 void bench_result_f64(bench_result *r, const char *key, double v);
 void bench_result_bool(bench_result *r, const char *key, bool v);
 void bench_result_emit(bench_result *r);
+/* Whether bench_result_emit (and bench_banner) also print the RESULT line
+ * on stdout (default true; the JSON file gets it either way). */
+void bench_result_stdout(bool on);
 
 /* A target of the issue next to its measured value. Prints
  *   TARGET  <what>: <measured> <unit>  (target <op> <goal>)  MET|MISSED
@@ -202,6 +206,19 @@ void bench_pool_drain(bench_pool *p);
 size_t bench_pool_depth(bench_pool *p); /* queued, not started */
 /* Drains, joins the workers, frees. */
 void bench_pool_destroy(bench_pool *p);
+
+/* ------------------------------------------------- baseline 3: prio */
+
+/* A strict-priority thread pool: one mutex, one growable FIFO per priority
+ * value (at most 16 distinct values), W workers that pop from the highest
+ * non-empty level. Lower levels wait while any higher one has work. */
+typedef struct bench_prio bench_prio;
+int bench_prio_create(unsigned workers, bench_prio **out);
+/* Queues op at priority prio (higher runs first). Returns 0, or -1 (out of
+ * memory or a 17th distinct priority): op not queued. Thread-safe. */
+int bench_prio_submit(bench_prio *p, uint32_t prio, const accel_op *op);
+/* Waits for every queued op to complete, joins the workers, frees. */
+void bench_prio_destroy(bench_prio *p);
 
 /* ------------------------------------------------------------- inlines */
 

@@ -8,6 +8,12 @@
 #include <sys/utsname.h>
 
 static FILE *json_file;
+static bool result_stdout = true;
+
+void bench_result_stdout(bool on)
+{
+    result_stdout = on;
+}
 
 int bench_result_json_open(const char *path)
 {
@@ -110,8 +116,10 @@ void bench_result_emit(bench_result *r)
         fprintf(stderr, "bench: result line too long, dropped\n");
         return;
     }
-    printf("RESULT %s\n", r->buf);
-    fflush(stdout);
+    if (result_stdout) {
+        printf("RESULT %s\n", r->buf);
+        fflush(stdout);
+    }
     if (json_file) {
         fprintf(json_file, "%s\n", r->buf);
         fflush(json_file);

@@ -1,44 +1,23 @@
-/* The default 17-chain node, chain-set config files, and the weighted
- * max-min fair ideal shares the live table compares against. */
+/* Chain-set files (bench/chains/NAME.conf) and the weighted max-min shares the
+ * measured service is compared against. */
 #include "nodesim.h"
 
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define US 1000ull
-#define MS 1000000ull
+const char *const ns_class_name[NS_NCLASS] = {"critical", "high", "normal", "low"};
 
-/* Priorities as a real node would give them: consensus-blocking work
- * Critical; EVM, DEX and key management High; AI and identity Normal;
- * bridges and oracles Low. Costs are synthetic stand-ins for the named
- * work, calibrated spin loops. Shares split the node's demand at load 1.0:
- * the heavy Normal work is where an overloaded node's pressure comes from. */
-static const ns_chain_cfg defaults[] = {
-    {"consensus-votes", "consensus", ACCEL_PRIORITY_CRITICAL, 20 * US, 50 * US, 0.02, 0, 0},
-    {"consensus-certs", "consensus", ACCEL_PRIORITY_CRITICAL, 400 * US, 600 * US, 0.03, 0, 0},
-    {"evm-c", "evm", ACCEL_PRIORITY_HIGH, 100 * US, 300 * US, 0.10, 0, 64},
-    {"dex-orderbook", "dex", ACCEL_PRIORITY_HIGH, 50 * US, 200 * US, 0.12, 1 * MS, 16},
-    {"kms-threshold", "kms", ACCEL_PRIORITY_HIGH, 400 * US, 600 * US, 0.04, 0, 8},
-    {"evm-subnet", "evm", ACCEL_PRIORITY_HIGH, 100 * US, 300 * US, 0.06, 0, 64},
-    {"ai-fhe-infer", "ai", ACCEL_PRIORITY_NORMAL, 5 * MS, 20 * MS, 0.09, 0, 1024},
-    {"ai-zkml", "ai", ACCEL_PRIORITY_NORMAL, 2 * MS, 5 * MS, 0.07, 0, 256},
-    {"identity-did", "identity", ACCEL_PRIORITY_NORMAL, 2 * MS, 5 * MS, 0.05, 0, 256},
-    {"identity-fhe", "identity", ACCEL_PRIORITY_NORMAL, 5 * MS, 20 * MS, 0.07, 0, 1024},
-    {"zk-rollup", "ai", ACCEL_PRIORITY_NORMAL, 2 * MS, 5 * MS, 0.06, 0, 256},
-    {"privacy-fhe", "identity", ACCEL_PRIORITY_NORMAL, 5 * MS, 20 * MS, 0.05, 0, 1024},
-    {"bridge-eth", "bridge", ACCEL_PRIORITY_LOW, 400 * US, 600 * US, 0.06, 0, 8},
-    {"bridge-btc", "bridge", ACCEL_PRIORITY_LOW, 20 * US, 50 * US, 0.05, 0, 0},
-    {"oracle-price", "oracle", ACCEL_PRIORITY_LOW, 20 * US, 50 * US, 0.05, 0, 0},
-    {"oracle-vrf", "oracle", ACCEL_PRIORITY_LOW, 2 * MS, 5 * MS, 0.04, 0, 0},
-    {"oracle-feeds", "oracle", ACCEL_PRIORITY_LOW, 20 * US, 50 * US, 0.04, 0, 0},
-};
-
-size_t ns_default_chains(ns_chain_cfg *out, size_t max)
+/* Classes by weight band, so custom priorities still land in a column. */
+int ns_class(uint32_t p)
 {
-    size_t n = BENCH_COUNTOF(defaults) < max ? BENCH_COUNTOF(defaults) : max;
-    memcpy(out, defaults, n * sizeof *out);
-    return n;
+    if (p >= ACCEL_PRIORITY_CRITICAL)
+        return NS_CRIT;
+    if (p >= ACCEL_PRIORITY_HIGH)
+        return NS_HIGH;
+    if (p >= ACCEL_PRIORITY_NORMAL)
+        return NS_NORMAL;
+    return NS_LOW;
 }
 
 const char *ns_priority_name(uint32_t p)
@@ -71,60 +50,99 @@ static int parse_priority(const char *s, uint32_t *out)
 }
 
 /* One chain per line:
- *   name role priority cost_lo_us cost_hi_us share [period_us [scratch_kb]]
- * '#' starts a comment. Shares are normalised to sum to 1. */
-int ns_load_chains(const char *path, ns_chain_cfg *out, size_t max)
+ *   name role priority cost_lo_us cost_hi_us share period_us deadline_ms scratch_kb
+ * "#:" lines are the description, other '#' text a comment. Shares are
+ * normalised to sum to 1. */
+int ns_chains_parse(const char *text, const char *name, ns_chainset *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->source, sizeof out->source, "%s", name);
+    double total = 0;
+    int lineno = 0;
+    const char *p = text;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char line[512];
+        lineno++;
+        if (len >= sizeof line) {
+            fprintf(stderr, "accel-nodesim: %s:%d: line too long\n", name, lineno);
+            return -1;
+        }
+        memcpy(line, p, len);
+        line[len] = '\0';
+        p += len + (nl ? 1 : 0);
+        if (line[0] == '#' && line[1] == ':') {
+            const char *d = line + 2;
+            while (*d == ' ')
+                d++;
+            size_t used = strlen(out->desc);
+            snprintf(out->desc + used, sizeof out->desc - used, "%s%s", used ? "\n" : "", d);
+            continue;
+        }
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *s = line;
+        while (isspace((unsigned char)*s))
+            s++;
+        if (!*s)
+            continue;
+        char cname[64], role[64], prio[32], extra[8];
+        double lo, hi, share, period, deadline, scratch;
+        int k = sscanf(s, "%63s %63s %31s %lf %lf %lf %lf %lf %lf %7s", cname, role, prio, &lo,
+                       &hi, &share, &period, &deadline, &scratch, extra);
+        ns_chain_cfg c = {0};
+        if (k != 9 || strlen(cname) >= NS_NAME_MAX || strlen(role) >= NS_NAME_MAX ||
+            parse_priority(prio, &c.priority) != 0 || !(lo > 0) || !(hi >= lo) ||
+            hi > 4e6 || !(share > 0) || !(period >= 0) || !(deadline > 0) ||
+            !(scratch >= 0) || scratch > 65536 || out->n == NS_MAX_CHAINS) {
+            fprintf(stderr,
+                    "accel-nodesim: %s:%d: bad chain line (want 9 columns: name role "
+                    "priority cost_lo_us cost_hi_us share period_us deadline_ms "
+                    "scratch_kb; at most %d chains)\n",
+                    name, lineno, NS_MAX_CHAINS);
+            return -1;
+        }
+        snprintf(c.name, sizeof c.name, "%s", cname);
+        snprintf(c.role, sizeof c.role, "%s", role);
+        c.cost_lo_ns = (uint64_t)(lo * 1e3);
+        c.cost_hi_ns = (uint64_t)(hi * 1e3);
+        c.share = share;
+        c.period_ns = (uint64_t)(period * 1e3);
+        c.deadline_ns = (uint64_t)(deadline * 1e6);
+        c.scratch_kb = (uint32_t)scratch;
+        total += share;
+        out->c[out->n++] = c;
+    }
+    if (out->n == 0) {
+        fprintf(stderr, "accel-nodesim: %s: no chains\n", name);
+        return -1;
+    }
+    for (size_t i = 0; i < out->n; i++)
+        out->c[i].share /= total;
+    if (!out->desc[0])
+        snprintf(out->desc, sizeof out->desc, "%zu chains from %s", out->n, name);
+    return 0;
+}
+
+int ns_chains_load(const char *path, ns_chainset *out)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
         fprintf(stderr, "accel-nodesim: cannot open %s\n", path);
         return -1;
     }
-    char line[512];
-    int n = 0, lineno = 0;
-    double total = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *p = line;
-        while (isspace((unsigned char)*p))
-            p++;
-        if (!*p)
-            continue;
-        char name[64], role[64], prio[32];
-        double lo, hi, share, period = 0, scratch = 0;
-        int k = sscanf(p, "%63s %63s %31s %lf %lf %lf %lf %lf", name, role, prio, &lo, &hi,
-                       &share, &period, &scratch);
-        ns_chain_cfg c = {0};
-        if (k < 6 || strlen(name) >= NS_NAME_MAX || strlen(role) >= NS_NAME_MAX ||
-            parse_priority(prio, &c.priority) != 0 || lo <= 0 || hi < lo || share <= 0 ||
-            period < 0 || scratch < 0 || (size_t)n == max) {
-            fprintf(stderr, "accel-nodesim: %s:%d: bad chain line (want: name role "
-                            "priority cost_lo_us cost_hi_us share [period_us [scratch_kb]])\n",
-                    path, lineno);
-            fclose(f);
-            return -1;
-        }
-        snprintf(c.name, sizeof c.name, "%s", name);
-        snprintf(c.role, sizeof c.role, "%s", role);
-        c.cost_lo_ns = (uint64_t)(lo * 1e3);
-        c.cost_hi_ns = (uint64_t)(hi * 1e3);
-        c.share = share;
-        c.period_ns = (uint64_t)(period * 1e3);
-        c.scratch_kb = (uint32_t)scratch;
-        total += share;
-        out[n++] = c;
-    }
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    bool big = !feof(f);
     fclose(f);
-    if (n == 0) {
-        fprintf(stderr, "accel-nodesim: %s: no chains\n", path);
+    if (big) {
+        fprintf(stderr, "accel-nodesim: %s: larger than 64 KiB\n", path);
         return -1;
     }
-    for (int i = 0; i < n; i++)
-        out[i].share /= total;
-    return n;
+    text[n] = '\0';
+    return ns_chains_parse(text, path, out);
 }
 
 double ns_mean_cost(const ns_chain_cfg *c)
@@ -132,28 +150,22 @@ double ns_mean_cost(const ns_chain_cfg *c)
     return ((double)c->cost_lo_ns + (double)c->cost_hi_ns) / 2;
 }
 
-double ns_demand(const ns_chain_cfg *c, double load, unsigned workers)
-{
-    return load * (double)workers * 1e9 * c->share;
-}
-
-/* Weighted max-min fairness by water-filling: each chain gets
- * weight * level, capped by its demand and by one worker (its ops are
- * serial); the level rises until capacity is used or every chain is
- * capped. */
-void ns_ideal_shares(const ns_chain_cfg *c, size_t n, double load, unsigned workers,
-                     double *ideal)
+/* Weighted max-min fairness by water-filling: chain i gets
+ * weight_i * level, capped by its demand and by one worker's part of the
+ * capacity (a chain's ops run one at a time); the level rises until the
+ * capacity is used or every chain is capped. Below capacity every chain's
+ * fair rate is its demand; above it, the weights decide. */
+void ns_waterfill(const ns_chain_cfg *c, size_t n, const double *demand, double capacity,
+                  unsigned workers, double *out)
 {
     double cap[NS_MAX_CHAINS];
     bool fixed[NS_MAX_CHAINS] = {0};
-    double left = (double)workers * 1e9;
+    double left = capacity, one = capacity / workers;
     for (size_t i = 0; i < n; i++) {
-        cap[i] = ns_demand(&c[i], load, workers);
-        if (cap[i] > 1e9)
-            cap[i] = 1e9;
-        ideal[i] = 0;
+        cap[i] = demand[i] < one ? demand[i] : one;
+        out[i] = 0;
     }
-    for (size_t round = 0; round < n; round++) {
+    for (size_t round = 0; round <= n; round++) {
         double wsum = 0;
         for (size_t i = 0; i < n; i++)
             if (!fixed[i])
@@ -164,20 +176,15 @@ void ns_ideal_shares(const ns_chain_cfg *c, size_t n, double load, unsigned work
         bool any = false;
         for (size_t i = 0; i < n; i++)
             if (!fixed[i] && c[i].priority * level >= cap[i]) {
-                ideal[i] = cap[i];
+                out[i] = cap[i];
                 left -= cap[i];
                 fixed[i] = any = true;
             }
         if (!any) {
             for (size_t i = 0; i < n; i++)
                 if (!fixed[i])
-                    ideal[i] = c[i].priority * level;
+                    out[i] = c[i].priority * level;
             break;
         }
     }
-    double tot = 0;
-    for (size_t i = 0; i < n; i++)
-        tot += ideal[i];
-    for (size_t i = 0; i < n; i++)
-        ideal[i] = tot > 0 ? ideal[i] / tot : 0;
 }

@@ -1,19 +1,26 @@
 /*
- * The three systems under the same open-loop workload.
+ * The five systems under one open-loop workload.
  *
- * Each chain has a submitter thread. Arrivals are scheduled in advance
- * (Poisson gaps, or bursts on the chain's block cadence) and every op is
- * stamped with its *scheduled* arrival time, so a submitter that runs late
- * still charges the delay to the system (no coordinated omission).
- * Admission is the same for all three: a chain with queue_limit ops
- * admitted and unfinished drops further arrivals (counted), as a node
- * would shed load rather than queue without bound.
+ * Arrivals are generated before the run from the seed (Poisson gaps, or
+ * batches on the chain's cadence), so every system sees the same ops at
+ * the same offsets. Each op carries its scheduled arrival and its deadline;
+ * a submitter that runs late still charges the delay to the system (no
+ * coordinated omission).
  *
- *   accel  one session per chain with its priority and a memory budget;
- *          ops go in with accel_submit(NO_WAIT) and run on W workers.
- *   msess  a mutex per chain; the submitter thread runs its own ops (the
- *          Go VMSession design); W plays no part, the OS schedules.
- *   pool   a mutex+condvar FIFO pool of W workers shared by all chains.
+ * One admission rule for all: an arrival is dropped when its chain already
+ * has `depth` ops admitted and unfinished (for mutex/session, whose ops run
+ * on the submitting thread, the arrivals due and not yet run). One op body
+ * for all: an op that starts after its deadline does not run (expired: a
+ * miss, as a drop is); otherwise it allocates its scratch (accel: from its
+ * session's budget; baselines: malloc), burns its cost, frees.
+ *
+ *   accel (node)     session per chain, W workers, a short lane (below)
+ *   accel (default)  session per chain, W workers, default configuration
+ *   mutex/session    a mutex per chain, every op run by its submitter (the
+ *                    Go VMSession design); the OS time-slices the threads
+ *   FIFO pool        one mutex+condvar FIFO, W workers
+ *   priority pool    one mutex, a FIFO per priority, W workers, strict
+ *                    priority (highest non-empty level first)
  *
  * Service is counted in nominal op cost (the calibrated work done), so a
  * preempted op is not credited with the time it spent descheduled.
@@ -21,22 +28,31 @@
 #include "nodesim.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-const char *const ns_system_name[NS_NSYS] = {"accel", "mutex/session", "condvar pool"};
+const char *const ns_system_name[NS_NSYS] = {"accel (node)", "accel (default)",
+                                             "mutex/session", "FIFO pool", "priority pool"};
 const char *const ns_system_desc[NS_NSYS] = {
-    "accel: session per chain, priority-weighted fair scheduling on W workers",
-    "baseline 1: a mutex per session, every op run on its submitting thread",
-    "baseline 2: a mutex+condvar FIFO thread pool of W workers"};
+    "accel configured as a node would be: W general workers + 1 short-lane worker "
+    "(short_lane_workers = 1, short_op_ns = 1 ms), so Critical/High ops (<= 0.6 ms) "
+    "never queue behind 5-20 ms FHE ops",
+    "accel, default runtime configuration (W workers, no short lane)",
+    "a mutex per chain, each op run on its submitter thread (the Go VMSession design)",
+    "a mutex+condvar FIFO thread pool of W workers",
+    "a strict-priority thread pool of W workers (a FIFO per priority, highest first)"};
 
-typedef struct ns_op_rec {
-    ns_chain_run *cr;
-    uint64_t t_sched, cost, t_end;
-    bool skipped;
-} ns_op_rec;
+/* The node configuration: W general workers plus one short-lane worker
+ * that runs only sessions whose ops average <= 1 ms. Every Critical and
+ * High chain of the default set has ops of at most 0.6 ms and the heavy
+ * proof/FHE work takes 2-20 ms, so a consensus vote never waits for an FHE
+ * op to finish. The lane is an extra thread, not an extra core: the CPUs
+ * are the same, the OS time-slices it with the others. (A lane taken out
+ * of W = 2 leaves the short chains, over half the demand, one worker of
+ * their own plus what the general worker can spare between 5-20 ms ops;
+ * on a loaded 2-core machine the High chains then missed deadlines.) */
+#define NS_SHORT_OP_NS 1000000u
 
 static void sleep_until(uint64_t t)
 {
@@ -45,36 +61,57 @@ static void sleep_until(uint64_t t)
     }
 }
 
-static void max_store(_Atomic int64_t *m, int64_t v)
+static unsigned bucket_of(const ns_run *r, uint64_t t)
 {
-    int64_t cur = atomic_load_explicit(m, memory_order_relaxed);
-    while (v > cur && !atomic_compare_exchange_weak_explicit(m, &cur, v, memory_order_relaxed,
-                                                             memory_order_relaxed)) {
-    }
+    uint64_t b = t > r->t_start ? (t - r->t_start) / r->bucket_ns : 0;
+    return b < r->nbuckets ? (unsigned)b : r->nbuckets - 1;
 }
 
-/* Counters in this file are statistics: relaxed, read live as an
- * approximate view or after the threads are joined. */
+static void count(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+static void miss(ns_chain_run *cr, const ns_op_rec *rec)
+{
+    count(&cr->b_miss[bucket_of(cr->run, rec->t_sched)], 1);
+}
+
 static int ns_op(accel_ctx *ctx, void *arg)
 {
     ns_op_rec *rec = arg;
     ns_chain_run *cr = rec->cr;
-    uint64_t t0 = bench_now_ns();
-    if (atomic_load_explicit(&cr->run->stop, memory_order_relaxed)) {
-        rec->skipped = true; /* the run is over: drain without working */
+    /* acquire: pairs with the release store in ns_run_finish, so t_cut is
+     * visible to ns_done once stop is seen */
+    if (atomic_load_explicit(&cr->run->stop, memory_order_acquire)) {
+        rec->outcome = NS_SKIPPED; /* the run is over: drain without working */
         return 0;
     }
-    bench_hist_add(&cr->wait, t0 - rec->t_sched);
+    if (bench_now_ns() > rec->deadline) {
+        rec->outcome = NS_EXPIRED; /* same rule in every system */
+        return 0;
+    }
     void *scratch = NULL;
-    if (ctx && cr->cfg->scratch_kb &&
-        accel_ctx_alloc(ctx, (size_t)cr->cfg->scratch_kb * 1024, &scratch) == ACCEL_OK) {
-        memset(scratch, 0, 64);
-        max_store(&cr->mem_peak, accel_session_memory_used(accel_ctx_session(ctx)));
+    size_t bytes = (size_t)cr->cfg->scratch_kb * 1024;
+    if (bytes) {
+        if (ctx) {
+            if (accel_ctx_alloc(ctx, bytes, &scratch) != ACCEL_OK)
+                scratch = NULL;
+        } else {
+            scratch = malloc(bytes);
+        }
+        if (scratch)
+            memset(scratch, 0, 64);
     }
     bench_burn_ns(rec->cost);
-    if (scratch)
-        accel_ctx_free(ctx, scratch);
+    if (scratch) {
+        if (ctx)
+            accel_ctx_free(ctx, scratch);
+        else
+            free(scratch);
+    }
     rec->t_end = bench_now_ns();
+    rec->outcome = NS_DONE;
     return 0;
 }
 
@@ -82,148 +119,331 @@ static void ns_done(void *arg, int status)
 {
     ns_op_rec *rec = arg;
     ns_chain_run *cr = rec->cr;
-    if (status != 0 || rec->skipped) {
-        atomic_fetch_add_explicit(&cr->skipped, 1, memory_order_relaxed);
-    } else {
-        bench_hist_add(&cr->latency, rec->t_end - rec->t_sched);
-        atomic_fetch_add_explicit(&cr->service_ns, rec->cost, memory_order_relaxed);
-        atomic_fetch_add_explicit(&cr->completed, 1, memory_order_relaxed);
-    }
-    atomic_fetch_sub_explicit(&cr->outstanding, 1, memory_order_relaxed);
-    free(rec);
-}
-
-static void submit_one(ns_chain_run *cr, bench_rng *rng, uint64_t t_sched, double rate)
-{
     ns_run *r = cr->run;
-    const ns_chain_cfg *c = cr->cfg;
-    atomic_fetch_add_explicit(&cr->arrived, 1, memory_order_relaxed);
-    bool full;
-    if (r->sys == NS_MSESS) {
-        /* Ops run inline: the backlog is the arrivals already due. */
-        uint64_t now = bench_now_ns();
-        full = now > t_sched && (double)(now - t_sched) * rate / 1e9 > (double)r->queue_limit;
-    } else {
-        full = atomic_load_explicit(&cr->outstanding, memory_order_relaxed) >=
-               (int64_t)r->queue_limit;
-    }
-    uint64_t cost = bench_rng_range(rng, c->cost_lo_ns, c->cost_hi_ns);
-    if (full) {
-        atomic_fetch_add_explicit(&cr->dropped, 1, memory_order_relaxed);
-        return;
-    }
-    ns_op_rec *rec = malloc(sizeof *rec);
-    if (!rec)
-        abort();
-    *rec = (ns_op_rec){.cr = cr, .t_sched = t_sched, .cost = cost};
-    accel_op op = {ns_op, ns_done, rec};
-    atomic_fetch_add_explicit(&cr->outstanding, 1, memory_order_relaxed);
-    switch (r->sys) {
-    case NS_ACCEL:
-        if (accel_submit(cr->sess, &op, ACCEL_NO_WAIT) != ACCEL_OK) {
-            atomic_fetch_sub_explicit(&cr->outstanding, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&cr->dropped, 1, memory_order_relaxed);
-            free(rec);
+#if NS_HAVE_SUBMIT_EX
+    if (status == ACCEL_EEXPIRED)
+        rec->outcome = NS_EXPIRED; /* the runtime dropped it at dequeue */
+#endif
+    if (status != 0 && rec->outcome == NS_PENDING)
+        rec->outcome = NS_SKIPPED;
+    switch (rec->outcome) {
+    case NS_DONE:
+        bench_hist_add(&cr->latency, rec->t_end - rec->t_sched);
+        count(&cr->service_ns, rec->cost);
+        count(&cr->b_service[bucket_of(r, rec->t_end)], rec->cost);
+        if (rec->t_end <= rec->deadline) {
+            count(&cr->ontime, 1);
+            count(&cr->b_ontime[bucket_of(r, rec->t_sched)], 1);
+        } else {
+            count(&cr->late, 1);
+            miss(cr, rec);
         }
         break;
-    case NS_MSESS:
-        bench_msess_submit(&cr->ms, &op);
+    case NS_EXPIRED:
+        count(&cr->expired, 1);
+        miss(cr, rec);
         break;
-    default:
-        bench_pool_submit(r->pool, &op);
+    default: /* skipped at the end: a miss only if its deadline had passed */
+        if (rec->deadline <= r->t_cut) {
+            count(&cr->expired, 1);
+            miss(cr, rec);
+        } else {
+            count(&cr->censored, 1);
+        }
         break;
     }
+    atomic_fetch_sub_explicit(&cr->outstanding, 1, memory_order_relaxed);
+}
+
+static void drop(ns_chain_run *cr, ns_op_rec *rec)
+{
+    rec->outcome = NS_DROPPED;
+    count(&cr->dropped, 1);
+    miss(cr, rec);
 }
 
 static void *chain_main(void *arg)
 {
     ns_chain_run *cr = arg;
     ns_run *r = cr->run;
-    const ns_chain_cfg *c = cr->cfg;
-    bench_rng rng;
-    bench_rng_seed(&rng, r->seed, cr->index + 1);
-    double rate = ns_demand(c, r->load, r->workers) / ns_mean_cost(c); /* ops/s */
-    if (rate <= 0)
-        return NULL;
-    double burst = 1, gap = 1e9 / rate;
-    if (c->period_ns) {
-        burst = rate * (double)c->period_ns / 1e9; /* ops per block */
-        gap = (double)c->period_ns;
-    }
-    double t = (double)r->t_start + bench_rng_double(&rng) * gap; /* random phase */
-    double carry = 0;
-    while (t < (double)r->t_end) {
-        sleep_until((uint64_t)t);
-        if (atomic_load_explicit(&r->stop, memory_order_relaxed))
+    size_t due = 0; /* mutex/session: arrivals with t_sched <= now */
+    for (size_t i = 0; i < cr->nops; i++) {
+        ns_op_rec *rec = &cr->ops[i];
+        sleep_until(rec->t_sched);
+        atomic_store_explicit(&cr->next, i, memory_order_relaxed);
+        if (atomic_load_explicit(&r->stop, memory_order_acquire)) {
+            atomic_fetch_add_explicit(&cr->outstanding, 1, memory_order_relaxed);
+            rec->outcome = NS_SKIPPED;
+            ns_done(rec, 0);
+            continue;
+        }
+        count(&cr->submitted, 1);
+        accel_op op = {ns_op, ns_done, rec};
+        if (r->sys == NS_MSESS) {
+            uint64_t now = bench_now_ns();
+            while (due < cr->nops && cr->ops[due].t_sched <= now)
+                due++;
+            int64_t backlog = (int64_t)(due - i); /* this one included */
+            atomic_store_explicit(&cr->outstanding, backlog - 1, memory_order_relaxed);
+            if (backlog > (int64_t)r->depth) {
+                drop(cr, rec);
+                continue;
+            }
+            atomic_fetch_add_explicit(&cr->outstanding, 1, memory_order_relaxed);
+            bench_msess_submit(&cr->ms, &op);
+            continue;
+        }
+        if (atomic_load_explicit(&cr->outstanding, memory_order_relaxed) >= (int64_t)r->depth) {
+            drop(cr, rec);
+            continue;
+        }
+        atomic_fetch_add_explicit(&cr->outstanding, 1, memory_order_relaxed);
+        int st = 0;
+        switch (r->sys) {
+        case NS_ACCEL_NODE:
+        case NS_ACCEL_DEFAULT:
+#if NS_HAVE_SUBMIT_EX
+            st = accel_submit_ex(cr->sess, &op, r->no_deadlines ? 0 : (int64_t)rec->deadline,
+                                 ACCEL_NO_WAIT, NULL);
+#else
+            st = accel_submit(cr->sess, &op, ACCEL_NO_WAIT);
+#endif
             break;
-        carry += burst;
-        unsigned k = (unsigned)carry;
-        carry -= k;
-        for (unsigned i = 0; i < k; i++)
-            submit_one(cr, &rng, (uint64_t)t, rate);
-        t += c->period_ns ? gap : bench_rng_exp(&rng, gap);
+        case NS_FIFO:
+            st = bench_pool_submit(r->pool, &op);
+            break;
+        default:
+            st = bench_prio_submit(r->prio, cr->cfg->priority, &op);
+            break;
+        }
+        if (st != 0) {
+            atomic_fetch_sub_explicit(&cr->outstanding, 1, memory_order_relaxed);
+            drop(cr, rec);
+        }
     }
     return NULL;
 }
 
-int ns_run_start(ns_run *r, const ns_chain_cfg *chains, size_t n)
+double ns_demand_at(const ns_run *r, unsigned i, double frac)
 {
-    r->nchains = (unsigned)n;
-    ns_ideal_shares(chains, n, r->load, r->workers, r->ideal);
-    if (r->sys == NS_ACCEL) {
-        accel_runtime_config rc = {.workers = r->workers};
-        int st = accel_runtime_create(&rc, &r->rt);
-        if (st != ACCEL_OK) {
-            fprintf(stderr, "accel_runtime_create: %s\n", accel_strerror(st));
-            return -1;
+    double d = r->load * r->capacity * r->cs->c[i].share;
+    if (r->burst.chain[i] && frac >= r->burst.from && frac < r->burst.to)
+        d *= r->burst.factor;
+    return d;
+}
+
+/* The arrivals of chain i, times relative to the run's start. */
+static int gen_arrivals(ns_run *r, ns_chain_run *cr)
+{
+    const ns_chain_cfg *c = cr->cfg;
+    bench_rng rng;
+    bench_rng_seed(&rng, r->seed, 1000u * r->slice + cr->index + 1);
+    double dur = (double)r->duration_ns, mean = ns_mean_cost(c);
+    size_t cap = 1024, n = 0;
+    ns_op_rec *ops = malloc(cap * sizeof *ops);
+    if (!ops)
+        return -1;
+    double t = 0, carry = 0;
+    if (c->period_ns)
+        t = bench_rng_double(&rng) * (double)c->period_ns; /* random phase */
+    for (;;) {
+        double rate = ns_demand_at(r, cr->index, t / dur) / mean; /* ops/s */
+        if (!c->period_ns) {
+            t += rate > 0 ? bench_rng_exp(&rng, 1e9 / rate) : dur;
+            carry = 1;
+        } else {
+            carry += rate * (double)c->period_ns / 1e9;
         }
-        ns_metrics_attach(r->rt);
-    } else if (r->sys == NS_POOL) {
-        if (bench_pool_create(r->workers, n * r->queue_limit, &r->pool) != 0)
-            return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        ns_chain_run *cr = &r->chain[i];
-        cr->cfg = &chains[i];
-        cr->run = r;
-        cr->index = (unsigned)i;
-        bench_hist_reset(&cr->wait);
-        bench_hist_reset(&cr->latency);
-        if (r->sys == NS_ACCEL) {
-            accel_session_config sc = {
-                .id = chains[i].name,
-                .priority = chains[i].priority,
-                .memory_budget = (int64_t)chains[i].scratch_kb * 1024 * 4,
-                .backend = ACCEL_BACKEND_CPU,
-                .queue_depth = (uint32_t)r->queue_limit,
-            };
-            int st = accel_session_open(r->rt, &sc, &cr->sess);
-            if (st != ACCEL_OK) {
-                fprintf(stderr, "accel_session_open(%s): %s\n", chains[i].name,
-                        accel_strerror(st));
-                return -1;
+        if (t >= dur)
+            break;
+        for (; carry >= 1; carry -= 1) {
+            if (n == cap) {
+                ns_op_rec *g = realloc(ops, 2 * cap * sizeof *ops);
+                if (!g) {
+                    free(ops);
+                    return -1;
+                }
+                ops = g;
+                cap *= 2;
             }
-        } else if (r->sys == NS_MSESS) {
-            bench_msess_init(&cr->ms);
+            uint64_t cost = bench_rng_range(&rng, c->cost_lo_ns, c->cost_hi_ns);
+            ops[n++] = (ns_op_rec){.cr = cr, .t_sched = (uint64_t)t, .cost = (uint32_t)cost};
+        }
+        if (c->period_ns)
+            t += (double)c->period_ns;
+    }
+    cr->ops = ops;
+    cr->nops = n;
+    return 0;
+}
+
+/* The weighted max-min shares of the op work, from the demand actually
+ * offered (the generated arrivals' costs: a few heavy ops make a short
+ * run's demand differ from the configured shares) on the measured
+ * capacity, water-filled per phase (before, during, after a burst) and
+ * summed over the run. */
+static void fair_shares(ns_run *r)
+{
+    double edge[4] = {0, 1, 1, 1};
+    unsigned nph = 1;
+    if (r->burst.factor > 1) {
+        edge[1] = r->burst.from;
+        edge[2] = r->burst.to;
+        nph = 3;
+    }
+    double d[NS_MAX_CHAINS], f[NS_MAX_CHAINS];
+    double dur = (double)r->duration_ns;
+    for (unsigned p = 0; p < nph; p++) {
+        double lo = edge[p] * dur, hi = edge[p + 1] * dur, secs = (hi - lo) / 1e9;
+        if (secs <= 0)
+            continue;
+        for (unsigned i = 0; i < r->nchains; i++) {
+            const ns_chain_run *cr = &r->chain[i];
+            double c = 0;
+            for (size_t k = 0; k < cr->nops; k++)
+                if ((double)cr->ops[k].t_sched >= lo && (double)cr->ops[k].t_sched < hi)
+                    c += cr->ops[k].cost;
+            d[i] = c / secs;
+        }
+        ns_waterfill(r->cs->c, r->nchains, d, r->capacity, r->workers, f);
+        for (unsigned i = 0; i < r->nchains; i++)
+            r->chain[i].fair_ns += f[i] * secs;
+    }
+    double sum = 0;
+    for (unsigned i = 0; i < r->nchains; i++)
+        sum += r->chain[i].fair_ns;
+    for (unsigned i = 0; i < r->nchains; i++)
+        r->ideal[i] = sum > 0 ? r->chain[i].fair_ns / sum : 0;
+}
+
+static int open_accel(ns_run *r)
+{
+    accel_runtime_config rc = {.workers = r->workers};
+    if (r->sys == NS_ACCEL_NODE) {
+        rc.workers = r->workers + 1;
+        rc.short_lane_workers = 1;
+        rc.short_op_ns = NS_SHORT_OP_NS;
+    }
+    int st = accel_runtime_create(&rc, &r->rt);
+    if (st != ACCEL_OK) {
+        fprintf(stderr, "accel_runtime_create: %s\n", accel_strerror(st));
+        return -1;
+    }
+    ns_metrics_attach(r->rt);
+    for (unsigned i = 0; i < r->nchains; i++) {
+        const ns_chain_cfg *c = &r->cs->c[i];
+        accel_session_config sc = {
+            .id = c->name,
+            .priority = c->priority,
+            .memory_budget = (int64_t)c->scratch_kb * 1024 * 4,
+            .backend = ACCEL_BACKEND_CPU,
+            .queue_depth = (uint32_t)r->depth,
+        };
+        st = accel_session_open(r->rt, &sc, &r->chain[i].sess);
+        if (st != ACCEL_OK) {
+            fprintf(stderr, "accel_session_open(%s): %s\n", c->name, accel_strerror(st));
+            return -1;
         }
     }
+    return 0;
+}
+
+int ns_slice_start(ns_run *r)
+{
+    const uint64_t grace = 500000000u;
+    if (r->slice == 0) {
+        r->nchains = (unsigned)r->cs->n;
+        r->bucket_ns = 100000000u;
+        while ((r->duration_ns + grace) / r->bucket_ns + 1 > NS_MAX_BUCKETS)
+            r->bucket_ns *= 2;
+        r->nbuckets = (unsigned)((r->duration_ns + grace) / r->bucket_ns + 1);
+    }
+    for (unsigned i = 0; i < r->nchains; i++) {
+        ns_chain_run *cr = &r->chain[i];
+        if (r->slice == 0) {
+            cr->cfg = &r->cs->c[i];
+            cr->run = r;
+            cr->index = i;
+            bench_hist_reset(&cr->latency);
+            cr->b_service = calloc(r->nbuckets, sizeof *cr->b_service);
+            cr->b_ontime = calloc(r->nbuckets, sizeof *cr->b_ontime);
+            cr->b_miss = calloc(r->nbuckets, sizeof *cr->b_miss);
+            if (!cr->b_service || !cr->b_ontime || !cr->b_miss)
+                return -1;
+        }
+        free(cr->ops);
+        cr->ops = NULL;
+        cr->nops = 0;
+        atomic_store_explicit(&cr->next, 0, memory_order_relaxed);
+        if (gen_arrivals(r, cr) != 0)
+            return -1;
+        cr->offered += cr->nops;
+        if (r->sys == NS_MSESS && bench_msess_init(&cr->ms) != 0)
+            return -1;
+    }
+    fair_shares(r);
+    if ((r->sys == NS_ACCEL_NODE || r->sys == NS_ACCEL_DEFAULT) && open_accel(r) != 0)
+        return -1;
+    if (r->sys == NS_FIFO && bench_pool_create(r->workers, r->nchains * r->depth, &r->pool) != 0)
+        return -1;
+    if (r->sys == NS_PRIO && bench_prio_create(r->workers, &r->prio) != 0)
+        return -1;
+
+    r->cpu0 = bench_cpu_time_ns();
     r->t_start = bench_now_ns() + 20000000u;
     r->t_end = r->t_start + r->duration_ns;
-    for (size_t i = 0; i < n; i++)
+    for (unsigned i = 0; i < r->nchains; i++) {
+        ns_chain_run *cr = &r->chain[i];
+        uint64_t dl = r->no_deadlines ? (UINT64_MAX >> 2) : cr->cfg->deadline_ns;
+        for (size_t k = 0; k < cr->nops; k++) {
+            cr->ops[k].t_sched += r->t_start;
+            cr->ops[k].deadline = cr->ops[k].t_sched + dl;
+        }
+    }
+    for (unsigned i = 0; i < r->nchains; i++)
         if (pthread_create(&r->chain[i].th, NULL, chain_main, &r->chain[i]) != 0)
             return -1;
     return 0;
 }
 
-void ns_run_stop(ns_run *r)
+static bool idle(const ns_run *r)
 {
     for (unsigned i = 0; i < r->nchains; i++)
+        if (atomic_load_explicit(&r->chain[i].outstanding, memory_order_relaxed) > 0 ||
+            atomic_load_explicit(&r->chain[i].next, memory_order_relaxed) + 1 < r->chain[i].nops)
+            return false;
+    return true;
+}
+
+void ns_slice_finish(ns_run *r, void (*tick)(ns_run *, void *), void *arg)
+{
+    const uint64_t period = 250000000u, grace = 500000000u;
+    uint64_t next = r->t_start + period;
+    for (;;) {
+        uint64_t now = bench_now_ns();
+        if (now >= r->t_end + grace || (now >= r->t_end && idle(r)))
+            break;
+        if (now >= next) {
+            if (tick)
+                tick(r, arg);
+            next += period;
+            continue;
+        }
+        uint64_t until = next < r->t_end + grace ? next : r->t_end + grace;
+        if (now >= r->t_end && until > now + 10000000u)
+            until = now + 10000000u; /* poll for idle while draining */
+        bench_sleep_ns(until - now);
+    }
+    r->t_cut = bench_now_ns();
+    r->cpu_ns += bench_cpu_time_ns() - r->cpu0;
+    r->wall_ns += r->t_cut - r->t_start;
+    /* release: t_cut before stop (read by ns_done after ns_op's acquire) */
+    atomic_store_explicit(&r->stop, true, memory_order_release);
+    for (unsigned i = 0; i < r->nchains; i++)
         pthread_join(r->chain[i].th, NULL);
-    /* Arrivals are over: what is still queued drains without working. */
-    atomic_store_explicit(&r->stop, true, memory_order_relaxed);
     for (unsigned i = 0; i < r->nchains; i++) {
         ns_chain_run *cr = &r->chain[i];
-        if (r->sys == NS_ACCEL) {
+        if (cr->sess) {
             accel_session_close(cr->sess, ACCEL_CLOSE_DRAIN);
             accel_session_release(cr->sess);
             cr->sess = NULL;
@@ -231,13 +451,29 @@ void ns_run_stop(ns_run *r)
             bench_msess_destroy(&cr->ms);
         }
     }
-    if (r->pool) {
-        bench_pool_destroy(r->pool);
-        r->pool = NULL;
-    }
+    bench_pool_destroy(r->pool);
+    r->pool = NULL;
+    bench_prio_destroy(r->prio);
+    r->prio = NULL;
     if (r->rt) {
         ns_metrics_attach(NULL);
         accel_runtime_destroy(r->rt);
         r->rt = NULL;
     }
+    atomic_store_explicit(&r->stop, false, memory_order_relaxed); /* threads joined */
+    r->slices_done++;
+    r->slice++;
+}
+
+void ns_run_free(ns_run *r)
+{
+    if (!r)
+        return;
+    for (unsigned i = 0; i < r->nchains; i++) {
+        free(r->chain[i].ops);
+        free((void *)r->chain[i].b_service);
+        free((void *)r->chain[i].b_ontime);
+        free((void *)r->chain[i].b_miss);
+    }
+    free(r);
 }

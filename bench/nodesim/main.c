@@ -1,191 +1,317 @@
-/* accel-nodesim: flags, the three phases, and the side-by-side summary. */
+/* accel-nodesim: flags, measured capacity, scenarios, final comparison. */
 #include "nodesim.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static struct {
-    double duration, load;
-    uint64_t workers, seed, queue_depth, metrics_port;
-    const char *chains, *format, *json, *plot;
+    double duration, load, capacity, flood_factor;
+    uint64_t workers, seed, depth, slices, metrics_port;
+    const char *chains, *scenario, *format, *json, *out, *flood_chains, *systems;
     bool smoke;
-} opt = {.duration = 6, .load = 0.9, .workers = 2, .seed = 42, .queue_depth = 256,
-         .format = "auto"};
+} opt = {.duration = 4, .workers = 2, .seed = 42, .depth = 1024, .slices = 2, .flood_factor = 20,
+         .scenario = "all", .format = "auto"};
 
-static ns_chain_cfg chains[NS_MAX_CHAINS];
-static size_t nchains;
+static ns_chainset cs;
+static bool sys_on[NS_NSYS];
+static const char *const sys_key[NS_NSYS] = {"node", "default", "msess", "fifo", "prio"};
 
-static uint64_t role_pct(const ns_run *r, const char *role, double p)
+static int parse_systems(const char *list)
 {
-    bench_hist *h = calloc(1, sizeof *h);
-    if (!h)
-        return 0;
-    for (unsigned i = 0; i < r->nchains; i++)
-        if (strcmp(r->chain[i].cfg->role, role) == 0)
-            bench_hist_merge(h, &r->chain[i].latency);
-    uint64_t v = bench_hist_pct(h, p);
-    free(h);
-    return v;
-}
-
-static double drop_pct(const ns_run *r)
-{
-    uint64_t a = 0, d = 0;
-    for (unsigned i = 0; i < r->nchains; i++) {
-        a += atomic_load_explicit(&r->chain[i].arrived, memory_order_relaxed);
-        d += atomic_load_explicit(&r->chain[i].dropped, memory_order_relaxed);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        int k = 0;
+        while (k < NS_NSYS && strcmp(sys_key[k], t) != 0)
+            k++;
+        if (k == NS_NSYS) {
+            fprintf(stderr, "accel-nodesim: --systems: unknown '%s' (node, default, msess, "
+                            "fifo, prio)\n", t);
+            return -1;
+        }
+        sys_on[k] = true;
     }
-    return a ? 100.0 * (double)d / (double)a : 0;
+    return 0;
 }
+static int mode; /* 0 live table, 1 plain lines, 2 quiet (final tables only) */
 
-static void emit_results(const ns_run *r)
+typedef struct scen {
+    char name[32];
+    const char *kind;
+    double load, duration;
+    bool flood;
+    unsigned slices;
+} scen;
+
+static void tick(ns_run *r, void *arg)
 {
-    bench_result res;
-    double secs = (double)r->duration_ns / 1e9;
-    bench_result_begin(&res, "nodesim", "summary");
-    bench_result_str(&res, "system", ns_system_name[r->sys]);
-    bench_result_f64(&res, "load", r->load);
-    bench_result_u64(&res, "workers", r->workers);
-    bench_result_f64(&res, "duration_s", secs);
-    bench_result_f64(&res, "dex_p99_us", (double)role_pct(r, "dex", 99) / 1e3);
-    bench_result_f64(&res, "consensus_p99_us", (double)role_pct(r, "consensus", 99) / 1e3);
-    bench_result_f64(&res, "ops_per_s", (double)ns_total_completed(r) / secs);
-    bench_result_f64(&res, "share_error_pts", ns_share_error(r));
-    bench_result_f64(&res, "dropped_pct", drop_pct(r));
-    bench_result_emit(&res);
-    for (unsigned i = 0; i < r->nchains; i++) {
-        const ns_chain_run *cr = &r->chain[i];
-        bench_result_begin(&res, "nodesim", cr->cfg->name);
-        bench_result_str(&res, "system", ns_system_name[r->sys]);
-        bench_result_str(&res, "role", cr->cfg->role);
-        bench_result_u64(&res, "priority", cr->cfg->priority);
-        bench_result_u64(&res, "completed",
-                         atomic_load_explicit(&cr->completed, memory_order_relaxed));
-        bench_result_u64(&res, "dropped", atomic_load_explicit(&cr->dropped, memory_order_relaxed));
-        bench_result_f64(&res, "share_pct", 100 * ns_share(r, i));
-        bench_result_f64(&res, "ideal_pct", 100 * r->ideal[i]);
-        bench_result_f64(&res, "wait_p50_us", (double)bench_hist_pct(&cr->wait, 50) / 1e3);
-        bench_result_f64(&res, "wait_p99_us", (double)bench_hist_pct(&cr->wait, 99) / 1e3);
-        bench_result_f64(&res, "latency_p50_us", (double)bench_hist_pct(&cr->latency, 50) / 1e3);
-        bench_result_f64(&res, "latency_p99_us", (double)bench_hist_pct(&cr->latency, 99) / 1e3);
-        bench_result_emit(&res);
+    bool *first = arg;
+    if (mode == 0) {
+        ns_live_print(r, *first);
+        *first = false;
     }
 }
 
-static ns_run *run_system(enum ns_system sys, int mode)
+static ns_run *new_run(enum ns_system sys, double load, double duration)
 {
     ns_run *r = calloc(1, sizeof *r);
-    if (!r)
+    if (!r) {
+        fprintf(stderr, "accel-nodesim: out of memory\n");
         exit(1);
-    r->sys = sys;
-    r->workers = (unsigned)opt.workers;
-    r->load = opt.load;
-    r->seed = opt.seed;
-    r->duration_ns = (uint64_t)(opt.duration * 1e9);
-    r->queue_limit = opt.queue_depth;
-    if (mode != 2)
-        printf("\n== %s ==\n", ns_system_desc[sys]);
-    fflush(stdout);
-    if (ns_run_start(r, chains, nchains) != 0)
-        exit(1);
-    uint64_t tick = mode == 0 ? 500000000u : 1000000000u;
-    bool first = true;
-    ns_live_clear();
-    for (;;) {
-        uint64_t now = bench_now_ns();
-        if (now >= r->t_end)
-            break;
-        uint64_t next = now + tick < r->t_end ? now + tick : r->t_end;
-        bench_sleep_ns(next - now);
-        if (mode != 2) {
-            ns_live_print(r, mode == 0, first, bench_now_ns());
-            first = false;
-        }
     }
-    ns_run_stop(r);
-    emit_results(r);
+    r->sys = sys;
+    r->cs = &cs;
+    r->workers = (unsigned)opt.workers;
+    r->load = load;
+    r->capacity = opt.capacity;
+    r->seed = opt.seed;
+    r->duration_ns = (uint64_t)(duration * 1e9);
+    r->depth = opt.depth;
+    r->burst.factor = 1;
     return r;
 }
 
-static void fmt_lat(char *b, size_t n, uint64_t ns)
+/* Capacity as delivered here and now: the FIFO pool's W workers kept
+ * saturated (offered 2x the workers' nominal capacity, no deadlines) with
+ * the chains' submitter threads running, op-cost done per second after a
+ * short warm-up. System-neutral: no scheduler's policy is in it. */
+static double measure_capacity(double seconds)
 {
-    if (ns >= 1000000)
-        snprintf(b, n, "%.1f ms", (double)ns / 1e6);
-    else
-        snprintf(b, n, "%.0f us", (double)ns / 1e3);
+    double keep = opt.capacity;
+    opt.capacity = (double)opt.workers * 1e9;
+    ns_run *r = new_run(NS_FIFO, 2.0, seconds);
+    opt.capacity = keep;
+    r->no_deadlines = true;
+    if (ns_slice_start(r) != 0)
+        exit(1);
+    ns_slice_finish(r, NULL, NULL);
+    unsigned warm = 3, nb = (unsigned)(r->duration_ns / r->bucket_ns);
+    uint64_t s = 0;
+    for (unsigned i = 0; i < r->nchains; i++)
+        for (unsigned b = warm; b < nb; b++)
+            s += atomic_load_explicit(&r->chain[i].b_service[b], memory_order_relaxed);
+    double cap = (double)s / ((double)(nb - warm) * (double)r->bucket_ns / 1e9);
+    ns_run_free(r);
+    return cap;
 }
 
-static void summary(ns_run *const *runs, size_t n)
+static void pick_flood_chains(ns_burst *b)
 {
-    printf("\n== Same workload, same run: load %.2f of %u workers, %zu chains, %.1f s each ==\n",
-           opt.load, (unsigned)opt.workers, nchains, opt.duration);
-    printf("%-16s %14s %16s %12s %12s %9s\n", "system", "DEX p99", "consensus p99", "ops/s",
-           "share error", "dropped");
-    for (size_t s = 0; s < n; s++) {
-        char dex[32], cons[32];
-        fmt_lat(dex, sizeof dex, role_pct(runs[s], "dex", 99));
-        fmt_lat(cons, sizeof cons, role_pct(runs[s], "consensus", 99));
-        double secs = (double)runs[s]->duration_ns / 1e9;
-        printf("%-16s %14s %16s %12.0f %10.1f pts %8.1f%%\n", ns_system_name[runs[s]->sys], dex,
-               cons, (double)ns_total_completed(runs[s]) / secs, ns_share_error(runs[s]),
-               drop_pct(runs[s]));
-    }
-    printf("(latency = submit -> finish, from each op's scheduled arrival; share error = half the "
-           "L1 distance\n between each chain's share of service and its weighted max-min fair "
-           "share, in percentage points)\n");
-    printf("\nPer-chain p99 latency (submit -> finish):\n%-16s %-8s", "chain", "priority");
-    for (size_t s = 0; s < n; s++)
-        printf(" %14s", ns_system_name[runs[s]->sys]);
-    printf("\n");
-    for (size_t i = 0; i < nchains; i++) {
-        printf("%-16s %-8s", chains[i].name, ns_priority_name(chains[i].priority));
-        for (size_t s = 0; s < n; s++) {
-            char b[32];
-            fmt_lat(b, sizeof b, bench_hist_pct(&runs[s]->chain[i].latency, 99));
-            printf(" %14s", b);
+    b->factor = opt.flood_factor;
+    b->from = 0.25;
+    b->to = 0.75;
+    if (opt.flood_chains) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", opt.flood_chains);
+        for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+            size_t i = 0;
+            while (i < cs.n && strcmp(cs.c[i].name, t) != 0)
+                i++;
+            if (i == cs.n) {
+                fprintf(stderr, "accel-nodesim: --flood-chains: no chain '%s'\n", t);
+                exit(2);
+            }
+            b->chain[i] = true;
         }
-        printf("\n");
+        return;
     }
+    /* Default: the two lowest-priority chains with the cheapest ops (spam
+     * is cheap to send), first in file order on ties. */
+    for (int k = 0; k < 2 && (size_t)k < cs.n; k++) {
+        size_t best = cs.n;
+        for (size_t i = 0; i < cs.n; i++) {
+            if (b->chain[i])
+                continue;
+            if (best == cs.n || cs.c[i].priority < cs.c[best].priority ||
+                (cs.c[i].priority == cs.c[best].priority &&
+                 ns_mean_cost(&cs.c[i]) < ns_mean_cost(&cs.c[best])))
+                best = i;
+        }
+        b->chain[best] = true;
+    }
+}
+
+static bool measured;
+static double probe_s = 1.0;
+
+static void run_scenario(const scen *sc, ns_scenario_runs *out)
+{
+    double before = 0, after = 0;
+    if (measured) {
+        before = measure_capacity(probe_s);
+        /* A probe that found the machine all but taken by other processes
+         * would make the scenario's load near zero: probe again (at most
+         * twice), keep the best, and say so. */
+        for (int t = 0; t < 2 && before < 0.25e9 * (double)opt.workers; t++) {
+            if (mode != 2)
+                printf("[%s] capacity probe found only %.2f CPU (machine busy); probing "
+                       "again\n", sc->name, before / 1e9);
+            double again = measure_capacity(probe_s);
+            before = again > before ? again : before;
+        }
+        opt.capacity = before;
+        if (mode != 2) {
+            printf("[%s] capacity measured now: %.2f CPU-s/s of op work\n", sc->name,
+                   before / 1e9);
+            fflush(stdout);
+        }
+    }
+    out->name = sc->name;
+    out->load = sc->load;
+    out->nruns = 0;
+    ns_run *runs[NS_NSYS] = {0};
+    for (int s = 0; s < NS_NSYS; s++) {
+        if (!sys_on[s])
+            continue;
+        runs[s] = new_run((enum ns_system)s, sc->load, sc->duration / sc->slices);
+        if (sc->flood)
+            pick_flood_chains(&runs[s]->burst);
+        out->runs[out->nruns++] = runs[s];
+    }
+    /* Slices in A B C D E, E D C B A order: a drift of the machine's other
+     * load during the scenario falls on every system alike. */
+    for (unsigned sl = 0; sl < sc->slices; sl++)
+        for (size_t j = 0; j < out->nruns; j++) {
+            ns_run *r = out->runs[sl % 2 ? out->nruns - 1 - j : j];
+            if (ns_slice_start(r) != 0)
+                exit(1);
+            bool first = true;
+            ns_live_clear();
+            ns_slice_finish(r, tick, &first);
+            if (mode == 0 && !first) {
+                printf("\033[%uA\033[J", r->nchains + 2); /* erase the live table */
+                fflush(stdout);
+            } else if (mode == 1 && sc->slices > 1) {
+                printf("  [%s] slice %u/%u of %s done\n", sc->name, sl + 1, sc->slices,
+                       ns_system_name[r->sys]);
+                fflush(stdout);
+            }
+        }
+    for (size_t j = 0; j < out->nruns; j++) {
+        ns_run *r = out->runs[j];
+        ns_emit_json(r, sc->name);
+        if (mode == 1) {
+            ns_summary su;
+            ns_summarize(r, &su);
+            printf("  [%s] %-15s on time %5.1f%%, missed %4.1f%% dropped+expired, work "
+                   "%.2fx capacity, process CPU %.2f\n",
+                   sc->name, ns_system_name[r->sys], su.ontime_pct, su.drop_pct,
+                   su.work_per_s / r->capacity,
+                   r->wall_ns ? (double)r->cpu_ns / (double)r->wall_ns : 0);
+            fflush(stdout);
+        }
+    }
+    char title[512], cap[160];
+    if (measured) {
+        after = measure_capacity(probe_s);
+        double drift = 100 * (after - before) / before;
+        snprintf(cap, sizeof cap, "capacity %.2f CPU measured before, %.2f after (%+.0f%%%s)",
+                 before / 1e9, after / 1e9, drift,
+                 drift > 15 || drift < -15 ? ": the machine's other load moved, rerun" : "");
+    } else {
+        snprintf(cap, sizeof cap, "capacity %.2f CPU given by --capacity", opt.capacity / 1e9);
+    }
+    bench_result res;
+    bench_result_begin(&res, "nodesim", "capacity");
+    bench_result_str(&res, "scenario", sc->name);
+    bench_result_f64(&res, "before_cpu", opt.capacity / 1e9);
+    bench_result_f64(&res, "after_cpu", measured ? after / 1e9 : opt.capacity / 1e9);
+    bench_result_bool(&res, "measured", measured);
+    bench_result_emit(&res);
+    if (sc->flood) {
+        char names[128] = "";
+        for (size_t i = 0; i < cs.n; i++)
+            if (out->runs[0]->burst.chain[i])
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                         names[0] ? " and " : "", cs.c[i].name);
+        double slice = sc->duration / sc->slices;
+        snprintf(title, sizeof title,
+                 "flood: load %.2f, %s at %.0fx from %.1f s to %.1f s of each %.1f s slice, "
+                 "%u interleaved slices per system;\n   %s",
+                 sc->load, names, opt.flood_factor, 0.25 * slice, 0.75 * slice, slice,
+                 sc->slices, cap);
+    } else {
+        snprintf(title, sizeof title,
+                 "%s: load %.2f, %.1f s per system in %u interleaved slices;\n   %s", sc->kind,
+                 sc->load, sc->duration, sc->slices, cap);
+    }
+    ns_print_comparison(out->runs, out->nruns, title);
+    fflush(stdout);
 }
 
 int main(int argc, char **argv)
 {
     bench_opt opts[] = {
-        {"duration", BENCH_OPT_DOUBLE, &opt.duration, "seconds per system (3 systems run)"},
-        {"load", BENCH_OPT_DOUBLE, &opt.load, "offered load relative to the workers' capacity"},
-        {"workers", BENCH_OPT_U64, &opt.workers, "worker threads (accel and the pool)"},
+        {"scenario", BENCH_OPT_STR, &opt.scenario,
+         "all | steady (load 0.5 and 0.9) | overload (1.2) | flood (0.7, two Low chains "
+         "burst)"},
+        {"load", BENCH_OPT_DOUBLE, &opt.load,
+         "offered load as a fraction of the measured capacity; replaces the scenario's "
+         "load(s)"},
+        {"duration", BENCH_OPT_DOUBLE, &opt.duration,
+         "seconds of arrivals per system (flood: 2x); 5 systems run per scenario"},
+        {"slices", BENCH_OPT_U64, &opt.slices,
+         "each system runs in this many slices, systems interleaved (A..E, E..A, ...) so "
+         "a shared machine's drift hits all alike (a flood slice has its own burst)"},
+        {"workers", BENCH_OPT_U64, &opt.workers, "worker threads of accel and both pools (W; accel (node) adds its short-lane worker)"},
+        {"depth", BENCH_OPT_U64, &opt.depth,
+         "admission: ops a chain may have admitted and unfinished; more are dropped (all "
+         "systems)"},
+        {"capacity", BENCH_OPT_DOUBLE, &opt.capacity,
+         "capacity in CPUs of op work; 0: measure it before and after each scenario (1 s each)"},
+        {"chains", BENCH_OPT_STR, &opt.chains,
+         "chain-set file replacing bench/chains/default.conf (built in)"},
+        {"flood-factor", BENCH_OPT_DOUBLE, &opt.flood_factor, "flood: rate multiplier"},
+        {"flood-chains", BENCH_OPT_STR, &opt.flood_chains,
+         "flood: comma-separated chains that burst (default: the two cheapest Low ones)"},
+        {"systems", BENCH_OPT_STR, &opt.systems,
+         "comma-separated subset of: node (accel, node config), default (accel, defaults), "
+         "msess (mutex/session), fifo (FIFO pool), prio (priority pool); default all"},
         {"seed", BENCH_OPT_U64, &opt.seed, "seed of the arrival and cost streams"},
-        {"queue-depth", BENCH_OPT_U64, &opt.queue_depth, "ops admitted per chain before drops"},
-        {"chains", BENCH_OPT_STR, &opt.chains, "chain-set file (see bench/chains/*.conf)"},
         {"format", BENCH_OPT_STR, &opt.format,
-         "auto | table (live, in place) | plain (lines) | quiet (summary only)"},
-        {"json", BENCH_OPT_STR, &opt.json, "write every RESULT object to this file"},
-        {"plot", BENCH_OPT_STR, &opt.plot, "write latency-CDF and share charts (gnuplot) here"},
-        {"smoke", BENCH_OPT_FLAG, &opt.smoke, "a ~2 s run for CI"},
+         "auto | table (live, in place) | plain (a line per system) | quiet (tables only)"},
+        {"json", BENCH_OPT_STR, &opt.json, "write every result as JSON lines to this file"},
+        {"out", BENCH_OPT_STR, &opt.out, "write the charts (PNG, gnuplot) into this folder"},
         {"metrics-port", BENCH_OPT_U64, &opt.metrics_port,
          "serve Prometheus metrics on 127.0.0.1:PORT while accel runs (0: off)"},
+        {"smoke", BENCH_OPT_FLAG, &opt.smoke,
+         "a few seconds' run for CI (steady 0.9, 1 s per system)"},
     };
     int prc = bench_opts_parse(
         argc, argv,
         "usage: accel-nodesim [options]\n"
-        "A node hosting 17 chains (sessions with real-node priorities) under an open-loop\n"
-        "load, through accel and two baselines in the same run. Op costs are synthetic,\n"
-        "calibrated CPU work standing in for DEX matching, FHE, Groth16, ECDSA, hashing.",
+        "A node process hosting many chains (bench/chains/default.conf: priority, op cost,\n"
+        "cadence, per-op deadline), driven open-loop at a load relative to the capacity\n"
+        "measured in the same run, through five systems: accel configured as a node would\n"
+        "(W workers + a short-lane worker), accel with defaults, a mutex per chain, a FIFO\n"
+        "thread pool and a strict-priority thread pool. One admission rule (--depth) and\n"
+        "one op body for all; an op that cannot start by its deadline is dropped (a miss).\n"
+        "Op costs are synthetic: calibrated CPU spin loops, not real cryptography.",
         opts, BENCH_COUNTOF(opts));
     if (prc)
         return prc < 0 ? 2 : 0;
-    if (opt.smoke)
-        opt.duration = 0.6;
-    if (opt.duration <= 0 || opt.load <= 0 || opt.workers < 1 || opt.workers > 1024 ||
-        opt.queue_depth < 1 || opt.queue_depth > ACCEL_QUEUE_DEPTH_MAX) {
-        fprintf(stderr, "accel-nodesim: bad --duration/--load/--workers/--queue-depth\n");
+    if (opt.smoke) {
+        opt.duration = 1;
+        opt.slices = 1;
+        opt.scenario = "steady";
+        if (opt.load <= 0)
+            opt.load = 0.9;
+        probe_s = 0.6;
+    }
+    if (opt.duration < 0.5 || opt.duration > 3600 || opt.load < 0 || opt.load > 100 ||
+        opt.workers < 1 || opt.workers > 1024 || opt.depth < 1 || opt.slices < 1 ||
+        opt.slices > 16 || opt.duration / (double)opt.slices < 0.5 ||
+        opt.depth > ACCEL_QUEUE_DEPTH_MAX || opt.capacity < 0 || opt.flood_factor < 1) {
+        fprintf(stderr, "accel-nodesim: bad --duration (0.5..3600, >= 0.5 s per slice), "
+                        "--slices (1..16), --load, --workers, --depth, --capacity or "
+                        "--flood-factor (try --help)\n");
         return 2;
     }
     if (opt.metrics_port &&
         (opt.metrics_port > 65535 || ns_metrics_serve((unsigned)opt.metrics_port) != 0))
         return 2;
-    int mode; /* 0 live table, 1 plain lines, 2 quiet */
     if (strcmp(opt.format, "auto") == 0)
         mode = isatty(STDOUT_FILENO) ? 0 : 1;
     else if (strcmp(opt.format, "table") == 0)
@@ -198,33 +324,99 @@ int main(int argc, char **argv)
         fprintf(stderr, "accel-nodesim: --format auto|table|plain|quiet\n");
         return 2;
     }
-    if (opt.chains) {
-        int n = ns_load_chains(opt.chains, chains, NS_MAX_CHAINS);
-        if (n < 0)
+    if (opt.systems) {
+        if (parse_systems(opt.systems) != 0)
             return 2;
-        nchains = (size_t)n;
     } else {
-        nchains = ns_default_chains(chains, NS_MAX_CHAINS);
+        for (int k = 0; k < NS_NSYS; k++)
+            sys_on[k] = true;
     }
+    int nsys = 0;
+    for (int k = 0; k < NS_NSYS; k++)
+        nsys += sys_on[k];
+    scen list[4];
+    size_t nsc = 0;
+    bool all = strcmp(opt.scenario, "all") == 0;
+    double d = opt.duration;
+    unsigned sl = (unsigned)opt.slices;
+    if (all || strcmp(opt.scenario, "steady") == 0) {
+        if (opt.load > 0) {
+            list[nsc++] = (scen){"", "steady", opt.load, d, false, sl};
+        } else {
+            list[nsc++] = (scen){"", "steady", 0.5, d, false, sl};
+            list[nsc++] = (scen){"", "steady", 0.9, d, false, sl};
+        }
+    }
+    if (all || strcmp(opt.scenario, "overload") == 0)
+        list[nsc++] = (scen){"", "overload", opt.load > 0 ? opt.load : 1.2, d, false, sl};
+    if (all || strcmp(opt.scenario, "flood") == 0)
+        list[nsc++] = (scen){"", "flood", opt.load > 0 ? opt.load : 0.7, 2 * d, true, sl};
+    if (nsc == 0) {
+        fprintf(stderr, "accel-nodesim: --scenario all|steady|overload|flood\n");
+        return 2;
+    }
+    for (size_t i = 0; i < nsc; i++)
+        snprintf(list[i].name, sizeof list[i].name, "%s-%.2f", list[i].kind, list[i].load);
+    if (opt.chains ? ns_chains_load(opt.chains, &cs) != 0
+                   : ns_chains_parse(ns_default_conf, "bench/chains/default.conf", &cs) != 0)
+        return 2;
+    if (opt.out)
+        mkdir(opt.out, 0755); /* may hold the --json file too */
     if (opt.json && bench_result_json_open(opt.json) != 0) {
         fprintf(stderr, "accel-nodesim: cannot write %s\n", opt.json);
         return 2;
     }
-    bench_banner("nodesim", opt.seed);
-    printf("# %zu chains in one process, load %.2f of %u workers' capacity, %.1f s per system.\n"
-           "# Op costs are SYNTHETIC: calibrated CPU spin loops standing in for the named work\n"
-           "# (DEX matching 50-200 us on a 1 ms block cadence, FHE 5-20 ms, Groth16 2-5 ms,\n"
-           "# ECDSA batch ~0.5 ms, hashing 20-50 us), not real cryptography.\n",
-           nchains, opt.load, (unsigned)opt.workers, opt.duration);
+    bench_result_stdout(false); /* JSON goes to --json FILE only */
+    bench_work_calibrate();
 
-    ns_run *runs[NS_NSYS];
-    for (int s = 0; s < NS_NSYS; s++)
-        runs[s] = run_system((enum ns_system)s, mode);
-    summary(runs, NS_NSYS);
-    if (opt.plot)
-        ns_plot(opt.plot, runs, NS_NSYS);
+    double secs = 0;
+    for (size_t i = 0; i < nsc; i++)
+        secs += nsys * (list[i].duration + 0.6 * list[i].slices);
+    secs += opt.capacity > 0 ? 0 : 2 * (probe_s + 0.1) * (double)nsc;
+    char machine[256];
+    bench_machine(machine, sizeof machine);
+    printf("accel-nodesim: %s\n%s\n", cs.source, cs.desc);
+    printf("Machine: %s. W = %u workers. Seed %llu.\n", machine, (unsigned)opt.workers,
+           (unsigned long long)opt.seed);
+    printf("Plan: %zu scenario(s) x %d systems, about %.0f s in all.\n", nsc, nsys, secs);
+    fflush(stdout);
+    measured = opt.capacity <= 0;
+    opt.capacity *= 1e9;
+    printf("Capacity: %s; --load is relative to it.\n",
+           measured ? "measured before (and after) each scenario: W workers kept saturated "
+                      "with the submitters running, op work done per second"
+                    : "given by --capacity");
+    printf("accel (node) = %s.\n", ns_system_desc[NS_ACCEL_NODE]);
+    fflush(stdout);
+    bench_result res;
+    bench_result_begin(&res, "nodesim", "machine");
+    bench_result_u64(&res, "workers", opt.workers);
+    bench_result_str(&res, "machine", machine);
+    bench_result_str(&res, "chains", cs.source);
+    bench_result_emit(&res);
+
+    ns_scenario_runs sr[4], *srp[4];
+    for (size_t i = 0; i < nsc; i++) {
+        run_scenario(&list[i], &sr[i]);
+        srp[i] = &sr[i];
+    }
+    printf("\nOn time = finished within the chain's deadline (dropped and expired ops are "
+           "misses);\np99 of completed ops, from each op's scheduled arrival; share error = "
+           "half the L1 distance\nbetween each chain's share of the op work done and its "
+           "weighted max-min fair share\n(demand-capped, on the measured capacity), in "
+           "percentage points.\n");
+    if (opt.out) {
+        int n = ns_plot(opt.out, srp, nsc);
+        if (n > 0)
+            printf("\nCharts (%d PNG): %s/\n", n, opt.out);
+        else
+            printf("\nNo charts: gnuplot is not installed (scripts/deps.sh installs it).\n");
+    }
+    if (opt.json)
+        printf("JSON lines: %s\n", opt.json);
     bench_result_json_close();
-    for (int s = 0; s < NS_NSYS; s++)
-        free(runs[s]);
+    for (size_t i = 0; i < nsc; i++)
+        for (size_t k = 0; k < sr[i].nruns; k++)
+            ns_run_free(sr[i].runs[k]);
     return 0;
 }

@@ -1,13 +1,15 @@
 /*
  * accel-nodesim: one node process hosting many chains (17 by default), each
- * a session with the priority a real node would give it and a synthetic,
- * calibrated CPU cost model for its ops. Each chain submits from its own
- * thread on an open-loop schedule, so the node can be driven below, at and
- * above capacity; the same workload then runs through two baselines.
+ * a stream of ops with a priority, an op-cost range, an arrival cadence and
+ * a per-op deadline (bench/chains/default.conf). Each chain submits from
+ * its own thread on an open-loop schedule, so the node can be driven below,
+ * at and above the capacity measured at start-up; the same arrivals (same
+ * seed) then run through accel and three baselines, under one admission
+ * rule and one op body.
  *
- * Files: main.c (flags, phases, final table), chains.c (default chain set,
- * config files, weighted ideal shares), engine.c (the three systems),
- * report.c (live table, JSON, gnuplot charts).
+ * Files: main.c (flags, scenarios, capacity), chains.c (chain-set files,
+ * weighted max-min shares), engine.c (the five systems, arrivals, ops),
+ * report.c (live table, final tables, JSON), plot.c (gnuplot charts).
  */
 #ifndef ACCEL_NODESIM_H
 #define ACCEL_NODESIM_H
@@ -16,77 +18,150 @@
 
 #define NS_MAX_CHAINS 64
 #define NS_NAME_MAX 32
+#define NS_DESC_MAX 1024
+#define NS_MAX_BUCKETS 512
 
 typedef struct ns_chain_cfg {
     char name[NS_NAME_MAX];
-    char role[NS_NAME_MAX]; /* "consensus", "dex", ... for the report */
+    char role[NS_NAME_MAX];
     uint32_t priority;
     uint64_t cost_lo_ns, cost_hi_ns; /* uniform per op */
-    double share;                    /* of the node's demand at --load 1.0 */
-    uint64_t period_ns;              /* > 0: ops arrive in bursts on this cadence */
-    uint32_t scratch_kb;             /* accel_ctx_alloc'd per op (budget use) */
+    double share;                    /* of the offered op-cost (sums to 1) */
+    uint64_t period_ns;              /* > 0: ops arrive in batches on this cadence */
+    uint64_t deadline_ns;            /* per op, from its arrival */
+    uint32_t scratch_kb;             /* allocated and freed by each op */
 } ns_chain_cfg;
 
-enum ns_system { NS_ACCEL, NS_MSESS, NS_POOL, NS_NSYS };
+typedef struct ns_chainset {
+    ns_chain_cfg c[NS_MAX_CHAINS];
+    size_t n;
+    char desc[NS_DESC_MAX]; /* the file's "#:" lines */
+    char source[256];
+} ns_chainset;
+
+enum ns_system { NS_ACCEL_NODE, NS_ACCEL_DEFAULT, NS_MSESS, NS_FIFO, NS_PRIO, NS_NSYS };
 extern const char *const ns_system_name[NS_NSYS];
 extern const char *const ns_system_desc[NS_NSYS];
 
-/* Live and final measurements of one chain in one system's run. */
+/* Priority classes, for the per-class columns and charts. */
+enum { NS_CRIT, NS_HIGH, NS_NORMAL, NS_LOW, NS_NCLASS };
+extern const char *const ns_class_name[NS_NCLASS];
+int ns_class(uint32_t priority);
+
+/* One scheduled op. t_sched: its arrival (latency and deadline count from
+ * it even when the submitter thread runs late: no coordinated omission). */
+typedef struct ns_op_rec {
+    struct ns_chain_run *cr;
+    uint64_t t_sched, deadline, t_end;
+    uint32_t cost;
+    uint8_t outcome; /* enum ns_outcome, written by the op or at admission */
+} ns_op_rec;
+
+enum ns_outcome { NS_PENDING, NS_DONE, NS_EXPIRED, NS_DROPPED, NS_SKIPPED };
+
+/* Measurements of one chain in one system's run. Counters are statistics:
+ * relaxed, read live as an approximate view or after the joins. */
 typedef struct ns_chain_run {
     const ns_chain_cfg *cfg;
-    bench_hist wait;     /* submit (scheduled arrival) -> start */
-    bench_hist latency;  /* submit -> finish */
-    _Atomic uint64_t arrived, dropped, completed, skipped;
-    _Atomic uint64_t service_ns;
-    _Atomic int64_t outstanding; /* admitted, not finished */
-    _Atomic int64_t mem_peak;
-    /* system handles */
+    ns_op_rec *ops;   /* this slice's arrivals, in time order */
+    size_t nops;
+    uint64_t offered; /* arrivals of all slices so far, this one included */
+    double fair_ns;   /* weighted max-min op work, summed over slices */
+    _Atomic size_t next; /* submitter's cursor (read by the idle check) */
+    bench_hist latency; /* arrival -> finish, completed ops */
+    _Atomic uint64_t submitted, dropped, expired, ontime, late, censored;
+    _Atomic uint64_t service_ns;  /* nominal cost of completed ops */
+    _Atomic int64_t outstanding;  /* admitted, not finished */
+    _Atomic uint64_t *b_service;  /* [bucket] by finish time */
+    _Atomic uint64_t *b_ontime, *b_miss; /* [bucket] by arrival time */
     accel_session *sess;
     bench_msess ms;
     pthread_t th;
     struct ns_run *run;
     unsigned index;
-    /* last sample, for the live rate column */
-    uint64_t last_completed;
+    uint64_t last_ontime, last_done; /* live view */
 } ns_chain_run;
+
+/* A time-varying multiplier on some chains' arrival rate (the flood). */
+typedef struct ns_burst {
+    double factor;             /* 1: none */
+    double from, to;           /* fraction of the run */
+    bool chain[NS_MAX_CHAINS]; /* chains that burst */
+} ns_burst;
 
 typedef struct ns_run {
     enum ns_system sys;
+    const ns_chainset *cs;
     unsigned nchains, workers;
-    double load;
-    uint64_t seed, duration_ns, queue_limit;
-    uint64_t t_start, t_end;
-    _Atomic bool stop;   /* ops skip their work once set */
-    _Atomic bool arrivals_done;
+    double load, capacity; /* offered = load * capacity (op-cost ns per s) */
+    uint64_t seed, duration_ns, depth; /* duration of one slice */
+    unsigned slice, slices_done;        /* a run may be split in slices */
+    uint64_t cpu0, cpu_ns, wall_ns;     /* process CPU time used over the slices */
+    bool no_deadlines;     /* capacity probe: nothing expires */
+    ns_burst burst;
+    uint64_t t_start, t_end, t_cut; /* arrivals in [start, end); stats cut at t_cut */
+    uint64_t bucket_ns;
+    unsigned nbuckets;
+    _Atomic bool stop;
     accel_runtime *rt;
     bench_pool *pool;
+    bench_prio *prio;
     ns_chain_run chain[NS_MAX_CHAINS];
-    double ideal[NS_MAX_CHAINS]; /* weighted max-min fair share of service */
+    double ideal[NS_MAX_CHAINS]; /* weighted max-min share of service */
 } ns_run;
 
 /* chains.c */
-size_t ns_default_chains(ns_chain_cfg *out, size_t max);
-/* Returns the count, or -1 with a message on stderr. */
-int ns_load_chains(const char *path, ns_chain_cfg *out, size_t max);
-/* Mean op cost, demand in ns of CPU per s at this load, ideal shares. */
+/* Parses a chain-set file (text); name is for messages. 0, or -1 with a
+ * message on stderr. */
+int ns_chains_parse(const char *text, const char *name, ns_chainset *out);
+int ns_chains_load(const char *path, ns_chainset *out);
+extern const char ns_default_conf[]; /* bench/chains/default.conf, built in */
 double ns_mean_cost(const ns_chain_cfg *c);
-double ns_demand(const ns_chain_cfg *c, double load, unsigned workers);
-void ns_ideal_shares(const ns_chain_cfg *c, size_t n, double load, unsigned workers,
-                     double *ideal);
+/* Weighted max-min fair service rates (ns/s) of chains with these demands
+ * (ns/s) on capacity ns/s, each capped at one worker's part of it. */
+void ns_waterfill(const ns_chain_cfg *c, size_t n, const double *demand, double capacity,
+                  unsigned workers, double *out);
 const char *ns_priority_name(uint32_t p);
 
 /* engine.c */
-int ns_run_start(ns_run *r, const ns_chain_cfg *chains, size_t n);
-/* Stops arrivals, lets queued ops skip their work, joins, frees handles. */
-void ns_run_stop(ns_run *r);
+/* A run is one or more slices of duration_ns, each with fresh arrivals
+ * (seed stream of the slice), runtime or pool and threads; measurements
+ * add up over the slices (systems interleaved slice by slice see the same
+ * drift of a shared machine). */
+int ns_slice_start(ns_run *r);
+/* Waits for the arrivals to end and a grace period, then stops: ops not
+ * finished by then are censored (deadline after the cut) or missed. */
+void ns_slice_finish(ns_run *r, void (*tick)(ns_run *, void *), void *arg);
+void ns_run_free(ns_run *r);
+double ns_demand_at(const ns_run *r, unsigned i, double frac); /* ns/s */
 
 /* report.c */
-double ns_share(const ns_run *r, unsigned i);          /* of total service */
-double ns_share_error(const ns_run *r);                /* total variation, % points */
-uint64_t ns_total_completed(const ns_run *r);
-void ns_live_print(ns_run *r, bool tty, bool first, uint64_t now);
+typedef struct ns_summary {
+    uint64_t offered, ontime, late, dropped, expired, censored, completed;
+    double ontime_pct, drop_pct;            /* drop: dropped + expired */
+    double class_ontime[NS_NCLASS];         /* -1 if the class has no ops */
+    uint64_t class_p50[NS_NCLASS], class_p99[NS_NCLASS];
+    double work_per_s;                      /* op-cost ns/s done in the window */
+    double share_error;                     /* pts */
+} ns_summary;
+void ns_summarize(const ns_run *r, ns_summary *s);
+double ns_chain_ontime(const ns_run *r, unsigned i); /* %, -1 if no ops */
+double ns_share(const ns_run *r, unsigned i);
+void ns_live_print(ns_run *r, bool first);
 void ns_live_clear(void);
-void ns_plot(const char *dir, ns_run *const *runs, size_t nruns);
+void ns_emit_json(const ns_run *r, const char *scenario);
+void ns_print_comparison(ns_run *const *runs, size_t n, const char *title);
+void ns_fmt_lat(char *b, size_t n, uint64_t ns);
+
+/* plot.c */
+typedef struct ns_scenario_runs {
+    const char *name; /* "steady-0.90", "flood", ... */
+    double load;
+    ns_run *runs[NS_NSYS];
+    size_t nruns;
+} ns_scenario_runs;
+/* Writes the charts; returns how many PNGs were written (0: no gnuplot). */
+int ns_plot(const char *dir, ns_scenario_runs *const *sc, size_t nsc);
 
 /* metrics_http.c: --metrics-port (loopback only). */
 int ns_metrics_serve(unsigned port);

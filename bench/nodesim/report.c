@@ -1,55 +1,111 @@
-/* Live per-chain table, shares, and gnuplot charts. */
+/* Summaries, the live per-chain table, the final comparison and JSON. */
 #include "nodesim.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static unsigned live_lines; /* lines printed by the last in-place refresh */
 
-uint64_t ns_total_completed(const ns_run *r)
+static uint64_t ld(const _Atomic uint64_t *c)
 {
-    uint64_t t = 0;
-    for (unsigned i = 0; i < r->nchains; i++)
-        t += atomic_load_explicit(&r->chain[i].completed, memory_order_relaxed);
-    return t;
+    return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-static uint64_t total_service(const ns_run *r)
+/* Op-cost done by chain i in the arrival window [t_start, t_end). */
+static uint64_t window_service(const ns_run *r, unsigned i)
 {
-    uint64_t t = 0;
-    for (unsigned i = 0; i < r->nchains; i++)
-        t += atomic_load_explicit(&r->chain[i].service_ns, memory_order_relaxed);
-    return t;
+    uint64_t nb = r->duration_ns / r->bucket_ns, s = 0;
+    for (uint64_t b = 0; b < nb && b < r->nbuckets; b++)
+        s += ld(&r->chain[i].b_service[b]);
+    return s;
 }
 
+/* Share of the op work done for the ops that arrived in the run (the
+ * demand the fair shares are computed from), whenever they finished. */
 double ns_share(const ns_run *r, unsigned i)
 {
-    uint64_t t = total_service(r);
-    return t ? (double)atomic_load_explicit(&r->chain[i].service_ns, memory_order_relaxed) /
-                   (double)t
-             : 0;
+    uint64_t t = 0;
+    for (unsigned k = 0; k < r->nchains; k++)
+        t += ld(&r->chain[k].service_ns);
+    return t ? (double)ld(&r->chain[i].service_ns) / (double)t : 0;
 }
 
-double ns_share_error(const ns_run *r)
+/* Counted ops: every arrival but those still unfinished at the cut whose
+ * deadline had not passed (their outcome is unknown). */
+static uint64_t counted(const ns_chain_run *cr)
 {
-    double e = 0;
-    for (unsigned i = 0; i < r->nchains; i++)
-        e += fabs(ns_share(r, i) - r->ideal[i]);
-    return 50.0 * e; /* half the L1 distance, in percentage points */
+    uint64_t c = ld(&cr->censored);
+    return cr->offered > c ? cr->offered - c : 0;
 }
 
-static void fmt_us(char *buf, size_t len, uint64_t ns)
+double ns_chain_ontime(const ns_run *r, unsigned i)
 {
-    if (ns >= 10000000000ull)
-        snprintf(buf, len, "%.0fs", (double)ns / 1e9);
+    uint64_t n = counted(&r->chain[i]);
+    return n ? 100.0 * (double)ld(&r->chain[i].ontime) / (double)n : -1;
+}
+
+void ns_summarize(const ns_run *r, ns_summary *s)
+{
+    memset(s, 0, sizeof *s);
+    uint64_t cn[NS_NCLASS] = {0}, co[NS_NCLASS] = {0};
+    bench_hist *h = calloc(NS_NCLASS, sizeof *h);
+    double err = 0, work = 0;
+    for (unsigned i = 0; i < r->nchains; i++) {
+        const ns_chain_run *cr = &r->chain[i];
+        int k = ns_class(cr->cfg->priority);
+        s->offered += cr->offered;
+        s->ontime += ld(&cr->ontime);
+        s->late += ld(&cr->late);
+        s->dropped += ld(&cr->dropped);
+        s->expired += ld(&cr->expired);
+        s->censored += ld(&cr->censored);
+        cn[k] += counted(cr);
+        co[k] += ld(&cr->ontime);
+        if (h)
+            bench_hist_merge(&h[k], &cr->latency);
+        err += fabs(ns_share(r, i) - r->ideal[i]);
+        work += (double)window_service(r, i);
+    }
+    s->completed = s->ontime + s->late;
+    uint64_t n = s->offered - s->censored;
+    s->ontime_pct = n ? 100.0 * (double)s->ontime / (double)n : 0;
+    s->drop_pct = n ? 100.0 * (double)(s->dropped + s->expired) / (double)n : 0;
+    for (int k = 0; k < NS_NCLASS; k++) {
+        s->class_ontime[k] = cn[k] ? 100.0 * (double)co[k] / (double)cn[k] : -1;
+        s->class_p50[k] = h ? bench_hist_pct(&h[k], 50) : 0;
+        s->class_p99[k] = h ? bench_hist_pct(&h[k], 99) : 0;
+    }
+    free(h);
+    unsigned sl = r->slices_done ? r->slices_done : 1;
+    s->work_per_s = work / ((double)r->duration_ns * sl / 1e9);
+    s->share_error = 50.0 * err; /* half the L1 distance, in percentage points */
+}
+
+void ns_fmt_lat(char *b, size_t n, uint64_t ns)
+{
+    if (ns == 0)
+        snprintf(b, n, "-");
+    else if (ns >= 10000000000ull)
+        snprintf(b, n, "%.0f s", (double)ns / 1e9);
+    else if (ns >= 1000000000ull)
+        snprintf(b, n, "%.2f s", (double)ns / 1e9);
     else if (ns >= 10000000)
-        snprintf(buf, len, "%.0fms", (double)ns / 1e6);
+        snprintf(b, n, "%.0f ms", (double)ns / 1e6);
     else if (ns >= 1000000)
-        snprintf(buf, len, "%.1fms", (double)ns / 1e6);
+        snprintf(b, n, "%.1f ms", (double)ns / 1e6);
     else
-        snprintf(buf, len, "%.0fus", (double)ns / 1e3);
+        snprintf(b, n, "%.0f us", (double)ns / 1e3);
+}
+
+static void fmt_pct(char *b, size_t n, double v)
+{
+    if (v < 0)
+        snprintf(b, n, "-");
+    else if (v >= 99.95 && v < 100)
+        snprintf(b, n, "99.9%%"); /* never round a miss up to 100 */
+    else
+        snprintf(b, n, "%.1f%%", v);
 }
 
 void ns_live_clear(void)
@@ -57,161 +113,151 @@ void ns_live_clear(void)
     live_lines = 0;
 }
 
-void ns_live_print(ns_run *r, bool tty, bool first, uint64_t now)
+void ns_live_print(ns_run *r, bool first)
 {
     static uint64_t last_t;
+    uint64_t now = bench_now_ns();
     if (first)
         last_t = r->t_start;
     double dt = now > last_t ? (double)(now - last_t) / 1e9 : 1;
     last_t = now;
-    double elapsed = now > r->t_start ? (double)(now - r->t_start) / 1e9 : 0;
-    double total = (double)r->duration_ns / 1e9;
-    uint64_t done = ns_total_completed(r);
-    if (!tty) {
-        uint64_t drops = 0;
-        for (unsigned i = 0; i < r->nchains; i++)
-            drops += atomic_load_explicit(&r->chain[i].dropped, memory_order_relaxed);
-        printf("[%s] %4.1f/%.1f s  %8.0f ops/s  share error %.1f pts  dropped %llu\n",
-               ns_system_name[r->sys], elapsed, total,
-               elapsed > 0 ? (double)done / elapsed : 0, ns_share_error(r),
-               (unsigned long long)drops);
-        for (unsigned i = 0; i < r->nchains; i++)
-            r->chain[i].last_completed =
-                atomic_load_explicit(&r->chain[i].completed, memory_order_relaxed);
-        fflush(stdout);
-        return;
-    }
     if (live_lines)
         printf("\033[%uA", live_lines); /* back to the top of the table */
     unsigned lines = 0;
-    printf("\033[K%-16s %-8s %8s %7s %7s %8s %8s %6s %6s %7s\n", "chain", "priority", "ops/s",
-           "share", "ideal", "wait p50", "wait p99", "queue", "budget", "dropped");
+    printf("\033[K%-16s %-8s %8s %8s %8s %8s %7s %7s %6s %6s %6s\n", "chain", "priority",
+           "deadline", "ops/s", "on time", "p99", "dropped", "expired", "queue", "share",
+           "fair");
     lines++;
     for (unsigned i = 0; i < r->nchains; i++) {
         ns_chain_run *cr = &r->chain[i];
-        uint64_t c = atomic_load_explicit(&cr->completed, memory_order_relaxed);
-        double rate = (double)(c - cr->last_completed) / dt;
-        cr->last_completed = c;
-        char p50[16], p99[16], budget[16];
-        fmt_us(p50, sizeof p50, bench_hist_pct(&cr->wait, 50));
-        fmt_us(p99, sizeof p99, bench_hist_pct(&cr->wait, 99));
-        int64_t cap = (int64_t)cr->cfg->scratch_kb * 1024 * 4;
-        if (r->sys == NS_ACCEL && cap > 0)
-            snprintf(budget, sizeof budget, "%.0f%%",
-                     100.0 * (double)atomic_load_explicit(&cr->mem_peak, memory_order_relaxed) /
-                         (double)cap);
-        else
-            snprintf(budget, sizeof budget, "-");
-        printf("\033[K%-16s %-8s %8.0f %6.1f%% %6.1f%% %8s %8s %6lld %6s %7llu\n",
-               cr->cfg->name, ns_priority_name(cr->cfg->priority), rate,
-               100 * ns_share(r, i), 100 * r->ideal[i], p50, p99,
-               (long long)atomic_load_explicit(&cr->outstanding, memory_order_relaxed), budget,
-               (unsigned long long)atomic_load_explicit(&cr->dropped, memory_order_relaxed));
+        uint64_t done = ld(&cr->ontime) + ld(&cr->late);
+        double rate = (double)(done - cr->last_done) / dt;
+        cr->last_done = done;
+        uint64_t judged = done + ld(&cr->dropped) + ld(&cr->expired);
+        char dl[16], p99[16], ot[16];
+        ns_fmt_lat(dl, sizeof dl, cr->cfg->deadline_ns);
+        ns_fmt_lat(p99, sizeof p99, bench_hist_pct(&cr->latency, 99));
+        fmt_pct(ot, sizeof ot, judged ? 100.0 * (double)ld(&cr->ontime) / (double)judged : -1);
+        printf("\033[K%-16s %-8s %8s %8.0f %8s %8s %7llu %7llu %6lld %5.1f%% %5.1f%%\n",
+               cr->cfg->name, ns_priority_name(cr->cfg->priority), dl, rate, ot, p99,
+               (unsigned long long)ld(&cr->dropped), (unsigned long long)ld(&cr->expired),
+               (long long)atomic_load_explicit(&cr->outstanding, memory_order_relaxed),
+               100 * ns_share(r, i), 100 * r->ideal[i]);
         lines++;
     }
+    double elapsed = now > r->t_start ? (double)(now - r->t_start) / 1e9 : 0;
+    double total = (double)r->duration_ns / 1e9;
     int bar = (int)(30 * (elapsed / total > 1 ? 1 : elapsed / total));
-    printf("\033[K[%s] [%.*s%*s] %4.1f/%.1f s  %.0f ops/s  share error %.1f pts\n",
-           ns_system_name[r->sys], bar, "##############################", 30 - bar, "",
-           elapsed, total, elapsed > 0 ? (double)done / elapsed : 0, ns_share_error(r));
+    printf("\033[K[%s] slice %u [%.*s%*s] %4.1f/%.1f s\n", ns_system_name[r->sys],
+           r->slice + 1, bar, "##############################", 30 - bar, "",
+           elapsed > total ? total : elapsed, total);
     lines++;
     live_lines = lines;
     fflush(stdout);
 }
 
-/* ---------------------------------------------------------------- plots */
-
-struct cdf_file {
-    FILE *f;
-};
-
-static void cdf_point(void *arg, uint64_t v, double frac)
+void ns_emit_json(const ns_run *r, const char *scenario)
 {
-    struct cdf_file *cf = arg;
-    fprintf(cf->f, "%.3f %.6f\n", (double)v / 1e3, frac);
+    ns_summary s;
+    ns_summarize(r, &s);
+    bench_result res;
+    bench_result_begin(&res, "nodesim", "summary");
+    bench_result_str(&res, "scenario", scenario);
+    bench_result_str(&res, "system", ns_system_name[r->sys]);
+    bench_result_f64(&res, "load", r->load);
+    bench_result_f64(&res, "capacity_cpu", r->capacity / 1e9);
+    bench_result_u64(&res, "workers", r->workers);
+    bench_result_f64(&res, "duration_s", (double)r->duration_ns * r->slices_done / 1e9);
+    bench_result_u64(&res, "slices", r->slices_done);
+    bench_result_u64(&res, "offered", s.offered);
+    bench_result_u64(&res, "ontime", s.ontime);
+    bench_result_u64(&res, "late", s.late);
+    bench_result_u64(&res, "dropped", s.dropped);
+    bench_result_u64(&res, "expired", s.expired);
+    bench_result_u64(&res, "censored", s.censored);
+    bench_result_f64(&res, "ontime_pct", s.ontime_pct);
+    bench_result_f64(&res, "drop_pct", s.drop_pct);
+    for (int k = 0; k < NS_NCLASS; k++) {
+        char key[48];
+        snprintf(key, sizeof key, "%s_ontime_pct", ns_class_name[k]);
+        bench_result_f64(&res, key, s.class_ontime[k]);
+        snprintf(key, sizeof key, "%s_p99_us", ns_class_name[k]);
+        bench_result_f64(&res, key, (double)s.class_p99[k] / 1e3);
+    }
+    bench_result_f64(&res, "work_cpu", s.work_per_s / 1e9);
+    bench_result_f64(&res, "work_x_capacity", s.work_per_s / r->capacity);
+    bench_result_f64(&res, "share_error_pts", s.share_error);
+    /* CPU the whole process (workers, submitters) got while it ran, and
+     * op work done per CPU-second of it: which system wasted CPU, and
+     * which one the OS gave less */
+    double cpu = r->wall_ns ? (double)r->cpu_ns / (double)r->wall_ns : 0;
+    bench_result_f64(&res, "process_cpus", cpu);
+    bench_result_f64(&res, "work_per_cpu_s",
+                     r->cpu_ns ? s.work_per_s * ((double)r->duration_ns * r->slices_done /
+                                                 1e9) / ((double)r->cpu_ns) : 0);
+    bench_result_emit(&res);
+    for (unsigned i = 0; i < r->nchains; i++) {
+        const ns_chain_run *cr = &r->chain[i];
+        bench_result_begin(&res, "nodesim", cr->cfg->name);
+        bench_result_str(&res, "scenario", scenario);
+        bench_result_str(&res, "system", ns_system_name[r->sys]);
+        bench_result_str(&res, "role", cr->cfg->role);
+        bench_result_u64(&res, "priority", cr->cfg->priority);
+        bench_result_f64(&res, "deadline_ms", (double)cr->cfg->deadline_ns / 1e6);
+        bench_result_u64(&res, "offered", cr->offered);
+        bench_result_u64(&res, "ontime", ld(&cr->ontime));
+        bench_result_u64(&res, "late", ld(&cr->late));
+        bench_result_u64(&res, "dropped", ld(&cr->dropped));
+        bench_result_u64(&res, "expired", ld(&cr->expired));
+        bench_result_u64(&res, "censored", ld(&cr->censored));
+        bench_result_f64(&res, "ontime_pct", ns_chain_ontime(r, i));
+        bench_result_f64(&res, "share_pct", 100 * ns_share(r, i));
+        bench_result_f64(&res, "fair_pct", 100 * r->ideal[i]);
+        bench_result_f64(&res, "latency_p50_us", (double)bench_hist_pct(&cr->latency, 50) / 1e3);
+        bench_result_f64(&res, "latency_p99_us", (double)bench_hist_pct(&cr->latency, 99) / 1e3);
+        bench_result_emit(&res);
+    }
 }
 
-static int find_role(const ns_run *r, const char *role, bench_hist *out)
+void ns_print_comparison(ns_run *const *runs, size_t n, const char *title)
 {
-    int n = 0;
-    bench_hist_reset(out);
-    for (unsigned i = 0; i < r->nchains; i++)
-        if (strcmp(r->chain[i].cfg->role, role) == 0) {
-            bench_hist_merge(out, &r->chain[i].latency);
-            n++;
+    printf("\n== %s ==\n", title);
+    printf("%-16s %8s %9s %8s %8s %8s %9s %9s %9s %10s %7s\n", "system", "on time", "critical",
+           "high", "normal", "low", "missed", "crit p99", "high p99", "work done",
+           "share");
+    printf("%-16s %8s %9s %8s %8s %8s %9s %9s %9s %10s %7s\n", "", "(all)", "on time",
+           "on time", "on time", "on time", "drop+exp", "", "", "x capacity", "error");
+    for (size_t k = 0; k < n; k++) {
+        ns_summary s;
+        ns_summarize(runs[k], &s);
+        char all[16], c[NS_NCLASS][16], p0[16], p1[16];
+        fmt_pct(all, sizeof all, s.ontime_pct);
+        for (int j = 0; j < NS_NCLASS; j++)
+            fmt_pct(c[j], sizeof c[j], s.class_ontime[j]);
+        ns_fmt_lat(p0, sizeof p0, s.class_p99[NS_CRIT]);
+        ns_fmt_lat(p1, sizeof p1, s.class_p99[NS_HIGH]);
+        printf("%-16s %8s %9s %8s %8s %8s %8.1f%% %9s %9s %9.2fx %3.1f pts\n",
+               ns_system_name[runs[k]->sys], all, c[0], c[1], c[2], c[3], s.drop_pct, p0, p1,
+               s.work_per_s / runs[k]->capacity, s.share_error);
+    }
+    const ns_run *r0 = runs[0];
+    printf("\nPer chain: on time %% (missed = dropped + expired + late) and p99 of completed "
+           "ops\n%-16s %-8s %8s", "chain", "priority", "deadline");
+    for (size_t k = 0; k < n; k++)
+        printf(" %17s", ns_system_name[runs[k]->sys]);
+    printf("\n");
+    for (unsigned i = 0; i < r0->nchains; i++) {
+        char dl[16];
+        ns_fmt_lat(dl, sizeof dl, r0->cs->c[i].deadline_ns);
+        printf("%-16s %-8s %8s", r0->cs->c[i].name, ns_priority_name(r0->cs->c[i].priority),
+               dl);
+        for (size_t k = 0; k < n; k++) {
+            char ot[16], p99[16], cell[40];
+            fmt_pct(ot, sizeof ot, ns_chain_ontime(runs[k], i));
+            ns_fmt_lat(p99, sizeof p99, bench_hist_pct(&runs[k]->chain[i].latency, 99));
+            snprintf(cell, sizeof cell, "%s %s", ot, p99);
+            printf(" %17s", cell);
         }
-    return n;
-}
-
-void ns_plot(const char *dir, ns_run *const *runs, size_t nruns)
-{
-    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
-        printf("# --plot: gnuplot is not installed; no charts written\n");
-        return;
+        printf("\n");
     }
-    mkdir(dir, 0755);
-    char path[1024];
-    bench_hist *h = malloc(sizeof *h);
-    if (!h)
-        return;
-    static const char *const roles[] = {"dex", "consensus"};
-    for (size_t k = 0; k < BENCH_COUNTOF(roles); k++)
-        for (size_t s = 0; s < nruns; s++) {
-            snprintf(path, sizeof path, "%s/cdf-%s-%zu.dat", dir, roles[k], s);
-            struct cdf_file cf = {fopen(path, "w")};
-            if (!cf.f)
-                continue;
-            if (find_role(runs[s], roles[k], h))
-                bench_hist_cdf(h, cdf_point, &cf);
-            fclose(cf.f);
-        }
-    free(h);
-    snprintf(path, sizeof path, "%s/shares.dat", dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return;
-    fprintf(f, "chain ideal");
-    for (size_t s = 0; s < nruns; s++)
-        fprintf(f, " \"%s\"", ns_system_name[runs[s]->sys]);
-    fprintf(f, "\n");
-    for (unsigned i = 0; i < runs[0]->nchains; i++) {
-        fprintf(f, "%s %.3f", runs[0]->chain[i].cfg->name, 100 * runs[0]->ideal[i]);
-        for (size_t s = 0; s < nruns; s++)
-            fprintf(f, " %.3f", 100 * ns_share(runs[s], i));
-        fprintf(f, "\n");
-    }
-    fclose(f);
-
-    snprintf(path, sizeof path, "%s/plot.gp", dir);
-    f = fopen(path, "w");
-    if (!f)
-        return;
-    fprintf(f, "set terminal pngcairo size 1000,600\nset grid\n"
-               "set key bottom right\nset logscale x\nset xlabel 'submit -> finish (us)'\n"
-               "set ylabel 'fraction of ops'\n");
-    for (size_t k = 0; k < BENCH_COUNTOF(roles); k++) {
-        fprintf(f, "set output '%s/latency-cdf-%s.png'\n", dir, roles[k]);
-        fprintf(f, "set title '%s chains: latency CDF (synthetic calibrated work)'\nplot ",
-                roles[k]);
-        for (size_t s = 0; s < nruns; s++)
-            fprintf(f, "%s'%s/cdf-%s-%zu.dat' using 1:2 with lines lw 2 title '%s'",
-                    s ? ", " : "", dir, roles[k], s, ns_system_name[runs[s]->sys]);
-        fprintf(f, "\n");
-    }
-    fprintf(f, "unset logscale x\nset output '%s/shares.png'\nset title 'share of service vs "
-               "weighted ideal'\nset style data histograms\nset style histogram cluster gap 1\n"
-               "set style fill solid 0.8\nset xtics rotate by -45\nset ylabel 'share (%%)'\n"
-               "set xlabel ''\nset key top right\n",
-            dir);
-    fprintf(f, "plot '%s/shares.dat' using 2:xtic(1) title 'ideal'", dir);
-    for (size_t s = 0; s < nruns; s++)
-        fprintf(f, ", '' using %zu title columnhead", s + 3);
-    fprintf(f, "\n");
-    fclose(f);
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "gnuplot '%s/plot.gp'", dir);
-    if (system(cmd) == 0)
-        printf("# charts: %s/latency-cdf-dex.png, latency-cdf-consensus.png, shares.png\n",
-               dir);
-    else
-        printf("# --plot: gnuplot failed (see %s/plot.gp)\n", dir);
 }

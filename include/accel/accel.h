@@ -79,11 +79,13 @@ ACCEL_API int accel_version_number(void);
     X(ECLOSED, -5, "session is closed")                                        \
     X(EAGAIN, -6, "queue full (no wait requested)")                            \
     X(ETIMEDOUT, -7, "timed out")                                              \
-    X(ECANCELED, -8, "operation cancelled")                                    \
+    X(ECANCELED, -8, "operation cancelled before it started")                 \
     X(EBUDGET, -9, "session memory budget exceeded")                           \
     X(ENOBACKEND, -10, "requested backend is not available")                   \
     X(EDEADLK, -11, "would deadlock: called from inside the session's own op") \
-    X(EBACKEND, -12, "backend failure")
+    X(EBACKEND, -12, "backend failure")                                        \
+    X(EEXPIRED, -13, "deadline passed before the operation started")          \
+    X(EALREADY, -14, "operation already started, finished or cancelled")
 
 typedef enum accel_status {
 #define ACCEL_STATUS_ENUM_(name, value, msg) ACCEL_##name = (value),
@@ -285,8 +287,10 @@ ACCEL_API void accel_session_release(accel_session *s);
 
 /* 0 = success; any other value is the op's error, passed to done. */
 typedef int (*accel_op_fn)(accel_ctx *ctx, void *arg);
-/* Called on a worker thread after fn returned (or instead of fn, with
- * ACCEL_ECLOSED, when the op was cancelled). May be NULL. */
+/* Called on a worker thread after fn returned, or instead of fn when the op
+ * did not run: ACCEL_ECLOSED (cancelled by close), ACCEL_ECANCELED
+ * (accel_cancel), ACCEL_EEXPIRED (its deadline passed first). May be
+ * NULL. */
 typedef void (*accel_done_fn)(void *arg, int status);
 
 typedef struct accel_op {
@@ -329,10 +333,64 @@ ACCEL_API int accel_submit_wait(accel_session *s, accel_op_fn fn, void *arg,
                                 int64_t timeout_ns);
 
 /* Returns once every op accepted before the call has completed and its done
- * callback has returned: ACCEL_OK, ACCEL_ETIMEDOUT, ACCEL_EINVAL, or
- * ACCEL_EDEADLK from inside one of the session's own ops. Works on a closed
- * session too. */
+ * callback has returned (cancelled and expired ops included): ACCEL_OK,
+ * ACCEL_ETIMEDOUT, ACCEL_EINVAL, or ACCEL_EDEADLK from inside one of the
+ * session's own ops. Works on a closed session too. */
 ACCEL_API int accel_session_sync(accel_session *s, int64_t timeout_ns);
+
+/* ------------------------------------------- deadlines and cancellation */
+
+/* The clock of deadlines: CLOCK_MONOTONIC in ns. Thread-safe. */
+ACCEL_API int64_t accel_now_ns(void);
+
+/* Names one op accepted by accel_submit_ex, for accel_cancel. A small value
+ * (copy it freely; no allocation, nothing to free); treat the fields as
+ * opaque. All-zero means "no op": a failed accel_submit_ex leaves it so.
+ * Valid while the caller holds a handle to the op's session; using it after
+ * the last release is undefined, like a released handle. An old ticket
+ * never names another op: once its op was taken, its cancel is
+ * ACCEL_EALREADY, even after the slot was reused by later ops. */
+typedef struct accel_ticket {
+    accel_session *session;
+    uint64_t position;
+    uint64_t serial;
+} accel_ticket;
+
+/* As accel_submit, with two optional extras:
+ * - deadline_ns: absolute, on accel_now_ns()'s clock; 0 = none. An op that
+ *   no worker has started by then does not run: done gets ACCEL_EEXPIRED
+ *   (a worker compares the clock with the deadline when it reaches the
+ *   op). An op that started in time runs to the end. A deadline already
+ *   past is accepted (the op expires). It does not bound the wait for ring
+ *   room: timeout_ns does.
+ * - ticket: if not NULL, filled on ACCEL_OK for accel_cancel (zeroed on
+ *   any error).
+ * Ops with neither take the plain path of accel_submit. Done statuses:
+ * fn's result, ACCEL_ECLOSED, ACCEL_ECANCELED, ACCEL_EEXPIRED. Every done
+ * runs on a worker, once, in the session's acceptance order, whether the
+ * op ran, expired or was cancelled (docs/cancel.md).
+ * Returns as accel_submit; ACCEL_EINVAL also for deadline_ns < 0. */
+ACCEL_API int accel_submit_ex(accel_session *s, const accel_op *op,
+                              int64_t deadline_ns, int64_t timeout_ns,
+                              accel_ticket *ticket);
+
+/* Cancels the ticket's op if no worker has taken it yet.
+ * ACCEL_OK: the op will never run. Its done still runs exactly once, with
+ *   ACCEL_ECANCELED, on the worker that reaches the op's position in the
+ *   session's FIFO order (not on the caller's thread, and not before the
+ *   ops queued ahead of it completed): keep op->arg valid until then. A
+ *   sync begun after the cancel waits for that done like any other.
+ * ACCEL_EALREADY: nothing changed: a worker has taken the op (it runs, or
+ *   completes with ACCEL_EEXPIRED/ACCEL_ECLOSED) or finished it, or it was
+ *   cancelled before.
+ * ACCEL_ECLOSED: the session's close has begun; close decides the queued
+ *   ops (DRAIN runs them, CANCEL completes them with ACCEL_ECLOSED). A
+ *   cancel overlapping close's start may still win (ACCEL_OK).
+ * ACCEL_EINVAL: t NULL, a zero ticket, a ticket not made by
+ *   accel_submit_ex for its session (fields changed; another session's
+ *   fields mixed in), a position the session never handed out.
+ * Wait-free (one CAS on the op's slot); any thread, also inside an op. */
+ACCEL_API int accel_cancel(const accel_ticket *t);
 
 /* --------------------------------------------------------------- budget */
 
@@ -363,7 +421,7 @@ typedef struct accel_session_stats {
     uint64_t dispatched; /* started (fn called) */
     uint64_t completed;  /* ran: fn returned 0 */
     uint64_t failed;     /* ran: fn returned non-zero */
-    uint64_t cancelled;  /* completed with ACCEL_ECLOSED, never ran */
+    uint64_t cancelled;  /* never ran: ACCEL_ECLOSED or ACCEL_ECANCELED */
     uint64_t queued;     /* accepted, not yet started */
     int64_t memory_used, memory_budget;
     uint64_t service_ns; /* total time its ops ran (measured per visit) */
@@ -381,6 +439,8 @@ typedef struct accel_session_stats {
      * so within +25%). */
     uint64_t wait_p50_ns, wait_p99_ns, wait_p999_ns, wait_max_ns;
     uint64_t wait_samples;
+    uint64_t expired;    /* never ran: ACCEL_EEXPIRED (not in cancelled);
+                            past the 0.1 layout: read with _ex */
 } accel_session_stats;
 
 /* The size of accel_session_stats as of 0.1: what accel_session_get_stats

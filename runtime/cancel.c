@@ -1,0 +1,39 @@
+/*
+ * Per-op cancellation through a ticket, and the clock deadlines use.
+ *
+ * The race with the consumer is decided in the ring (ring.h, "EX slots"):
+ * the canceller's CAS on the slot's seq against the consumer's fetch_or,
+ * whichever comes first in seq's modification order. The done callback of
+ * a cancelled op runs later on the worker that reaches its position, so
+ * done calls stay in FIFO order and `finished` keeps its single writer
+ * (docs/cancel.md).
+ */
+#include "clock.h"
+#include "session.h"
+
+int64_t accel_now_ns(void)
+{
+    return (int64_t)accel__now_ns();
+}
+
+int accel_cancel(const accel_ticket *t)
+{
+    if (!t || !t->session)
+        return ACCEL_EINVAL;
+    accel_session *s = t->session;
+    if (t->serial != s->serial) /* not made by submit on this session */
+        return ACCEL_EINVAL;
+    /* acquire: as accel_session_is_closed(). Once close has begun it alone
+     * decides the fate of queued ops (DRAIN runs them, CANCEL completes
+     * them with ECLOSED). A cancel whose CAS lands after close's LP but
+     * whose load saw the session open is ordered before the close: the op
+     * was still unclaimed at that load, since it is at the CAS. */
+    uint64_t tail = atomic_load_explicit(&s->tail, memory_order_acquire);
+    if (tail & ACCEL__RING_CLOSED)
+        return ACCEL_ECLOSED;
+    if (t->position >= tail) /* never handed out: not a ticket of s */
+        return ACCEL_EINVAL;
+    ACCEL__YIELD_POINT(); /* the consumer may claim the op here */
+    return accel__ring_cancel(&s->ring, t->position) ? ACCEL_OK
+                                                     : ACCEL_EALREADY;
+}

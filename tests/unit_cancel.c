@@ -1,0 +1,515 @@
+/*
+ * Per-op deadlines and cancellation (accel_submit_ex, accel_cancel):
+ * expiry, cancel of a queued op, cancel after completion, cancel racing
+ * the worker, stale tickets after slot reuse, FIFO of done calls with
+ * cancelled ops among them, sync after cancels, close with cancelled and
+ * expired ops queued.
+ *
+ * No timing thresholds: deadlines are long past, far in the future, or
+ * pass while a gate op holds the session's only consumer (the test waits
+ * on the clock until the deadline is behind it, then opens the gate).
+ */
+#define _GNU_SOURCE /* nanosleep, clock_gettime */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core_util.h"
+
+#define HOUR_NS (INT64_C(3600) * 1000000000)
+
+/* One op's record: how often fn and done ran, done's status, and the
+ * order in which done ran (from a shared sequence). */
+typedef struct rec {
+    _Atomic int fn_calls, done_calls, status, done_seq;
+    _Atomic int *seq;
+} rec;
+
+static int op_rec(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    rec *r = arg;
+    atomic_fetch_add(&r->fn_calls, 1);
+    return 0;
+}
+
+static void done_rec(void *arg, int status)
+{
+    rec *r = arg;
+    atomic_store(&r->status, status);
+    if (r->seq)
+        atomic_store(&r->done_seq, atomic_fetch_add(r->seq, 1));
+    atomic_fetch_add(&r->done_calls, 1);
+}
+
+static accel_op rec_op(rec *r)
+{
+    accel_op op = {.fn = op_rec, .done = done_rec, .arg = r};
+    return op;
+}
+
+typedef struct fx {
+    accel_runtime *rt;
+    accel_session *s;
+} fx;
+
+static fx setup(unsigned workers, uint32_t depth)
+{
+    fx f = {.rt = tu_runtime(workers)};
+    cr_assert_not_null(f.rt);
+    f.s = tu_open(f.rt, "c", depth, 0);
+    cr_assert_not_null(f.s);
+    return f;
+}
+
+static void teardown(fx *f)
+{
+    accel_session_release(f->s);
+    cr_assert_eq(accel_runtime_destroy(f->rt), ACCEL_OK);
+}
+
+/* Blocks the session's consumer: returns once the gate op runs. */
+static void hold(accel_session *s, tu_blocker *b)
+{
+    accel_op op = tu_blocker_op(b);
+    cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    tu_wait_at_least(&b->started, 1);
+}
+
+static accel_session_stats stats(accel_session *s)
+{
+    accel_session_stats st;
+    cr_assert_eq(accel_session_get_stats_ex(s, &st, sizeof(st)), ACCEL_OK);
+    return st;
+}
+
+/* ------------------------------------------------------------ deadline */
+
+Test(cancel, deadline_past_expires_unrun, .timeout = 30)
+{
+    fx f = setup(2, 16);
+    rec r = {0};
+    accel_op op = rec_op(&r);
+    cr_assert_eq(accel_submit_ex(f.s, &op, accel_now_ns() - 1, ACCEL_FOREVER,
+                                 NULL),
+                 ACCEL_OK);
+    rec r1 = {0}; /* deadline 1 ns after the clock's epoch */
+    accel_op op1 = rec_op(&r1);
+    cr_assert_eq(accel_submit_ex(f.s, &op1, 1, ACCEL_FOREVER, NULL), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(r.fn_calls, 0, "an expired op never runs");
+    cr_assert_eq(r.done_calls, 1);
+    cr_assert_eq(r.status, ACCEL_EEXPIRED);
+    cr_assert_eq(r1.fn_calls, 0);
+    cr_assert_eq(r1.status, ACCEL_EEXPIRED);
+    accel_session_stats st = stats(f.s);
+    cr_assert_eq(st.expired, 2);
+    cr_assert_eq(st.dispatched, 0);
+    cr_assert_eq(st.cancelled, 0);
+    teardown(&f);
+}
+
+Test(cancel, deadline_future_runs, .timeout = 30)
+{
+    fx f = setup(2, 16);
+    rec r = {0};
+    accel_op op = rec_op(&r);
+    accel_ticket t;
+    cr_assert_eq(accel_submit_ex(f.s, &op, accel_now_ns() + HOUR_NS,
+                                 ACCEL_FOREVER, &t),
+                 ACCEL_OK);
+    cr_assert_eq(t.session, f.s);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(r.fn_calls, 1);
+    cr_assert_eq(r.done_calls, 1);
+    cr_assert_eq(r.status, 0);
+    /* neither a deadline nor a ticket: the plain path */
+    rec p = {0};
+    accel_op pop = rec_op(&p);
+    cr_assert_eq(accel_submit_ex(f.s, &pop, 0, ACCEL_FOREVER, NULL), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(p.fn_calls, 1);
+    cr_assert_eq(stats(f.s).expired, 0);
+    teardown(&f);
+}
+
+/* The deadline passes while the op waits behind a gate op. */
+Test(cancel, deadline_passes_while_queued, .timeout = 30)
+{
+    fx f = setup(2, 16);
+    tu_blocker b = {0};
+    hold(f.s, &b);
+    rec late = {0}, ok = {0};
+    accel_op lop = rec_op(&late), oop = rec_op(&ok);
+    int64_t dl = accel_now_ns() + 1000000; /* 1 ms from now */
+    cr_assert_eq(accel_submit_ex(f.s, &lop, dl, ACCEL_FOREVER, NULL), ACCEL_OK);
+    cr_assert_eq(accel_submit_ex(f.s, &oop, accel_now_ns() + HOUR_NS,
+                                 ACCEL_FOREVER, NULL),
+                 ACCEL_OK);
+    while (accel_now_ns() <= dl)
+        tu_nap_us(200);
+    tu_latch_open(&b.gate);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(late.fn_calls, 0);
+    cr_assert_eq(late.status, ACCEL_EEXPIRED);
+    cr_assert_eq(ok.fn_calls, 1);
+    cr_assert_eq(ok.status, 0);
+    teardown(&f);
+}
+
+/* -------------------------------------------------------------- cancel */
+
+Test(cancel, queued_op_cancelled_unrun, .timeout = 30)
+{
+    fx f = setup(2, 16);
+    tu_blocker b = {0};
+    hold(f.s, &b);
+    rec r = {0};
+    accel_op op = rec_op(&r);
+    accel_ticket t;
+    cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_FOREVER, &t), ACCEL_OK);
+    cr_assert_eq(accel_cancel(&t), ACCEL_OK);
+    cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY, "a second cancel changes nothing");
+    cr_assert_eq(r.done_calls, 0, "done runs at the op's FIFO position, not at cancel");
+    tu_latch_open(&b.gate);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(r.fn_calls, 0);
+    cr_assert_eq(r.done_calls, 1);
+    cr_assert_eq(r.status, ACCEL_ECANCELED);
+    cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY);
+    accel_session_stats st = stats(f.s);
+    cr_assert_eq(st.cancelled, 1);
+    cr_assert_eq(st.dispatched, 1, "only the gate op ran");
+    teardown(&f);
+}
+
+Test(cancel, after_completion_ealready, .timeout = 30)
+{
+    fx f = setup(2, 16);
+    rec r = {0};
+    accel_op op = rec_op(&r);
+    accel_ticket t;
+    cr_assert_eq(accel_submit_ex(f.s, &op, accel_now_ns() + HOUR_NS,
+                                 ACCEL_FOREVER, &t),
+                 ACCEL_OK);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY);
+    cr_assert_eq(r.fn_calls, 1);
+    cr_assert_eq(r.done_calls, 1);
+    cr_assert_eq(r.status, 0);
+    /* an expired op's ticket: taken by the worker, so EALREADY too */
+    rec e = {0};
+    accel_op eop = rec_op(&e);
+    cr_assert_eq(accel_submit_ex(f.s, &eop, 1, ACCEL_FOREVER, &t), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY);
+    cr_assert_eq(e.status, ACCEL_EEXPIRED);
+    teardown(&f);
+}
+
+/* The ticket of a finished op whose slot now holds a later, cancellable
+ * op: cancelling with it must not touch the later op. */
+Test(cancel, stale_ticket_after_slot_reuse, .timeout = 30)
+{
+    enum { DEPTH = 4 };
+    fx f = setup(2, DEPTH);
+    rec first = {0};
+    accel_op fop = rec_op(&first);
+    accel_ticket old;
+    cr_assert_eq(accel_submit_ex(f.s, &fop, 0, ACCEL_FOREVER, &old), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    tu_blocker b = {0};
+    hold(f.s, &b); /* position 1, running: its slot is free again */
+    rec later[2 * DEPTH];
+    accel_ticket lt[2 * DEPTH];
+    memset(later, 0, sizeof(later));
+    /* Positions 2..5 fill the ring (position 4 reuses old's slot); while
+     * the gate holds, they stay queued. Then laps on. */
+    for (int i = 0; i < DEPTH; i++) {
+        accel_op op = rec_op(&later[i]);
+        cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_NO_WAIT, &lt[i]),
+                     ACCEL_OK);
+    }
+    cr_assert_eq(lt[2].position, old.position + DEPTH, "same slot, next lap");
+    cr_assert_eq(accel_cancel(&old), ACCEL_EALREADY);
+    tu_latch_open(&b.gate);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    for (int i = 0; i < DEPTH; i++) {
+        cr_assert_eq(later[i].fn_calls, 1, "op %d ran", i);
+        cr_assert_eq(later[i].status, 0);
+    }
+    /* Two laps on, with the old slot's new op queued again. */
+    tu_blocker b2 = {0};
+    hold(f.s, &b2);
+    for (int i = DEPTH; i < 2 * DEPTH; i++) {
+        accel_op op = rec_op(&later[i]);
+        cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_NO_WAIT, &lt[i]),
+                     ACCEL_OK);
+    }
+    cr_assert_eq(accel_cancel(&old), ACCEL_EALREADY);
+    cr_assert_eq(accel_cancel(&lt[2]), ACCEL_EALREADY);
+    tu_latch_open(&b2.gate);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    for (int i = DEPTH; i < 2 * DEPTH; i++)
+        cr_assert_eq(later[i].fn_calls, 1, "op %d ran", i);
+    cr_assert_eq(stats(f.s).cancelled, 0);
+    teardown(&f);
+}
+
+/* Plain, deadline and ticket ops interleaved behind a gate; every third
+ * ticket op cancelled, some expired: done calls come in submit order. */
+Test(cancel, fifo_of_done_with_cancels, .timeout = 30)
+{
+    enum { N = 96 };
+    fx f = setup(2, 128);
+    tu_blocker b = {0};
+    hold(f.s, &b);
+    _Atomic int seq = 0;
+    static rec r[N];
+    accel_ticket t[N];
+    int want[N];
+    memset(r, 0, sizeof(r));
+    for (int i = 0; i < N; i++) {
+        r[i].seq = &seq;
+        accel_op op = rec_op(&r[i]);
+        switch (i % 4) {
+        case 0: /* plain */
+            cr_assert_eq(accel_submit(f.s, &op, ACCEL_FOREVER), ACCEL_OK);
+            want[i] = 0;
+            break;
+        case 1: /* expired */
+            cr_assert_eq(accel_submit_ex(f.s, &op, 1, ACCEL_FOREVER, NULL),
+                         ACCEL_OK);
+            want[i] = ACCEL_EEXPIRED;
+            break;
+        default: /* ticket, every other one cancelled */
+            cr_assert_eq(accel_submit_ex(f.s, &op, accel_now_ns() + HOUR_NS,
+                                         ACCEL_FOREVER, &t[i]),
+                         ACCEL_OK);
+            want[i] = 0;
+            break;
+        }
+    }
+    int ncancel = 0;
+    for (int i = 2; i < N; i += 4) {
+        cr_assert_eq(accel_cancel(&t[i]), ACCEL_OK);
+        want[i] = ACCEL_ECANCELED;
+        ncancel++;
+    }
+    tu_latch_open(&b.gate);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(r[i].done_calls, 1, "op %d", i);
+        cr_assert_eq(r[i].done_seq, i, "op %d's done ran at %d", i, r[i].done_seq);
+        cr_assert_eq(r[i].status, want[i], "op %d status %d", i, r[i].status);
+        cr_assert_eq(r[i].fn_calls, want[i] == 0, "op %d", i);
+    }
+    accel_session_stats st = stats(f.s);
+    cr_assert_eq(st.cancelled, (uint64_t)ncancel);
+    cr_assert_eq(st.expired, N / 4);
+    teardown(&f);
+}
+
+/* sync counts cancelled ops like others: it returns after their done. */
+Test(cancel, sync_after_cancels, .timeout = 30)
+{
+    enum { N = 8 };
+    fx f = setup(2, 16);
+    tu_blocker b = {0};
+    hold(f.s, &b);
+    rec r[N];
+    accel_ticket t[N];
+    memset(r, 0, sizeof(r));
+    for (int i = 0; i < N; i++) {
+        accel_op op = rec_op(&r[i]);
+        cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_FOREVER, &t[i]), ACCEL_OK);
+        cr_assert_eq(accel_cancel(&t[i]), ACCEL_OK);
+    }
+    /* All cancelled, but their done runs at their position: behind the
+     * gate, so a sync cannot have returned yet. */
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_NO_WAIT), ACCEL_ETIMEDOUT);
+    tu_latch_open(&b.gate);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(r[i].done_calls, 1);
+        cr_assert_eq(r[i].fn_calls, 0);
+        cr_assert_eq(r[i].status, ACCEL_ECANCELED);
+    }
+    teardown(&f);
+}
+
+/* An op cancels the op queued behind it, from inside the session. */
+static accel_ticket inner_t;
+static _Atomic int inner_rc;
+static int cancel_next(accel_ctx *ctx, void *arg)
+{
+    (void)ctx, (void)arg;
+    atomic_store(&inner_rc, accel_cancel(&inner_t));
+    return 0;
+}
+
+Test(cancel, from_inside_an_op, .timeout = 30)
+{
+    fx f = setup(1, 16);
+    tu_blocker b = {0};
+    hold(f.s, &b);
+    accel_op c = {.fn = cancel_next};
+    cr_assert_eq(accel_submit(f.s, &c, ACCEL_FOREVER), ACCEL_OK);
+    rec r = {0};
+    accel_op op = rec_op(&r);
+    cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_FOREVER, &inner_t), ACCEL_OK);
+    atomic_store(&inner_rc, 1);
+    tu_latch_open(&b.gate);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(inner_rc, ACCEL_OK);
+    cr_assert_eq(r.fn_calls, 0);
+    cr_assert_eq(r.status, ACCEL_ECANCELED);
+    teardown(&f);
+}
+
+/* ---------------------------------------------------------------- race */
+
+/* Cancel right after submit, with the worker free: each op either ran
+ * (cancel said EALREADY) or did not (cancel said OK), and its done ran
+ * once with the matching status. */
+Test(cancel, racing_the_worker, .timeout = 120)
+{
+    enum { BATCH = 64, N = 320 * BATCH };
+    fx f = setup(2, 256);
+    static rec r[N];
+    static int crc[N];
+    memset(r, 0, sizeof(r));
+    int won = 0, lost = 0;
+    for (int base = 0; base < N; base += BATCH) {
+        accel_ticket t[BATCH];
+        for (int i = 0; i < BATCH; i++) {
+            accel_op op = rec_op(&r[base + i]);
+            cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_FOREVER, &t[i]),
+                         ACCEL_OK);
+            if (i % 2) /* cancel half at once, the rest after the batch */
+                crc[base + i] = accel_cancel(&t[i]);
+        }
+        for (int i = 0; i < BATCH; i += 2)
+            crc[base + i] = accel_cancel(&t[i]);
+    }
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(r[i].done_calls, 1, "op %d done %d times", i, r[i].done_calls);
+        if (crc[i] == ACCEL_OK) {
+            won++;
+            cr_assert_eq(r[i].fn_calls, 0, "op %d cancelled but ran", i);
+            cr_assert_eq(r[i].status, ACCEL_ECANCELED);
+        } else {
+            lost++;
+            cr_assert_eq(crc[i], ACCEL_EALREADY, "op %d: cancel said %d", i, crc[i]);
+            cr_assert_eq(r[i].fn_calls, 1, "op %d lost the cancel but did not run", i);
+            cr_assert_eq(r[i].status, 0);
+        }
+    }
+    accel_session_stats st = stats(f.s);
+    cr_assert_eq(st.cancelled, (uint64_t)won);
+    cr_assert_eq(st.dispatched, (uint64_t)lost);
+    cr_log_info("racing_the_worker: %d cancelled, %d ran", won, lost);
+    teardown(&f);
+}
+
+/* ---------------------------------------------------------------- close */
+
+static void close_with_queued(unsigned flags)
+{
+    enum { N = 12 };
+    fx f = setup(2, 16);
+    tu_blocker b = {0};
+    hold(f.s, &b);
+    rec r[N];
+    accel_ticket t[N];
+    memset(r, 0, sizeof(r));
+    for (int i = 0; i < N; i++) {
+        accel_op op = rec_op(&r[i]);
+        int64_t dl = i % 3 == 1 ? 1 : 0; /* 1: expires */
+        cr_assert_eq(accel_submit_ex(f.s, &op, dl, ACCEL_FOREVER, &t[i]), ACCEL_OK);
+        if (i % 3 == 2)
+            cr_assert_eq(accel_cancel(&t[i]), ACCEL_OK);
+    }
+    closer_arg ca = {.s = f.s, .flags = flags};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, closer_main, &ca), 0);
+    while (!accel_session_is_closed(f.s))
+        tu_nap_us(50);
+    /* Close has begun: it decides the queued ops now. */
+    cr_assert_eq(accel_cancel(&t[0]), ACCEL_ECLOSED);
+    cr_assert_eq(atomic_load(&ca.returned), 0, "close waits for the queued ops");
+    tu_latch_open(&b.gate);
+    pthread_join(th, NULL);
+    cr_assert_eq(ca.rc, ACCEL_OK);
+    for (int i = 0; i < N; i++) {
+        int want = i % 3 == 2   ? ACCEL_ECANCELED
+                   : flags      ? ACCEL_ECLOSED
+                   : i % 3 == 1 ? ACCEL_EEXPIRED
+                                : 0;
+        cr_assert_eq(r[i].done_calls, 1, "op %d", i);
+        cr_assert_eq(r[i].status, want, "op %d: %d, want %d", i, r[i].status, want);
+        cr_assert_eq(r[i].fn_calls, want == 0, "op %d", i);
+    }
+    teardown(&f);
+}
+
+Test(cancel, close_drain_with_cancelled_and_expired, .timeout = 30)
+{
+    close_with_queued(ACCEL_CLOSE_DRAIN);
+}
+
+Test(cancel, close_cancel_with_cancelled_and_expired, .timeout = 30)
+{
+    close_with_queued(ACCEL_CLOSE_CANCEL);
+}
+
+Test(cancel, strerror_names_new_statuses, .timeout = 5)
+{
+    cr_assert_str_neq(accel_strerror(ACCEL_EEXPIRED), "unknown status");
+    cr_assert_str_neq(accel_strerror(ACCEL_EALREADY), "unknown status");
+    cr_assert_str_neq(accel_strerror(ACCEL_ECANCELED), "unknown status");
+    cr_assert_lt(ACCEL_EEXPIRED, 0);
+    cr_assert_lt(ACCEL_EALREADY, 0);
+}
+
+/* The counters: stats (through get_stats_ex: expired is past the 0.1
+ * layout) and the Prometheus text. */
+Test(cancel, stats_and_metrics_count_cancelled_and_expired, .timeout = 30)
+{
+    fx f = setup(2, 16);
+    tu_blocker b = {0};
+    hold(f.s, &b);
+    rec r[3];
+    memset(r, 0, sizeof(r));
+    accel_ticket t;
+    accel_op op0 = rec_op(&r[0]), op1 = rec_op(&r[1]), op2 = rec_op(&r[2]);
+    cr_assert_eq(accel_submit_ex(f.s, &op0, 0, ACCEL_FOREVER, &t), ACCEL_OK);
+    cr_assert_eq(accel_submit_ex(f.s, &op1, 1, ACCEL_FOREVER, NULL), ACCEL_OK);
+    cr_assert_eq(accel_submit_ex(f.s, &op2, 0, ACCEL_FOREVER, NULL), ACCEL_OK);
+    cr_assert_eq(accel_cancel(&t), ACCEL_OK);
+    accel_session_stats st = stats(f.s);
+    cr_assert_eq(st.queued, 3, "a cancelled op holds its place until reached");
+    tu_latch_open(&b.gate);
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    st = stats(f.s);
+    cr_assert_eq(st.submitted, 4);
+    cr_assert_eq(st.cancelled, 1);
+    cr_assert_eq(st.expired, 1);
+    cr_assert_eq(st.dispatched, 2);
+    cr_assert_eq(st.completed, 2);
+    cr_assert_eq(st.queued, 0);
+    char buf[16384];
+    size_t len = 0;
+    cr_assert_eq(accel_runtime_write_prometheus(f.rt, buf, sizeof(buf), &len),
+                 ACCEL_OK);
+    cr_assert_lt(len, sizeof(buf));
+    cr_assert_not_null(strstr(buf, "accel_session_ops_cancelled_total{session=\"c\","
+                                   "priority=\"5\"} 1\n"),
+                       "%s", buf);
+    cr_assert_not_null(strstr(buf, "accel_session_ops_expired_total{session=\"c\","
+                                   "priority=\"5\"} 1\n"),
+                       "%s", buf);
+    teardown(&f);
+}
