@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Model-checks the protocols with Spin: every correct model must verify
 # (no assertion violation, search complete), every deliberately broken
-# variant must be rejected. Exit 0 only if both hold for all of them.
+# variant must be rejected, and on the violation it was written to cause:
+# Spin's first error report must contain the expected text (the assertion,
+# or "invalid end state"), not a search-depth or memory limit.
+# Exit 0 only if all of this holds for all of them.
 # Usage: models/run.sh        (needs spin and a C compiler; ~5 s)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,9 +14,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail=0
 
-# check <model> <expect: pass|fail> [spin -D flags...]
+# check <model> <expect: pass | fail:TEXT> [spin -D flags...]
+#   fail:TEXT  must be rejected, with TEXT in Spin's error line
 check() {
-  local model=$1 expect=$2; shift 2
+  local model=$1 expect=$2 want=""; shift 2
+  case $expect in fail:*) want=${expect#fail:}; expect=fail ;; esac
   local name="$model $*"
   local d="$work/$(echo "$model $*" | tr -c 'A-Za-z0-9' '_')"
   mkdir -p "$d" && cp "$here/$model" "$d/" || return 1
@@ -32,7 +37,16 @@ check() {
   fi
   local verdict=OK
   [ "$got" = "$expect" ] || { verdict=WRONG; fail=1; }
-  printf 'model %-38s expect %-4s got %-5s states %-9s %5.2fs  %s\n' \
+  if [ "$got" = fail ] && [ -n "$want" ]; then
+    # the first error Spin reports, e.g. "pan:1: assertion violated (met==2)"
+    local first
+    first=$(grep -m1 '^pan:1:' "$d/pan.log")
+    if ! printf '%s' "$first" | grep -qF -- "$want"; then
+      verdict=WRONG; fail=1
+      echo "  expected the violation \"$want\", Spin reported: ${first:-nothing}"
+    fi
+  fi
+  printf 'model %-46s expect %-4s got %-5s states %-9s %5.2fs  %s\n' \
     "$name" "$expect" "$got" "${states:-?}" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" "$verdict"
   if [ "$verdict" = WRONG ]; then
     grep -E "assertion violated|error|too small" "$d/pan.log" "$d/spin.log" "$d/cc.log" 2>/dev/null | head -5
@@ -41,20 +55,27 @@ check() {
 
 # submit-vs-close handshake (runtime/session.c)
 check close.pml pass
-check close.pml fail -DBROKEN
+check close.pml 'fail:assertion violated  !(close_returned)' -DBROKEN
 # state word SCHEDULED + worker parking (runtime/session.h, worker.c)
 check state.pml pass                                  # 2 producers x 1 op, 2 workers
 check state.pml pass -DNPROD=1 -DNOPS=3               # 1 producer x 3 ops
-check state.pml fail -DBROKEN_RECHECK
-check state.pml fail -DBROKEN_RECHECK -DNPROD=1 -DNOPS=3
-check state.pml fail -DBROKEN_PARK
+check state.pml 'fail:assertion violated ((produced==' -DBROKEN_RECHECK
+check state.pml 'fail:assertion violated ((produced==' -DBROKEN_RECHECK -DNPROD=1 -DNOPS=3
+check state.pml 'fail:assertion violated ((produced==' -DBROKEN_PARK
 # completion sleepers: sync/close announce a target in wake_at
 check sync.pml pass
-check sync.pml fail -DBROKEN_NORECHECK
+check sync.pml 'fail:invalid end state' -DBROKEN_NORECHECK
+# the lanes' wake: claims, and passing a claim on (runtime/worker.c)
+check lanes.pml pass
+check lanes.pml 'fail:assertion violated (met==' -DBROKEN_NOCLAIM
+check lanes.pml 'fail:assertion violated (met==' -DBROKEN_NOPASS
+# producers waiting for room: the take that frees a slot wakes them
+check room.pml pass
+check room.pml 'fail:assertion violated ((returned==' -DBROKEN_BATCHED
 # per-op cancel vs the consumer's take on a slot's seq (ring.h EX slots)
 check cancel.pml pass
-check cancel.pml fail -DBROKEN_SPLIT
-check cancel.pml fail -DBROKEN_NOPOS
+check cancel.pml 'fail:assertion violated (cancel_ok[p]==' -DBROKEN_SPLIT
+check cancel.pml 'fail:assertion violated (cancel_ok[p]==' -DBROKEN_NOPOS
 
 if [ $fail = 0 ]; then echo "models: all correct models verified, all broken variants rejected"
 else echo "models: FAILED"; fi

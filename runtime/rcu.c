@@ -15,7 +15,12 @@ static void rcu_thread_exit(void *unused)
 {
     (void)unused;
     if (rcu_registered) {
+        /* One cold section: a fork sees the thread in both registries or
+         * in neither (fork.c unlinks the dead ones in the child). */
+        accel__fork_cold_begin();
         urcu_memb_unregister_thread();
+        accel__fork_thread_remove();
+        accel__fork_cold_end();
         rcu_registered = false;
     }
 }
@@ -32,7 +37,10 @@ void accel__rcu_register(void)
     if (__builtin_expect(rcu_registered, 1))
         return;
     pthread_once(&rcu_key_once, rcu_key_create);
+    accel__fork_cold_begin();
     urcu_memb_register_thread();
+    accel__fork_thread_add();
+    accel__fork_cold_end();
     rcu_registered = true;
     (void)pthread_setspecific(rcu_key, (void *)1);
 }

@@ -17,6 +17,8 @@
 
 #include <urcu/urcu-memb.h>
 
+#include "fork.h"
+
 #if defined(__SANITIZE_THREAD__)
 #define ACCEL_TSAN 1
 #elif defined(__has_feature)
@@ -39,9 +41,12 @@ extern char accel__rcu_tsan_gp;
 /* Registers the calling thread if needed. Cheap after the first call. */
 void accel__rcu_register(void);
 
+/* Read-side sections pass the fork gate (fork.h): a fork never copies a
+ * thread inside one. */
 static inline void accel__rcu_read_lock(void)
 {
     accel__rcu_register();
+    accel__fork_read_enter();
     urcu_memb_read_lock();
 }
 
@@ -49,6 +54,7 @@ static inline void accel__rcu_read_unlock(void)
 {
     ACCEL__TSAN_RELEASE(&accel__rcu_tsan_gp);
     urcu_memb_read_unlock();
+    accel__fork_read_exit();
 }
 
 /* Reclamation after a grace period; fn acquires the grace period edge
@@ -57,7 +63,9 @@ static inline void accel__rcu_defer(struct rcu_head *head,
                                     void (*fn)(struct rcu_head *))
 {
     accel__rcu_register();
+    accel__fork_read_enter(); /* call_rcu reads under RCU itself */
     urcu_memb_call_rcu(head, fn);
+    accel__fork_read_exit();
 }
 
 static inline void accel__rcu_reclaim_begin(void)
@@ -70,7 +78,9 @@ static inline void accel__rcu_reclaim_begin(void)
 static inline void accel__rcu_barrier(void)
 {
     accel__rcu_register();
+    accel__fork_cold_begin();
     urcu_memb_barrier();
+    accel__fork_cold_end();
     ACCEL__TSAN_ACQUIRE(&accel__rcu_tsan_gp);
 }
 

@@ -72,11 +72,13 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
         return ACCEL_EINVAL;
 
     accel__fence_init();
+    accel__fork_init();
     accel__rcu_register();
     accel_runtime *rt = accel__calloc_aligned(64, sizeof(*rt));
     if (!rt)
         return ACCEL_ENOMEM;
     rt->cfg = c;
+    rt->fork_gen = accel__fork_generation();
     pthread_mutex_init(&rt->list_lock, NULL);
     CDS_INIT_LIST_HEAD(&rt->sessions);
     rt->workers =
@@ -145,7 +147,11 @@ int accel_runtime_destroy(accel_runtime *rt)
 {
     if (!rt)
         return ACCEL_EINVAL;
-    if (accel__tls_current)
+    if (accel__runtime_forked(rt))
+        return ACCEL_ECLOSED; /* the parent's: its threads are not here */
+    /* Only an op of this runtime would wait for itself (its session's
+     * close waits for it). */
+    if (accel__tls_current && accel__tls_current->rt == rt)
         return ACCEL_EDEADLK;
 
     /* Close every session, walking the list with a reference on the
@@ -179,22 +185,25 @@ int accel_runtime_destroy(accel_runtime *rt)
     return ACCEL_OK;
 }
 
+/* The default runtime is never destroyed, not even at exit: exit handlers
+ * run while other threads may still be calling into it (destroying it
+ * there freed sessions under them). The process's exit reclaims it; it
+ * stays reachable from default_rt, so leak checkers do not report it. */
 static accel_runtime *default_rt;
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 
-static void default_destroy(void)
-{
-    if (default_rt)
-        accel_runtime_destroy(default_rt);
-    default_rt = NULL;
-}
-
 static void default_create(void)
 {
-    if (accel_runtime_create(NULL, &default_rt) == ACCEL_OK)
-        atexit(default_destroy);
-    else
+    if (accel_runtime_create(NULL, &default_rt) != ACCEL_OK)
         default_rt = NULL;
+}
+
+void accel__runtime_after_fork_child(void)
+{
+    /* The child is single-threaded here: plain resets are safe. A fresh
+     * default runtime is created on first use in the child. */
+    default_rt = NULL;
+    default_once = (pthread_once_t)PTHREAD_ONCE_INIT;
 }
 
 accel_runtime *accel_runtime_default(void)

@@ -12,6 +12,7 @@
 
 #include "accel/accel.h"
 #include "backend_registry.h"
+#include "fork.h"
 #include "sched.h"
 
 #define ACCEL__WORKERS_MAX 1024u
@@ -29,13 +30,15 @@ typedef struct accel__worker {
 } accel__worker;
 
 struct accel_runtime {
-    /* ---- parking (see worker.c) */
-    alignas(64) _Atomic uint32_t idle_workers;
+    /* ---- parking (see worker.c). idle_*: parked workers of the lane in
+     * the low 32 bits, how many of them a waker has claimed (sent a wake
+     * for) in the high 32 (ACCEL__PARKED / ACCEL__CLAIMED). */
+    alignas(64) _Atomic uint64_t idle_workers;
     _Atomic uint32_t park_seq; /* futex word */
     _Atomic uint32_t stopping;
     /* short-lane workers park apart, so that a wake-up for work they may
      * not run never lands on them (see worker.c) */
-    alignas(64) _Atomic uint32_t idle_short;
+    alignas(64) _Atomic uint64_t idle_short;
     _Atomic uint32_t park_seq_short; /* futex word */
 
     alignas(64) accel__sched *sched;
@@ -52,13 +55,18 @@ struct accel_runtime {
     struct cds_list_head sessions;
     unsigned long nsessions;
 
+    uint32_t fork_gen; /* accel__fork_gen at create (fork.h) */
     /* One slot per accel_backend: ops, runtime-level state, probe result
      * (backend_registry.h). Written at create, read-only after. */
     accel__backend_slot backends[ACCEL__BACKEND_KINDS];
 };
 
+#define ACCEL__PARKED 1ull
+#define ACCEL__CLAIMED (1ull << 32)
+
 /* Wakes one parked worker of the lanes in mask (ACCEL__SCHED_LANE_*, as
- * returned by accel__sched_enqueue), a short-lane one first. Hot path: a
+ * returned by accel__sched_enqueue), a short-lane one first, claiming it:
+ * a second wake before it runs goes to another parked worker. Hot path: a
  * compiler barrier and a relaxed load when no worker is parked. */
 void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes);
 
@@ -67,6 +75,16 @@ int accel__workers_start(accel_runtime *rt);
  * when the config has worker_cpus (cpu_limits.c). */
 void accel__worker_setup_thread(accel_runtime *rt, accel__worker *w);
 void accel__workers_stop(accel_runtime *rt);
+
+/* True in a child process for a runtime of the parent (fork.c): its
+ * workers are not there; calls needing them return ACCEL_ECLOSED. */
+static inline bool accel__runtime_forked(const accel_runtime *rt)
+{
+    return rt->fork_gen != accel__fork_generation();
+}
+
+/* In a fork child: forget the parent's default runtime (fork.c). */
+void accel__runtime_after_fork_child(void);
 
 /* The session list (cold path, takes list_lock). */
 void accel__runtime_unlink_session(accel_runtime *rt, accel_session *s);

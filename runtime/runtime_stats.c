@@ -22,13 +22,17 @@ int accel_runtime_get_stats(accel_runtime *rt, accel_runtime_stats *out,
 {
     if (!rt || !out || size < RUNTIME_STATS_SIZE_0_1)
         return ACCEL_EINVAL;
+    if (accel__runtime_forked(rt))
+        return ACCEL_ECLOSED; /* the parent's list lock may be held (fork.c) */
     accel_runtime_stats st = {0};
     st.workers = rt->nworkers;
     st.short_lane_workers = rt->cfg.short_lane_workers;
     /* relaxed: a gauge; the parking protocol orders itself (worker.c). */
+    /* idle_*: parked workers in the low 32 bits (runtime.h). */
     st.parked =
-        atomic_load_explicit(&rt->idle_workers, memory_order_relaxed) +
-        atomic_load_explicit(&rt->idle_short, memory_order_relaxed);
+        (uint32_t)atomic_load_explicit(&rt->idle_workers,
+                                       memory_order_relaxed) +
+        (uint32_t)atomic_load_explicit(&rt->idle_short, memory_order_relaxed);
     for (unsigned i = 0; i < rt->nworkers; i++) {
         accel__worker *w = &rt->workers[i];
         st.picks += atomic_load_explicit(&w->picks, memory_order_relaxed);

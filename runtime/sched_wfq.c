@@ -1,7 +1,8 @@
 /*
  * Priority-weighted fair scheduler (DESIGN.md "Scheduler",
  * docs/scheduler.md): virtual time per entity charged with measured
- * service / weight, a global virtual time V per class, pick by smallest
+ * service / weight, a virtual time V_k per class on one shared clock
+ * (vnow() = max of them), pick by smallest
  * virtual deadline start + visit_cost / weight over a calendar of deadline
  * buckets (sched_calendar.c).
  *
@@ -10,6 +11,15 @@
  *    whose recent per-op cost is <= short_op_ns; calendar 0: the rest),
  *    one otherwise. Lane 1 workers pick from calendar 1 only, lane 0
  *    workers the smaller deadline of both.
+ *  - One time line for both classes: virtual times and deadlines of both
+ *    calendars are on the same clock, so lane 0's comparison of the two
+ *    keys is the fair one. An entity waking (or re-queued too far behind)
+ *    is placed against the system virtual time vnow() = max(V_0, V_1),
+ *    not against its own class's V alone: a class that sat idle keeps a
+ *    stale V, and its sessions would wake with a head start over the
+ *    other class as large as that class's whole solo service. Moving
+ *    between classes keeps v (it is already on the shared clock). V_k
+ *    stays per class as the origin of calendar k's window.
  *  - The calendar window of class k starts R buckets before V_k >> shift
  *    and spans ACCEL__CAL_SLOTS buckets: deadlines below it go to its first
  *    bucket, beyond it to its last. V_k only moves at a pick, to at most
@@ -108,6 +118,19 @@ static inline uint64_t lag_cap(const accel__sched *s,
 static void place(accel__sched *s, accel__sched_entity *e, unsigned cls,
                   uint64_t V);
 
+/* The system virtual time of both classes (see the top of the file).
+ * relaxed: V is a monotonic hint. */
+static inline uint64_t vnow(const accel__sched *s)
+{
+    uint64_t v0 = atomic_load_explicit(&((accel__sched *)s)->V[0].v,
+                                       memory_order_relaxed);
+    if (s->ncls == 1)
+        return v0;
+    uint64_t v1 = atomic_load_explicit(&((accel__sched *)s)->V[1].v,
+                                       memory_order_relaxed);
+    return v0 > v1 ? v0 : v1;
+}
+
 unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
                               bool woke)
 {
@@ -120,12 +143,10 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
         e->vrem = 0;
     }
     unsigned cls = s->ncls > 1 && e->op_cost_ns <= s->cfg.short_op_ns;
-    if (cls != atomic_load_explicit(&e->cls, memory_order_relaxed)) {
-        /* Joining the other class's time line: as if waking. */
+    /* A class move keeps v: both classes share one time line. */
+    if (cls != atomic_load_explicit(&e->cls, memory_order_relaxed))
         atomic_store_explicit(&e->cls, (uint8_t)cls, memory_order_relaxed);
-        woke = true;
-    }
-    uint64_t V = atomic_load_explicit(&s->V[cls].v, memory_order_relaxed);
+    uint64_t V = vnow(s);
     uint64_t v = atomic_load_explicit(&e->vtime, memory_order_relaxed);
     if (woke) {
         if (v < V)
@@ -138,7 +159,11 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
     atomic_store_explicit(&e->vtime, v, memory_order_relaxed);
     e->start = v;
     e->deadline = v + e->visit_cost_ns / w;
-    place(s, e, cls, V);
+    /* The window of calendar k is laid out from V_k; a deadline beyond it
+     * (V_k stale behind vnow) waits in its last bucket and pick moves V_k
+     * on. */
+    place(s, e, cls,
+          atomic_load_explicit(&s->V[cls].v, memory_order_relaxed));
     return cls ? ACCEL__SCHED_LANE_GENERAL | ACCEL__SCHED_LANE_SHORT
                : ACCEL__SCHED_LANE_GENERAL;
 }
@@ -268,8 +293,7 @@ uint64_t accel__sched_vtime_of(const accel__sched *s,
 
 int64_t accel__sched_lag(const accel__sched *s, const accel__sched_entity *e)
 {
-    unsigned k = atomic_load_explicit(&e->cls, memory_order_relaxed) & 1u;
-    uint64_t V = atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
+    uint64_t V = vnow(s);
     uint64_t v = atomic_load_explicit(&e->vtime, memory_order_relaxed);
     uint32_t w = atomic_load_explicit(&e->weight, memory_order_relaxed);
     return ((int64_t)V - (int64_t)v) * (int64_t)w;

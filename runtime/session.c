@@ -30,6 +30,7 @@
 #include "trace.h"
 
 _Thread_local accel_session *accel__tls_current;
+_Atomic uint64_t accel__sessions_reclaimed;
 
 /* Session serial numbers, from 1: a ticket names its session by pointer
  * and serial, so a ticket whose session's memory now holds another
@@ -60,6 +61,9 @@ static void session_reclaim(struct rcu_head *head)
     accel_session *s = caa_container_of(head, accel_session, rcu);
     accel__rcu_reclaim_begin();
     accel__session_free_now(s);
+    /* relaxed: a statistic. */
+    atomic_fetch_add_explicit(&accel__sessions_reclaimed, 1,
+                              memory_order_relaxed);
 }
 
 void accel__session_free_now(accel_session *s)
@@ -125,6 +129,8 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
     if (depth > ACCEL_QUEUE_DEPTH_MAX)
         return ACCEL_EINVAL;
     depth = round_pow2(depth);
+    if (accel__runtime_forked(rt))
+        return ACCEL_ECLOSED;
 
     int rc;
     const accel__backend_slot *slot =
@@ -160,7 +166,6 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
     atomic_init(&s->refs, 1); /* the handle we return */
     atomic_init(&s->handles, 1);
     atomic_init(&s->wake_at, UINT64_MAX);
-    s->space_wake_mask = depth >= 2 ? depth / 2 - 1 : 0;
     /* relaxed: only uniqueness matters. */
     s->serial = atomic_fetch_add_explicit(&session_serials, 1,
                                           memory_order_relaxed);
@@ -219,6 +224,8 @@ int accel_session_lookup(accel_runtime *rt, const char *id,
     size_t len;
     if (!rt || !out || check_id(id, &len) != ACCEL_OK)
         return ACCEL_EINVAL;
+    if (accel__runtime_forked(rt))
+        return ACCEL_ECLOSED;
     int rc = ACCEL_ENOENT;
     accel__rcu_read_lock();
     accel_session *s = accel__table_find(rt->table, id, len,
@@ -252,9 +259,11 @@ int accel_session_lookup(accel_runtime *rt, const char *id,
  *
  * Completion sleepers (sync, close) announce by lowering `wake_at` to
  * their target: the worker wakes them once, when finished reaches it, not
- * on every op. Room sleepers count themselves in `space_waiters`; the
- * worker wakes them every half ring of takes and at the end of a visit,
- * not on every freed slot (a futex wake per op collapses throughput).
+ * on every op. Room sleepers raise the flag `space_waiters`; the take
+ * that next frees a slot sees it, clears it and wakes them all (the flag,
+ * not a count: one wake per announcement, not a futex wake per take while
+ * producers sleep, which collapses throughput). A sleeper that timed out
+ * leaves the flag raised: one spare wake later.
  */
 static bool finished_reached(accel_session *s, uint64_t target)
 {
@@ -301,7 +310,9 @@ int accel__session_wait_room(accel_session *s, uint64_t deadline)
 {
     /* acquire: pairs with the release bump in accel__session_notify. */
     uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
-    atomic_fetch_add_explicit(&s->space_waiters, 1, memory_order_relaxed);
+    /* relaxed: the cold fence orders it against the consumer's head store
+     * and flag load (notify_room in worker.c). */
+    atomic_store_explicit(&s->space_waiters, 1, memory_order_relaxed);
     accel__fence_cold();
     int rc = ACCEL_OK;
     if (!has_room_or_closed(s)) {
@@ -311,7 +322,6 @@ int accel__session_wait_room(accel_session *s, uint64_t deadline)
         else
             accel__futex_wait(&s->event, ev, rem);
     }
-    atomic_fetch_sub_explicit(&s->space_waiters, 1, memory_order_relaxed);
     return rc;
 }
 
@@ -319,6 +329,8 @@ int accel_session_close(accel_session *s, unsigned flags)
 {
     if (!s || (flags & ~ACCEL_CLOSE_CANCEL))
         return ACCEL_EINVAL;
+    if (accel__runtime_forked(s->rt))
+        return ACCEL_ECLOSED; /* the parent's session (fork.c) */
     if (flags & ACCEL_CLOSE_CANCEL)
         atomic_store_explicit(&s->cancel, 1, memory_order_relaxed);
     /* Unpublish the id before the LP, so that once close has begun
@@ -347,8 +359,8 @@ int accel_session_close(accel_session *s, unsigned flags)
 
 void accel_session_release(accel_session *s)
 {
-    if (!s)
-        return;
+    if (!s || accel__runtime_forked(s->rt))
+        return; /* a parent's session in a fork child: left as it is */
     /* relaxed: a count only; close and unref order themselves. */
     if (atomic_fetch_sub_explicit(&s->handles, 1, memory_order_relaxed) == 1 &&
         !accel_session_is_closed(s))
@@ -391,7 +403,7 @@ accel_backend accel_session_backend(const accel_session *s)
 
 bool accel_session_is_closed(const accel_session *s)
 {
-    if (!s)
+    if (!s || accel__runtime_forked(s->rt))
         return true;
     /* acquire: a caller that sees CLOSED also sees the id gone from the
      * table (see accel_session_close). */

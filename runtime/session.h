@@ -24,8 +24,8 @@
  * Lifetime: a session is freed after an RCU grace period once `refs` drops
  * to 0. Handles hold refs; so does SCHEDULED (taken by whoever sets the
  * bit, dropped by the worker that clears it), so a session is never freed
- * while queued or running. Workers hold an RCU read-side section for each
- * visit, lookups for their table walk.
+ * while queued or running. Lookups hold an RCU read-side section for their
+ * table walk; workers hold none (their reference is enough).
  *
  * Cache lines: see the layout of struct accel_session below (three
  * 128-byte pairs: producers, consumer, scheduler/budget/table).
@@ -81,7 +81,6 @@ struct accel_session {
                          position, indexed (pos / SAMPLE) & stamp_mask;
                          in the same allocation */
     uint32_t stamp_mask;        /* < depth <= ACCEL_QUEUE_DEPTH_MAX */
-    uint32_t space_wake_mask;   /* wake room-waiters every (mask+1) takes */
     uint64_t serial;            /* unique per session in the process:
                                    tickets carry it (cancel.c) */
 
@@ -92,7 +91,9 @@ struct accel_session {
     _Atomic uint64_t service_ns, visits;
     _Atomic uint64_t wake_at;   /* lowest `finished` a sleeper waits for;
                                    UINT64_MAX: none */
-    _Atomic uint32_t space_waiters; /* producers sleeping for ring room */
+    _Atomic uint32_t space_waiters; /* 1: a producer may sleep for room
+                                       (set by it, cleared by the waking
+                                       consumer) */
     _Atomic uint32_t event;     /* futex word, bumped on progress */
     _Atomic uint32_t cancel;    /* close(CANCEL) began */
     accel_backend backend;
@@ -125,6 +126,10 @@ _Static_assert(sizeof(struct accel_session) == 384,
 /* The running op's session on this thread (NULL outside ops): EDEADLK
  * checks and close-from-inside. */
 extern _Thread_local accel_session *accel__tls_current;
+
+/* Sessions reclaimed after their grace period, process-wide (a count for
+ * tests: reclamation must not wait for running ops). */
+extern _Atomic uint64_t accel__sessions_reclaimed;
 
 /* Takes a reference (producer setting SCHEDULED, lookups). */
 static inline void accel__session_ref(accel_session *s)

@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "futex.h"
+#include "runtime.h"
 #include "session.h"
 #include "trace.h"
 
@@ -53,6 +54,11 @@ typedef struct submit_ex {
 static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
                       int64_t timeout_ns, size_t *accepted, submit_ex *ex)
 {
+    if (accel__runtime_forked(s->rt)) {
+        if (accepted)
+            *accepted = 0;
+        return ACCEL_ECLOSED; /* the parent's session (fork.c) */
+    }
     size_t done = 0;
     uint64_t deadline = 0;
     unsigned yields = 0;
@@ -67,6 +73,13 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
             break;
         }
         if (k == 0) {
+            /* Full, and we run inside one of s's own ops (or its done):
+             * only this thread's worker frees room in s, so waiting would
+             * never end. */
+            if (timeout_ns != ACCEL_NO_WAIT && accel__tls_current == s) {
+                rc = ACCEL_EDEADLK;
+                break;
+            }
             rc = wait_for_room(s, timeout_ns, &deadline, &yields);
             if (rc != ACCEL_OK)
                 break;
@@ -184,6 +197,8 @@ int accel_session_sync(accel_session *s, int64_t timeout_ns)
         return ACCEL_EINVAL;
     if (accel__tls_current == s)
         return ACCEL_EDEADLK;
+    if (accel__runtime_forked(s->rt))
+        return ACCEL_ECLOSED;
     uint64_t target = atomic_load_explicit(&s->tail, memory_order_relaxed) &
                       ~ACCEL__RING_CLOSED;
     return accel__session_wait_finished(s, target,

@@ -8,15 +8,22 @@
 struct cds_lfht *accel__table_create(void)
 {
     accel__rcu_register();
-    return cds_lfht_new_flavor(64, 64, 0,
-                               CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
-                               &urcu_memb_flavor, NULL);
+    accel__fork_cold_begin();
+    struct cds_lfht *t =
+        cds_lfht_new_flavor(64, 64, 0,
+                            CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
+                            &urcu_memb_flavor, NULL);
+    accel__fork_cold_end();
+    return t;
 }
 
 void accel__table_destroy(struct cds_lfht *t)
 {
-    if (t)
+    if (t) {
+        accel__fork_cold_begin();
         (void)cds_lfht_destroy(t, NULL);
+        accel__fork_cold_end();
+    }
 }
 
 /* FNV-1a: ids are short; good enough spread for cds_lfht's split order. */

@@ -5,15 +5,28 @@
  * session or turns it idle. With nothing runnable it parks on a futex.
  *
  * Parking without lost wake-ups (asymmetric Dekker, futex.h):
- *   parker: seq = park_seq; idle_workers++; fence_cold; pick again;
- *           futex_wait(park_seq, seq)
- *   waker:  enqueue; fence_hot; if (idle_workers) { park_seq++; wake 1 }
+ *   parker: seq = park_seq; parked++; fence_cold; pick again;
+ *           futex_wait(park_seq, seq); parked--, claimed-- if > 0
+ *   waker:  enqueue; fence_hot; if (parked > claimed) { claimed++;
+ *           park_seq++; wake 1 }
  * Either the parker's second pick sees the enqueued session, or the waker
- * sees idle_workers > 0 and its park_seq bump makes the futex_wait return.
+ * sees a parked worker and its park_seq bump makes the futex_wait return.
  * An idle runtime's workers sleep in futex_wait: no CPU.
  *
- * Each visit runs inside an RCU read-side section, so the session cannot be
- * reclaimed under a worker that still touches it after its last op.
+ * Claims: a wake counts itself in `claimed` until a parked worker leaves,
+ * so a burst of wakes inside one worker's wake-up window reaches as many
+ * parked workers (of the short lane first, then of the general one), not
+ * the same one again while the others stay parked. Every claim is followed
+ * by a park_seq bump and a futex wake, so at least one parked worker leaves
+ * after it; a leaving worker takes one claim, and passes its wake on if it
+ * leaves with work its own second pick found (that claim was for other
+ * work). models/lanes.pml checks this with its broken variants.
+ *
+ * A visit runs outside any RCU read-side section: the scheduler's
+ * reference (taken with SCHEDULED, dropped by the worker's unref as its
+ * last touch of the session) keeps the session alive, so one long op does
+ * not hold back the grace periods every reclamation and table resize
+ * waits for.
  */
 
 #include <limits.h>
@@ -27,14 +40,20 @@
 #include "session.h"
 #include "trace.h"
 
-/* After [R2]: wake producers sleeping for room, every half ring of takes
- * (and at the end of the visit, force). */
-static inline void notify_room(accel_session *s, uint64_t h, bool force)
+/* After [R2] (each take): wake the producers sleeping for room, if one
+ * announced itself since the last wake. The take that frees a slot must
+ * wake them (an op may wait for a producer the ring holds back). When no
+ * one waits: a compiler barrier and a relaxed load; when someone does: one
+ * exchange and one wake per announcement, not one per take. */
+static inline void notify_room(accel_session *s)
 {
     accel__fence_hot();
-    /* relaxed: the cold fence on the sleeper's side orders it (futex.h). */
+    /* relaxed load and exchange: the sleeper's cold fence orders its
+     * announcement against our head store (futex.h); the notify's release
+     * bump of `event` publishes the head to the woken. Only the consumer
+     * clears the flag, so one announcement gets one wake. */
     if (atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
-        (force || (h & s->space_wake_mask) == 0))
+        atomic_exchange_explicit(&s->space_waiters, 0, memory_order_relaxed))
         accel__session_notify(s);
 }
 
@@ -147,6 +166,16 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
 
     while (n < budget && (accel__ring_ready(&s->ring, h) ||
                           (n > 0 && ring_ready_soon(s, h)))) {
+        /* relaxed: close's store; an op taken as it lands may still run
+         * (accel.h). */
+        bool cancel = atomic_load_explicit(&s->cancel, memory_order_relaxed);
+        /* Waiters count completions, not positions (sync's target is a
+         * count of accepted ops): a cancelled op must not complete while
+         * earlier ops are still on the device, or a sync for those would
+         * return before their done ran. Leave it queued; the visit's poll
+         * re-queues the session until the device work is done. */
+        if (cancel && s->bops->poll && s->bops->poll(s->bstate, s) > 0)
+            break;
         accel_op op;
         /* The stamp of a sampled position is read before take frees the
          * position (a producer of h + depth may reuse the entry after). */
@@ -158,16 +187,22 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
         accel__claim claim =
             accel__ring_take_claim(&s->ring, &s->head, h, &op, &deadline);
         h++;
-        notify_room(s, h, false);
+        notify_room(s);
         if (stamp)
             accel__waitstat_record(&s->wait, accel__now_ns() - stamp);
         /* The status of an op completed without running, else 0. A plain
-         * op pays a compare and the close flag's load here. */
+         * op pays a compare here (the close flag was loaded above). */
         int unrun = 0;
-        if (claim != ACCEL__CLAIM_PLAIN ||
-            atomic_load_explicit(&s->cancel, memory_order_relaxed))
+        if (claim != ACCEL__CLAIM_PLAIN || cancel)
             unrun = unrun_status(s, claim, deadline);
         if (unrun) {
+            /* Completion order, as above: an op cancelled on its own or
+             * expired is known only once taken, so the earlier ops still
+             * on the device are completed first (rare: device sessions
+             * only; the CPU backend has no poll). */
+            if (s->bops->poll)
+                while (s->bops->poll(s->bstate, s) > 0)
+                    sched_yield();
             ACCEL_TRACE3(op_done, s, op.arg, unrun);
             bump(unrun == ACCEL_EEXPIRED ? &s->expired : &s->cancelled, 1);
             if (op.done)
@@ -196,7 +231,6 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
     if (s->bops->poll)
         pending = s->bops->poll(s->bstate, s);
     accel__tls_current = NULL;
-    notify_room(s, h, true);
     *now = accel__now_ns();
     uint64_t service = *now - t0;
     /* visit_end(session, ops run, service ns, ops pending on a device) */
@@ -227,21 +261,54 @@ static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
     return 0;
 }
 
+static inline uint32_t unclaimed(uint64_t v)
+{
+    return (uint32_t)v - (uint32_t)(v >> 32);
+}
+
+/* Claims one parked worker that no waker has claimed yet: true if done. */
+static inline bool claim_parked(_Atomic uint64_t *idle)
+{
+    /* relaxed: ordered against the parker by the fence pair (above); the
+     * claim publishes nothing (the session went through the calendar). */
+    uint64_t v = atomic_load_explicit(idle, memory_order_relaxed);
+    while (unclaimed(v)) {
+        if (atomic_compare_exchange_weak_explicit(idle, &v,
+                                                  v + ACCEL__CLAIMED,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
 void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
 {
     accel__fence_hot();
-    /* relaxed: ordered against the parker by the fence pair (above). */
-    if ((lanes & ACCEL__SCHED_LANE_SHORT) &&
-        atomic_load_explicit(&rt->idle_short, memory_order_relaxed)) {
+    if ((lanes & ACCEL__SCHED_LANE_SHORT) && claim_parked(&rt->idle_short)) {
+        /* release: pairs with the parker's acquire load of the word. */
         atomic_fetch_add_explicit(&rt->park_seq_short, 1,
                                   memory_order_release);
         accel__futex_wake(&rt->park_seq_short, 1);
     } else if ((lanes & ACCEL__SCHED_LANE_GENERAL) &&
-               atomic_load_explicit(&rt->idle_workers,
-                                    memory_order_relaxed)) {
+               claim_parked(&rt->idle_workers)) {
         atomic_fetch_add_explicit(&rt->park_seq, 1, memory_order_release);
         accel__futex_wake(&rt->park_seq, 1);
     }
+}
+
+/* A parked worker leaves: one parked fewer, and one claim fewer if any.
+ * Returns whether it took a claim. */
+static inline bool unpark(_Atomic uint64_t *idle)
+{
+    uint64_t v = atomic_load_explicit(idle, memory_order_relaxed);
+    uint64_t nv;
+    do {
+        nv = v - ACCEL__PARKED - ((v >> 32) ? ACCEL__CLAIMED : 0);
+        /* relaxed: a count; the calendar publishes the work. */
+    } while (!atomic_compare_exchange_weak_explicit(
+        idle, &v, nv, memory_order_relaxed, memory_order_relaxed));
+    return (v >> 32) != 0;
 }
 
 /* Before parking, poll the scheduler a little: a futex sleep and wake
@@ -284,9 +351,9 @@ static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
     /* Short-lane workers park apart: a wake-up for work they may not run
      * must reach a general worker. */
     _Atomic uint32_t *word = lane ? &rt->park_seq_short : &rt->park_seq;
-    _Atomic uint32_t *idle = lane ? &rt->idle_short : &rt->idle_workers;
+    _Atomic uint64_t *idle = lane ? &rt->idle_short : &rt->idle_workers;
     uint32_t seq = atomic_load_explicit(word, memory_order_acquire);
-    atomic_fetch_add_explicit(idle, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(idle, ACCEL__PARKED, memory_order_relaxed);
     accel__fence_cold();
     e = accel__sched_pick(rt->sched, lane);
     if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire)) {
@@ -295,7 +362,14 @@ static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
         accel__futex_wait(word, seq, -1);
         ACCEL_TRACE2(wake, w->index, lane); /* wake(worker, lane) */
     }
-    atomic_fetch_sub_explicit(idle, 1, memory_order_relaxed);
+    /* A worker that leaves with work from its second pick did not need the
+     * claim it takes: the claim may be for work queued after that pick,
+     * so pass the wake on to another parked worker (a claim on the short
+     * lane was for work both lanes may run). models/lanes.pml */
+    if (unpark(idle) && e)
+        accel__runtime_wake_lanes(rt, lane ? ACCEL__SCHED_LANE_SHORT |
+                                                 ACCEL__SCHED_LANE_GENERAL
+                                           : ACCEL__SCHED_LANE_GENERAL);
     return e;
 }
 
@@ -320,9 +394,7 @@ static void *worker_main(void *arg)
         bump(&w->visits, 1);
         if (!now)
             now = accel__now_ns();
-        accel__rcu_read_lock();
         unsigned lanes = run_visit(rt, e->owner, &now);
-        accel__rcu_read_unlock();
         /* Re-queued for lanes we are not in (a short-lane worker's session
          * turned long): a worker that may run it must not stay parked. */
         if (lanes && !(lanes & (1u << w->lane)))

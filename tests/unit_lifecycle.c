@@ -328,7 +328,8 @@ Test(lifecycle, runtime_default, .timeout = 10)
     accel_session_release(l);
     cr_assert_eq(accel_session_close(s, 0), ACCEL_OK);
     accel_session_release(s);
-    /* A session left open is drained by the exit-time destroy. */
+    /* A session left open stays open until the process exits (the
+     * default runtime is never destroyed). */
     accel_session *left = tu_open(rt, "left-open", 0, 0);
     cr_assert_not_null(left);
     accel_op op = {.fn = op_count};

@@ -17,6 +17,17 @@
  * calls into the library is registered with liburcu lazily and unregistered
  * when it exits.
  *
+ * fork() without exec: in the child, every runtime created before the fork
+ * (the parent's) is unusable. On it and its sessions, open, lookup,
+ * submit (all forms), sync, close and destroy return ACCEL_ECLOSED and
+ * accept nothing; accel_session_is_closed() is true, reserve and
+ * set_priority return ACCEL_ECLOSED, so do the runtime's stats and
+ * Prometheus text (they would take a lock a parent's thread may have
+ * held); session stats and getters read the parent's snapshot; release does nothing (the objects stay allocated in the
+ * child). A runtime created in the child works fully, and
+ * accel_runtime_default() creates a fresh one in the child. Do not fork
+ * from inside an op (the child would go on as a copy of the worker).
+ *
  * Progress: the submit, pick and complete paths take no lock. Producers of
  * one session never wait for each other; a producer waits only when the
  * session's ring is full and it asked to wait (timeout_ns != ACCEL_NO_WAIT).
@@ -177,7 +188,8 @@ ACCEL_API int accel_runtime_create(const accel_runtime_config *cfg,
  * ops), joins the workers and frees everything, including sessions whose
  * handles were never released: every handle of the runtime is invalid
  * afterwards. Returns ACCEL_OK, ACCEL_EINVAL (rt NULL) or ACCEL_EDEADLK
- * (called from inside an op of this runtime; nothing is done).
+ * (called from inside an op, or a done callback, of a session of this
+ * runtime; nothing is done). Inside an op of another runtime it proceeds.
  * Not to be called twice on one runtime, nor concurrently with other calls
  * on its sessions (out of contract, like free()). */
 ACCEL_API int accel_runtime_destroy(accel_runtime *rt);
@@ -223,8 +235,11 @@ ACCEL_API int accel_runtime_write_prometheus(accel_runtime *rt, char *buf,
                                              size_t cap, size_t *len_out);
 
 /* The process-wide runtime with default config, created on first use
- * (thread-safe) and destroyed at process exit. NULL if it could not be
- * created. Do not pass it to accel_runtime_destroy(). */
+ * (thread-safe). It is never destroyed: it keeps working until the
+ * process is gone, also in exit handlers and in threads still running
+ * while exit() runs (ops still queued when the process ends never run).
+ * NULL if it could not be created. Do not pass it to
+ * accel_runtime_destroy(). */
 ACCEL_API accel_runtime *accel_runtime_default(void);
 
 /* ------------------------------------------------------------- session */
@@ -304,6 +319,9 @@ typedef struct accel_op {
  * cancelled unrun. Any error: not accepted, done is never called.
  * A full ring waits up to timeout_ns (backpressure; ACCEL_FOREVER waits
  * without limit), then ACCEL_EAGAIN (ACCEL_NO_WAIT) or ACCEL_ETIMEDOUT.
+ * From inside one of s's own ops (or their done callbacks), a full ring
+ * returns ACCEL_EDEADLK at once instead of waiting: only that op's worker
+ * could make room (ACCEL_NO_WAIT still gets ACCEL_EAGAIN).
  * queue_depth bounds the ops accepted and not yet started: an op that is
  * running no longer holds a slot.
  * Returns also ACCEL_EINVAL (s, op or op->fn NULL; timeout_ns < -1),

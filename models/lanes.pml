@@ -1,0 +1,153 @@
+/*
+ * Waking the two lanes (runtime/worker.c accel__runtime_wake_lanes, park):
+ * a burst of wakes must reach as many parked workers.
+ *
+ * One short-lane worker and one general worker; two sessions that either
+ * lane may run (both short-class). Each session has one op, and the two
+ * ops meet: each blocks until both are running (the regression test
+ * burst_of_two_starts_both_parked_workers). A submitter enqueues them one
+ * after the other, each followed by a wake of both lanes.
+ *
+ * Parker: seq = park_seq; parked++; (cold fence) pick again; futex_wait
+ * (park_seq, seq); then leaves: parked--, and one claim fewer if any. A
+ * parker whose second pick found work did not need that claim's wake (the
+ * claim may be for work queued after its pick): it passes the wake on.
+ * Waker: enqueue; (hot fence) if the short lane has a parked worker no
+ * waker claimed yet, claim it, bump its park_seq and wake; else the same
+ * for the general lane. The fence pair is modelled as sequential
+ * consistency, each statement one atomic step; the claim CAS is atomic.
+ *
+ * Checked: at quiescence both ops met (assertion on `met`): no wake-up
+ * was absorbed by a worker that was already being woken while the other
+ * stayed parked, and no claim strands a parked worker.
+ *
+ * -DBROKEN_NOCLAIM: the wake tests "parked > 0" without claiming (the
+ *  code before the fix): two wakes in the short worker's wake-up window
+ *  both go to it, the general worker stays parked, and the first op waits
+ *  forever for its partner. Spin must reject it on `met`.
+ * -DBROKEN_NOPASS: claims, but a parker leaving with work from its second
+ *  pick keeps the claim it consumed: the waker claimed a worker that was
+ *  already leaving with other work, the general worker sleeps on. Spin
+ *  must reject it on `met`.
+ */
+#define NS 2
+
+byte parked[2];                /* per lane: 0 general, 1 short */
+byte claimed[2];
+byte park_seq[2];
+chan q = [NS] of { byte };     /* the calendar: queued sessions */
+byte running = 0;
+byte met = 0;
+
+inline claim_wake(l, done) {
+#ifdef BROKEN_NOCLAIM
+    if
+    :: parked[l] > 0 -> park_seq[l]++; done = 1
+    :: else -> done = 0
+    fi
+#else
+    atomic {
+        if
+        :: parked[l] > claimed[l] -> claimed[l]++; done = 1
+        :: else -> done = 0
+        fi
+    };
+    if
+    :: done -> park_seq[l]++        /* then futex_wake(1) */
+    :: else
+    fi
+#endif
+}
+
+proctype submitter()
+{
+    byte i;
+    bit done;
+    for (i : 1 .. NS) {
+        q!i;                        /* enqueue (the calendar's push) */
+        claim_wake(1, done);        /* short lane first */
+        if
+        :: !done -> claim_wake(0, done)
+        :: else
+        fi
+    }
+}
+
+proctype worker(byte lane)
+{
+    byte seq, s;
+    bit got, consumed, done;
+end_top:
+    do
+    :: atomic {                     /* accel__sched_pick, non-blocking */
+           if
+           :: nempty(q) -> q?s; got = 1
+           :: empty(q) -> got = 0
+           fi
+       };
+       if
+       :: got == 0 ->
+           seq = park_seq[lane];
+           parked[lane]++;
+           atomic {                 /* the pick after the cold fence */
+               if
+               :: nempty(q) -> q?s; got = 1
+               :: empty(q) -> got = 0
+               fi
+           };
+           if
+           :: got == 0 ->
+end_park:      (park_seq[lane] != seq)   /* futex_wait */
+           :: else
+           fi;
+           atomic {                 /* unpark */
+               parked[lane]--;
+               consumed = 0;
+#ifndef BROKEN_NOCLAIM
+               if
+               :: claimed[lane] > 0 -> claimed[lane]--; consumed = 1
+               :: else
+               fi
+#endif
+           };
+#ifndef BROKEN_NOPASS
+           if                       /* pass the claim's wake on */
+           :: got && consumed ->
+               if
+               :: lane == 1 ->
+                   claim_wake(1, done);
+                   if
+                   :: !done -> claim_wake(0, done)
+                   :: else
+                   fi
+               :: else -> claim_wake(0, done)
+               fi
+           :: else
+           fi
+#endif
+       :: else
+       fi;
+       if
+       :: got == 1 ->
+           running++;
+           (running == NS);         /* the op waits for its partner */
+           met++
+       :: else
+       fi
+    od
+}
+
+init {
+    atomic {
+        run worker(0);
+        run worker(1);
+        run submitter()
+    }
+}
+
+/* Quiescence with an op that never met its partner: a worker was left
+ * parked with work it could run. */
+active proctype monitor()
+{
+    timeout -> assert(met == NS)
+}

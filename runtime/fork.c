@@ -1,0 +1,177 @@
+/*
+ * fork() without exec.
+ *
+ * A child has only the forking thread: the parent's workers, liburcu's
+ * call_rcu thread and the hash table's resize worker are gone. So:
+ *
+ * - The child gets a new generation (accel__fork_gen). A runtime created
+ *   in an older one belongs to the parent: its public calls return
+ *   ACCEL_ECLOSED and touch nothing that a parent's thread could have held
+ *   (accel.h, "fork()").
+ * - liburcu's own hooks (call_rcu_before_fork and the after_fork pair,
+ *   which also pause and restart the lfht resize worker) give the child a
+ *   working call_rcu thread, so a fresh runtime's reclamation and
+ *   destroy's rcu_barrier complete.
+ * - A grace period in the child waits for every registered reader. The
+ *   registrations of the parent's other threads are copied with their
+ *   state: one caught inside a read-side section would stall the child's
+ *   grace periods forever. The prepare handler therefore closes a gate
+ *   that every read-side section (and call_rcu) of the runtime passes
+ *   (fork.h), and waits until no thread is inside one. It also takes the
+ *   write side of `cold`, which brackets the liburcu calls that take its
+ *   internal mutexes (registration, barrier, lfht create/destroy), so the
+ *   child never inherits one of those locked.
+ *
+ * - The child has the parent's liburcu registry, with an entry for each
+ *   of the parent's registered threads. Those entries live in the dead
+ *   threads' TLS, on stacks glibc reuses for the child's new threads: left
+ *   in the list they corrupt it. The child handler unlinks every entry of
+ *   a thread the runtime registered, other than its own (liburcu's
+ *   call_rcu threads unregister themselves while paused for the fork).
+ *   A host thread that registered itself with liburcu directly is not
+ *   known here (accel.h says so).
+ *
+ * The mutex and rwlock are re-initialised in the child rather than
+ * unlocked: glibc's rwlock identifies its writer by thread id, and the
+ * forking thread has a new one in the child.
+ */
+#include "fork.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include <urcu/list.h>
+#include <urcu/static/urcu-memb.h> /* urcu_memb_reader: the registry node */
+#include <urcu/urcu-memb.h>
+
+#include "runtime.h"
+
+_Atomic uint32_t accel__fork_gen;
+_Atomic uint32_t accel__fork_gate;
+_Thread_local _Atomic uint32_t accel__fork_in_read;
+
+/* Every thread registered with liburcu by the runtime, for the forker. */
+typedef struct fork_thread {
+    _Atomic uint32_t *in_read;
+    struct cds_list_head *urcu_node; /* the thread's liburcu registry entry */
+    struct cds_list_head link;
+} fork_thread;
+
+static _Thread_local fork_thread self;
+static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static CDS_LIST_HEAD(threads);
+static pthread_rwlock_t cold;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void cold_init(void)
+{
+    pthread_rwlockattr_t a;
+    pthread_rwlockattr_init(&a);
+    /* A steady stream of cold calls must not keep a fork waiting. */
+    pthread_rwlockattr_setkind_np(&a,
+                                  PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&cold, &a);
+    pthread_rwlockattr_destroy(&a);
+}
+
+static void prepare(void)
+{
+    pthread_rwlock_wrlock(&cold); /* cold: fork */
+    pthread_mutex_lock(&threads_lock); /* cold: fork */
+    /* relaxed: ordered by the fence pair (fork.h). */
+    atomic_store_explicit(&accel__fork_gate, 1, memory_order_relaxed);
+    accel__fence_cold();
+    struct cds_list_head *pos;
+    for (pos = threads.next; pos != &threads; pos = pos->next) {
+        fork_thread *t = caa_container_of(pos, fork_thread, link);
+        /* acquire: pairs with accel__fork_read_exit's release. */
+        while (atomic_load_explicit(t->in_read, memory_order_acquire))
+            sched_yield();
+    }
+    urcu_memb_call_rcu_before_fork();
+}
+
+static void open_gate(void)
+{
+    atomic_store_explicit(&accel__fork_gate, 0, memory_order_release);
+    accel__futex_wake(&accel__fork_gate, INT_MAX);
+}
+
+static void after_parent(void)
+{
+    urcu_memb_call_rcu_after_fork_parent();
+    open_gate();
+    pthread_mutex_unlock(&threads_lock);
+    pthread_rwlock_unlock(&cold);
+}
+
+static void after_child(void)
+{
+    /* Unlink the dead threads from liburcu's registry (see the top). */
+    struct cds_list_head *pos, *next;
+    for (pos = threads.next; pos != &threads; pos = next) {
+        next = pos->next;
+        fork_thread *t = caa_container_of(pos, fork_thread, link);
+        if (t != &self)
+            cds_list_del(t->urcu_node);
+    }
+    urcu_memb_call_rcu_after_fork_child();
+    /* Only this thread is left: it alone stays listed. */
+    CDS_INIT_LIST_HEAD(&threads);
+    if (self.in_read)
+        cds_list_add(&self.link, &threads);
+    pthread_mutex_init(&threads_lock, NULL);
+    cold_init();
+    atomic_fetch_add_explicit(&accel__fork_gen, 1, memory_order_relaxed);
+    accel__runtime_after_fork_child();
+    open_gate();
+}
+
+static void init_once(void)
+{
+    cold_init();
+    (void)pthread_atfork(prepare, after_parent, after_child);
+}
+
+void accel__fork_init(void)
+{
+    pthread_once(&once, init_once);
+}
+
+void accel__fork_gate_wait(void)
+{
+    /* acquire: pairs with open_gate's release. */
+    while (atomic_load_explicit(&accel__fork_gate, memory_order_acquire))
+        accel__futex_wait(&accel__fork_gate, 1, -1);
+}
+
+void accel__fork_thread_add(void)
+{
+    pthread_mutex_lock(&threads_lock); /* cold: thread registration */
+    self.in_read = &accel__fork_in_read;
+    self.urcu_node = &URCU_TLS(urcu_memb_reader).node;
+    cds_list_add(&self.link, &threads);
+    pthread_mutex_unlock(&threads_lock);
+}
+
+void accel__fork_thread_remove(void)
+{
+    pthread_mutex_lock(&threads_lock); /* cold: thread exit */
+    if (self.in_read)
+        cds_list_del(&self.link);
+    self.in_read = NULL;
+    pthread_mutex_unlock(&threads_lock);
+}
+
+void accel__fork_cold_begin(void)
+{
+    accel__fork_init();
+    pthread_rwlock_rdlock(&cold); /* cold: liburcu's locked paths */
+}
+
+void accel__fork_cold_end(void)
+{
+    pthread_rwlock_unlock(&cold);
+}

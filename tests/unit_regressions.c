@@ -1,0 +1,523 @@
+/*
+ * Regression tests of runtime bugs, one per bug (docs/reliability.md lists
+ * each with the promise it protects). Each one failed before its fix.
+ *
+ * No timing thresholds: where the broken code would hang, the test waits
+ * for a condition it controls with a generous bound (tu_wait_for), so that
+ * the failing case fails with a message instead of hanging; the correct
+ * code meets the condition at once.
+ */
+#define _GNU_SOURCE /* gettid, nanosleep */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core_util.h"
+#include "futex.h"
+#include "runtime.h"
+#include "session.h"
+
+/* Marks one worker of lane as parked (white-box, no thread). */
+#define TEST_PARK(rt, lane)                                                   \
+    atomic_fetch_add((lane) ? &(rt)->idle_short : &(rt)->idle_workers,     \
+                     ACCEL__PARKED)
+
+/* Bound on a wait that only the bug would make long (a hang converter). */
+#define HANG_S 20.0
+
+/* Polls until *f >= v or HANG_S passed; true if reached. */
+static bool tu_wait_for(_Atomic int *f, int v)
+{
+    double end = tu_now_s() + HANG_S;
+    while (atomic_load_explicit(f, memory_order_acquire) < v) {
+        if (tu_now_s() > end)
+            return false;
+        tu_nap_us(100);
+    }
+    return true;
+}
+
+static int op_noop(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    return 0;
+}
+
+/* ---- an op submitting to its own full session -------------------- */
+
+typedef struct self_sub {
+    accel_session *s;
+    int64_t timeout;
+    bool batch;
+    int filled, fill_rc, rc;
+    size_t accepted;
+    _Atomic int returned;
+} self_sub;
+
+static int op_self_submit(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    self_sub *a = arg;
+    accel_op op = {.fn = op_noop};
+    int rc;
+    while ((rc = accel_submit(a->s, &op, ACCEL_NO_WAIT)) == ACCEL_OK)
+        a->filled++;
+    a->fill_rc = rc;
+    if (a->batch) {
+        accel_op two[2] = {op, op};
+        a->rc = accel_submit_batch(a->s, two, 2, a->timeout, &a->accepted);
+    } else {
+        a->rc = accel_submit(a->s, &op, a->timeout);
+    }
+    atomic_store_explicit(&a->returned, 1, memory_order_release);
+    return 0;
+}
+
+static void self_submit_case(int64_t timeout, bool batch)
+{
+    accel_runtime *rt = tu_runtime(1);
+    cr_assert_not_null(rt);
+    accel_session *s = tu_open(rt, "self", 4, 0);
+    cr_assert_not_null(s);
+    self_sub a = {.s = s, .timeout = timeout, .batch = batch};
+    accel_op op = {.fn = op_self_submit, .arg = &a};
+    cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    bool returned = tu_wait_for(&a.returned, 1);
+    if (!returned) /* the broken code: free the worker, then fail */
+        accel_session_close(s, ACCEL_CLOSE_CANCEL);
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert(returned, "self-submit with a wait on a full ring hung");
+    cr_assert_eq(a.filled, 4);
+    cr_assert_eq(a.fill_rc, ACCEL_EAGAIN);
+    cr_assert_eq(a.rc, ACCEL_EDEADLK, "got %d (%s)", a.rc,
+                 accel_strerror(a.rc));
+    cr_assert_eq(a.accepted, 0);
+    accel_session_stats st;
+    cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
+    cr_assert_eq(st.submitted, 5); /* nothing accepted by the failed call */
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+Test(regressions, self_submit_full_ring_forever_is_edeadlk, .timeout = 60)
+{
+    self_submit_case(ACCEL_FOREVER, false);
+}
+
+Test(regressions, self_submit_full_ring_timeout_is_edeadlk, .timeout = 60)
+{
+    /* A timeout far beyond HANG_S: the broken code times out the test's
+     * wait, not the submit. */
+    self_submit_case(600ll * 1000000000ll, false);
+    self_submit_case(ACCEL_FOREVER, true);
+}
+
+/* ---- a producer waiting for room is woken by the take that makes it -- */
+
+typedef struct room_prod {
+    accel_session *s;
+    _Atomic int tid;
+    _Atomic int returned;
+    int rc;
+} room_prod;
+
+static void *room_producer(void *p)
+{
+    room_prod *a = p;
+    atomic_store_explicit(&a->tid, (int)gettid(), memory_order_release);
+    accel_op op = {.fn = op_noop};
+    a->rc = accel_submit(a->s, &op, ACCEL_FOREVER);
+    atomic_store_explicit(&a->returned, 1, memory_order_release);
+    return NULL;
+}
+
+/* The op at the head of the full ring: it waits for the producer's submit
+ * to return, which needs the slot this op's take freed. */
+typedef struct long_op {
+    room_prod *prod;
+    _Atomic int signalled;
+} long_op;
+
+static int op_wait_producer(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    long_op *l = arg;
+    if (tu_wait_for(&l->prod->returned, 1))
+        atomic_store_explicit(&l->signalled, 1, memory_order_release);
+    return 0;
+}
+
+/* The scheduling state letter of a thread of this process ('S': asleep in
+ * a syscall, here the futex). */
+static char thread_state(int tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return '?';
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] && p[2] ? p[2] : '?';
+}
+
+Test(regressions, room_waiter_woken_by_the_take_that_frees_a_slot,
+     .timeout = 60)
+{
+    accel_runtime *rt = tu_runtime(1);
+    cr_assert_not_null(rt);
+    /* A blocker on another session holds the only worker while the ring
+     * of s fills and the producer goes to sleep. */
+    accel_session *other = tu_open(rt, "other", 4, 0);
+    accel_session *s = tu_open(rt, "s", 8, 0);
+    cr_assert(other && s);
+    tu_blocker b = {0};
+    accel_op bop = tu_blocker_op(&b);
+    cr_assert_eq(accel_submit(other, &bop, ACCEL_FOREVER), ACCEL_OK);
+    tu_wait_at_least(&b.started, 1);
+
+    room_prod prod = {.s = s};
+    long_op l = {.prod = &prod};
+    accel_op lop = {.fn = op_wait_producer, .arg = &l};
+    accel_op q = {.fn = op_noop};
+    /* Position 0: the long op (a new session's first visit runs one op,
+     * so the take of position 0 is the only one before it runs); 1..7:
+     * quick ops. The ring (8) is full. */
+    cr_assert_eq(accel_submit(s, &lop, ACCEL_NO_WAIT), ACCEL_OK);
+    for (int i = 0; i < 7; i++)
+        cr_assert_eq(accel_submit(s, &q, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_eq(accel_submit(s, &q, ACCEL_NO_WAIT), ACCEL_EAGAIN);
+
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, room_producer, &prod), 0);
+    /* Wait until the producer sleeps for room: counted as a waiter, then
+     * asleep (the futex; its re-check saw the ring full). */
+    tu_wait_at_least(&prod.tid, 1);
+    int tid = atomic_load(&prod.tid);
+    while (!(atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
+             thread_state(tid) == 'S'))
+        tu_nap_us(100);
+
+    tu_latch_open(&b.gate); /* the worker moves on to s */
+    pthread_join(th, NULL);
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(prod.rc, ACCEL_OK);
+    cr_assert(atomic_load(&l.signalled),
+              "the producer slept through the op whose take made room");
+    accel_session_release(s);
+    accel_session_release(other);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* ---- reclamation goes on while an op runs --------------------------- */
+
+typedef struct reclaim_wait {
+    _Atomic int started;
+    _Atomic int go;
+    uint64_t base;
+    _Atomic int reclaimed;
+} reclaim_wait;
+
+static int op_wait_reclaim(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    reclaim_wait *r = arg;
+    atomic_store_explicit(&r->started, 1, memory_order_release);
+    tu_wait_at_least(&r->go, 1);
+    double end = tu_now_s() + HANG_S;
+    while (tu_now_s() < end) {
+        if (atomic_load(&accel__sessions_reclaimed) > r->base) {
+            atomic_store(&r->reclaimed, 1);
+            break;
+        }
+        tu_nap_us(100);
+    }
+    return 0;
+}
+
+Test(regressions, closed_session_reclaimed_while_an_op_runs, .timeout = 60)
+{
+    accel_runtime *rt = tu_runtime(2);
+    cr_assert_not_null(rt);
+    accel_session *s = tu_open(rt, "runner", 4, 0);
+    cr_assert_not_null(s);
+    reclaim_wait r = {0};
+    accel_op op = {.fn = op_wait_reclaim, .arg = &r};
+    cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    tu_wait_at_least(&r.started, 1);
+    /* While the op runs: a session is closed and its last handle dropped,
+     * which queues its reclamation after a grace period. */
+    accel_session *gone = tu_open(rt, "gone", 4, 0);
+    cr_assert_not_null(gone);
+    cr_assert_eq(accel_submit(gone, &(accel_op){.fn = op_noop}, ACCEL_FOREVER),
+                 ACCEL_OK);
+    cr_assert_eq(accel_session_close(gone, ACCEL_CLOSE_DRAIN), ACCEL_OK);
+    r.base = atomic_load(&accel__sessions_reclaimed);
+    accel_session_release(gone);
+    atomic_store_explicit(&r.go, 1, memory_order_release);
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert(atomic_load(&r.reclaimed),
+              "a running op held back the reclamation of a closed session");
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* ---- destroy from inside an op: EDEADLK only for its own runtime ---- */
+
+typedef struct destroy_arg {
+    accel_runtime *own, *other;
+    int rc_own, rc_other;
+} destroy_arg;
+
+static int op_destroy(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    destroy_arg *d = arg;
+    d->rc_own = accel_runtime_destroy(d->own);
+    d->rc_other = accel_runtime_destroy(d->other);
+    return 0;
+}
+
+Test(regressions, destroy_inside_an_op_edeadlk_only_for_its_runtime,
+     .timeout = 30)
+{
+    accel_runtime *rt = tu_runtime(1), *rt2 = tu_runtime(1);
+    cr_assert(rt && rt2);
+    accel_session *s = tu_open(rt, "d", 4, 0);
+    accel_session *s2 = tu_open(rt2, "d2", 4, 0);
+    cr_assert(s && s2);
+    destroy_arg d = {.own = rt, .other = rt2};
+    cr_assert_eq(accel_submit_wait(s, op_destroy, &d, ACCEL_FOREVER), 0);
+    cr_assert_eq(d.rc_own, ACCEL_EDEADLK);
+    cr_assert_eq(d.rc_other, ACCEL_OK, "destroying another runtime: %s",
+                 accel_strerror(d.rc_other));
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* ---- a burst of wakes reaches as many parked workers ---------------- */
+
+/* Two wakes while one worker of each lane is parked: each must go to a
+ * different worker (the first claims the short-lane one, so the second
+ * falls to the general one). White-box over a runtime with no threads:
+ * the wake's futex words count the wakes sent to each lane. */
+Test(regressions, two_wakes_claim_two_parked_workers, .timeout = 10)
+{
+    accel_runtime *rt = calloc(1, sizeof(*rt));
+    cr_assert_not_null(rt);
+    accel__fence_init();
+    TEST_PARK(rt, 1);
+    TEST_PARK(rt, 0);
+    unsigned both = ACCEL__SCHED_LANE_GENERAL | ACCEL__SCHED_LANE_SHORT;
+    accel__runtime_wake_lanes(rt, both);
+    accel__runtime_wake_lanes(rt, both);
+    cr_assert_eq(atomic_load(&rt->park_seq_short), 1,
+                 "wakes sent to the short lane's one parked worker: %u",
+                 atomic_load(&rt->park_seq_short));
+    cr_assert_eq(atomic_load(&rt->park_seq), 1,
+                 "wakes sent to the general lane's one parked worker: %u",
+                 atomic_load(&rt->park_seq));
+    /* A third wake finds no unclaimed parked worker: nothing to send. */
+    accel__runtime_wake_lanes(rt, both);
+    cr_assert_eq(atomic_load(&rt->park_seq_short) + atomic_load(&rt->park_seq),
+                 2);
+    free(rt);
+}
+
+/* Worker threads of this process (accel-w*, accel-short*), by tid. */
+static int worker_tids(int *tids, int max)
+{
+    int n = 0;
+    char path[300], comm[32];
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < max) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof(comm), f) &&
+            (strncmp(comm, "accel-w", 7) == 0 || strncmp(comm, "accel-short", 11) == 0))
+            tids[n++] = atoi(de->d_name);
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+typedef struct pair_run {
+    _Atomic int running;
+    _Atomic int both;
+} pair_run;
+
+static int op_meet(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    pair_run *p = arg;
+    atomic_fetch_add_explicit(&p->running, 1, memory_order_acq_rel);
+    if (tu_wait_for(&p->running, 2))
+        atomic_fetch_add_explicit(&p->both, 1, memory_order_relaxed);
+    return 0;
+}
+
+/* Two ops that each wait until both run: a burst of two submits onto
+ * parked workers must start both (end to end). */
+Test(regressions, burst_of_two_starts_both_parked_workers, .timeout = 60)
+{
+    /* short_op_ns of 1 s: the meeting ops stay short-class, so either
+     * lane may run either session. */
+    accel_runtime_config c = {.workers = 2, .short_lane_workers = 1,
+                              .short_op_ns = 1000000000ull};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_session *a = tu_open(rt, "a", 4, 0), *b = tu_open(rt, "b", 4, 0);
+    cr_assert(a && b);
+    for (int round = 0; round < 3; round++) {
+        int tids[2];
+        cr_assert_eq(worker_tids(tids, 2), 2);
+        /* both workers asleep in their park */
+        while (thread_state(tids[0]) != 'S' || thread_state(tids[1]) != 'S')
+            tu_nap_us(200);
+        pair_run p = {0};
+        accel_op op = {.fn = op_meet, .arg = &p};
+        cr_assert_eq(accel_submit(a, &op, ACCEL_FOREVER), ACCEL_OK);
+        cr_assert_eq(accel_submit(b, &op, ACCEL_FOREVER), ACCEL_OK);
+        cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+        cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
+        cr_assert_eq(atomic_load(&p.both), 2,
+                     "round %d: the two ops never ran at once", round);
+    }
+    accel_session_release(a);
+    accel_session_release(b);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* ---- a CANCEL close never completes an op before earlier device ops -- */
+
+/* A test backend over the CPU one whose run() leaves the op "on the
+ * device" (ACCEL__PENDING) until the test opens its gate; poll() then
+ * completes it, as the CUDA backend does. capacity() 0 while `hold`. */
+static struct {
+    accel_op op;
+    _Atomic int pending, gate, hold, polls;
+} dev;
+
+static int dev_run(void *state, accel_ctx *ctx, const accel_op *op,
+                   int *status)
+{
+    (void)state, (void)ctx, (void)status;
+    dev.op = *op;
+    atomic_store(&dev.pending, 1);
+    return ACCEL__PENDING;
+}
+
+static uint32_t dev_poll(void *state, accel_session *s)
+{
+    (void)state;
+    atomic_fetch_add(&dev.polls, 1);
+    if (atomic_load(&dev.pending) && atomic_load(&dev.gate)) {
+        accel__op_complete(s, &dev.op, 0);
+        atomic_store(&dev.pending, 0);
+    }
+    return (uint32_t)atomic_load(&dev.pending);
+}
+
+static uint32_t dev_capacity(void *state)
+{
+    (void)state;
+    return atomic_load(&dev.hold) ? 0 : 8;
+}
+
+typedef struct dev_op {
+    _Atomic int done_calls;
+    _Atomic int status;
+} dev_op;
+
+static void dev_done(void *arg, int status)
+{
+    dev_op *d = arg;
+    atomic_store(&d->status, status);
+    atomic_fetch_add(&d->done_calls, 1);
+}
+
+typedef struct sync_watch {
+    accel_session *s;
+    dev_op *first;
+    int rc;
+    int first_done_at_return;
+} sync_watch;
+
+static void *sync_main(void *p)
+{
+    sync_watch *w = p;
+    w->rc = accel_session_sync(w->s, ACCEL_FOREVER);
+    w->first_done_at_return = atomic_load(&w->first->done_calls);
+    return NULL;
+}
+
+Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
+     .timeout = 60)
+{
+    static accel__backend_ops fake;
+    accel_runtime *rt = tu_runtime(1);
+    cr_assert_not_null(rt);
+    accel_session *s = tu_open(rt, "dev", 8, 0);
+    cr_assert_not_null(s);
+    fake = *s->bops; /* the CPU backend, with run/poll/capacity replaced */
+    fake.flags &= ~ACCEL__BACKEND_RUNS_INLINE;
+    fake.run = dev_run;
+    fake.poll = dev_poll;
+    fake.capacity = dev_capacity;
+    s->bops = &fake; /* before any op: the worker reads it per visit */
+
+    dev_op p = {0}, c = {0};
+    accel_op pop = {.fn = op_noop, .done = dev_done, .arg = &p};
+    accel_op cop = {.fn = op_noop, .done = dev_done, .arg = &c};
+    cr_assert_eq(accel_submit(s, &pop, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&dev.pending)) /* p is on the "device" */
+        tu_nap_us(100);
+    atomic_store(&dev.hold, 1); /* visits take nothing for now */
+
+    /* A sync for everything accepted so far (p): it announces target 1. */
+    sync_watch w = {.s = s, .first = &p};
+    pthread_t st;
+    cr_assert_eq(pthread_create(&st, NULL, sync_main, &w), 0);
+    while (atomic_load_explicit(&s->wake_at, memory_order_relaxed) != 1)
+        tu_nap_us(100);
+
+    /* c queued behind p, then a CANCEL close; then visits may take again */
+    cr_assert_eq(accel_submit(s, &cop, ACCEL_NO_WAIT), ACCEL_OK);
+    closer_arg ca = {.s = s, .flags = ACCEL_CLOSE_CANCEL};
+    pthread_t ct;
+    cr_assert_eq(pthread_create(&ct, NULL, closer_main, &ca), 0);
+    while (!atomic_load_explicit(&s->cancel, memory_order_relaxed))
+        tu_nap_us(100);
+    atomic_store(&dev.hold, 0);
+    /* Let the worker run some visits while p is still on the device. */
+    int polls = atomic_load(&dev.polls);
+    while (atomic_load(&dev.polls) < polls + 5)
+        tu_nap_us(100);
+    atomic_store(&dev.gate, 1); /* p completes */
+    pthread_join(st, NULL);
+    pthread_join(ct, NULL);
+    cr_assert_eq(w.rc, ACCEL_OK);
+    cr_assert_eq(w.first_done_at_return, 1,
+                 "sync returned before the earlier op's done ran");
+    cr_assert_eq(atomic_load(&p.done_calls), 1);
+    cr_assert_eq(atomic_load(&p.status), 0);
+    cr_assert_eq(atomic_load(&c.done_calls), 1);
+    cr_assert_eq(atomic_load(&c.status), ACCEL_ECLOSED);
+    cr_assert_eq(ca.rc, ACCEL_OK);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
