@@ -8,6 +8,7 @@
  */
 #include "alloc.h"
 #include "backend.h"
+#include "fault.h"
 
 #ifndef ACCEL__MODULE_OPS
 #error "define ACCEL__MODULE_OPS to the backend's accel__backend_ops object"
@@ -48,19 +49,40 @@ int accel__runtime_backend_status(accel_runtime *rt, accel_backend kind)
     return host->runtime_backend_status(rt, kind);
 }
 
-void *accel__malloc(size_t n)
+/* The parentheses keep alloc.h's site-naming macros off the names. */
+void *(accel__malloc)(size_t n)
 {
     return host->malloc(n);
 }
 
-void *accel__calloc(size_t n, size_t size)
+void *(accel__calloc)(size_t n, size_t size)
 {
     return host->calloc(n, size);
 }
 
-void *accel__calloc_aligned(size_t align, size_t n)
+void *(accel__calloc_aligned)(size_t align, size_t n)
 {
     return host->calloc_aligned(align, n);
+}
+
+void *accel__malloc_at(size_t n, const char *func)
+{
+    return host->malloc_at(n, func);
+}
+
+void *accel__calloc_at(size_t n, size_t size, const char *func)
+{
+    return host->calloc_at(n, size, func);
+}
+
+void *accel__calloc_aligned_at(size_t align, size_t n, const char *func)
+{
+    return host->calloc_aligned_at(align, n, func);
+}
+
+bool accel__fault_hit_ext(const char *kind, const char *func)
+{
+    return host->fault_hit(kind, func);
 }
 
 void accel__free(void *p)

@@ -140,7 +140,7 @@ int main(int argc, char **argv)
     bench_result_f64(&res, "max_us", (double)lat[opt.samples - 1] / 1e3);
     bench_result_emit(&res);
 
-    printf("\n# Targets (issue 4)\n");
+    printf("\n# Targets (bench/README.md)\n");
     bench_target("idle", "idle runtime, 100 sessions: CPU per 10 s", idle_ms_per_10s, "<=", 1.0,
                  "ms");
     bench_target("idle", "idle worker wake-up, submit -> start p50", (double)p50 / 1e3, "<=", 20,

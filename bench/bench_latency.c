@@ -1,6 +1,6 @@
 /*
- * bench_latency: the node scenario of issue 3. Six weight-1 sessions are
- * kept backlogged with 2 ms ops (calibrated CPU work) while one weight-100
+ * bench_latency: the node scenario of promise 3 (docs/contract.md). Six
+ * weight-1 sessions are kept backlogged with 2 ms ops (calibrated CPU work) while one weight-100
  * session submits a 20 us op about every 10 ms (open loop). Measured: the
  * submit -> start wait of the weight-100 ops, and the throughput of the
  * backlogged sessions, for four systems in the same run:
@@ -37,7 +37,7 @@
  * The FIFO pool's wait is the work queued ahead of the op (about
  * 6 x backlog x 2 ms / 2 workers), accel's is at most the rest of one
  * running long op, so the fifo/accel ratio grows with --backlog (about
- * 3.3 x backlog at the defaults): the issue's 50x needs a backlog of ~16
+ * 3.3 x backlog at the defaults): the 50x target needs a backlog of ~16
  * ops per session; the default, 4, keeps the run short and the pool's
  * queue small.
  *
@@ -397,7 +397,7 @@ int main(int argc, char **argv)
             printf("fifo-pool / %-9s: p99 %.1fx\n", sys_name[sys], p99[SYS_POOL] / p99[sys]);
     }
 
-    printf("\n# Targets (issue 3)\n");
+    printf("\n# Targets (bench/README.md)\n");
     if (on[SYS_ACCEL]) {
         char what[96];
         snprintf(what, sizeof what, "accel p99 wait / longest op (%.1f ms)",

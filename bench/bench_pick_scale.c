@@ -1,6 +1,6 @@
 /*
  * bench_pick_scale: per-op scheduling overhead against the number of
- * runnable sessions (issue 3: at most 25% more at 100k than at 16).
+ * runnable sessions (target: at most 25% more at 100k than at 16).
  *
  * Two measurements per session count N:
  *  - runtime (public API): a runtime with --workers workers and
@@ -363,7 +363,7 @@ int main(int argc, char **argv)
         bench_result_emit(&res);
     }
 
-    printf("\n# Targets (issue 3)\n");
+    printf("\n# Targets (bench/README.md)\n");
     for (size_t c = 1; c < nc; c++) {
         char what[96];
         snprintf(what, sizeof what, "runtime per-op overhead, %llu / %llu sessions",

@@ -211,7 +211,7 @@ int main(int argc, char **argv)
         free(ss);
         free(ids);
     }
-    printf("\n# Targets (issue 4)\n");
+    printf("\n# Targets (bench/README.md)\n");
     if (ns16 > 0 && nmax > 16) {
         char what[96];
         snprintf(what, sizeof what, "per-op overhead, %llu active sessions / 16",

@@ -510,7 +510,7 @@ static double mops(const cell_result *r, enum system s)
 
 static void print_targets(void)
 {
-    printf("\n# Targets (issue 4; ratios from this run)\n");
+    printf("\n# Targets (bench/README.md; ratios from this run)\n");
     const cell_result *a = find(KIND_EMPTY, 4, 4, 2, false);
     const cell_result *b = find(KIND_EMPTY, 4, 4, 2, true);
     const cell_result *one = find(KIND_EMPTY, 4, 1, 2, false);

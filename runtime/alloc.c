@@ -1,41 +1,31 @@
 #include "alloc.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Fault injection: relaxed is enough, the tests drive it from one thread. */
-static _Atomic long fail_countdown = -1;
-static _Atomic long alloc_count;
-
-static int should_fail(void)
-{
-    /* Unarmed (the normal case): one load of a read-mostly word, no RMW
-     * on a line that every allocating thread would share. */
-    long c = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
-    if (c < 0)
-        return 0;
-    atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed);
-    c = atomic_fetch_sub_explicit(&fail_countdown, 1, memory_order_relaxed);
-    return c == 0;
-}
+#include "fault.h"
 
 long accel__alloc_fail_after(long k)
 {
-    atomic_store_explicit(&fail_countdown, k, memory_order_relaxed);
-    return atomic_exchange_explicit(&alloc_count, 0, memory_order_relaxed);
+    long n = accel__fault_disarm();
+    if (k >= 0)
+        accel__fault_arm_nth(k);
+    return n;
 }
 
-void *accel__malloc(size_t n) { return should_fail() ? NULL : malloc(n); }
-
-void *accel__calloc(size_t n, size_t size)
+void *accel__malloc_at(size_t n, const char *func)
 {
-    return should_fail() ? NULL : calloc(n, size);
+    return accel__fault_hit("alloc", func) ? NULL : malloc(n);
 }
 
-void *accel__calloc_aligned(size_t align, size_t n)
+void *accel__calloc_at(size_t n, size_t size, const char *func)
 {
-    if (should_fail())
+    return accel__fault_hit("alloc", func) ? NULL : calloc(n, size);
+}
+
+void *accel__calloc_aligned_at(size_t align, size_t n, const char *func)
+{
+    if (accel__fault_hit("alloc", func))
         return NULL;
     /* posix_memalign: no need to round the size up to the alignment
      * (aligned_alloc's rule), which would waste up to align - 1 bytes per
@@ -48,3 +38,16 @@ void *accel__calloc_aligned(size_t align, size_t n)
 }
 
 void accel__free(void *p) { free(p); }
+
+/* The plain functions; the parentheses keep the macros of alloc.h off. */
+void *(accel__malloc)(size_t n) { return accel__malloc_at(n, "(unnamed)"); }
+
+void *(accel__calloc)(size_t n, size_t size)
+{
+    return accel__calloc_at(n, size, "(unnamed)");
+}
+
+void *(accel__calloc_aligned)(size_t align, size_t n)
+{
+    return accel__calloc_aligned_at(align, n, "(unnamed)");
+}

@@ -18,6 +18,7 @@
 #ifndef ACCEL_RUNTIME_BACKEND_H
 #define ACCEL_RUNTIME_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ACCEL__BACKEND_VERSION 2
+#define ACCEL__BACKEND_VERSION 3
 #define ACCEL__PENDING 1 /* run(): completion will be reported later */
 /* Slots of the backend table: one per accel_backend value (0, AUTO, is
  * never a backend). */
@@ -136,6 +137,12 @@ typedef struct accel__backend_host {
     void *(*calloc)(size_t n, size_t size);
     void *(*calloc_aligned)(size_t align, size_t n);
     void (*free)(void *p);
+    /* Fault injection (fault.h): the module's allocations name their
+     * site, and its other fault sites ask the runtime's hook. */
+    void *(*malloc_at)(size_t n, const char *func);
+    void *(*calloc_at)(size_t n, size_t size, const char *func);
+    void *(*calloc_aligned_at)(size_t align, size_t n, const char *func);
+    bool (*fault_hit)(const char *kind, const char *func);
 } accel__backend_host;
 
 /* The one symbol a module exports: returns its ops, or NULL when it

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "fault.h"
 #include "backend_registry.h"
 
 static const accel__backend_host host = {
@@ -27,6 +28,10 @@ static const accel__backend_host host = {
     .calloc = accel__calloc,
     .calloc_aligned = accel__calloc_aligned,
     .free = accel__free,
+    .malloc_at = accel__malloc_at,
+    .calloc_at = accel__calloc_at,
+    .calloc_aligned_at = accel__calloc_aligned_at,
+    .fault_hit = accel__fault_hit_ext,
 };
 
 static const accel__backend_ops *try_dir(const char *dir, size_t dirlen,

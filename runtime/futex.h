@@ -8,8 +8,14 @@
  * miss. With membarrier(PRIVATE_EXPEDITED) the cold side pays for both:
  * accel__fence_cold() makes every running thread of the process execute a
  * full barrier, so accel__fence_hot() only has to stop the compiler (the
- * scheme liburcu's memb flavour uses for its readers). Where membarrier is
- * missing both become seq_cst fences.
+ * scheme liburcu's memb flavour uses for its readers).
+ *
+ * The two sides must agree on the scheme, so it is chosen once, at the first
+ * accel__fence_init() (before any runtime exists), and never changes: if
+ * membarrier cannot be registered and tried there, both sides are seq_cst
+ * fences for the life of the process. A membarrier that fails after working
+ * at init would leave hot sides unfenced; that is not a documented kernel
+ * behaviour, and the cold side aborts rather than run on unsoundly.
  */
 #ifndef ACCEL_RUNTIME_FUTEX_H
 #define ACCEL_RUNTIME_FUTEX_H
@@ -26,9 +32,16 @@ int accel__futex_wait(_Atomic uint32_t *word, uint32_t expected,
 /* Wakes up to n sleepers on word (n = INT32_MAX for all). */
 void accel__futex_wake(_Atomic uint32_t *word, int n);
 
+/* Written once by accel__fence_init(), before any runtime exists. */
 extern bool accel__membarrier_ok;
 /* Once per process, before any fence; idempotent. */
 void accel__fence_init(void);
+
+/* Test seam: replaces the membarrier system call (cmd, flags) -> result;
+ * NULL restores it. Set before the first accel__fence_init() to force the
+ * fence scheme; set later to make a run-time call fail. */
+typedef long (*accel__membarrier_fn)(int cmd, unsigned flags);
+void accel__fence_set_membarrier(accel__membarrier_fn fn);
 
 static inline void accel__fence_hot(void)
 {

@@ -13,8 +13,10 @@
  * A producer reserves k positions [t, t+k) with one CAS on tail after
  * checking t + k - head <= capacity, fills each slot and publishes it on
  * its own by storing seq = position + 1 (release). Producers never wait for
- * each other: a slow producer delays only the consumer's view of its own
- * slot. The consumer reads slot[head].seq (acquire); == head + 1 means
+ * each other to reserve or publish, but the consumer takes positions in
+ * order: a producer preempted between reserve and publish holds back every
+ * later op of the session (published or not) until it publishes; other
+ * sessions are not affected. The consumer reads slot[head].seq (acquire); == head + 1 means
  * published, anything else means empty or reserved-but-unpublished, and the
  * consumer leaves rather than spins (that producer's publish reschedules
  * the session). A slot's stale seq from an earlier lap is position - cap + 1,

@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 
 #include "accel/accel.h"
+#include "fault.h"
 #include "sched.h"
 #include "yield.h"
 
@@ -38,6 +39,8 @@ int accel__sched_nodes_init(accel__sched_nodes *n, uint32_t cap)
 {
     n->cap = cap + 1;
     n->map_bytes = (size_t)n->cap * sizeof(accel__sched_node);
+    if (ACCEL__FAULT("mmap"))
+        return ACCEL_ENOMEM;
     /* Untouched pages of the mapping cost nothing: fresh hands out nodes
      * in order, so only as many pages as runnable entities get used. */
     void *m = mmap(NULL, n->map_bytes, PROT_READ | PROT_WRITE,

@@ -1,5 +1,5 @@
 /*
- * Priority-weighted fair scheduler (DESIGN.md "Scheduler",
+ * Priority-weighted fair scheduler (docs/contract.md, promise 3;
  * docs/scheduler.md): virtual time per entity charged with measured
  * service / weight, a virtual time V_k per class on one shared clock
  * (vnow() = max of them), pick by smallest

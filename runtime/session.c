@@ -64,6 +64,7 @@ static void session_reclaim(struct rcu_head *head)
     /* relaxed: a statistic. */
     atomic_fetch_add_explicit(&accel__sessions_reclaimed, 1,
                               memory_order_relaxed);
+    accel__rcu_reclaim_end();
 }
 
 void accel__session_free_now(accel_session *s)

@@ -2,12 +2,15 @@
 
 #include <string.h>
 
+#include "fault.h"
 #include "rcu.h"
 #include "session.h"
 
 struct cds_lfht *accel__table_create(void)
 {
     accel__rcu_register();
+    if (ACCEL__FAULT("cds_lfht_new"))
+        return NULL;
     accel__fork_cold_begin();
     struct cds_lfht *t =
         cds_lfht_new_flavor(64, 64, 0,
@@ -47,13 +50,14 @@ static int match(struct cds_lfht_node *node, const void *k)
     const accel_session *s =
         caa_container_of(node, accel_session, table_node);
     const key *kk = k;
+    accel__rcu_tsan_found(s); /* match reads s inside the lookup */
     return s->id_len == kk->len && memcmp(s->id, kk->id, kk->len) == 0;
 }
 
 int accel__table_insert(struct cds_lfht *t, accel_session *s)
 {
     key k = {s->id, s->id_len};
-    ACCEL__TSAN_RELEASE(s); /* publish; pairs with the acquire in find */
+    accel__rcu_tsan_publish(s); /* pairs with found in match and find */
     struct cds_lfht_node *got =
         cds_lfht_add_unique(t, (unsigned long)s->hash, match, &k, &s->table_node);
     return got == &s->table_node ? ACCEL_OK : ACCEL_EEXIST;
@@ -74,6 +78,6 @@ accel_session *accel__table_find(struct cds_lfht *t, const char *id,
     if (!n)
         return NULL;
     accel_session *s = caa_container_of(n, accel_session, table_node);
-    ACCEL__TSAN_ACQUIRE(s);
+    accel__rcu_tsan_found(s);
     return s;
 }

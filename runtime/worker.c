@@ -34,11 +34,13 @@
 #include <sched.h>
 
 #include "clock.h"
+#include "fault.h"
 #include "futex.h"
 #include "rcu.h"
 #include "runtime.h"
 #include "session.h"
 #include "trace.h"
+#include "yield.h"
 
 /* After [R2] (each take): wake the producers sleeping for room, if one
  * announced itself since the last wake. The take that frees a slot must
@@ -377,6 +379,8 @@ static void *worker_main(void *arg)
 {
     accel__worker *w = arg;
     accel_runtime *rt = w->rt;
+    accel__fault_thread_is_worker();
+    accel__yield_thread_index((UINT64_C(1) << 32) + w->index);
     accel__rcu_register();
     uint64_t now = 0; /* end of the last visit; 0: read the clock */
     for (;;) {
@@ -410,7 +414,8 @@ int accel__workers_start(accel_runtime *rt)
         w->rt = rt;
         w->index = i;
         w->lane = i < rt->cfg.short_lane_workers ? 1 : 0;
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        if (ACCEL__FAULT("pthread_create") ||
+            pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             rt->nworkers = i;
             accel__workers_stop(rt);
             return ACCEL_ENOMEM;

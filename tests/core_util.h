@@ -12,6 +12,7 @@
 #define ACCEL_TESTS_CORE_UTIL_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -114,6 +115,20 @@ static inline accel_session *tu_open(accel_runtime *rt, const char *id,
     return accel_session_open(rt, &c, &s) == ACCEL_OK ? s : NULL;
 }
 
+/* Whether rt can open CUDA sessions (a usable device, and the library
+ * built with CUDA): opens and closes one under a scratch id. Tests whose
+ * expectation depends on the device ask this instead of assuming none. */
+static inline bool tu_cuda_usable(accel_runtime *rt)
+{
+    accel_session_config c = {.id = "tu-cuda-probe",
+                              .backend = ACCEL_BACKEND_CUDA};
+    accel_session *s = NULL;
+    if (accel_session_open(rt, &c, &s) != ACCEL_OK)
+        return false;
+    accel_session_release(s);
+    return true;
+}
+
 /* xorshift64*: seeded, per caller. */
 static inline uint64_t tu_rand(uint64_t *st)
 {
@@ -141,8 +156,9 @@ static inline double tu_now_s(void)
 }
 
 /* Leak check now (ASan builds): the number of leaks found, else 0.
- * Criterion ignores LeakSanitizer's report at the exit of a passed test,
- * so tests that promise "no leak" call this and assert on it. */
+ * Criterion ignores LeakSanitizer's report at the exit of a passed test
+ * (ctest fails it on the report's text, tests/CMakeLists.txt); tests that
+ * promise "no leak" at a given point call this and assert on it. */
 #if defined(__SANITIZE_ADDRESS__)
 #define TU_HAVE_LSAN 1
 #elif defined(__has_feature)

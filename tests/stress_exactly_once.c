@@ -1,5 +1,5 @@
 /*
- * Exactly-once stress (promises 1, 2 and 4 of DESIGN.md).
+ * Exactly-once stress (promises 1, 2 and 4 of docs/contract.md).
  *
  * 64 sessions of mixed weights and queue depths, 4 producers, 2 workers.
  * Producers submit (single, batch, submit_wait), sync, reserve/unreserve
@@ -42,6 +42,8 @@
 #include <unistd.h>
 
 #include <accel/accel.h>
+
+#include "yield.h"
 
 #define MAX_SESSIONS 256
 #define MAX_PRODUCERS 16
@@ -493,6 +495,7 @@ static void producer_step(prod *p, slot *sl, inst *in)
 static void *producer_main(void *arg)
 {
     prod *p = arg;
+    accel__yield_thread_index(1 + (uint64_t)p->index); /* replayable seed */
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         slot *sl = &slots[rng_below(&p->rng, (uint32_t)nsessions)];
         pthread_rwlock_rdlock(&sl->lock);
@@ -529,6 +532,7 @@ typedef struct chaos {
 static void *chaos_main(void *arg)
 {
     chaos *c = arg;
+    accel__yield_thread_index(1000 + (uint64_t)c->index);
     int ch = 2 * nproducers + c->index;
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         usleep(rng_below(&c->rng, 3000));
@@ -587,6 +591,7 @@ static void *chaos_main(void *arg)
 static void *prio_main(void *arg)
 {
     uint64_t rng = *(uint64_t *)arg;
+    accel__yield_thread_index(2000);
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         slot *sl = &slots[rng_below(&rng, (uint32_t)nsessions)];
         pthread_rwlock_rdlock(&sl->lock);
@@ -674,6 +679,7 @@ int main(int argc, char **argv)
     static const uint32_t weights[] = {1, 5, 10, 100, 0, 1000, 3, 50};
     static const uint32_t depths[] = {0, 2, 8, 64, 4096, 1, 16, 256};
     static const int64_t budgets[] = {0, 4096, 1 << 20, 3000};
+    accel__yield_thread_index(0); /* the main thread's yield stream */
     uint64_t cfg_rng = seed * 7919 + 1;
     for (int i = 0; i < nsessions; i++) {
         slot *sl = &slots[i];

@@ -4,7 +4,8 @@
  * between reserve and publish (so the consumer meets unpublished slots and
  * must not take them), and tag each item with (producer, sequence). The
  * consumer counts every item exactly once and checks each producer's items
- * arrive in its own order. Runs under TSan: the item payload is plain data
+ * arrive in its own order. Odd producers reserve through a shared head
+ * cache, as submit does (accel__ring_reserve_cached). Runs under TSan: the item payload is plain data
  * published only by the ring's release/acquire pairs.
  *
  * ACCEL_STRESS_SECONDS (default 2) sets the duration. Exit 0 = pass.
@@ -23,6 +24,8 @@
 
 static accel__ring ring;
 static _Atomic uint64_t tail, head;
+/* The producers' copy of head (submit's path): odd producers use it. */
+static _Atomic uint64_t head_cache;
 static _Atomic int stop;
 static uint64_t produced[PRODUCERS];
 
@@ -37,7 +40,8 @@ static void *producer(void *arg)
     uint64_t id = (uint64_t)(uintptr_t)arg, seq = 0, rng = id * 7919 + 1;
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         uint64_t want = 1 + tu_rand(&rng) % 4, first;
-        int64_t k = accel__ring_reserve(&ring, &tail, &head, want, &first);
+        int64_t k = accel__ring_reserve_cached(
+            &ring, &tail, &head, id % 2 ? &head_cache : NULL, want, &first);
         if (k <= 0) {
             if (k < 0) {
                 fprintf(stderr, "reserve saw CLOSED before close\n");

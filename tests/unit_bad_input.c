@@ -1,5 +1,5 @@
 /*
- * The bad-input table (promise 5 of DESIGN.md): every row is one call with
+ * The bad-input table (promise 5 of docs/contract.md): every row is one call with
  * bad (or boundary) input, the status accel.h documents for it, and a check
  * that nothing observable changed: a snapshot of two sessions (one open
  * with a budget half used, one closed), of the ids in the table and of an
@@ -25,6 +25,8 @@
 
 #include <accel/accel.h>
 
+#include "core_util.h"
+
 typedef struct fx {
     accel_runtime *rt;
     accel_session *a; /* "a": open, priority 7, budget 1000, 100 used */
@@ -37,14 +39,18 @@ static void fx_setup(void)
 {
     accel_runtime_config rc = {.workers = 2};
     cr_assert_eq(accel_runtime_create(&rc, &F.rt), ACCEL_OK);
+    /* CPU-bound, so the table means the same on a machine with a device. */
     accel_session_config ca = {.id = "a", .priority = 7,
-                               .memory_budget = 1000, .queue_depth = 4};
+                               .memory_budget = 1000, .queue_depth = 4,
+                               .backend = ACCEL_BACKEND_CPU};
     cr_assert_eq(accel_session_open(F.rt, &ca, &F.a), ACCEL_OK);
     cr_assert_eq(accel_session_reserve(F.a, 100), ACCEL_OK);
-    accel_session_config cc = {.id = "c", .memory_budget = 50};
+    accel_session_config cc = {.id = "c", .memory_budget = 50,
+                               .backend = ACCEL_BACKEND_CPU};
     cr_assert_eq(accel_session_open(F.rt, &cc, &F.c), ACCEL_OK);
     cr_assert_eq(accel_session_close(F.c, ACCEL_CLOSE_DRAIN), ACCEL_OK);
-    accel_session_config cx = {.id = "x", .memory_budget = 64};
+    accel_session_config cx = {.id = "x", .memory_budget = 64,
+                               .backend = ACCEL_BACKEND_CPU};
     cr_assert_eq(accel_session_open(F.rt, &cx, &F.x), ACCEL_OK);
 }
 
@@ -544,9 +550,11 @@ typedef struct row {
     const char *name;
     int (*fn)(void);
     int want;
+    bool no_device; /* bad input only where no CUDA device is usable */
 } row;
 
-#define ROW(f, w) {#f, f, w}
+#define ROW(f, w) {#f, f, w, false}
+#define ROW_NO_DEVICE(f, w) {#f, f, w, true}
 static const row rows[] = {
     ROW(r_rt_create_null_out, ACCEL_EINVAL),
     ROW(r_rt_create_workers_max, ACCEL_EINVAL),
@@ -570,9 +578,7 @@ static const row rows[] = {
     ROW(r_open_bad_backend, ACCEL_EINVAL),
     ROW(r_open_neg_backend, ACCEL_EINVAL),
     ROW(r_open_bad_flags, ACCEL_EINVAL),
-#ifndef ACCEL_HAVE_CUDA
-    ROW(r_open_cuda_none, ACCEL_ENOBACKEND),
-#endif
+    ROW_NO_DEVICE(r_open_cuda_none, ACCEL_ENOBACKEND),
     ROW(r_lookup_null_rt, ACCEL_EINVAL),
     ROW(r_lookup_null_id, ACCEL_EINVAL),
     ROW(r_lookup_null_out, ACCEL_EINVAL),
@@ -666,10 +672,16 @@ Test(bad_input, table, .init = fx_setup, .fini = fx_teardown, .timeout = 60)
     memset(long_id, 'L', ACCEL_ID_MAX + 1);
     long_id[ACCEL_ID_MAX + 1] = '\0';
     cr_assert_geq(NROWS, 40, "the table has %zu rows", NROWS);
+    bool cuda = tu_cuda_usable(F.rt);
     snap before = take();
     cr_assert(before.lookup_a == ACCEL_OK && before.lookup_c == ACCEL_ENOENT &&
               before.lookup_new == ACCEL_ENOENT && before.a.memory_used == 100);
     for (size_t i = 0; i < NROWS; i++) {
+        if (rows[i].no_device && cuda) {
+            cr_log_info("row %zu %s: not bad input with a device", i,
+                        rows[i].name);
+            continue;
+        }
         int got = rows[i].fn();
         cr_expect_eq(got, rows[i].want, "row %zu %s: got %d (%s), want %d (%s)",
                      i, rows[i].name, got, accel_strerror(got), rows[i].want,

@@ -493,22 +493,36 @@ Test(close, release_last_handle_from_inside_own_op, .timeout = 10)
 {
     accel_runtime *rt = tu_runtime(1);
     accel_session *s = tu_open(rt, "vm", 0, 0);
+    /* A blocker holds the worker while the release op and five ops after
+     * it are accepted, so all of them are in before the close: the test's
+     * thread never touches s once the op may have released it. */
+    tu_blocker blk = {0};
+    accel_op bop = tu_blocker_op(&blk);
+    cr_assert_eq(accel_submit(s, &bop, ACCEL_NO_WAIT), ACCEL_OK);
+    tu_wait_at_least(&blk.started, 1);
     rec r[5] = {0};
     accel_op rel = {.fn = op_release_self};
     cr_assert_eq(accel_submit(s, &rel, ACCEL_NO_WAIT), ACCEL_OK);
     for (int i = 0; i < 5; i++) {
         accel_op op = {.fn = op_rec, .done = done_rec, .arg = &r[i]};
-        accel_submit(s, &op, ACCEL_NO_WAIT); /* may race with the release */
+        cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     }
-    accel_session *l = NULL;
-    while (accel_session_lookup(rt, "vm", &l) == ACCEL_OK) {
-        accel_session_release(l);
-        tu_nap_us(50);
-    }
-    /* s is gone for us. Destroy drains whatever it accepted. */
-    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    tu_latch_open(&blk.gate); /* from here on s is the op's to release */
+    /* The close from inside (DRAIN) runs every op accepted before it:
+     * each done exactly once, with the op's status. */
     for (int i = 0; i < 5; i++)
-        cr_assert_leq(atomic_load(&r[i].done_calls), 1);
+        while (atomic_load(&r[i].done_calls) == 0)
+            tu_nap_us(50);
+    accel_session *l = NULL;
+    cr_assert_eq(accel_session_lookup(rt, "vm", &l), ACCEL_ENOENT,
+                 "the last release closed and unpublished the session");
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    cr_assert_eq(atomic_load(&blk.done_calls), 1);
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(atomic_load(&r[i].done_calls), 1, "op %d", i);
+        cr_assert_eq(atomic_load(&r[i].fn_calls), 1, "op %d", i);
+        cr_assert_eq(atomic_load(&r[i].status), 0, "op %d", i);
+    }
 }
 
 /* ---- exactly once under random close ---------------------------------- */

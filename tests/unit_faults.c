@@ -1,14 +1,18 @@
 /*
- * Fault injection (promises 1, 4 and 5 of DESIGN.md under failure).
+ * Fault injection (promises 1, 4 and 5 of docs/contract.md under failure).
  *
- * - alloc_sweep: runtime/alloc.h can fail the (k+1)-th allocation of the
- *   runtime. A scripted scenario (create, open, submit, ops that allocate
- *   from their budget, lookup, close, release, destroy) runs once per k,
- *   k = 0, 1, 2, ... until a run makes no injected failure. Every public
+ * - site_sweep: runtime/fault.h can fail any fault site of the runtime
+ *   (allocations, the calendar's mmap, cds_lfht_new, pthread_create, CUDA
+ *   stream/event/pool creation and device allocation). A scripted scenario
+ *   (create, open, submit, ops that allocate from their budget, lookup,
+ *   sync, close, release, destroy) runs once per hit k of the sites hit off
+ *   the worker threads (the same site at each k on every run: checked),
+ *   and for the first hits of each site hit on the workers. Every public
  *   call must return a status documented for it (ENOMEM where it may
  *   allocate), a failed call must leave nothing behind (the id stays free,
  *   the budget unchanged), every accepted op completes exactly once, and
- *   under ASan/LSan nothing leaks (checked after each run).
+ *   under ASan/LSan nothing leaks (checked after each run). The sites
+ *   reached must be the whole list; the test prints it.
  * - A "failing backend" session (its ops fail with ACCEL_EBACKEND or their
  *   own errors), a session whose budget runs out mid-run, a session whose
  *   ring is kept full and one closed with CANCEL mid-run, all beside
@@ -25,7 +29,8 @@
 
 #include <accel/accel.h>
 
-#include "alloc.h"
+#include "core_util.h"
+#include "fault.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define HAVE_LSAN 1
@@ -57,10 +62,13 @@ static int alloc_op(accel_ctx *ctx, void *arg)
 {
     counters *c = arg;
     atomic_fetch_add(&c->ran, 1);
+    bool host = accel_session_backend(accel_ctx_session(ctx)) ==
+                ACCEL_BACKEND_CPU; /* CUDA memory is not ours to touch */
     void *p = NULL;
     int rc = accel_ctx_alloc(ctx, 100, &p);
     if (rc == ACCEL_OK) {
-        memset(p, 1, 100);
+        if (host)
+            memset(p, 1, 100);
         accel_ctx_free(ctx, p);
         atomic_fetch_add(&c->ok, 1);
     } else if (rc == ACCEL_ENOMEM) {
@@ -71,7 +79,7 @@ static int alloc_op(accel_ctx *ctx, void *arg)
         return 99; /* undocumented status: counted as failed */
     }
     /* one block left allocated: freed with the session */
-    if (accel_ctx_alloc(ctx, 10, &p) == ACCEL_OK)
+    if (accel_ctx_alloc(ctx, 10, &p) == ACCEL_OK && host)
         memset(p, 2, 10);
     return 0;
 }
@@ -85,44 +93,66 @@ static void count_done(void *arg, int status)
 }
 
 #define SWEEP_OPS 40
+#define NSESS 4 /* alpha, beta, gamma on the CPU; delta on CUDA if usable */
 
-/* One run of the scenario with the k-th allocation failing. Returns true
- * when the injected failure was hit. */
-static bool scenario(long k)
+/* One run of the scenario with whatever fault.h has armed. Every public
+ * call returns a status documented for it, a failed call leaves nothing
+ * behind, every accepted op completes exactly once, nothing leaks. */
+static void scenario(const char *when, bool cuda)
 {
     counters c;
     memset(&c, 0, sizeof(c));
-    accel__alloc_fail_after(k);
     accel_runtime *rt = NULL;
     accel_runtime_config rcfg = {.workers = 2};
     int rc = accel_runtime_create(&rcfg, &rt);
-    cr_assert(rc == ACCEL_OK || rc == ACCEL_ENOMEM, "k=%ld create: %d", k, rc);
+    cr_assert(rc == ACCEL_OK || rc == ACCEL_ENOMEM, "%s create: %d", when, rc);
     if (rc != ACCEL_OK) {
         cr_assert_null(rt);
         /* the failure was used up: a retry works */
         cr_assert_eq(accel_runtime_create(&rcfg, &rt), ACCEL_OK);
     }
-    const char *ids[3] = {"alpha", "beta", "gamma"};
-    accel_session *s[3];
-    for (int i = 0; i < 3; i++) {
-        accel_session_config cfg = {.id = ids[i], .queue_depth = 16,
-                                    .memory_budget = i == 2 ? 150 : 0};
-        s[i] = NULL;
+    const char *ids[NSESS] = {"alpha", "beta", "gamma", "delta"};
+    accel_session *s[NSESS] = {0};
+    int nsess = cuda ? 4 : 3;
+    for (int i = 0; i < nsess; i++) {
+        accel_session_config cfg = {
+            .id = ids[i], .queue_depth = 16,
+            .memory_budget = i == 2 ? 150 : 0,
+            .backend = i == 3 ? ACCEL_BACKEND_CUDA : ACCEL_BACKEND_CPU};
         rc = accel_session_open(rt, &cfg, &s[i]);
-        cr_assert(rc == ACCEL_OK || rc == ACCEL_ENOMEM, "k=%ld open: %d", k, rc);
+        /* CUDA: a failed stream, event or pool reads as no backend */
+        cr_assert(rc == ACCEL_OK || rc == ACCEL_ENOMEM ||
+                      (i == 3 && rc == ACCEL_ENOBACKEND),
+                  "%s open %s: %d", when, ids[i], rc);
         if (rc != ACCEL_OK) {
             accel_session *h;
             cr_assert_eq(accel_session_lookup(rt, ids[i], &h), ACCEL_ENOENT,
-                         "k=%ld: failed open left its id", k);
-            cr_assert_eq(accel_session_open(rt, &cfg, &s[i]), ACCEL_OK,
-                         "k=%ld: reopen after ENOMEM", k);
+                         "%s: failed open left its id", when);
+            rc = accel_session_open(rt, &cfg, &s[i]);
+            /* a probe that failed stays failed for this runtime */
+            cr_assert(rc == ACCEL_OK || (i == 3 && rc == ACCEL_ENOBACKEND),
+                      "%s: reopen %s: %d", when, ids[i], rc);
+            if (rc != ACCEL_OK)
+                s[i] = NULL;
         }
     }
+    /* Metrics take a snapshot of the sessions (an allocation). */
+    char text[8192];
+    size_t len = 0;
+    rc = accel_runtime_write_prometheus(rt, text, sizeof(text), &len);
+    cr_assert(rc == ACCEL_OK || rc == ACCEL_ENOMEM, "%s metrics: %d", when, rc);
+    if (rc != ACCEL_OK)
+        cr_assert_eq(accel_runtime_write_prometheus(rt, text, sizeof(text), &len),
+                     ACCEL_OK, "%s: metrics retry", when);
+    cr_assert_gt(len, 0);
+    if (s[3]) /* a new stream priority at its next visit */
+        cr_assert_eq(accel_session_set_priority(s[3], 1000), ACCEL_OK);
     uint64_t accepted = 0;
     for (int n = 0; n < SWEEP_OPS; n++) {
+        accel_session *to = s[n % nsess] ? s[n % nsess] : s[0];
         accel_op op = {alloc_op, count_done, &c};
-        rc = accel_submit(s[n % 3], &op, ACCEL_FOREVER);
-        cr_assert_eq(rc, ACCEL_OK, "k=%ld submit: %d", k, rc);
+        rc = accel_submit(to, &op, ACCEL_FOREVER);
+        cr_assert_eq(rc, ACCEL_OK, "%s submit: %d", when, rc);
         accepted++;
     }
     accel_session *h = NULL;
@@ -134,40 +164,157 @@ static bool scenario(long k)
     accel_session_stats st;
     cr_assert_eq(accel_session_get_stats(s[0], &st), ACCEL_OK);
     cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
-    cr_assert_eq(st.failed, 0, "k=%ld: an op saw an undocumented status", k);
+    cr_assert_eq(st.failed, 0, "%s: an op saw an undocumented status", when);
     accel_session_release(s[0]);
     accel_session_release(s[1]); /* last handle: closes with DRAIN */
+    if (s[3])
+        accel_session_release(s[3]);
     /* s[2] left open for destroy */
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    long made = accel__alloc_fail_after(-1);
-    cr_assert_eq(atomic_load(&c.dones), accepted, "k=%ld: %" PRIu64
-                 " of %" PRIu64 " ops completed", k, atomic_load(&c.dones),
+    cr_assert_eq(atomic_load(&c.dones), accepted, "%s: %" PRIu64
+                 " of %" PRIu64 " ops completed", when, atomic_load(&c.dones),
                  accepted);
     cr_assert_eq(atomic_load(&c.ran), accepted);
-    cr_assert_eq(atomic_load(&c.bad), 0, "k=%ld: op statuses", k);
+    cr_assert_eq(atomic_load(&c.bad), 0, "%s: op statuses", when);
     cr_assert_eq(atomic_load(&c.ok) + atomic_load(&c.nomem) + atomic_load(&c.budget),
                  accepted);
-    char when[32];
-    snprintf(when, sizeof(when), "k=%ld", k);
     assert_no_leaks(when);
-    return made > k;
 }
 
-Test(faults, alloc_sweep, .timeout = 240)
+static bool cuda_usable_now(void)
 {
-    long k = 0;
-    while (scenario(k)) {
-        k++;
-        cr_assert_lt(k, 100000, "the scenario never stops allocating");
-    }
-    cr_log_info("alloc sweep: %ld injected failures, all handled", k);
-    cr_assert_gt(k, 5, "the hook saw too few allocations (%ld)", k);
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(NULL, &rt), ACCEL_OK);
+    bool yes = tu_cuda_usable(rt);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    return yes;
 }
 
-/* The sweep again with ops allocating on the workers while the failure is
- * armed at random points: statuses only, many times. */
+static void check_no_unknown(const char *when)
+{
+    const char *last = NULL;
+    long n = accel__fault_unknown(&last);
+    cr_assert_eq(n, 0, "%s: %ld hits of a site missing from fault.c's list "
+                 "(last in %s)", when, n, last ? last : "?");
+}
+
+static const char *site_name(int i, char *buf, size_t cap)
+{
+    if (i < 0)
+        snprintf(buf, cap, "(none)");
+    else
+        snprintf(buf, cap, "%s@%s", accel__fault_site_kind((unsigned)i),
+                 accel__fault_site_func((unsigned)i));
+    return buf;
+}
+
+#define TRACE_CAP 4096
+static int trace_a[TRACE_CAP], trace_b[TRACE_CAP];
+
+/*
+ * The sweep over every fault site (runtime/fault.c).
+ *  1. Two traced runs (nothing fails) must hit the same sites in the same
+ *     order off the worker threads: the k-th hit is the same site every run.
+ *  2. For each k, the k-th such hit fails; it must be trace[k].
+ *  3. Sites hit only on workers (ops' allocations, lazy buckets, CUDA
+ *     work) are swept apiece: the k-th hit of that site fails, k < 4.
+ * The sites reached must be exactly the list (its CUDA sites only where a
+ * device is usable); the test prints each with its failure count.
+ */
+Test(faults, site_sweep, .timeout = 300)
+{
+    bool cuda = cuda_usable_now();
+    unsigned ns = accel__fault_nsites();
+    long fails[64] = {0};
+    uint64_t reached = 0;
+    char nm[96];
+
+    accel__fault_arm_trace();
+    scenario("trace 1", cuda);
+    long n = accel__fault_disarm();
+    check_no_unknown("trace 1");
+    reached |= accel__fault_reached();
+    cr_assert_leq(n, TRACE_CAP);
+    size_t na = accel__fault_trace(trace_a, TRACE_CAP);
+    accel__fault_arm_trace();
+    scenario("trace 2", cuda);
+    cr_assert_eq(accel__fault_disarm(), n, "the hit count changed between runs");
+    size_t nb = accel__fault_trace(trace_b, TRACE_CAP);
+    cr_assert_eq(na, nb);
+    for (size_t k = 0; k < na; k++)
+        cr_assert_eq(trace_a[k], trace_b[k],
+                     "hit %zu: %s, then %s: the sweep is not deterministic", k,
+                     site_name(trace_a[k], nm, sizeof(nm)),
+                     site_name(trace_b[k], nm + 48, 48));
+    cr_assert_gt(n, 5, "the hook saw too few hits (%ld)", n);
+
+    for (long k = 0; k < n; k++) {
+        char when[48];
+        snprintf(when, sizeof(when), "hit %ld", k);
+        accel__fault_arm_nth(k);
+        scenario(when, cuda);
+        accel__fault_disarm();
+        check_no_unknown(when);
+        int f = accel__fault_failed_site();
+        cr_assert_eq(f, trace_a[k], "%s failed %s, the trace has %s", when,
+                     site_name(f, nm, sizeof(nm)),
+                     site_name(trace_a[k], nm + 48, 48));
+        fails[f]++;
+        reached |= accel__fault_reached();
+    }
+
+    for (unsigned i = 0; i < ns; i++) {
+        if (!accel__fault_site_worker(i) || (accel__fault_site_cuda(i) && !cuda))
+            continue;
+        for (long k = 0; k < 4; k++) {
+            char when[128];
+            snprintf(when, sizeof(when), "%s #%ld",
+                     site_name((int)i, nm, sizeof(nm)), k);
+            accel__fault_arm_site(i, k);
+            scenario(when, cuda);
+            accel__fault_disarm();
+            check_no_unknown(when);
+            reached |= accel__fault_reached();
+            if (accel__fault_failed_site() != (int)i)
+                break; /* fewer than k + 1 hits */
+            fails[i]++;
+        }
+    }
+
+    uint64_t want = 0;
+    for (unsigned i = 0; i < ns; i++) {
+        bool expect = !accel__fault_site_cuda(i) || cuda;
+        if (expect)
+            want |= 1ull << i;
+        printf("fault site %-40s %s, failed %ld time(s)\n",
+               site_name((int)i, nm, sizeof(nm)),
+               (reached >> i) & 1 ? "reached" : expect ? "NOT REACHED"
+                                                         : "skipped (no device)",
+               fails[i]);
+    }
+    fflush(stdout);
+    for (unsigned i = 0; i < ns; i++) {
+        if ((want >> i) & 1) {
+            cr_expect((reached >> i) & 1, "site %s never reached",
+                      site_name((int)i, nm, sizeof(nm)));
+            cr_expect_gt(fails[i], 0, "site %s never failed",
+                         site_name((int)i, nm, sizeof(nm)));
+        }
+    }
+    cr_assert_eq(reached, want, "sites reached %#" PRIx64 ", list %#" PRIx64,
+                 reached, want);
+}
+
+/* Ops allocating on the workers while the k-th of their allocations
+ * fails: statuses only, many times. */
 Test(faults, alloc_fail_during_ops, .timeout = 120)
 {
+    int cpu_alloc_site = -1;
+    for (unsigned i = 0; i < accel__fault_nsites(); i++)
+        if (!strcmp(accel__fault_site_kind(i), "alloc") &&
+            !strcmp(accel__fault_site_func(i), "cpu_alloc"))
+            cpu_alloc_site = (int)i;
+    cr_assert_geq(cpu_alloc_site, 0);
     for (long k = 0; k < 60; k++) {
         accel_runtime *rt;
         accel_runtime_config rcfg = {.workers = 2};
@@ -177,7 +324,7 @@ Test(faults, alloc_fail_during_ops, .timeout = 120)
         cr_assert_eq(accel_session_open(rt, &cfg, &s), ACCEL_OK);
         counters c;
         memset(&c, 0, sizeof(c));
-        accel__alloc_fail_after(k % 7);
+        accel__fault_arm_site((unsigned)cpu_alloc_site, k % 7);
         for (int n = 0; n < 50; n++) {
             accel_op op = {alloc_op, count_done, &c};
             cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
@@ -191,7 +338,7 @@ Test(faults, alloc_fail_during_ops, .timeout = 120)
         cr_assert_eq(atomic_load(&c.bad), st.cancelled); /* ECLOSED only */
         cr_assert_eq(atomic_load(&c.ran), st.completed);
         accel_session_release(s);
-        accel__alloc_fail_after(-1);
+        accel__fault_disarm();
         cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
     }
     assert_no_leaks("alloc_fail_during_ops");

@@ -54,8 +54,11 @@ Test(lifecycle, open_id_priority_backend_close, .timeout = 10)
     cr_assert_str_eq(accel_session_id(s), "vm-1");
     cr_assert_eq(accel_session_priority(s), ACCEL_PRIORITY_NORMAL,
                  "priority 0 means NORMAL");
-    cr_assert_eq(accel_session_backend(s), ACCEL_BACKEND_CPU,
-                 "AUTO binds CPU without a device");
+    /* AUTO binds CUDA when a device is usable, else the CPU. */
+    accel_backend want_auto =
+        tu_cuda_usable(rt) ? ACCEL_BACKEND_CUDA : ACCEL_BACKEND_CPU;
+    cr_assert_eq(accel_session_backend(s), want_auto,
+                 "AUTO binds CUDA with a usable device, else CPU");
     cr_assert_not(accel_session_is_closed(s));
     cr_assert_eq(accel_session_memory_used(s), 0);
 

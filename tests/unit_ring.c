@@ -220,3 +220,94 @@ Test(ring, capacity_one, .timeout = 5)
     }
     accel__ring_fini(&f.r);
 }
+
+/* ---- the production path: reserve with the producers' head cache ---- */
+
+typedef struct cached_fixture {
+    ring_fixture f;
+    _Atomic uint64_t cache;
+} cached_fixture;
+
+static int64_t reserve_c(cached_fixture *c, uint64_t want, uint64_t *first)
+{
+    return accel__ring_reserve_cached(&c->f.r, &c->f.tail, &c->f.head,
+                                      &c->cache, want, first);
+}
+
+Test(ring, cached_fresh_cache_reserves_like_uncached, .timeout = 5)
+{
+    cached_fixture c;
+    fx_init(&c.f, 8);
+    atomic_init(&c.cache, 0);
+    uint64_t first;
+    cr_assert_eq(reserve_c(&c, 3, &first), 3);
+    cr_assert_eq(first, 0);
+    cr_assert_eq(reserve_c(&c, 9, &first), 5, "partial: the rest of the room");
+    cr_assert_eq(first, 3);
+    cr_assert_eq(reserve_c(&c, 1, &first), 0, "full");
+    cr_assert_eq(atomic_load(&c.f.tail), 8);
+    cr_assert_eq(atomic_load(&c.cache), 0, "no refresh: the head did not move");
+    accel__ring_fini(&c.f.r);
+}
+
+Test(ring, cached_stale_cache_refreshes_from_head, .timeout = 5)
+{
+    cached_fixture c;
+    fx_init(&c.f, 4);
+    atomic_init(&c.cache, 0);
+    uint64_t first;
+    for (uint64_t v = 0; v < 4; v++) {
+        cr_assert_eq(reserve_c(&c, 1, &first), 1);
+        accel__ring_publish(&c.f.r, first, &(accel_op){.fn = dummy_fn,
+                                                       .arg = (void *)v});
+    }
+    cr_assert_eq(take_value(&c.f), 0);
+    cr_assert_eq(take_value(&c.f), 1);
+    /* The cache says full (head 0, tail 4); the real head is 2: the
+     * reservation must see the room, and leave the fresh head in the
+     * cache for the next producer. */
+    cr_assert_eq(reserve_c(&c, 4, &first), 2);
+    cr_assert_eq(first, 4);
+    cr_assert_eq(atomic_load(&c.cache), 2);
+    for (uint64_t v = 4; v < 6; v++)
+        accel__ring_publish(&c.f.r, v, &(accel_op){.fn = dummy_fn,
+                                                   .arg = (void *)v});
+    for (uint64_t v = 2; v < 6; v++)
+        cr_assert_eq(take_value(&c.f), v, "FIFO across the refresh");
+    accel__ring_fini(&c.f.r);
+}
+
+/* A cache lagging the tail by more than the capacity (a producer that
+ * refreshed it long ago) must read as no room and force a refresh, never
+ * as a huge room from an underflowed t - h: reserving past the capacity
+ * overwrites unconsumed slots. Capacity 2, tail 106, head 104, cache 100. */
+Test(ring, cached_cache_lagging_more_than_capacity, .timeout = 5)
+{
+    cached_fixture c;
+    fx_init(&c.f, 2);
+    atomic_store(&c.f.tail, 106);
+    atomic_store(&c.f.head, 104);
+    atomic_init(&c.cache, 100);
+    uint64_t first = 0;
+    cr_assert_eq(reserve_c(&c, 8, &first), 0, "the ring is full");
+    cr_assert_eq(atomic_load(&c.f.tail), 106, "nothing reserved");
+    cr_assert_eq(atomic_load(&c.cache), 104, "refreshed from the head");
+    atomic_store(&c.f.head, 105); /* the consumer frees one slot */
+    cr_assert_eq(reserve_c(&c, 8, &first), 1);
+    cr_assert_eq(first, 106);
+    cr_assert_eq(atomic_load(&c.f.tail), 107);
+    accel__ring_fini(&c.f.r);
+}
+
+Test(ring, cached_closed_tail_refuses, .timeout = 5)
+{
+    cached_fixture c;
+    fx_init(&c.f, 4);
+    atomic_init(&c.cache, 0);
+    uint64_t first;
+    cr_assert_eq(reserve_c(&c, 1, &first), 1);
+    atomic_fetch_or(&c.f.tail, ACCEL__RING_CLOSED);
+    cr_assert_eq(reserve_c(&c, 1, &first), -1);
+    cr_assert_eq(atomic_load(&c.f.tail) & ~ACCEL__RING_CLOSED, 1);
+    accel__ring_fini(&c.f.r);
+}

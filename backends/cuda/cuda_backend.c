@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "alloc.h"
+#include "fault.h"
 #include "cuda_internal.h"
 
 /* Process-wide detection, once (cudaGetDeviceCount initialises the
@@ -112,7 +113,8 @@ static int cuda_probe(void **rt_state, const accel__backend_probe_args *args)
     rt->prio_greatest = greatest;
     atomic_init(&rt->priorities, 1);
     atomic_init(&rt->inflight_cap, ACCEL__CUDA_INFLIGHT_DEFAULT);
-    if (cudaStreamCreateWithPriority(&rt->shared, cudaStreamNonBlocking,
+    if (ACCEL__FAULT("cudaStreamCreate") ||
+        cudaStreamCreateWithPriority(&rt->shared, cudaStreamNonBlocking,
                                      least) != cudaSuccess) {
         (void)cudaGetLastError();
         accel__free(rt);
@@ -173,7 +175,8 @@ static int cuda_session_open(void *rt_state, accel_session *s,
 
     unsigned nev = 0;
     for (; nev < ACCEL__CUDA_INFLIGHT_MAX; nev++)
-        if (cudaEventCreateWithFlags(&cs->ev[nev],
+        if (ACCEL__FAULT("cudaEventCreate") ||
+            cudaEventCreateWithFlags(&cs->ev[nev],
                                      cudaEventDisableTiming) != cudaSuccess)
             goto fail;
 
@@ -182,7 +185,8 @@ static int cuda_session_open(void *rt_state, accel_session *s,
         cs->stream_prio = rt->prio_least;
     } else {
         cs->stream_prio = accel__cuda_priority_of(rt, weight);
-        if (cudaStreamCreateWithPriority(&cs->stream, cudaStreamNonBlocking,
+        if (ACCEL__FAULT("cudaStreamCreate") ||
+            cudaStreamCreateWithPriority(&cs->stream, cudaStreamNonBlocking,
                                          cs->stream_prio) != cudaSuccess)
             goto fail;
         atomic_fetch_add_explicit(&live_streams, 1, memory_order_relaxed);
@@ -200,7 +204,8 @@ static int cuda_session_open(void *rt_state, accel_session *s,
         props.maxSize = (size_t)((cap + ACCEL__CUDA_POOL_CHUNK - 1) /
                                  ACCEL__CUDA_POOL_CHUNK *
                                  ACCEL__CUDA_POOL_CHUNK);
-    if (cudaMemPoolCreate(&cs->pool, &props) != cudaSuccess)
+    if (ACCEL__FAULT("cudaMemPoolCreate") ||
+        cudaMemPoolCreate(&cs->pool, &props) != cudaSuccess)
         goto fail_stream;
     atomic_fetch_add_explicit(&live_pools, 1, memory_order_relaxed);
     /* Keep freed memory in the pool up to the budget (or 64 MiB when
@@ -272,12 +277,14 @@ static void maybe_swap_stream(accel__cuda_session *cs)
         return;
     cudaStream_t ns;
     cudaEvent_t fence;
-    if (cudaStreamCreateWithPriority(&ns, cudaStreamNonBlocking, prio) !=
-        cudaSuccess) {
+    if (ACCEL__FAULT("cudaStreamCreate") ||
+        cudaStreamCreateWithPriority(&ns, cudaStreamNonBlocking, prio) !=
+            cudaSuccess) {
         (void)cudaGetLastError(); /* keep the old stream */
         return;
     }
-    if (cudaEventCreateWithFlags(&fence, cudaEventDisableTiming) !=
+    if (ACCEL__FAULT("cudaEventCreate") ||
+        cudaEventCreateWithFlags(&fence, cudaEventDisableTiming) !=
             cudaSuccess ||
         cudaEventRecord(fence, cs->stream) != cudaSuccess ||
         cudaStreamWaitEvent(ns, fence, 0) != cudaSuccess) {
@@ -410,7 +417,10 @@ static int cuda_alloc(void *state, accel_ctx *ctx, size_t bytes, void **out)
     if (accel__cuda_failed() || set_device(cs->device) != 0)
         return ACCEL_EBACKEND;
     void *p = NULL;
-    cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, cs->pool, cs->stream);
+    cudaError_t e = ACCEL__FAULT("cudaMallocFromPoolAsync")
+                        ? cudaErrorMemoryAllocation
+                        : cudaMallocFromPoolAsync(&p, bytes, cs->pool,
+                                                  cs->stream);
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); /* out of memory is not sticky */
         return ACCEL_ENOMEM;

@@ -161,7 +161,8 @@ void bench_result_emit(bench_result *r);
  * on stdout (default true; the JSON file gets it either way). */
 void bench_result_stdout(bool on);
 
-/* A target of the issue next to its measured value. Prints
+/* A performance target (bench/README.md, "Targets") next to its measured
+ * value. Prints
  *   TARGET  <what>: <measured> <unit>  (target <op> <goal>)  MET|MISSED
  * and emits a RESULT line with bench, name "target", what, measured, goal,
  * op and met. op is ">=" or "<=". Returns whether it was met. */

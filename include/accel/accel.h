@@ -14,8 +14,11 @@
  * Thread-safety: unless a function says otherwise, every function may be
  * called from any thread, concurrently with any other function, including
  * from inside a running op. Threads need no registration: a thread that
- * calls into the library is registered with liburcu lazily and unregistered
- * when it exits.
+ * calls into the library is registered with liburcu (memb flavour) lazily
+ * and unregistered when it exits. A host that registers a thread with
+ * liburcu's memb flavour itself may call the library from it: that
+ * registration is used as it is and stays the host's to end; the host must
+ * not register a thread that already called the library unregistered.
  *
  * fork() without exec: in the child, every runtime created before the fork
  * (the parent's) is unusable. On it and its sessions, open, lookup,
