@@ -3,6 +3,7 @@
 #   make test    installs what is missing, builds with -Werror and runs the
 #                whole suite: plain, ASan+UBSan, TSan stress, reliability tiers
 # Other targets: build, check (plain suite only), bench-suite, gpu-check,
+#                test-go / bench-go (the Go binding, bindings/go),
 # package (Debian packages libaccel0 and libaccel-dev in build-pkg/), clean.
 JOBS    ?= $(shell nproc)
 BUILD   ?= build
@@ -10,7 +11,12 @@ CMAKE_FLAGS ?=
 NODESIM_ARGS ?=
 
 .PHONY: all deps build check test test-plain test-asan test-tsan test-reliability \
-        test-package package bench bench-suite gpu-check install clean
+        test-go bench-go test-package package bench bench-suite gpu-check install clean
+
+# The Go binding's commands: the Go that scripts/deps.sh installed (if it
+# had to) comes first; no toolchain switching and no module downloads (the
+# package uses the standard library only).
+GO_ENV = PATH="$(CURDIR)/.tools/go/bin:$$PATH" GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod
 
 all: build
 
@@ -25,7 +31,7 @@ build: deps
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test: check test-asan test-tsan test-reliability test-package
+test: check test-asan test-tsan test-reliability test-package test-go
 	@echo "make test: all tiers passed"
 
 test-plain: check
@@ -47,6 +53,21 @@ test-tsan: deps
 test-reliability: deps
 	@if [ -x scripts/reliability-ci.sh ]; then scripts/reliability-ci.sh; \
 	 else echo "reliability tiers: scripts/reliability-ci.sh not present"; fi
+
+# The Go package compiles the C runtime itself (cgo); -race checks the Go
+# side (the C side has its own TSan tier).
+test-go: deps
+	cd bindings/go && $(GO_ENV) go vet ./... && $(GO_ENV) go test -race -count=1 ./...
+
+# The Go benchmarks against their same-run baselines, as a table: once
+# with Go's default GOMAXPROCS, once with 2 more Ps for the 2 workers'
+# callbacks (docs/go.md). BENCH_GO_REPS: interleaved repetitions.
+BENCH_GO_REPS ?= 5
+bench-go: deps
+	cd bindings/go && $(GO_ENV) ACCEL_BENCH_GO=1 ACCEL_BENCH_REPS=$(BENCH_GO_REPS) \
+	  go test -run '^TestBenchTable$$' -count=1 -timeout 60m
+	cd bindings/go && $(GO_ENV) ACCEL_BENCH_GO=1 ACCEL_BENCH_REPS=$(BENCH_GO_REPS) \
+	  GOMAXPROCS=$$(( $$(nproc) + 2 )) go test -run '^TestBenchTable$$' -count=1 -timeout 60m
 
 # Debian packages from a /usr-prefixed Release build (CPU backend; the
 # CUDA backend joins when ACCEL_WITH_CUDA finds a toolkit, as everywhere).

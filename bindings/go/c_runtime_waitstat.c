@@ -1,0 +1,2 @@
+/* Compiles runtime/waitstat.c into the Go package (cgo builds every .c here). */
+#include "../../runtime/waitstat.c"

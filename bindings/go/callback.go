@@ -1,0 +1,144 @@
+package accel
+
+// The C->Go side: a worker thread of the C runtime calls goAccelRun for
+// each Go op (shim.c). Since Go 1.21 a C thread keeps its Go M between
+// callbacks, so the crossing costs tens of nanoseconds, not microseconds.
+
+// #include <stdint.h>
+import "C"
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// PanicError is what Submit returns when f panicked: the worker recovered,
+// the op counts as failed, and the worker goes on.
+type PanicError struct {
+	Value any    // what f panicked with
+	Stack []byte // the goroutine's stack at the panic
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("accel: op panicked: %v", e.Value) }
+
+// callF runs f and turns a panic into a *PanicError.
+func callF(f func(*Session) error, s *Session) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return f(s)
+}
+
+// callDone runs an async completion; a panic there is dropped (the op is
+// already counted), never allowed to unwind into the C worker.
+func callDone(cb func(error), err error) {
+	defer func() { _ = recover() }()
+	cb(err)
+}
+
+//export goAccelRun
+func goAccelRun(idx C.uintptr_t) C.int {
+	r := recAt(uint32(idx))
+	// LP of the cancel race (oprec.go): whoever moves the state off queued
+	// owns the outcome.
+	if !r.state.CompareAndSwap(recQueued, recRunning) {
+		r.f, r.vs, r.cb, r.batch, r.group, r.gdone = nil, nil, nil, nil, nil, nil
+		r.cwait = false
+		freeRec(r) // the submitter gave the record up when it cancelled
+		return 0
+	}
+	s := r.vs
+	if r.group != nil {
+		return runGroup(r, s)
+	}
+	s.dispatched.Add(1)
+	err := callF(r.f, &s.sess)
+	if err != nil {
+		s.failed.Add(1)
+	} else {
+		s.completed.Add(1)
+	}
+	finish(r, err)
+	if err != nil {
+		return 1 // counted as failed by the C stats too
+	}
+	return 0
+}
+
+// runGroup runs the ops of an asynchronous batch record in order: one
+// crossing for the lot (they are consecutive in the session's FIFO order
+// anyway; the scheduler sees one op and charges its whole measured time).
+func runGroup(r *opRec, s *VMSession) C.int {
+	g, done, base := r.group, r.gdone, r.gbase
+	r.f, r.vs, r.group, r.gdone = nil, nil, nil, nil
+	freeRec(r)
+	failed := 0
+	for i, f := range g {
+		s.dispatched.Add(1)
+		err := callF(f, &s.sess)
+		if err != nil {
+			s.failed.Add(1)
+			failed = 1
+		} else {
+			s.completed.Add(1)
+		}
+		if done != nil {
+			callGroupDone(done, base+i, err)
+		}
+	}
+	return C.int(failed)
+}
+
+func callGroupDone(done func(int, error), i int, err error) {
+	defer func() { _ = recover() }()
+	done(i, err)
+}
+
+// goAccelUnrun finishes an op that C completed without running it (its
+// session was closed with ACCEL_CLOSE_CANCEL).
+//
+//export goAccelUnrun
+func goAccelUnrun(idx C.uintptr_t, status C.int) {
+	r := recAt(uint32(idx))
+	if !r.state.CompareAndSwap(recQueued, recRunning) {
+		r.f, r.vs, r.cb, r.batch = nil, nil, nil, nil
+		r.cwait = false
+		freeRec(r)
+		return
+	}
+	if g := r.group; g != nil {
+		s, done, base := r.vs, r.gdone, r.gbase
+		r.f, r.vs, r.group, r.gdone = nil, nil, nil, nil
+		freeRec(r)
+		s.cancelled.Add(uint64(len(g)))
+		for i := range g {
+			if done != nil {
+				callGroupDone(done, base+i, statusErr(int(status)))
+			}
+		}
+		return
+	}
+	r.vs.cancelled.Add(1)
+	finish(r, statusErr(int(status)))
+}
+
+// finish hands the outcome of a record the worker owns to its submitter.
+// The record must not be touched after the hand-off.
+func finish(r *opRec, err error) {
+	switch {
+	case r.cwait:
+		r.err = err
+		setWake(r, r.wakeGen, wakeDone) // the submitter waits in waitWake
+	case r.cb != nil:
+		cb := r.cb
+		r.f, r.vs, r.cb = nil, nil, nil
+		freeRec(r)
+		callDone(cb, err)
+	case r.batch != nil:
+		b := r.batch
+		b.errs[r.slot] = err
+		b.arrive()
+	}
+}

@@ -1,0 +1,42 @@
+package accel
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The package compiles the library's C sources through one c_*.c wrapper
+// each: the set must be the library's (CMakeLists.txt ACCEL_SOURCES), or
+// the Go build drifts from the C one.
+func TestCSourcesMatchCMake(t *testing.T) {
+	cm, err := os.ReadFile("../../CMakeLists.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?s)set\(ACCEL_SOURCES(.*?)\)`).FindSubmatch(cm)
+	if m == nil {
+		t.Fatal("no set(ACCEL_SOURCES ...) in CMakeLists.txt")
+	}
+	want := strings.Fields(string(m[1]))
+	sort.Strings(want)
+	wrappers, _ := filepath.Glob("c_*.c")
+	inc := regexp.MustCompile(`#include "\.\./\.\./([^"]+\.c)"`)
+	var got []string
+	for _, w := range wrappers {
+		b, err := os.ReadFile(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range inc.FindAllSubmatch(b, -1) {
+			got = append(got, string(x[1]))
+		}
+	}
+	sort.Strings(got)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("C sources compiled by the Go package:\n  %v\nCMakeLists.txt ACCEL_SOURCES:\n  %v", got, want)
+	}
+}

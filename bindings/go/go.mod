@@ -1,0 +1,3 @@
+module accel
+
+go 1.21

@@ -1,0 +1,128 @@
+package accel
+
+// Op records: what C knows of a Go op is the integer index of its record,
+// passed as the op's arg (C never keeps a Go pointer). Records live in
+// chunks that are never freed or moved, so an index stays valid for the
+// life of the process; free records sit on a lock-free stack (a Treiber
+// stack with a 32-bit tag beside the index against ABA). This replaces
+// cgo.Handle, whose sync.Map costs more than the whole crossing.
+//
+// A record's life: Submit pops it, fills f/s and state=queued, and hands
+// its index to C. Exactly one of two parties then moves the state on:
+//   - the worker (goAccelRun): queued -> running, runs f, then wakes the
+//     submitter (sync) or calls the completion (async);
+//   - the submitter whose ctx ends first: queued -> cancelled, returns
+//     ctx.Err() at once; the worker that later pops the op sees cancelled
+//     and only frees the record. f never runs.
+// Whoever touches the record last pushes it back on the free stack.
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+const (
+	recQueued uint32 = iota
+	recRunning
+	recCancelled
+)
+
+const recChunkBits = 10
+const recChunkSize = 1 << recChunkBits
+
+type opRec struct {
+	state   atomic.Uint32
+	next    atomic.Uint32 // free-stack link: index+1 of the next free record, 0 = none
+	idx     uint32
+	vs      *VMSession
+	f       func(*Session) error
+	err     error
+	cb      func(error)            // async completion; nil for a synchronous Submit
+	cwait   bool                   // a synchronous Submit waits on wake (waitWake)
+	wake    uint32                 // gen<<3 | wakeDone/wakeCancel/wakeSleep (futex word, atomic)
+	wakeGen uint32                 // generation of wake for the current use (owner only)
+	batch   *batchWait             // batch Submit: counts the ops still out
+	group   []func(*Session) error // SubmitAsyncBatch: ops run by one crossing
+	gdone   func(int, error)       // completion of each op of group
+	gbase   int                    // index of group[0] in the caller's slice
+	slot    int                    // index of this op in its batch
+	_       [16]byte               // keep hot records of different goroutines apart
+}
+
+type recChunk [recChunkSize]opRec
+
+type recSlab struct {
+	head   atomic.Uint64 // tag<<32 | (index+1); index+1 == 0: empty
+	chunks atomic.Pointer[[]*recChunk]
+	growMu sync.Mutex
+}
+
+var slab recSlab
+
+func recAt(idx uint32) *opRec {
+	return &(*slab.chunks.Load())[idx>>recChunkBits][idx&(recChunkSize-1)]
+}
+
+// allocRec pops a free record (state left as it was: the caller sets it).
+func allocRec() *opRec {
+	for {
+		h := slab.head.Load()
+		top := uint32(h)
+		if top == 0 {
+			slab.grow(h)
+			continue
+		}
+		r := recAt(top - 1)
+		// A stale next (r popped and reused meanwhile) is harmless: the tag
+		// changed, so the CAS fails.
+		next := r.next.Load()
+		if slab.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(next)) {
+			return r
+		}
+	}
+}
+
+// freeRec pushes r back. The caller has cleared its references.
+func freeRec(r *opRec) {
+	for {
+		h := slab.head.Load()
+		r.next.Store(uint32(h))
+		if slab.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(r.idx+1)) {
+			return
+		}
+	}
+}
+
+// grow adds a chunk of free records when the stack was seen empty at h.
+func (sl *recSlab) grow(seen uint64) {
+	sl.growMu.Lock()
+	defer sl.growMu.Unlock()
+	if sl.head.Load() != seen {
+		return // another goroutine freed or grew meanwhile
+	}
+	var old []*recChunk
+	if p := sl.chunks.Load(); p != nil {
+		old = *p
+	}
+	base := uint32(len(old)) << recChunkBits
+	c := new(recChunk)
+	for i := range c {
+		c[i].idx = base + uint32(i)
+		if i+1 < recChunkSize {
+			c[i].next.Store(base + uint32(i) + 2)
+		}
+	}
+	chunks := make([]*recChunk, len(old)+1)
+	copy(chunks, old)
+	chunks[len(old)] = c
+	sl.chunks.Store(&chunks)
+	// Link the new chunk's last record to whatever is on the stack now and
+	// publish the chunk's first record as the new top.
+	for {
+		h := sl.head.Load()
+		c[recChunkSize-1].next.Store(uint32(h))
+		if sl.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(base+1)) {
+			return
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package accel
+
+// #include <stdlib.h>
+// #include "shim.h"
+import "C"
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+	"unsafe"
+)
+
+// goCounted are the families whose values the Go side knows better than
+// the C library: C sees one op per SubmitAsyncBatch group and counts an op
+// whose ctx ended while it was queued as completed (the worker only skips
+// it); the Go counters count each f.
+var goCounted = []struct {
+	name, help string
+	val        func(*VMSession) uint64
+}{
+	{"accel_session_ops_submitted_total", "Ops accepted into the session's queue.",
+		func(v *VMSession) uint64 { return v.submitted.Load() }},
+	{"accel_session_ops_completed_total", "Ops that ran and returned no error.",
+		func(v *VMSession) uint64 { return v.completed.Load() }},
+	{"accel_session_ops_failed_total", "Ops that ran and returned an error or panicked.",
+		func(v *VMSession) uint64 { return v.failed.Load() }},
+	{"accel_session_ops_cancelled_total", "Ops that never ran: their context ended or the session closed first.",
+		func(v *VMSession) uint64 { return v.cancelled.Load() }},
+}
+
+// WritePrometheus writes the Prometheus text exposition format (0.0.4) for
+// the runtime and every open session, so a node's metrics endpoint can
+// serve it as is: the C library's own writer (accel_runtime_write_prometheus:
+// workers, parks, visits; per session, labelled session and priority:
+// service seconds, wait p50/p99, queue depth, memory used and budget),
+// with the ops submitted/completed/failed/cancelled counted per Go op.
+func (rt *Runtime) WritePrometheus(w io.Writer) error {
+	text, err := rt.cPrometheus()
+	if err != nil {
+		return err
+	}
+	sessions := rt.Sessions()
+	bw := bufio.NewWriter(w)
+	for len(text) > 0 {
+		// One family: from its "# HELP" line to the next one.
+		end := bytes.Index(text[1:], []byte("\n# HELP "))
+		block := text
+		if end >= 0 {
+			block, text = text[:end+2], text[end+2:]
+		} else {
+			text = nil
+		}
+		replaced := false
+		for _, f := range goCounted {
+			if bytes.HasPrefix(block, []byte("# HELP "+f.name+" ")) {
+				bw.WriteString("# HELP " + f.name + " " + f.help + "\n# TYPE " + f.name + " counter\n")
+				for _, v := range sessions {
+					bw.WriteString(f.name + `{session="` + promEscape(v.id) + `",priority="` +
+						strconv.Itoa(int(v.Priority())) + `"} ` + strconv.FormatUint(f.val(v), 10) + "\n")
+				}
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			bw.Write(block)
+		}
+	}
+	return bw.Flush()
+}
+
+// cPrometheus returns accel_runtime_write_prometheus's text.
+func (rt *Runtime) cPrometheus() ([]byte, error) {
+	buf := make([]byte, 16<<10)
+	for {
+		var n C.size_t
+		rc := int(C.accel_runtime_write_prometheus(rt.c, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &n))
+		runtime.KeepAlive(rt)
+		if rc != C.ACCEL_OK {
+			return nil, statusErr(rc)
+		}
+		if int(n) <= len(buf) {
+			return buf[:n], nil
+		}
+		buf = make([]byte, int(n)+4096) // sessions may open meanwhile
+	}
+}
+
+var promEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+func promEscape(s string) string { return promEscaper.Replace(s) }

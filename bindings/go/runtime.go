@@ -1,0 +1,133 @@
+package accel
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// RuntimeConfig sizes a Runtime; zero values take accel's defaults.
+type RuntimeConfig struct {
+	// Workers is the number of worker threads; 0: one per CPU the process
+	// may use (affinity mask, cgroup CPU quota).
+	Workers int
+	// ShortLaneWorkers of the workers run only sessions whose recent op
+	// cost is at most ShortOp, so short ops do not wait behind long ones
+	// (docs/scheduler.md). Must be < Workers when Workers != 0.
+	ShortLaneWorkers int
+	ShortOp          time.Duration // 0: 100 µs
+	QuantumOps       int           // ops per scheduler visit at most; 0: 32
+	Quantum          time.Duration // service per visit at most; 0: 2 ms
+}
+
+// Runtime is a pool of worker threads and the sessions it schedules. Most
+// programs use the process default (DefaultRuntime), which NewVMSession
+// uses.
+type Runtime struct {
+	c       *C.accel_runtime
+	workers int
+
+	mu       sync.Mutex // guards sessions and closed; never held on an op path
+	sessions map[string]*VMSession
+	closed   bool
+}
+
+// NewRuntime starts a runtime with its worker threads.
+func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
+	if cfg.Workers < 0 || cfg.ShortLaneWorkers < 0 || cfg.ShortOp < 0 ||
+		cfg.QuantumOps < 0 || cfg.Quantum < 0 {
+		return nil, ErrInvalidArgument
+	}
+	var cc C.accel_runtime_config
+	cc.workers = C.uint(cfg.Workers)
+	cc.short_lane_workers = C.uint(cfg.ShortLaneWorkers)
+	cc.short_op_ns = C.uint64_t(cfg.ShortOp)
+	cc.quantum_ops = C.uint32_t(cfg.QuantumOps)
+	cc.quantum_ns = C.uint64_t(cfg.Quantum)
+	var rt *C.accel_runtime
+	if rc := int(C.accel_runtime_create(&cc, &rt)); rc != C.ACCEL_OK {
+		return nil, statusErr(rc)
+	}
+	// With Workers == 0 the library sizes the pool from the CPU affinity
+	// mask and the cgroup CPU quota.
+	w := int(C.accel_runtime_workers(rt))
+	return &Runtime{c: rt, workers: w, sessions: make(map[string]*VMSession)}, nil
+}
+
+var (
+	defaultRTOnce sync.Once
+	defaultRT     *Runtime
+	defaultRTErr  error
+)
+
+// DefaultRuntime returns the process-wide runtime (one worker per usable CPU),
+// started on first use. It is never closed.
+func DefaultRuntime() (*Runtime, error) {
+	defaultRTOnce.Do(func() { defaultRT, defaultRTErr = NewRuntime(RuntimeConfig{}) })
+	return defaultRT, defaultRTErr
+}
+
+// Workers is the number of worker threads.
+func (rt *Runtime) Workers() int { return rt.workers }
+
+// Lookup returns the open session with this id.
+func (rt *Runtime) Lookup(id string) (*VMSession, bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	v, ok := rt.sessions[id]
+	return v, ok
+}
+
+// Sessions returns the open sessions, sorted by id.
+func (rt *Runtime) Sessions() []*VMSession {
+	rt.mu.Lock()
+	out := make([]*VMSession, 0, len(rt.sessions))
+	for _, v := range rt.sessions {
+		out = append(out, v)
+	}
+	rt.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// Close closes every session (their queued ops still run), then stops the
+// workers and frees the runtime. Like free(), it must not race with other
+// calls on the runtime's sessions, and the sessions' handles are invalid
+// afterwards. Calling Close
+// from inside an op returns ErrDeadlock and does nothing; a second Close
+// returns ErrRuntimeClosed.
+func (rt *Runtime) Close() error {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return ErrRuntimeClosed
+	}
+	open := make([]*VMSession, 0, len(rt.sessions))
+	for _, v := range rt.sessions {
+		open = append(open, v)
+	}
+	rt.mu.Unlock()
+	for _, v := range open {
+		v.Close()
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.closed {
+		return ErrRuntimeClosed
+	}
+	// Sessions opened during the loop above are destroyed with the runtime.
+	if rc := int(C.accel_runtime_destroy(rt.c)); rc != C.ACCEL_OK {
+		return statusErr(rc)
+	}
+	rt.closed = true
+	for _, v := range rt.sessions {
+		v.closed.Store(true)
+	}
+	rt.sessions = nil
+	return nil
+}

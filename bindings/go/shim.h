@@ -1,0 +1,39 @@
+/*
+ * The C half of the Go binding: the op trampolines and a few helpers that
+ * keep each Go->C crossing to one call. C never holds a Go pointer: an op's
+ * arg is the integer index of a Go-side op record (oprec.go).
+ */
+#ifndef ACCEL_GO_SHIM_H
+#define ACCEL_GO_SHIM_H
+
+#include <accel/accel.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Queues the Go op record rec on s (accel_submit with the trampolines).
+ * sync: the caller will wait for the op, so from inside one of s's own ops
+ * it is ACCEL_EDEADLK. */
+int goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns,
+                   int sync);
+
+
+/* Queues recs[0..n) in order; *accepted = how many were (a prefix). */
+int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
+                         int64_t timeout_ns, size_t *accepted);
+
+/* Budgeted memory outside an op: reserve then malloc; free then refund. */
+int goaccel_alloc(accel_session *s, size_t bytes, void **out);
+void goaccel_free(accel_session *s, void *p, size_t bytes);
+
+/* Waits until (*w & mask) != 0 while *w stays at generation base (bits
+ * 0-2 free): a short spin, then the futex, announcing sleep with bit 2 so
+ * that setters know to call goaccel_wake. */
+void goaccel_wait(uint32_t *w, uint32_t base, uint32_t mask);
+void goaccel_wake(uint32_t *w);
+
+/* Benchmark hooks (benchhooks.go): an empty C function, and n empty
+ * callbacks into Go from a new C thread, timed in ns. */
+void goaccel_nop(void);
+uint64_t goaccel_callback_bench(uint64_t n);
+
+#endif

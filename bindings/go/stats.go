@@ -1,0 +1,67 @@
+package accel
+
+// #include "shim.h"
+import "C"
+
+import (
+	"runtime"
+	"time"
+)
+
+// SessionStats is the full set of a session's counters.
+type SessionStats struct {
+	ID       string
+	Priority Priority
+	Closed   bool
+
+	// Go ops, counted by this package.
+	Dispatched uint64 // f started
+	Completed  uint64 // f returned nil
+	Failed     uint64 // f returned an error or panicked
+	Cancelled  uint64 // ctx ended (or the session closed) before f started
+
+	Submitted uint64 // accepted into the queue (cancelled ops too)
+
+	// From the C runtime.
+	Queued       uint64        // queue slots in use: ops (or SubmitAsyncBatch groups) not yet started
+	MemoryUsed   int64         // bytes charged now
+	MemoryBudget int64         // 0 = unlimited
+	Service      time.Duration // total time its ops ran
+	Visits       uint64        // times a worker picked the session
+	// Submit -> start wait over a sample of the ops (every 32nd); bucket
+	// upper edges, within +25%. 0 until the first sample.
+	WaitP50, WaitP99, WaitP999, WaitMax time.Duration
+	WaitSamples                         uint64
+}
+
+// FullStats returns a snapshot of every counter (each read atomically; not
+// one atomic snapshot while ops run).
+func (v *VMSession) FullStats() SessionStats {
+	st := SessionStats{
+		ID:         v.id,
+		Priority:   v.Priority(),
+		Closed:     v.closed.Load(),
+		Dispatched: v.dispatched.Load(),
+		Completed:  v.completed.Load(),
+		Failed:     v.failed.Load(),
+		Cancelled:  v.cancelled.Load(),
+		Submitted:  v.submitted.Load(),
+	}
+	var cs C.accel_session_stats
+	rc := C.accel_session_get_stats(v.h.c, &cs)
+	runtime.KeepAlive(v.h)
+	if rc != C.ACCEL_OK {
+		return st
+	}
+	st.Queued = uint64(cs.queued)
+	st.MemoryUsed = int64(cs.memory_used)
+	st.MemoryBudget = int64(cs.memory_budget)
+	st.Service = time.Duration(cs.service_ns)
+	st.Visits = uint64(cs.visits)
+	st.WaitP50 = time.Duration(cs.wait_p50_ns)
+	st.WaitP99 = time.Duration(cs.wait_p99_ns)
+	st.WaitP999 = time.Duration(cs.wait_p999_ns)
+	st.WaitMax = time.Duration(cs.wait_max_ns)
+	st.WaitSamples = uint64(cs.wait_samples)
+	return st
+}

@@ -1,0 +1,348 @@
+package accel
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// VMSession is one tenant (one VM or chain of a node) of a Runtime:
+//   - Ordering: its ops start in submission order and never overlap.
+//   - Priority: a weight; backlogged sessions share the workers in
+//     proportion to it.
+//   - Memory budget: a hard cap on what its ops allocate through *Session.
+//   - Isolation: closing one session never affects another.
+//
+// A VMSession is safe for concurrent use.
+type VMSession struct {
+	id   string
+	rt   *Runtime
+	h    *chandle
+	sess Session // what f is given; points back here
+
+	priority atomic.Int64
+	closed   atomic.Bool
+	closeMu  sync.Mutex
+	closeErr error
+	didClose bool
+
+	submitted  atomic.Uint64 // accepted into the queue
+	dispatched atomic.Uint64 // f started
+	completed  atomic.Uint64 // f returned nil
+	failed     atomic.Uint64 // f returned an error or panicked
+	cancelled  atomic.Uint64 // ctx ended (or the session closed) before f started
+}
+
+// chandle owns the C handle; its finalizer releases it once the VMSession
+// is unreachable (a VMSession points at itself through sess, and a cycle
+// through a finalizer's object is never collected, hence the separate
+// object).
+type chandle struct {
+	c  *C.accel_session
+	rt *Runtime
+}
+
+func (h *chandle) release() {
+	h.rt.mu.Lock()
+	defer h.rt.mu.Unlock()
+	if !h.rt.closed && h.c != nil {
+		C.accel_session_release(h.c)
+	}
+	h.c = nil
+}
+
+// NewVMSession opens a session on the process default runtime. vmID must
+// be non-empty, at most 127 bytes and unique among open sessions; it names
+// the session in Lookup and metrics.
+func NewVMSession(vmID string, opts ...VMSessionOption) (*VMSession, error) {
+	if vmID == "" {
+		return nil, ErrEmptyVMID
+	}
+	rt, err := DefaultRuntime()
+	if err != nil {
+		return nil, err
+	}
+	return rt.NewVMSession(vmID, opts...)
+}
+
+// NewVMSession opens a session on rt (see the package-level NewVMSession).
+func (rt *Runtime) NewVMSession(vmID string, opts ...VMSessionOption) (*VMSession, error) {
+	if vmID == "" {
+		return nil, ErrEmptyVMID
+	}
+	cfg := vmSessionConfig{priority: PriorityNormal, backend: BackendAuto, queueDepth: 1024}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var cc C.accel_session_config
+	cid := C.CString(vmID)
+	defer C.free(unsafe.Pointer(cid))
+	cc.id = cid
+	cc.priority = C.uint32_t(clampPriority(cfg.priority))
+	if cfg.memBudget > 0 {
+		cc.memory_budget = C.int64_t(cfg.memBudget)
+	}
+	switch cfg.backend {
+	case BackendAuto:
+		cc.backend = C.ACCEL_BACKEND_AUTO
+	case BackendCPU:
+		cc.backend = C.ACCEL_BACKEND_CPU
+	case BackendCUDA:
+		cc.backend = C.ACCEL_BACKEND_CUDA
+	default:
+		return nil, ErrNoBackends
+	}
+	depth := cfg.queueDepth
+	if depth > C.ACCEL_QUEUE_DEPTH_MAX {
+		depth = C.ACCEL_QUEUE_DEPTH_MAX
+	}
+	cc.queue_depth = C.uint32_t(depth)
+	if cfg.shared {
+		cc.flags = C.ACCEL_SESSION_SHARED_DEVICE
+	}
+
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.closed {
+		return nil, ErrRuntimeClosed
+	}
+	var cs *C.accel_session
+	if rc := int(C.accel_session_open(rt.c, &cc, &cs)); rc != C.ACCEL_OK {
+		return nil, statusErr(rc)
+	}
+	v := &VMSession{id: vmID, rt: rt, h: &chandle{c: cs, rt: rt}}
+	v.sess.v = v
+	v.priority.Store(int64(clampPriority(cfg.priority)))
+	runtime.SetFinalizer(v.h, (*chandle).release)
+	rt.sessions[vmID] = v
+	return v, nil
+}
+
+func clampPriority(p Priority) Priority {
+	switch {
+	case p < C.ACCEL_PRIORITY_MIN:
+		return C.ACCEL_PRIORITY_MIN
+	case p > C.ACCEL_PRIORITY_MAX:
+		return C.ACCEL_PRIORITY_MAX
+	}
+	return p
+}
+
+// ID returns the VM identifier.
+func (v *VMSession) ID() string { return v.id }
+
+// Priority returns the session's weight.
+func (v *VMSession) Priority() Priority { return Priority(v.priority.Load()) }
+
+// SetPriority changes the session's weight from its next scheduler visit.
+func (v *VMSession) SetPriority(p Priority) error {
+	p = clampPriority(p)
+	rc := int(C.accel_session_set_priority(v.h.c, C.uint32_t(p)))
+	runtime.KeepAlive(v.h)
+	if rc != C.ACCEL_OK {
+		return statusErr(rc)
+	}
+	v.priority.Store(int64(p))
+	return nil
+}
+
+// Runtime returns the runtime the session belongs to.
+func (v *VMSession) Runtime() *Runtime { return v.rt }
+
+// Session returns the session's handle: the same *Session its ops get.
+func (v *VMSession) Session() *Session { return &v.sess }
+
+// IsAvailable reports whether the session can take ops (it is open; it
+// always has a backend, the CPU one at least).
+func (v *VMSession) IsAvailable() bool { return !v.closed.Load() }
+
+// IsClosed reports whether Close has been called.
+func (v *VMSession) IsClosed() bool { return v.closed.Load() }
+
+// MemoryUsed returns the bytes charged to the session's budget now.
+func (v *VMSession) MemoryUsed() int64 { return v.sess.MemoryUsed() }
+
+// Stats returns (dispatched, completed, failed): ops whose f started, and
+// of those the ones that returned nil and the ones that returned an error
+// or panicked. An op whose ctx ended before it started is in none of them.
+func (v *VMSession) Stats() (dispatched, completed, failed uint64) {
+	return v.dispatched.Load(), v.completed.Load(), v.failed.Load()
+}
+
+// Sync waits until every op submitted before it has completed. It returns
+// ErrSessionClosed on a closed session (Close itself drains), ErrDeadlock
+// from inside one of the session's own ops.
+func (v *VMSession) Sync() error {
+	if v.closed.Load() {
+		return ErrSessionClosed
+	}
+	rc := int(C.accel_session_sync(v.h.c, C.ACCEL_FOREVER))
+	runtime.KeepAlive(v.h)
+	return statusErr(rc)
+}
+
+// Close stops the session taking ops and waits until the ops it accepted
+// have run (from inside one of its own ops it does not wait). Safe to call
+// many times and from many goroutines; every call returns the first one's
+// result. Never affects another session.
+func (v *VMSession) Close() error {
+	v.closed.Store(true)
+	v.closeMu.Lock()
+	defer v.closeMu.Unlock()
+	if v.didClose {
+		return v.closeErr
+	}
+	v.didClose = true
+	v.rt.mu.Lock()
+	if v.rt.closed {
+		v.rt.mu.Unlock()
+		return nil
+	}
+	if v.rt.sessions[v.id] == v {
+		delete(v.rt.sessions, v.id)
+	}
+	v.rt.mu.Unlock()
+	rc := int(C.accel_session_close(v.h.c, C.ACCEL_CLOSE_DRAIN))
+	runtime.KeepAlive(v.h)
+	v.closeErr = statusErr(rc)
+	return v.closeErr
+}
+
+// Submit runs f on one of the runtime's workers, after the ops submitted
+// before it to this session, and returns f's error. A panic in f comes
+// back as a *PanicError. ctx is honoured until f starts: if it is done
+// first, f never runs and Submit returns ctx.Err() at once; a running f is
+// not interrupted. A full queue makes Submit wait for room (or ctx).
+func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
+	if f == nil {
+		return ErrInvalidArgument
+	}
+	var done <-chan struct{}
+	if ctx != nil {
+		if done = ctx.Done(); done != nil {
+			select {
+			case <-done:
+				return ctx.Err()
+			default:
+			}
+		}
+	}
+	if v.closed.Load() {
+		return ErrSessionClosed
+	}
+	r := allocRec()
+	r.vs, r.f = v, f
+	r.state.Store(recQueued)
+	r.cwait = true
+	r.wakeGen = (r.wakeGen + 1) & (1<<29 - 1) // what fits above the 3 bits
+	gen := r.wakeGen
+	atomic.StoreUint32(&r.wake, gen<<3)
+	if err := v.enqueue(r, done); err != nil {
+		r.cwait, r.vs, r.f = false, nil, nil
+		freeRec(r)
+		if err == errCtxDone {
+			return ctx.Err()
+		}
+		return err
+	}
+	v.submitted.Add(1)
+	// The goroutine waits in C on the record's wake word (a short spin,
+	// then a futex the worker wakes): waking a parked goroutine from a C
+	// thread costs far more (docs/go.md). ctx's end interrupts the wait:
+	// AfterFunc sets CANCEL in the word if it still belongs to this use of
+	// the record (gen), and wakes the waiter.
+	if done == nil {
+		waitWake(r, gen, wakeDone)
+	} else {
+		stop := context.AfterFunc(ctx, func() { setWake(r, gen, wakeCancel) })
+		w := waitWake(r, gen, wakeDone|wakeCancel)
+		stop()
+		if w&wakeDone == 0 {
+			// LP of the cancel race: the CAS decides whether f runs.
+			if r.state.CompareAndSwap(recQueued, recCancelled) {
+				v.cancelled.Add(1)
+				return ctx.Err() // the worker frees r when it pops it
+			}
+			waitWake(r, gen, wakeDone) // f started: it is not interrupted
+		}
+	}
+	err := r.err
+	r.cwait, r.err, r.vs, r.f = false, nil, nil, nil
+	freeRec(r)
+	return err
+}
+
+// Wake word of a record whose submitter waits in C: gen<<3 | bits.
+const (
+	wakeDone   = 1 // the op finished (the worker sets it)
+	wakeCancel = 2 // ctx ended (cancelWake sets it)
+	wakeSleep  = 4 // the waiter sleeps on the futex: setters must wake it
+)
+
+// waitWake waits until a bit of mask is set in r's wake word; gen is this
+// use's generation. The atomic load after C returns is what orders the
+// worker's writes (r.err) before the caller's reads, for the race
+// detector too (it does not see C's atomics).
+func waitWake(r *opRec, gen uint32, mask uint32) uint32 {
+	C.goaccel_wait((*C.uint32_t)(unsafe.Pointer(&r.wake)), C.uint32_t(gen<<3), C.uint32_t(mask))
+	return atomic.LoadUint32(&r.wake) // [A] acquire: pairs with [R] in setWake
+}
+
+// setWake sets bit in r's wake word if the word is still at gen, and wakes
+// a sleeping waiter. Returns false if the record moved on (reused).
+func setWake(r *opRec, gen uint32, bit uint32) bool {
+	for {
+		w := atomic.LoadUint32(&r.wake)
+		if w>>3 != gen {
+			return false
+		}
+		// [R] release: publishes r.err (done) to waitWake's [A].
+		if atomic.CompareAndSwapUint32(&r.wake, w, w|bit) {
+			if w&wakeSleep != 0 {
+				C.goaccel_wake((*C.uint32_t)(unsafe.Pointer(&r.wake)))
+			}
+			return true
+		}
+	}
+}
+
+type ctxDoneErr struct{}
+
+func (ctxDoneErr) Error() string { return "context done" }
+
+var errCtxDone error = ctxDoneErr{}
+
+// enqueue hands r to C. With no ctx it waits for room without limit;
+// with one it waits in slices so ctx can end the wait.
+func (v *VMSession) enqueue(r *opRec, done <-chan struct{}) error {
+	c := v.h.c
+	if done == nil {
+		rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_FOREVER, 1))
+		runtime.KeepAlive(v.h)
+		return statusErr(rc)
+	}
+	for {
+		rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 1))
+		if rc == C.ACCEL_EAGAIN {
+			// Full: wait up to 1 ms for room, then look at ctx again.
+			rc = int(C.goaccel_submit(c, C.uintptr_t(r.idx), 1000000, 1))
+		}
+		if rc != C.ACCEL_ETIMEDOUT {
+			runtime.KeepAlive(v.h)
+			return statusErr(rc)
+		}
+		select {
+		case <-done:
+			return errCtxDone
+		default:
+		}
+	}
+}
