@@ -82,6 +82,37 @@ static inline accel_op tu_blocker_op(tu_blocker *b)
 }
 
 /* A thread that closes a session and says when close returned. */
+/* One op's record: how often fn and done ran, done's status and, when seq
+ * is set, the order in which done ran (drawn from the shared counter).
+ * Zero-initialize it before use. */
+typedef struct tu_rec {
+    _Atomic int fn_calls, done_calls, status, done_seq;
+    _Atomic int *seq;
+} tu_rec;
+
+static inline int tu_rec_fn(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    tu_rec *r = arg;
+    atomic_fetch_add(&r->fn_calls, 1);
+    return 0;
+}
+
+static inline void tu_rec_done(void *arg, int status)
+{
+    tu_rec *r = arg;
+    atomic_store(&r->status, status);
+    if (r->seq)
+        atomic_store(&r->done_seq, atomic_fetch_add(r->seq, 1));
+    atomic_fetch_add(&r->done_calls, 1);
+}
+
+static inline accel_op tu_rec_op(tu_rec *r)
+{
+    accel_op op = {.fn = tu_rec_fn, .done = tu_rec_done, .arg = r};
+    return op;
+}
+
 typedef struct closer_arg {
     accel_session *s;
     unsigned flags;

@@ -19,36 +19,6 @@
 
 #define HOUR_NS (INT64_C(3600) * 1000000000)
 
-/* One op's record: how often fn and done ran, done's status, and the
- * order in which done ran (from a shared sequence). */
-typedef struct rec {
-    _Atomic int fn_calls, done_calls, status, done_seq;
-    _Atomic int *seq;
-} rec;
-
-static int op_rec(accel_ctx *ctx, void *arg)
-{
-    (void)ctx;
-    rec *r = arg;
-    atomic_fetch_add(&r->fn_calls, 1);
-    return 0;
-}
-
-static void done_rec(void *arg, int status)
-{
-    rec *r = arg;
-    atomic_store(&r->status, status);
-    if (r->seq)
-        atomic_store(&r->done_seq, atomic_fetch_add(r->seq, 1));
-    atomic_fetch_add(&r->done_calls, 1);
-}
-
-static accel_op rec_op(rec *r)
-{
-    accel_op op = {.fn = op_rec, .done = done_rec, .arg = r};
-    return op;
-}
-
 typedef struct fx {
     accel_runtime *rt;
     accel_session *s;
@@ -89,13 +59,13 @@ static accel_session_stats stats(accel_session *s)
 Test(cancel, deadline_past_expires_unrun, .timeout = 30)
 {
     fx f = setup(2, 16);
-    rec r = {0};
-    accel_op op = rec_op(&r);
+    tu_rec r = {0};
+    accel_op op = tu_rec_op(&r);
     cr_assert_eq(accel_submit_ex(f.s, &op, accel_now_ns() - 1, ACCEL_FOREVER,
                                  NULL),
                  ACCEL_OK);
-    rec r1 = {0}; /* deadline 1 ns after the clock's epoch */
-    accel_op op1 = rec_op(&r1);
+    tu_rec r1 = {0}; /* deadline 1 ns after the clock's epoch */
+    accel_op op1 = tu_rec_op(&r1);
     cr_assert_eq(accel_submit_ex(f.s, &op1, 1, ACCEL_FOREVER, NULL), ACCEL_OK);
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(r.fn_calls, 0, "an expired op never runs");
@@ -113,8 +83,8 @@ Test(cancel, deadline_past_expires_unrun, .timeout = 30)
 Test(cancel, deadline_future_runs, .timeout = 30)
 {
     fx f = setup(2, 16);
-    rec r = {0};
-    accel_op op = rec_op(&r);
+    tu_rec r = {0};
+    accel_op op = tu_rec_op(&r);
     accel_ticket t;
     cr_assert_eq(accel_submit_ex(f.s, &op, accel_now_ns() + HOUR_NS,
                                  ACCEL_FOREVER, &t),
@@ -125,8 +95,8 @@ Test(cancel, deadline_future_runs, .timeout = 30)
     cr_assert_eq(r.done_calls, 1);
     cr_assert_eq(r.status, 0);
     /* neither a deadline nor a ticket: the plain path */
-    rec p = {0};
-    accel_op pop = rec_op(&p);
+    tu_rec p = {0};
+    accel_op pop = tu_rec_op(&p);
     cr_assert_eq(accel_submit_ex(f.s, &pop, 0, ACCEL_FOREVER, NULL), ACCEL_OK);
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(p.fn_calls, 1);
@@ -140,8 +110,8 @@ Test(cancel, deadline_passes_while_queued, .timeout = 30)
     fx f = setup(2, 16);
     tu_blocker b = {0};
     hold(f.s, &b);
-    rec late = {0}, ok = {0};
-    accel_op lop = rec_op(&late), oop = rec_op(&ok);
+    tu_rec late = {0}, ok = {0};
+    accel_op lop = tu_rec_op(&late), oop = tu_rec_op(&ok);
     int64_t dl = accel_now_ns() + 1000000; /* 1 ms from now */
     cr_assert_eq(accel_submit_ex(f.s, &lop, dl, ACCEL_FOREVER, NULL), ACCEL_OK);
     cr_assert_eq(accel_submit_ex(f.s, &oop, accel_now_ns() + HOUR_NS,
@@ -165,8 +135,8 @@ Test(cancel, queued_op_cancelled_unrun, .timeout = 30)
     fx f = setup(2, 16);
     tu_blocker b = {0};
     hold(f.s, &b);
-    rec r = {0};
-    accel_op op = rec_op(&r);
+    tu_rec r = {0};
+    accel_op op = tu_rec_op(&r);
     accel_ticket t;
     cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_FOREVER, &t), ACCEL_OK);
     cr_assert_eq(accel_cancel(&t), ACCEL_OK);
@@ -213,8 +183,8 @@ Test(cancel, per_op_inside_a_run_of_takes, .timeout = 60)
     tu_blocker gate = {0};
     accel_op gop = tu_blocker_op(&gate);
     cr_assert_eq(accel_submit(f.s, &gop, ACCEL_FOREVER), ACCEL_OK);
-    rec c = {0}, late = {0}, ok = {0};
-    accel_op cop = rec_op(&c), lop = rec_op(&late), oop = rec_op(&ok);
+    tu_rec c = {0}, late = {0}, ok = {0};
+    accel_op cop = tu_rec_op(&c), lop = tu_rec_op(&late), oop = tu_rec_op(&ok);
     accel_ticket t;
     cr_assert_eq(accel_submit_ex(f.s, &cop, 0, ACCEL_FOREVER, &t), ACCEL_OK);
     int64_t dl = accel_now_ns() + 1000000; /* 1 ms from now */
@@ -247,8 +217,8 @@ Test(cancel, per_op_inside_a_run_of_takes, .timeout = 60)
 Test(cancel, after_completion_ealready, .timeout = 30)
 {
     fx f = setup(2, 16);
-    rec r = {0};
-    accel_op op = rec_op(&r);
+    tu_rec r = {0};
+    accel_op op = tu_rec_op(&r);
     accel_ticket t;
     cr_assert_eq(accel_submit_ex(f.s, &op, accel_now_ns() + HOUR_NS,
                                  ACCEL_FOREVER, &t),
@@ -259,8 +229,8 @@ Test(cancel, after_completion_ealready, .timeout = 30)
     cr_assert_eq(r.done_calls, 1);
     cr_assert_eq(r.status, 0);
     /* an expired op's ticket: taken by the worker, so EALREADY too */
-    rec e = {0};
-    accel_op eop = rec_op(&e);
+    tu_rec e = {0};
+    accel_op eop = tu_rec_op(&e);
     cr_assert_eq(accel_submit_ex(f.s, &eop, 1, ACCEL_FOREVER, &t), ACCEL_OK);
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY);
@@ -274,20 +244,20 @@ Test(cancel, stale_ticket_after_slot_reuse, .timeout = 30)
 {
     enum { DEPTH = 4 };
     fx f = setup(2, DEPTH);
-    rec first = {0};
-    accel_op fop = rec_op(&first);
+    tu_rec first = {0};
+    accel_op fop = tu_rec_op(&first);
     accel_ticket old;
     cr_assert_eq(accel_submit_ex(f.s, &fop, 0, ACCEL_FOREVER, &old), ACCEL_OK);
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     tu_blocker b = {0};
     hold(f.s, &b); /* position 1, running: its slot is free again */
-    rec later[2 * DEPTH];
+    tu_rec later[2 * DEPTH];
     accel_ticket lt[2 * DEPTH];
     memset(later, 0, sizeof(later));
     /* Positions 2..5 fill the ring (position 4 reuses old's slot); while
      * the gate holds, they stay queued. Then laps on. */
     for (int i = 0; i < DEPTH; i++) {
-        accel_op op = rec_op(&later[i]);
+        accel_op op = tu_rec_op(&later[i]);
         cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_NO_WAIT, &lt[i]),
                      ACCEL_OK);
     }
@@ -303,7 +273,7 @@ Test(cancel, stale_ticket_after_slot_reuse, .timeout = 30)
     tu_blocker b2 = {0};
     hold(f.s, &b2);
     for (int i = DEPTH; i < 2 * DEPTH; i++) {
-        accel_op op = rec_op(&later[i]);
+        accel_op op = tu_rec_op(&later[i]);
         cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_NO_WAIT, &lt[i]),
                      ACCEL_OK);
     }
@@ -326,13 +296,13 @@ Test(cancel, fifo_of_done_with_cancels, .timeout = 30)
     tu_blocker b = {0};
     hold(f.s, &b);
     _Atomic int seq = 0;
-    static rec r[N];
+    static tu_rec r[N];
     accel_ticket t[N];
     int want[N];
     memset(r, 0, sizeof(r));
     for (int i = 0; i < N; i++) {
         r[i].seq = &seq;
-        accel_op op = rec_op(&r[i]);
+        accel_op op = tu_rec_op(&r[i]);
         switch (i % 4) {
         case 0: /* plain */
             cr_assert_eq(accel_submit(f.s, &op, ACCEL_FOREVER), ACCEL_OK);
@@ -378,11 +348,11 @@ Test(cancel, sync_after_cancels, .timeout = 30)
     fx f = setup(2, 16);
     tu_blocker b = {0};
     hold(f.s, &b);
-    rec r[N];
+    tu_rec r[N];
     accel_ticket t[N];
     memset(r, 0, sizeof(r));
     for (int i = 0; i < N; i++) {
-        accel_op op = rec_op(&r[i]);
+        accel_op op = tu_rec_op(&r[i]);
         cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_FOREVER, &t[i]), ACCEL_OK);
         cr_assert_eq(accel_cancel(&t[i]), ACCEL_OK);
     }
@@ -416,8 +386,8 @@ Test(cancel, from_inside_an_op, .timeout = 30)
     hold(f.s, &b);
     accel_op c = {.fn = cancel_next};
     cr_assert_eq(accel_submit(f.s, &c, ACCEL_FOREVER), ACCEL_OK);
-    rec r = {0};
-    accel_op op = rec_op(&r);
+    tu_rec r = {0};
+    accel_op op = tu_rec_op(&r);
     cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_FOREVER, &inner_t), ACCEL_OK);
     atomic_store(&inner_rc, 1);
     tu_latch_open(&b.gate);
@@ -437,14 +407,14 @@ Test(cancel, racing_the_worker, .timeout = 120)
 {
     enum { BATCH = 64, N = 320 * BATCH };
     fx f = setup(2, 256);
-    static rec r[N];
+    static tu_rec r[N];
     static int crc[N];
     memset(r, 0, sizeof(r));
     int won = 0, lost = 0;
     for (int base = 0; base < N; base += BATCH) {
         accel_ticket t[BATCH];
         for (int i = 0; i < BATCH; i++) {
-            accel_op op = rec_op(&r[base + i]);
+            accel_op op = tu_rec_op(&r[base + i]);
             cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_FOREVER, &t[i]),
                          ACCEL_OK);
             if (i % 2) /* cancel half at once, the rest after the batch */
@@ -482,11 +452,11 @@ static void close_with_queued(unsigned flags)
     fx f = setup(2, 16);
     tu_blocker b = {0};
     hold(f.s, &b);
-    rec r[N];
+    tu_rec r[N];
     accel_ticket t[N];
     memset(r, 0, sizeof(r));
     for (int i = 0; i < N; i++) {
-        accel_op op = rec_op(&r[i]);
+        accel_op op = tu_rec_op(&r[i]);
         int64_t dl = i % 3 == 1 ? 1 : 0; /* 1: expires */
         cr_assert_eq(accel_submit_ex(f.s, &op, dl, ACCEL_FOREVER, &t[i]), ACCEL_OK);
         if (i % 3 == 2)
@@ -541,10 +511,10 @@ Test(cancel, stats_and_metrics_count_cancelled_and_expired, .timeout = 30)
     fx f = setup(2, 16);
     tu_blocker b = {0};
     hold(f.s, &b);
-    rec r[3];
+    tu_rec r[3];
     memset(r, 0, sizeof(r));
     accel_ticket t;
-    accel_op op0 = rec_op(&r[0]), op1 = rec_op(&r[1]), op2 = rec_op(&r[2]);
+    accel_op op0 = tu_rec_op(&r[0]), op1 = tu_rec_op(&r[1]), op2 = tu_rec_op(&r[2]);
     cr_assert_eq(accel_submit_ex(f.s, &op0, 0, ACCEL_FOREVER, &t), ACCEL_OK);
     cr_assert_eq(accel_submit_ex(f.s, &op1, 1, ACCEL_FOREVER, NULL), ACCEL_OK);
     cr_assert_eq(accel_submit_ex(f.s, &op2, 0, ACCEL_FOREVER, NULL), ACCEL_OK);

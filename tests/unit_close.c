@@ -12,25 +12,6 @@
 
 #include "core_util.h"
 
-typedef struct rec {
-    _Atomic int fn_calls, done_calls, status;
-} rec;
-
-static int op_rec(accel_ctx *ctx, void *arg)
-{
-    (void)ctx;
-    rec *r = arg;
-    atomic_fetch_add(&r->fn_calls, 1);
-    return 0;
-}
-
-static void done_rec(void *arg, int status)
-{
-    rec *r = arg;
-    atomic_store(&r->status, status);
-    atomic_fetch_add(&r->done_calls, 1);
-}
-
 static void wait_closed(accel_session *s)
 {
     while (!accel_session_is_closed(s))
@@ -41,7 +22,7 @@ static void wait_closed(accel_session *s)
 
 typedef struct prod {
     accel_session *s;
-    rec *recs;
+    tu_rec *recs;
     int n, accepted, errors;
     tu_blocker *blk; /* submitted before op blk_at, if set */
     int blk_at;
@@ -56,7 +37,7 @@ static void *prod_main(void *p)
             if (accel_submit(a->s, &bop, ACCEL_FOREVER) != ACCEL_OK)
                 a->errors++;
         }
-        accel_op op = {.fn = op_rec, .done = done_rec, .arg = &a->recs[i]};
+        accel_op op = {.fn = tu_rec_fn, .done = tu_rec_done, .arg = &a->recs[i]};
         int rc = accel_submit(a->s, &op, ACCEL_FOREVER);
         if (rc == ACCEL_ECLOSED)
             break;
@@ -78,7 +59,7 @@ static void close_one_of_four(unsigned flags)
         char id[16];
         snprintf(id, sizeof(id), "vm%d", i);
         pa[i] = (prod){.s = tu_open(rt, id, 32, 0), .n = N};
-        pa[i].recs = calloc(N, sizeof(rec));
+        pa[i].recs = calloc(N, sizeof(tu_rec));
         cr_assert_not_null(pa[i].s);
     }
     /* Session 0's op 100 blocks, so its producer fills the ring and waits:
@@ -118,7 +99,7 @@ static void close_one_of_four(unsigned flags)
     cr_assert_geq(acc, 100);
     long ran = 0, cancelled = 0;
     for (int k = 0; k < N; k++) {
-        rec *r = &pa[0].recs[k];
+        tu_rec *r = &pa[0].recs[k];
         int dc = atomic_load(&r->done_calls), fc = atomic_load(&r->fn_calls);
         if (k >= acc) {
             cr_assert_eq(dc + fc, 0, "op %d was not accepted", k);
@@ -175,10 +156,10 @@ Test(close, close_mid_dispatch_never_blocks_others, .timeout = 10)
     tu_wait_at_least(&blk.started, 1);
     /* a's op holds a worker. Closing b and c (with queued work) returns
      * while a is still blocked. */
-    rec rb[50] = {0}, rc_[50] = {0};
+    tu_rec rb[50] = {0}, rc_[50] = {0};
     for (int i = 0; i < 50; i++) {
-        accel_op o1 = {.fn = op_rec, .done = done_rec, .arg = &rb[i]};
-        accel_op o2 = {.fn = op_rec, .done = done_rec, .arg = &rc_[i]};
+        accel_op o1 = {.fn = tu_rec_fn, .done = tu_rec_done, .arg = &rb[i]};
+        accel_op o2 = {.fn = tu_rec_fn, .done = tu_rec_done, .arg = &rc_[i]};
         cr_assert_eq(accel_submit(b, &o1, ACCEL_FOREVER), ACCEL_OK);
         cr_assert_eq(accel_submit(c, &o2, ACCEL_FOREVER), ACCEL_OK);
     }
@@ -195,9 +176,9 @@ Test(close, close_mid_dispatch_never_blocks_others, .timeout = 10)
     pthread_create(&th, NULL, closer_main, &ca);
     wait_closed(a);
     accel_session *d = tu_open(rt, "d", 0, 0);
-    rec rd = {0};
+    tu_rec rd = {0};
     for (int i = 0; i < 100; i++)
-        cr_assert_eq(accel_submit_wait(d, op_rec, &rd, ACCEL_FOREVER), 0);
+        cr_assert_eq(accel_submit_wait(d, tu_rec_fn, &rd, ACCEL_FOREVER), 0);
     cr_assert_eq(atomic_load(&rd.fn_calls), 100);
     cr_assert_eq(atomic_load(&ca.returned), 0, "close of a did not wait");
     cr_assert_eq(atomic_load(&blk.finished), 0);
@@ -223,16 +204,16 @@ static void close_with_queue(unsigned flags)
     cr_assert_eq(accel_submit(s, &bop, ACCEL_NO_WAIT), ACCEL_OK);
     tu_wait_at_least(&blk.started, 1);
     enum { Q = 10 };
-    rec r[Q] = {0};
+    tu_rec r[Q] = {0};
     for (int i = 0; i < Q; i++) {
-        accel_op op = {.fn = op_rec, .done = done_rec, .arg = &r[i]};
+        accel_op op = {.fn = tu_rec_fn, .done = tu_rec_done, .arg = &r[i]};
         cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     }
     closer_arg ca = {.s = s, .flags = flags};
     pthread_t th;
     pthread_create(&th, NULL, closer_main, &ca);
     wait_closed(s);
-    accel_op op = {.fn = op_rec, .arg = &r[0]};
+    accel_op op = {.fn = tu_rec_fn, .arg = &r[0]};
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_ECLOSED);
     cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_ECLOSED);
     tu_latch_open(&blk.gate);
@@ -286,8 +267,8 @@ typedef struct submitter {
 static void *submitter_main(void *p)
 {
     submitter *a = p;
-    static rec sink;
-    accel_op op = {.fn = op_rec, .arg = &sink};
+    static tu_rec sink;
+    accel_op op = {.fn = tu_rec_fn, .arg = &sink};
     if (a->batch) {
         accel_op ops[4] = {op, op, op, op};
         a->rc = accel_submit_batch(a->s, ops, 4, a->timeout, &a->accepted);
@@ -306,8 +287,8 @@ static void blocked_producer_wakes(unsigned flags)
     accel_op bop = tu_blocker_op(&blk);
     cr_assert_eq(accel_submit(s, &bop, ACCEL_NO_WAIT), ACCEL_OK);
     tu_wait_at_least(&blk.started, 1);
-    rec q = {0};
-    accel_op op = {.fn = op_rec, .done = done_rec, .arg = &q};
+    tu_rec q = {0};
+    accel_op op = {.fn = tu_rec_fn, .done = tu_rec_done, .arg = &q};
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK); /* full */
     enum { P = 3 };
     submitter sa[P];
@@ -362,14 +343,14 @@ Test(close, blocked_producer_wakes_eclosed_cancel, .timeout = 10)
 
 typedef struct waiter {
     accel_session *s;
-    rec r;
+    tu_rec r;
     int rc;
 } waiter;
 
 static void *waiter_main(void *p)
 {
     waiter *w = p;
-    w->rc = accel_submit_wait(w->s, op_rec, &w->r, ACCEL_FOREVER);
+    w->rc = accel_submit_wait(w->s, tu_rec_fn, &w->r, ACCEL_FOREVER);
     return NULL;
 }
 
@@ -416,8 +397,8 @@ static int op_close_self(accel_ctx *ctx, void *arg)
     accel_session *s = accel_ctx_session(ctx);
     sc->close_rc = accel_session_close(s, sc->flags); /* must not wait */
     sc->closed_seen = accel_session_is_closed(s);
-    static rec sink;
-    accel_op op = {.fn = op_rec, .arg = &sink};
+    static tu_rec sink;
+    accel_op op = {.fn = tu_rec_fn, .arg = &sink};
     sc->submit_after = accel_submit(s, &op, ACCEL_NO_WAIT);
     atomic_store(&sc->returned, 1);
     return 0;
@@ -432,15 +413,15 @@ static void close_from_inside(unsigned flags)
     /* Hold the session until everything is queued behind the closer. */
     cr_assert_eq(accel_submit(s, &gop, ACCEL_NO_WAIT), ACCEL_OK);
     self_close sc = {.flags = flags, .close_rc = 1};
-    rec before = {0};
-    accel_op op_b = {.fn = op_rec, .done = done_rec, .arg = &before};
+    tu_rec before = {0};
+    accel_op op_b = {.fn = tu_rec_fn, .done = tu_rec_done, .arg = &before};
     accel_op cop = {.fn = op_close_self, .arg = &sc};
     enum { Q = 20 };
-    rec after[Q] = {0};
+    tu_rec after[Q] = {0};
     cr_assert_eq(accel_submit(s, &op_b, ACCEL_NO_WAIT), ACCEL_OK);
     cr_assert_eq(accel_submit(s, &cop, ACCEL_NO_WAIT), ACCEL_OK);
     for (int i = 0; i < Q; i++) {
-        accel_op op = {.fn = op_rec, .done = done_rec, .arg = &after[i]};
+        accel_op op = {.fn = tu_rec_fn, .done = tu_rec_done, .arg = &after[i]};
         cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     }
     tu_latch_open(&gate.gate);
@@ -500,11 +481,11 @@ Test(close, release_last_handle_from_inside_own_op, .timeout = 10)
     accel_op bop = tu_blocker_op(&blk);
     cr_assert_eq(accel_submit(s, &bop, ACCEL_NO_WAIT), ACCEL_OK);
     tu_wait_at_least(&blk.started, 1);
-    rec r[5] = {0};
+    tu_rec r[5] = {0};
     accel_op rel = {.fn = op_release_self};
     cr_assert_eq(accel_submit(s, &rel, ACCEL_NO_WAIT), ACCEL_OK);
     for (int i = 0; i < 5; i++) {
-        accel_op op = {.fn = op_rec, .done = done_rec, .arg = &r[i]};
+        accel_op op = {.fn = tu_rec_fn, .done = tu_rec_done, .arg = &r[i]};
         cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     }
     tu_latch_open(&blk.gate); /* from here on s is the op's to release */
@@ -529,18 +510,18 @@ Test(close, release_last_handle_from_inside_own_op, .timeout = 10)
 
 typedef struct eo_prod {
     accel_session *s;
-    rec *recs;
+    tu_rec *recs;
     int n, accepted, errors;
     uint64_t seed;
 } eo_prod;
 
 static int op_rec_maybe_fail(accel_ctx *ctx, void *arg)
 {
-    rec *r = arg;
-    op_rec(ctx, arg);
-    if (((uintptr_t)r / sizeof(rec)) % 16 == 1)
+    tu_rec *r = arg;
+    tu_rec_fn(ctx, arg);
+    if (((uintptr_t)r / sizeof(tu_rec)) % 16 == 1)
         tu_nap_us(30); /* lets queues build up before the close */
-    return ((uintptr_t)r / sizeof(rec)) % 5 == 0 ? 3 : 0;
+    return ((uintptr_t)r / sizeof(tu_rec)) % 5 == 0 ? 3 : 0;
 }
 
 static void *eo_main(void *p)
@@ -554,13 +535,13 @@ static void *eo_main(void *p)
             accel_op ops[8];
             size_t k = (size_t)(a->n - i) < 8 ? (size_t)(a->n - i) : 8, acc;
             for (size_t j = 0; j < k; j++)
-                ops[j] = (accel_op){.fn = op_rec_maybe_fail, .done = done_rec,
+                ops[j] = (accel_op){.fn = op_rec_maybe_fail, .done = tu_rec_done,
                                     .arg = &a->recs[i + (int)j]};
             rc = accel_submit_batch(a->s, ops, k, ACCEL_FOREVER, &acc);
             i += (int)acc;
             a->accepted += (int)acc;
         } else {
-            accel_op op = {.fn = op_rec_maybe_fail, .done = done_rec,
+            accel_op op = {.fn = op_rec_maybe_fail, .done = tu_rec_done,
                            .arg = &a->recs[i]};
             rc = accel_submit(a->s, &op,
                               mode == 1 ? ACCEL_NO_WAIT : ACCEL_FOREVER);
@@ -591,7 +572,7 @@ Test(close, exactly_once_under_random_close, .timeout = 60)
         pthread_t th[P];
         for (int i = 0; i < P; i++) {
             pa[i] = (eo_prod){.s = s, .n = N, .seed = tu_rand(&seed) | 1};
-            pa[i].recs = calloc(N, sizeof(rec));
+            pa[i].recs = calloc(N, sizeof(tu_rec));
             pthread_create(&th[i], NULL, eo_main, &pa[i]);
         }
         tu_nap_us((long)(tu_rand(&seed) % 3000));
@@ -605,7 +586,7 @@ Test(close, exactly_once_under_random_close, .timeout = 60)
             cr_assert_eq(pa[i].errors, 0);
             accepted += pa[i].accepted;
             for (int k = 0; k < N; k++) {
-                rec *r = &pa[i].recs[k];
+                tu_rec *r = &pa[i].recs[k];
                 int dc = atomic_load(&r->done_calls);
                 int fc = atomic_load(&r->fn_calls);
                 int stt = atomic_load(&r->status);
