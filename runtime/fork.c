@@ -95,6 +95,8 @@ static void prepare(void)
 
 static void open_gate(void)
 {
+    /* release: what fork's hooks did before this store happens-before a
+     * waiter's acquire load in accel__fork_gate_wait. */
     atomic_store_explicit(&accel__fork_gate, 0, memory_order_release);
     accel__futex_wake(&accel__fork_gate, INT_MAX);
 }
