@@ -63,6 +63,8 @@ static inline void accel__fork_read_enter(void)
                                                    memory_order_relaxed),
                              1))
             return;
+        /* release: as in accel__fork_read_exit; the forker's acquire
+         * load of in_read (prepare in fork.c) sees the section closed. */
         atomic_store_explicit(&accel__fork_in_read, 0, memory_order_release);
         accel__fork_gate_wait();
     }

@@ -414,6 +414,7 @@ void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
         accel__futex_wake(&rt->park_seq_short, 1);
     } else if ((lanes & ACCEL__SCHED_LANE_GENERAL) &&
                claim_parked(&rt->idle_workers)) {
+        /* release: as above, for the general lane's word. */
         atomic_fetch_add_explicit(&rt->park_seq, 1, memory_order_release);
         accel__futex_wake(&rt->park_seq, 1);
     }
@@ -478,6 +479,7 @@ static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
     atomic_fetch_add_explicit(idle, ACCEL__PARKED, memory_order_relaxed);
     accel__fence_cold();
     e = accel__sched_pick(rt->sched, lane);
+    /* acquire: pairs with accel__workers_stop's release store of stopping. */
     if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire)) {
         bump(&w->parks, 1);
         ACCEL_TRACE2(park, w->index, lane); /* park(worker, lane) */
