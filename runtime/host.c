@@ -49,6 +49,8 @@ typedef struct accel__host_slot {
     bool idle;       /* between idle_begin and idle_end */
 } accel__host_slot;
 
+accel_session *accel_current_session(void) { return accel__tls_current; }
+
 int accel__host_create(accel_runtime *rt)
 {
     rt->host = accel__calloc_aligned(64, (size_t)rt->nworkers *

@@ -39,13 +39,18 @@ func callDone(cb func(error), err error) {
 }
 
 //export goAccelRun
-func goAccelRun(idx C.uintptr_t) C.int {
-	r := recAt(uint32(idx))
+func goAccelRun(idx C.uintptr_t) C.int { return runRec(uint32(idx)) }
+
+// runRec runs the op of record idx (on a host worker goroutine, or in a
+// callback from a C worker thread) and returns its C status: 0, or 1 if
+// it failed.
+func runRec(idx uint32) C.int {
+	r := recAt(idx)
 	// LP of the cancel race (oprec.go): whoever moves the state off queued
 	// owns the outcome.
 	if !r.state.CompareAndSwap(recQueued, recRunning) {
 		r.f, r.vs, r.cb, r.batch, r.group, r.gdone = nil, nil, nil, nil, nil, nil
-		r.cwait = false
+		r.cwait, r.chwait = false, false
 		freeRec(r) // the submitter gave the record up when it cancelled
 		return 0
 	}
@@ -104,7 +109,7 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 	r := recAt(uint32(idx))
 	if !r.state.CompareAndSwap(recQueued, recRunning) {
 		r.f, r.vs, r.cb, r.batch = nil, nil, nil, nil
-		r.cwait = false
+		r.cwait, r.chwait = false, false
 		freeRec(r)
 		return
 	}
@@ -128,6 +133,11 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 // The record must not be touched after the hand-off.
 func finish(r *opRec, err error) {
 	switch {
+	case r.chwait:
+		// The submitter waits on the record's channel (host workers):
+		// the send orders r.err before its receive.
+		r.err = err
+		r.wch <- struct{}{}
 	case r.cwait:
 		r.err = err
 		setWake(r, r.wakeGen, wakeDone) // the submitter waits in waitWake

@@ -39,6 +39,8 @@ type opRec struct {
 	err     error
 	cb      func(error)            // async completion; nil for a synchronous Submit
 	cwait   bool                   // a synchronous Submit waits on wake (waitWake)
+	chwait  bool                   // a synchronous Submit waits on wch (host workers)
+	wch     chan struct{}          // cap 1: the worker's "done" to a waiting Submit; made once per record
 	wake    uint32                 // gen<<3 | wakeDone/wakeCancel/wakeSleep (futex word, atomic)
 	wakeGen uint32                 // generation of wake for the current use (owner only)
 	batch   *batchWait             // batch Submit: counts the ops still out

@@ -473,6 +473,11 @@ ACCEL_API int accel_cancel(const accel_ticket *t);
 /* Most ops one visit hands out; a larger cap is cut to it. */
 #define ACCEL_HOST_VISIT_MAX 32u
 
+/* The session whose op (or done callback) runs on the calling thread now,
+ * else NULL: a host tells a call from inside an op of a session (which
+ * must not wait for that session) by it. Any thread. */
+ACCEL_API accel_session *accel_current_session(void);
+
 /* Picks a runnable session for worker slot `worker` exactly as an accel
  * worker thread would and takes up to cap of its ops (fewer when the
  * scheduler's visit budget, the predicted op cost or the ring says so)
