@@ -93,6 +93,7 @@ const hostSpins = 2
 func (h *hostWorkers) loop(w, lane int) {
 	defer h.wg.Done()
 	b := new(slotBuf)
+	var fl recList
 	var mode C.uint
 	var nprev C.uint
 	spins := 0
@@ -110,8 +111,9 @@ func (h *hostWorkers) loop(w, lane int) {
 		if rc == C.ACCEL_OK {
 			n := int(b.n)
 			for i := 0; i < n; i++ {
-				b.status[i] = runRec(uint32(b.recs[i]))
+				b.status[i] = runRec(uint32(b.recs[i]), &fl)
 			}
+			fl.flush()
 			mode, nprev, spins = C.GOACCEL_STEP_END, b.n, 0
 			continue
 		}

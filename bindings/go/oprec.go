@@ -128,3 +128,42 @@ func (sl *recSlab) grow(seen uint64) {
 		}
 	}
 }
+
+// recList collects the records a worker is done with during a batch, so
+// that they go back to the free stack with one CAS (freeChain) instead of
+// one each: the stack's head is the line producers and workers share.
+type recList struct {
+	first, last *opRec
+}
+
+// free adds r to l; a nil l frees r at once.
+func (l *recList) free(r *opRec) {
+	if l == nil {
+		freeRec(r)
+		return
+	}
+	if l.first == nil {
+		l.last = r
+		r.next.Store(0)
+	} else {
+		r.next.Store(l.first.idx + 1)
+	}
+	l.first = r
+}
+
+// flush pushes the collected records back in one CAS.
+func (l *recList) flush() {
+	if l.first == nil {
+		return
+	}
+	for {
+		h := slab.head.Load()
+		l.last.next.Store(uint32(h))
+		// The CAS publishes the chain's links (set before it) to the pop
+		// that reads them after loading the new head.
+		if slab.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(l.first.idx+1)) {
+			break
+		}
+	}
+	l.first, l.last = nil, nil
+}
