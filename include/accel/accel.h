@@ -465,9 +465,11 @@ ACCEL_API int accel_cancel(const accel_ticket *t);
  * never handed out. An op is claimed against accel_cancel when begin
  * hands it out (not when the host starts it). Sessions of a backend that
  * does not run ops in line (CUDA) are run by begin itself, as accel's own
- * worker would (n = 0). accel_runtime_destroy must be called after the
- * host has stopped calling these functions on rt; ops still queued then
- * are run (through fn) by destroy's own thread. */
+ * worker would (n = 0). Whatever waits for ops (accel_session_sync,
+ * _close and _release with DRAIN, a submit waiting for room) needs a host
+ * worker driving the slots meanwhile. accel_runtime_destroy must be
+ * called after the host has stopped calling these functions on rt; ops
+ * still queued then are run (through fn) by destroy's own thread. */
 #define ACCEL_HOST_LANE_GENERAL 0u
 #define ACCEL_HOST_LANE_SHORT 1u
 /* Most ops one visit hands out; a larger cap is cut to it. */
