@@ -120,6 +120,10 @@ func (rt *Runtime) Close() error {
 		rt.mu.Unlock()
 		return ErrRuntimeClosed
 	}
+	if rt.insideOpLocked() {
+		rt.mu.Unlock()
+		return ErrDeadlock
+	}
 	open := make([]*VMSession, 0, len(rt.sessions))
 	for _, v := range rt.sessions {
 		open = append(open, v)
@@ -134,9 +138,6 @@ func (rt *Runtime) Close() error {
 		return ErrRuntimeClosed
 	}
 	if rt.host != nil {
-		if C.goaccel_in_visit(rt.c) != 0 {
-			return ErrDeadlock // an op's own worker cannot wait for itself
-		}
 		// The sessions are drained: stop the worker goroutines (destroy
 		// runs anything queued since on this thread).
 		rt.host.stop()
@@ -151,4 +152,22 @@ func (rt *Runtime) Close() error {
 	}
 	rt.sessions = nil
 	return nil
+}
+
+// insideOpLocked reports whether the caller runs inside an op of rt (its
+// worker would wait for itself). rt.mu is held.
+func (rt *Runtime) insideOpLocked() bool {
+	if rt.host != nil && C.goaccel_in_visit(rt.c) != 0 {
+		return true
+	}
+	cur := C.accel_current_session()
+	if cur == nil {
+		return false
+	}
+	for _, v := range rt.sessions {
+		if v.h.c == cur {
+			return true
+		}
+	}
+	return false
 }
