@@ -29,6 +29,9 @@
  * waits for. Only the end of a visit, which may hand the session (and that
  * reference) to another thread and still look at the ring after, runs in
  * a short read-side section (visit_end).
+ *
+ * The visit code (accel__visit_*) and the parking counts are shared with
+ * host-driven workers (host.c), whose visits the host's threads drive.
  */
 
 #include <limits.h>
@@ -133,7 +136,8 @@ static inline uint32_t release_bound(uint32_t ex, uint32_t k)
  * only when run_ops claims it right before it would run, so a cancel still
  * wins until then; the plain ops before the first one are released here,
  * before any op of the run runs. */
-uint32_t accel__visit_take(accel__visit *v, accel_op *ops, uint32_t max, uint32_t *ex)
+uint32_t accel__visit_take(accel__visit *v, accel_op *ops, uint32_t max,
+                           uint32_t *ex)
 {
     accel_session *s = v->s;
     uint32_t k = accel__ring_sc_peek_ex(ACCEL__RING(s), v->h, max, ops, ex);
@@ -168,8 +172,8 @@ _Static_assert(ACCEL__TAKE_MAX <= ACCEL__WAIT_SAMPLE,
  * then its deadline (read per op, here: earlier ops of the run took
  * time). */
 __attribute__((noinline)) int accel__visit_claim(accel__visit *v, uint64_t h0,
-                                             uint32_t i, uint32_t *ex,
-                                             uint32_t k)
+                                                 uint32_t i, uint32_t *ex,
+                                                 uint32_t k)
 {
     accel_session *s = v->s;
     int64_t deadline;
@@ -201,12 +205,13 @@ __attribute__((noinline)) static void device_drain(accel_session *s)
 }
 
 /* Runs ops[0..k) (positions h0..) in order; ex: a bit per EX op, claimed
- * one by one as it comes up (accel__visit_claim). The counters are bumped per op
- * before the op runs (dispatched) and before its done (completed, failed,
+ * one by one as it comes up (accel__visit_claim). The counters are bumped
+ * per op before the op runs (dispatched) and before its done (completed, failed,
  * cancelled, expired), so that whoever a done callback wakes sees them:
  * plain stores to the consumer's own line. `finished`, which sleepers
  * read, is stored once for the run. */
-static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k, uint32_t ex)
+static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
+                    uint32_t ex)
 {
     accel_session *s = v->s;
     accel_ctx ctx = {.session = s};
@@ -226,7 +231,8 @@ static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k, uint32_t e
         if (status) {
             if (s->bops->poll)
                 device_drain(s);
-            accel__bump(status == ACCEL_EEXPIRED ? &s->expired : &s->cancelled, 1);
+            accel__bump(status == ACCEL_EEXPIRED ? &s->expired : &s->cancelled,
+                        1);
         } else {
             accel__bump(&s->dispatched, 1);
             /* op_start(session, position, arg) */
