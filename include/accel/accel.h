@@ -182,7 +182,8 @@ typedef struct accel_runtime_config {
     /* ACCEL_RUNTIME_HOST_WORKERS (see "Host-driven workers" below); 0:
      * accel's own worker threads. */
     unsigned flags;
-    /* Host-driven workers only (required there, must be NULL otherwise):
+    /* Host-driven workers only (required there; it and host_wake_arg
+     * must be NULL otherwise):
      * called with (host_wake_arg, lane) when a parked host worker of that
      * lane (ACCEL_HOST_LANE_*) must be woken. It runs inside the call that
      * made the work runnable (a submit, accel_host_visit_end,
