@@ -86,7 +86,7 @@ func (h *hostWorkers) stop() {
 // Idle slots spin this many times (a Gosched each, so that submitters on
 // the same P run) before they announce idle and park: the announcement
 // costs a process-wide barrier (futex.h).
-const hostSpins = 2
+const hostSpins = 6
 
 // loop drives slot w: begin a visit, run its ops, end it (ended and the
 // next begun in one crossing), park when there is none.
