@@ -22,6 +22,10 @@ type hostWorkers struct {
 	lanes [2]chan struct{} // parked slots of lane 0 (general), 1 (short) wait here
 	quit  chan struct{}    // closed by stop
 	wg    sync.WaitGroup
+	// helpSlots holds the free helper slots (indices after the workers'):
+	// a submitter takes one to run visits itself (help).
+	helpSlots chan int
+	nhelp     int
 }
 
 // slotBuf is a slot's batch: heap memory the C step reads and fills
@@ -32,8 +36,12 @@ type slotBuf struct {
 	n      C.uint
 }
 
-func startHostWorkers(rt *C.accel_runtime, workers, short int) *hostWorkers {
-	h := &hostWorkers{rt: rt, quit: make(chan struct{})}
+func startHostWorkers(rt *C.accel_runtime, workers, short, helpers int) *hostWorkers {
+	h := &hostWorkers{rt: rt, quit: make(chan struct{}), nhelp: helpers}
+	h.helpSlots = make(chan int, helpers)
+	for i := 0; i < helpers; i++ {
+		h.helpSlots <- workers + i
+	}
 	// A lane's channel holds at most one token per slot of the lane: C
 	// claims at most one wake per parked slot, and a full channel already
 	// wakes every slot that parks (post drops what does not fit).
@@ -79,6 +87,11 @@ func (rt *Runtime) wakesFrom(packed int64) int {
 // stop makes the worker goroutines return once they find no work, and
 // waits for them.
 func (h *hostWorkers) stop() {
+	// Take every helper slot: no submitter drives one from here on, and
+	// those driving one now finish first.
+	for i := 0; i < h.nhelp; i++ {
+		<-h.helpSlots
+	}
 	close(h.quit)
 	h.wg.Wait()
 }
@@ -144,5 +157,107 @@ func (h *hostWorkers) loop(w, lane int) {
 		}
 		runtime.LockOSThread()
 		mode, nprev, spins = C.GOACCEL_STEP_UNIDLE, 0, 0
+	}
+}
+
+// Caller helps (sync Submit). The C runtime has a few slots more than
+// worker goroutines: helper slots, general lane, never idle-announced and
+// never woken (C wakes only slots that announced idle, so a slot that no
+// one drives is invisible to the wake protocol). A submitter takes a free
+// helper slot after its submit and drives it as a worker would: begin
+// (the scheduler's own pick, whatever session that is: FIFO, shares and
+// the short lane are the scheduler's), run the ops, end; after each visit
+// (one visit, at most a quantum) it looks whether its own op is done or
+// its ctx ended, and stops at the first begin that finds nothing. Then
+// submit, begin, f and end run on the submitting goroutine: no goroutine
+// switch on the common path.
+//
+// No stranded work: a helper only takes work; every op it leaves queued
+// was queued by a submit that woke a parked worker if there was one (C's
+// protocol, unchanged: helper slots never count as parked). The one
+// exception is the end of a visit: accel_host_visit_end re-queues the
+// session for the ending slot's lane without a wake (a worker's next
+// begin sees it). So a helper stops only after an end whose begin found
+// nothing (then nothing was runnable after its end), or, after one more
+// visit, with an end and a wake posted to each lane: a parked worker
+// takes the token; a worker not parked begins again before it parks, and
+// that begin (after the end's re-queue) sees the session. A token no one
+// needed is a spurious wake, which the loop takes as one.
+
+// helpBufs are the helpers' batch buffers.
+var helpBufs = sync.Pool{New: func() any { return new(slotBuf) }}
+
+// help runs visits on a free helper slot for the submitter of r (done:
+// its ctx's channel, may be nil) until r's op is done, ctx ends or
+// nothing is runnable. Returns whether r's op finished (its channel's
+// token taken). No helper slot free: returns false at once.
+func (h *hostWorkers) help(r *opRec, done <-chan struct{}) bool {
+	var w int
+	select {
+	case w = <-h.helpSlots:
+	default:
+		return false
+	}
+	b := helpBufs.Get().(*slotBuf)
+	var fl recList
+	own, last := false, false
+	mode, nprev := C.uint(0), C.uint(0)
+	runtime.LockOSThread() // begin and end of a visit on one thread
+	for {
+		packed := int64(C.goaccel_host_step(h.rt, C.uint(w), mode, &b.status[0], nprev,
+			&b.recs[0], C.ACCEL_HOST_VISIT_MAX, &b.n))
+		if packed>>32 != 0 {
+			h.post(packed)
+		}
+		if int(int32(packed)) != C.ACCEL_OK {
+			break // nothing runnable; no visit open
+		}
+		n := int(b.n)
+		for i := 0; i < n; i++ {
+			b.status[i] = runRec(uint32(b.recs[i]), &fl)
+		}
+		fl.flush()
+		if !own {
+			select {
+			case <-r.wch:
+				own = true
+			default:
+			}
+		}
+		mode, nprev = C.GOACCEL_STEP_END, b.n
+		if own || chanDone(done) {
+			if !last {
+				// End with a begin: nothing runnable (EAGAIN) means
+				// nothing is left for this slot; a visit found is run,
+				// once (the session its end re-queues may have been
+				// passed over by the wake protocol).
+				last = true
+				continue
+			}
+			packed = int64(C.goaccel_host_step(h.rt, C.uint(w),
+				C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP, &b.status[0], b.n, nil, 0, nil))
+			// An end re-queues the session for its own slot's next
+			// begin without a wake (a worker loops); this slot stops, so
+			// wake a parked worker of each lane: one not parked begins
+			// again anyway and sees the session.
+			h.post(packed | 1<<32 | 1<<48)
+			break
+		}
+	}
+	runtime.UnlockOSThread()
+	helpBufs.Put(b)
+	h.helpSlots <- w
+	return own
+}
+
+func chanDone(done <-chan struct{}) bool {
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
 	}
 }

@@ -6,6 +6,7 @@ package accel
 import "C"
 
 import (
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -65,9 +66,20 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	// With Workers == 0 the library sizes the pool from the CPU affinity
 	// mask and the cgroup CPU quota.
 	w := int(C.accel_runtime_workers(rt))
+	nhelp := 0
+	if host != 0 {
+		// Worker goroutines get w slots; sync submitters help on nhelp
+		// more (hostworker.go): recreate with them once w is known.
+		nhelp = helperSlots()
+		C.accel_runtime_destroy(rt)
+		cc.workers = C.uint(w + nhelp)
+		if rc := int(C.goaccel_runtime_create(&cc, host, &rt)); rc != C.ACCEL_OK {
+			return nil, statusErr(rc)
+		}
+	}
 	r := &Runtime{c: rt, workers: w, sessions: make(map[string]*VMSession)}
 	if host != 0 {
-		r.host = startHostWorkers(rt, w, int(cc.short_lane_workers))
+		r.host = startHostWorkers(rt, w, int(cc.short_lane_workers), nhelp)
 	}
 	return r, nil
 }
@@ -170,4 +182,14 @@ func (rt *Runtime) insideOpLocked() bool {
 		}
 	}
 	return false
+}
+
+// helperSlots is how many submitters may help at once: one per P (more
+// could not run), at most 8.
+func helperSlots() int {
+	n := runtime.GOMAXPROCS(0)
+	if n > 8 {
+		n = 8
+	}
+	return n
 }

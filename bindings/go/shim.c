@@ -109,7 +109,12 @@ int64_t goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns,
         return wakes_out(ACCEL_EDEADLK);
     accel_op op = {.fn = goaccel_op_fn, .done = goaccel_op_done,
                    .arg = (void *)rec};
-    return wakes_out(accel_submit(s, &op, timeout_ns));
+    int64_t r = wakes_out(accel_submit(s, &op, timeout_ns));
+    /* Inside a visit the caller runs an op: it must not drive another
+     * slot (hostworker.go, help). */
+    if (sync && goaccel_visiting != NULL)
+        r |= GOACCEL_IN_VISIT;
+    return r;
 }
 
 static int goaccel_submit_batch_ops(accel_session *s, const uintptr_t *recs,

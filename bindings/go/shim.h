@@ -12,7 +12,8 @@
 
 /* Calls that can make work runnable return an int64: the status in the
  * low 32 bits, and in the high 32 the wakes for parked host workers that
- * the call asked for (general lane: bits 32-47, short lane: 48-63), which
+ * the call asked for (general lane: bits 32-46, short lane: 48-63; bit 47 is
+ * GOACCEL_IN_VISIT), which
  * the Go side posts (hostworker.go). */
 
 /* Creates a runtime; host: with host-driven workers whose wakes come
@@ -22,7 +23,10 @@ int goaccel_runtime_create(accel_runtime_config *c, int host,
 
 /* Queues the Go op record rec on s (accel_submit with the trampolines).
  * sync: the caller will wait for the op, so from inside one of s's own ops
- * it is ACCEL_EDEADLK. */
+ * it is ACCEL_EDEADLK; and the result has GOACCEL_IN_VISIT set when the
+ * calling thread runs an op (a visit is open on it), which must then not
+ * help drive a slot. */
+#define GOACCEL_IN_VISIT ((int64_t)1 << 47)
 int64_t goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns,
                        int sync);
 

@@ -248,7 +248,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	r.wakeGen = (r.wakeGen + 1) & (1<<29 - 1) // what fits above the 3 bits
 	gen := r.wakeGen
 	atomic.StoreUint32(&r.wake, gen<<3)
-	if err := v.enqueue(r, done); err != nil {
+	if _, err := v.enqueue(r, done, false); err != nil {
 		r.cwait, r.vs, r.f = false, nil, nil
 		freeRec(r)
 		if err == errCtxDone {
@@ -283,8 +283,13 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	return err
 }
 
+// helpEnabled: sync Submit helps drive a parked slot (a switch for A/B
+// benchmarks).
+var helpEnabled = true
+
 // submitHost is Submit on a runtime with worker goroutines: the caller
-// parks on the record's channel, which the worker sends to after f.
+// helps drive a parked slot if there is one (hostworker.go), else parks
+// on the record's channel, which the worker sends to after f.
 func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func(*Session) error) error {
 	r := allocRec()
 	r.vs, r.f = v, f
@@ -293,7 +298,8 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 		r.wch = make(chan struct{}, 1)
 	}
 	r.chwait = true
-	if err := v.enqueue(r, done); err != nil {
+	held, err := v.enqueue(r, done, true)
+	if err != nil {
 		r.chwait, r.vs, r.f = false, nil, nil
 		freeRec(r)
 		if err == errCtxDone {
@@ -302,9 +308,20 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 		return err
 	}
 	v.submitted.Add(1)
-	if done == nil {
+	if held&^C.GOACCEL_IN_VISIT != 0 {
+		v.rt.host.post(held)
+	}
+	// Caller helps: run visits on a helper slot here (not from inside an
+	// op: a visit is open on this thread; hostworker.go).
+	own := false
+	if held&C.GOACCEL_IN_VISIT == 0 && helpEnabled {
+		own = v.rt.host.help(r, done)
+	}
+	switch {
+	case own:
+	case done == nil:
 		<-r.wch
-	} else {
+	default:
 		select {
 		case <-r.wch:
 		case <-done:
@@ -316,7 +333,7 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 			<-r.wch // f started: it is not interrupted
 		}
 	}
-	err := r.err
+	err = r.err
 	r.chwait, r.err, r.vs, r.f = false, nil, nil, nil
 	freeRec(r)
 	return err
@@ -363,28 +380,37 @@ func (ctxDoneErr) Error() string { return "context done" }
 var errCtxDone error = ctxDoneErr{}
 
 // enqueue hands r to C. With no ctx it waits for room without limit;
-// with one it waits in slices so ctx can end the wait.
-func (v *VMSession) enqueue(r *opRec, done <-chan struct{}) error {
+// with one it waits in slices so ctx can end the wait. hold: the wakes
+// of the accepting call are returned in held (a shim result's high bits,
+// with GOACCEL_IN_VISIT) instead of posted; the caller posts them.
+func (v *VMSession) enqueue(r *opRec, done <-chan struct{}, hold bool) (held int64, err error) {
 	c := v.h.c
 	rt := v.rt
+	result := func(p int64) int {
+		if hold && int32(p) == C.ACCEL_OK {
+			held = p &^ (1<<32 - 1)
+			return C.ACCEL_OK
+		}
+		return rt.wakesFrom(p &^ C.GOACCEL_IN_VISIT)
+	}
 	if done == nil {
-		rc := rt.wakesFrom(int64(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_FOREVER, 1)))
+		rc := result(int64(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_FOREVER, 1)))
 		runtime.KeepAlive(v.h)
-		return statusErr(rc)
+		return held, statusErr(rc)
 	}
 	for {
-		rc := rt.wakesFrom(int64(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 1)))
+		rc := result(int64(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 1)))
 		if rc == C.ACCEL_EAGAIN {
 			// Full: wait up to 1 ms for room, then look at ctx again.
-			rc = rt.wakesFrom(int64(C.goaccel_submit(c, C.uintptr_t(r.idx), 1000000, 1)))
+			rc = result(int64(C.goaccel_submit(c, C.uintptr_t(r.idx), 1000000, 1)))
 		}
 		if rc != C.ACCEL_ETIMEDOUT {
 			runtime.KeepAlive(v.h)
-			return statusErr(rc)
+			return held, statusErr(rc)
 		}
 		select {
 		case <-done:
-			return errCtxDone
+			return 0, errCtxDone
 		default:
 		}
 	}
