@@ -138,8 +138,9 @@ int accel_host_visit_begin(accel_runtime *rt, unsigned worker, accel_op *ops,
     return ACCEL_OK;
 }
 
-int accel_host_visit_end(accel_runtime *rt, unsigned worker,
-                         const int *status, unsigned n)
+/* stop: the slot will not begin again soon (accel_host_visit_end_stop). */
+static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
+                     unsigned n, bool stop)
 {
     accel__host_slot *h = slot_of(rt, worker);
     if (!h || !h->open || n != h->handed || (n && !status))
@@ -165,10 +166,26 @@ int accel_host_visit_end(accel_runtime *rt, unsigned worker,
     unsigned lanes = accel__visit_end(v, &now);
     unsigned lane = worker < rt->cfg.short_lane_workers ? 1 : 0;
     /* Re-queued for lanes this slot is not in (a short-lane slot's session
-     * turned long): a worker that may run it must not stay parked. */
-    if (lanes && !(lanes & (1u << lane)))
+     * turned long): a worker that may run it must not stay parked. A
+     * slot that stops does not begin again: then any re-queue wakes one
+     * (the submitter's side of the parking protocol, after the re-queue
+     * published the session: a worker either sees it in its pick after
+     * announcing, or is seen parked here). */
+    if (lanes && (stop || !(lanes & (1u << lane))))
         accel__runtime_wake_lanes(rt, lanes);
     return ACCEL_OK;
+}
+
+int accel_host_visit_end(accel_runtime *rt, unsigned worker,
+                         const int *status, unsigned n)
+{
+    return visit_end(rt, worker, status, n, false);
+}
+
+int accel_host_visit_end_stop(accel_runtime *rt, unsigned worker,
+                              const int *status, unsigned n)
+{
+    return visit_end(rt, worker, status, n, true);
 }
 
 int accel_host_idle_begin(accel_runtime *rt, unsigned worker)

@@ -217,6 +217,14 @@ static int r_host_end_threaded_rt(void)
 {
     return accel_host_visit_end(F.rt, 0, NULL, 0);
 }
+static int r_host_end_stop_threaded_rt(void)
+{
+    return accel_host_visit_end_stop(F.rt, 0, NULL, 0);
+}
+static int r_host_end_stop_null_rt(void)
+{
+    return accel_host_visit_end_stop(NULL, 0, NULL, 0);
+}
 static int r_host_idle_begin_threaded_rt(void)
 {
     return accel_host_idle_begin(F.rt, 0);
@@ -631,6 +639,8 @@ static const row rows[] = {
     ROW(r_host_begin_threaded_rt, ACCEL_EINVAL),
     ROW(r_host_begin_null_rt, ACCEL_EINVAL),
     ROW(r_host_end_threaded_rt, ACCEL_EINVAL),
+    ROW(r_host_end_stop_threaded_rt, ACCEL_EINVAL),
+    ROW(r_host_end_stop_null_rt, ACCEL_EINVAL),
     ROW(r_host_idle_begin_threaded_rt, ACCEL_EINVAL),
     ROW(r_host_idle_end_null_rt, ACCEL_EINVAL),
     ROW(r_rt_destroy_null, ACCEL_EINVAL),

@@ -274,6 +274,50 @@ Test(host, idle_wake_callback, .timeout = 30)
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+/* A visit that leaves ops queued re-queues its session for the ending
+ * slot's next begin: accel_host_visit_end wakes no one, and
+ * accel_host_visit_end_stop (the slot stops) wakes the parked slot. */
+Test(host, end_stop_wakes_for_requeue, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 2, 0);
+    accel_session *s = tu_open(rt, "s", 16, 0);
+    tu_rec r = {0};
+    accel_op op = tu_rec_op(&r);
+    cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_OK); /* slot 1 parks */
+    accel_op ops[1];
+    int st[1];
+    unsigned n;
+    for (int stop = 0; stop < 2; stop++) {
+        for (int i = 0; i < 2; i++)
+            cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+        /* The first submit woke parked slot 1; it parks again unclaimed. */
+        cr_assert_eq(h.wakes[0], 1 + 2 * stop);
+        sem_wait(&h.lane[0]);
+        cr_assert_eq(accel_host_idle_end(rt, 1, false), ACCEL_OK);
+        cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_OK);
+        int w0 = h.wakes[0];
+        /* Slot 0 takes one op of two (cap 1): the end re-queues s. */
+        cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 1, &n), ACCEL_OK);
+        cr_assert_eq(n, 1);
+        st[0] = ops[0].fn(NULL, ops[0].arg);
+        if (stop) {
+            cr_assert_eq(accel_host_visit_end_stop(rt, 0, st, 1), ACCEL_OK);
+            cr_assert_eq(h.wakes[0], w0 + 1, "a stopping slot's re-queue wakes");
+        } else {
+            cr_assert_eq(accel_host_visit_end(rt, 0, st, 1), ACCEL_OK);
+            cr_assert_eq(h.wakes[0], w0, "the ending slot begins again: no wake");
+        }
+        drive_until_idle(rt, 0);
+    }
+    sem_wait(&h.lane[0]); /* the stop's wake */
+    cr_assert_eq(accel_host_idle_end(rt, 1, false), ACCEL_OK);
+    cr_assert_eq(r.fn_calls, 4);
+    cr_assert_eq(r.done_calls, 4);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
 /* Destroy with ops queued and no host worker driving: destroy's thread
  * runs them (through fn), each done once. (The handle is not released
  * first: a release closes with DRAIN and waits for a worker.) */

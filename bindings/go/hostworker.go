@@ -40,7 +40,7 @@ func startHostWorkers(rt *C.accel_runtime, workers, short, helpers int) *hostWor
 	h := &hostWorkers{rt: rt, quit: make(chan struct{}), nhelp: helpers}
 	h.helpSlots = make(chan int, helpers)
 	for i := 0; i < helpers; i++ {
-		h.helpSlots <- workers + i
+		h.helpSlots <- i
 	}
 	// A lane's channel holds at most one token per slot of the lane: C
 	// claims at most one wake per parked slot, and a full channel already
@@ -53,7 +53,7 @@ func startHostWorkers(rt *C.accel_runtime, workers, short, helpers int) *hostWor
 		if w < short {
 			lane = 1
 		}
-		go h.loop(w, lane)
+		go h.loop(helpers+w, lane)
 	}
 	return h
 }
@@ -161,28 +161,29 @@ func (h *hostWorkers) loop(w, lane int) {
 }
 
 // Caller helps (sync Submit). The C runtime has a few slots more than
-// worker goroutines: helper slots, general lane, never idle-announced and
-// never woken (C wakes only slots that announced idle, so a slot that no
+// worker goroutines: helper slots 0..nhelp-1, short lane (so a helper
+// runs only sessions whose ops are short: a Critical submitter helping
+// never runs a 2 ms op of a flood before its own), never idle-announced
+// and never woken (C wakes only slots that announced idle, so a slot no
 // one drives is invisible to the wake protocol). A submitter takes a free
 // helper slot after its submit and drives it as a worker would: begin
 // (the scheduler's own pick, whatever session that is: FIFO, shares and
-// the short lane are the scheduler's), run the ops, end; after each visit
+// latency order are the scheduler's), run the ops, end; after each visit
 // (one visit, at most a quantum) it looks whether its own op is done or
-// its ctx ended, and stops at the first begin that finds nothing. Then
-// submit, begin, f and end run on the submitting goroutine: no goroutine
-// switch on the common path.
+// its ctx ended, and it stops at the first begin that finds nothing.
+// Then submit, begin, f and end run on the submitting goroutine: no
+// goroutine switch on the common path.
 //
 // No stranded work: a helper only takes work; every op it leaves queued
 // was queued by a submit that woke a parked worker if there was one (C's
 // protocol, unchanged: helper slots never count as parked). The one
 // exception is the end of a visit: accel_host_visit_end re-queues the
-// session for the ending slot's lane without a wake (a worker's next
-// begin sees it). So a helper stops only after an end whose begin found
-// nothing (then nothing was runnable after its end), or, after one more
-// visit, with an end and a wake posted to each lane: a parked worker
-// takes the token; a worker not parked begins again before it parks, and
-// that begin (after the end's re-queue) sees the session. A token no one
-// needed is a spurious wake, which the loop takes as one.
+// session for the ending slot's next begin without a wake. So a helper
+// stops either after an end whose begin found nothing (nothing was
+// runnable after its end), or with accel_host_visit_end_stop, which
+// wakes a parked worker for a re-queued session (the submitter's side of
+// the parking protocol: either that worker's pick after its announcement
+// sees the session, or the end sees it parked and wakes it).
 
 // helpBufs are the helpers' batch buffers.
 var helpBufs = sync.Pool{New: func() any { return new(slotBuf) }}
@@ -200,7 +201,7 @@ func (h *hostWorkers) help(r *opRec, done <-chan struct{}) bool {
 	}
 	b := helpBufs.Get().(*slotBuf)
 	var fl recList
-	own, last := false, false
+	own := false
 	mode, nprev := C.uint(0), C.uint(0)
 	runtime.LockOSThread() // begin and end of a visit on one thread
 	for {
@@ -226,21 +227,10 @@ func (h *hostWorkers) help(r *opRec, done <-chan struct{}) bool {
 		}
 		mode, nprev = C.GOACCEL_STEP_END, b.n
 		if own || chanDone(done) {
-			if !last {
-				// End with a begin: nothing runnable (EAGAIN) means
-				// nothing is left for this slot; a visit found is run,
-				// once (the session its end re-queues may have been
-				// passed over by the wake protocol).
-				last = true
-				continue
-			}
-			packed = int64(C.goaccel_host_step(h.rt, C.uint(w),
-				C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP, &b.status[0], b.n, nil, 0, nil))
-			// An end re-queues the session for its own slot's next
-			// begin without a wake (a worker loops); this slot stops, so
-			// wake a parked worker of each lane: one not parked begins
-			// again anyway and sees the session.
-			h.post(packed | 1<<32 | 1<<48)
+			// End and stop: a session the end re-queues wakes a parked
+			// worker (this slot will not begin again to see it).
+			h.post(int64(C.goaccel_host_step(h.rt, C.uint(w),
+				C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP, &b.status[0], b.n, nil, 0, nil)))
 			break
 		}
 	}

@@ -73,13 +73,14 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		nhelp = helperSlots()
 		C.accel_runtime_destroy(rt)
 		cc.workers = C.uint(w + nhelp)
+		cc.short_lane_workers += C.uint(nhelp) // the helper slots come first
 		if rc := int(C.goaccel_runtime_create(&cc, host, &rt)); rc != C.ACCEL_OK {
 			return nil, statusErr(rc)
 		}
 	}
 	r := &Runtime{c: rt, workers: w, sessions: make(map[string]*VMSession)}
 	if host != 0 {
-		r.host = startHostWorkers(rt, w, int(cc.short_lane_workers), nhelp)
+		r.host = startHostWorkers(rt, w, int(cc.short_lane_workers)-nhelp, nhelp)
 	}
 	return r, nil
 }

@@ -61,7 +61,11 @@ int64_t goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
 {
     accel_op ops[ACCEL_HOST_VISIT_MAX];
     if (mode & GOACCEL_STEP_END) {
-        accel_host_visit_end(rt, w, status, nprev);
+        /* A slot that stops wakes a worker for what its end re-queues. */
+        if (mode & GOACCEL_STEP_STOP)
+            accel_host_visit_end_stop(rt, w, status, nprev);
+        else
+            accel_host_visit_end(rt, w, status, nprev);
         goaccel_visiting = NULL;
     }
     if (mode & GOACCEL_STEP_UNIDLE)

@@ -36,7 +36,8 @@ int64_t goaccel_submit_batch(accel_session *s, const uintptr_t *recs,
 
 /* One step of a host worker slot's loop, one crossing: by mode, end the
  * open visit (status[0..nprev)), end an idle spell that found nothing,
- * announce idle; then (unless STOP) begin the next visit, the record
+ * announce idle; then (unless STOP) begin the next visit (END with STOP:
+ * accel_host_visit_end_stop, the slot stops), the record
  * indices of its ops in recs[0..*n). With IDLE, a begin that finds work
  * ends the idle spell itself; one that does not leaves the slot idle. */
 /* Whether the calling thread's host worker has a visit of rt open (an op

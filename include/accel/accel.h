@@ -505,6 +505,14 @@ ACCEL_API int accel_host_visit_begin(accel_runtime *rt, unsigned worker,
 ACCEL_API int accel_host_visit_end(accel_runtime *rt, unsigned worker,
                                    const int *status, unsigned n);
 
+/* As accel_host_visit_end, for a slot that will not begin again soon (a
+ * host thread that drove it for a while and now leaves it, such as a
+ * submitter helping): a session the end re-queues is otherwise left for
+ * this slot's next begin, with no wake; here it wakes (host_wake) a
+ * parked worker of its lanes if there is one. Same returns. */
+ACCEL_API int accel_host_visit_end_stop(accel_runtime *rt, unsigned worker,
+                                        const int *status, unsigned n);
+
 /* Announces slot `worker` idle (its lane's parked count; a seq_cst
  * barrier pairs it with submitters, so that either the following begin
  * sees their work or they see the announcement and call host_wake).
