@@ -60,8 +60,11 @@ struct accel_session {
     /* ---- pair A, line 0: the ring's producer half (tail CAS), the
      * producers' refs (the claim's ref), fields written at open/close */
     alignas(128) accel__ring_prod rp;
-    _Atomic uint32_t refs;      /* handles + the scheduler's (SCHED) */
-    _Atomic uint32_t handles;   /* user handles: open, lookups - releases */
+    _Atomic uint64_t refs;      /* bits 0..31: references (handles + the
+                                   scheduler's, SCHED); bits 32..63: user
+                                   handles (open, lookups - releases). One
+                                   word: a lookup takes both with one RMW,
+                                   and a release drops both with one */
     _Atomic uint32_t priority;
     uint32_t stamp_mask;
     /* ---- pair A, line 1: read on every op and every visit, written
@@ -151,26 +154,44 @@ extern _Thread_local accel_session *accel__tls_current;
  * tests: reclamation must not wait for running ops). */
 extern _Atomic uint64_t accel__sessions_reclaimed;
 
-/* Takes a reference (the producer whose reservation set SCHED, lookups). */
+/* Units of the refs word. */
+#define ACCEL__SESSION_REF UINT64_C(1)
+#define ACCEL__SESSION_HANDLE (UINT64_C(1) << 32)
+
+/* References held (the low half of the refs word). */
+static inline uint32_t accel__session_refs_of(uint64_t word)
+{
+    return (uint32_t)word;
+}
+
+/* Takes a reference (the producer whose reservation set SCHED). */
 static inline void accel__session_ref(accel_session *s)
 {
     /* relaxed: the caller already holds a ref or an RCU read section. */
-    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->refs, ACCEL__SESSION_REF,
+                              memory_order_relaxed);
 }
 void accel__session_unref(accel_session *s);
 
-/* Takes a reference unless the count already dropped to 0 (then the
- * object only waits for its grace period): lookups, the destroy walk.
+/* Adds `add` (a reference, and for a lookup a handle too) unless the
+ * references already dropped to 0 (then the object only waits for its
+ * grace period): lookups, the destroy walk. One CAS when uncontended.
  * relaxed: the caller's RCU read section or list lock keeps the object
  * alive while it tries. */
+static inline bool accel__session_tryref_add(accel_session *s, uint64_t add)
+{
+    uint64_t w = atomic_load_explicit(&s->refs, memory_order_relaxed);
+    while (accel__session_refs_of(w) != 0 &&
+           !atomic_compare_exchange_weak_explicit(&s->refs, &w, w + add,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+    return accel__session_refs_of(w) != 0;
+}
+
 static inline bool accel__session_tryref(accel_session *s)
 {
-    uint32_t r = atomic_load_explicit(&s->refs, memory_order_relaxed);
-    while (r != 0 && !atomic_compare_exchange_weak_explicit(
-                         &s->refs, &r, r + 1, memory_order_relaxed,
-                         memory_order_relaxed))
-        ;
-    return r != 0;
+    return accel__session_tryref_add(s, ACCEL__SESSION_REF);
 }
 
 /* The full stats of this library's layout (abi.c writes them by size). */
