@@ -57,14 +57,9 @@ struct accel_session {
      * session it will visit next (worker.c). 384 bytes in all; the static
      * asserts below keep it so. */
 
-    /* ---- pair A, line 0: the ring's producer half (tail CAS), the
-     * producers' refs (the claim's ref), fields written at open/close */
+    /* ---- pair A, line 0: the ring's producer half (tail CAS), fields
+     * written at open/close */
     alignas(128) accel__ring_prod rp;
-    _Atomic uint64_t refs;      /* bits 0..31: references (handles + the
-                                   scheduler's, SCHED); bits 32..63: user
-                                   handles (open, lookups - releases). One
-                                   word: a lookup takes both with one RMW,
-                                   and a release drops both with one */
     _Atomic uint32_t priority;
     uint32_t stamp_mask;
     /* ---- pair A, line 1: read on every op and every visit, written
@@ -100,17 +95,26 @@ struct accel_session {
     alignas(64) accel__sched_entity se;
     _Atomic uint64_t visits;
 
-    /* ---- pair C: the consumer's rare counters, the wait statistics
-     * (every ACCEL__WAIT_SAMPLE-th op), the budget (reservers' CAS), the
-     * table entry (lookups), the runtime's list and the reclamation */
+    /* ---- pair C, line 0: the consumer's rare counters, the wait
+     * statistics (every ACCEL__WAIT_SAMPLE-th op), the budget (reservers'
+     * CAS) */
     alignas(128) _Atomic uint64_t failed;
     _Atomic uint64_t cancelled;
     _Atomic uint64_t expired;  /* ops not started by their deadline */
     accel__waitstat wait;
+    accel__budget budget;
+    /* ---- pair C, line 1: what a lookup touches in the session it finds
+     * (the table entry, the key's length, the refs it takes), apart from
+     * the producers' line so that lookups and submits do not contend;
+     * then the runtime's list and the reclamation */
+    alignas(64) struct cds_lfht_node table_node;
+    _Atomic uint64_t refs;      /* bits 0..31: references (handles + the
+                                   scheduler's, SCHED); bits 32..63: user
+                                   handles (open, lookups - releases). One
+                                   word: a lookup takes both with one RMW,
+                                   and a release drops both with one */
     uint32_t hash;
     uint32_t id_len;
-    accel__budget budget;
-    struct cds_lfht_node table_node;
     struct cds_list_head rt_link; /* runtime's list; under rt->list_lock */
     struct rcu_head rcu;
 };
@@ -127,6 +131,9 @@ _Static_assert(offsetof(struct accel_session, se) == 192 &&
                "pair B, line 1: the entity and the visit count");
 _Static_assert(offsetof(struct accel_session, failed) == 256,
                "pair C: the cold rest");
+_Static_assert(offsetof(struct accel_session, table_node) == 320 &&
+                   offsetof(struct accel_session, id_len) < 384 - 32,
+               "pair C, line 1: the table entry, refs, hash, id length");
 _Static_assert(sizeof(struct accel_session) == 384,
                "the session is three 128-byte pairs");
 /* One allocation holds the session, then its ring slots (128-byte
