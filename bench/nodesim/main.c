@@ -401,10 +401,13 @@ int main(int argc, char **argv)
         srp[i] = &sr[i];
     }
     printf("\nOn time = finished within the chain's deadline (dropped and expired ops are "
-           "misses);\np99 of completed ops, from each op's scheduled arrival; share error = "
-           "half the L1 distance\nbetween each chain's share of the op work done and its "
-           "weighted max-min fair share\n(demand-capped, on the measured capacity), in "
-           "percentage points.\n");
+           "misses);\np99 of completed ops, from each op's scheduled arrival. Share error = "
+           "half the L1 distance,\nin percentage points, between each chain's share of the "
+           "op work completed during the\narrivals and its share in an ideal fluid "
+           "weighted-fair server (weighted max-min at every\ninstant, a chain on one worker "
+           "at most) fed the same arrivals, deadlines and admission\nrule, on the measured "
+           "capacity; where chains compete (the ideal server drops or expires\nops), on the "
+           "capacity at which it completes the work the system completed (bench/README.md).\n");
     if (opt.out) {
         int n = ns_plot(opt.out, srp, nsc);
         if (n > 0)

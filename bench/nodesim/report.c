@@ -21,9 +21,20 @@ static uint64_t window_service(const ns_run *r, unsigned i)
     return s;
 }
 
-/* Share of the op work done for the ops that arrived in the run (the
- * demand the fair shares are computed from), whenever they finished. */
+/* Chain i's share of the op work completed during the arrivals, the
+ * window the fair reference covers (the drain after it serves only the
+ * chains left with a backlog). */
 double ns_share(const ns_run *r, unsigned i)
+{
+    uint64_t t = 0;
+    for (unsigned k = 0; k < r->nchains; k++)
+        t += ld(&r->chain[k].window_ns);
+    return t ? (double)ld(&r->chain[i].window_ns) / (double)t : 0;
+}
+
+/* The earlier measure: share of all the work done for the run's ops,
+ * the drain included (JSON only, beside its reference). */
+static double share_run(const ns_run *r, unsigned i)
 {
     uint64_t t = 0;
     for (unsigned k = 0; k < r->nchains; k++)
@@ -50,7 +61,7 @@ void ns_summarize(const ns_run *r, ns_summary *s)
     memset(s, 0, sizeof *s);
     uint64_t cn[NS_NCLASS] = {0}, co[NS_NCLASS] = {0};
     bench_hist *h = calloc(NS_NCLASS, sizeof *h);
-    double err = 0, work = 0;
+    double err = 0, err_mm = 0, work = 0;
     for (unsigned i = 0; i < r->nchains; i++) {
         const ns_chain_run *cr = &r->chain[i];
         int k = ns_class(cr->cfg->priority);
@@ -65,6 +76,7 @@ void ns_summarize(const ns_run *r, ns_summary *s)
         if (h)
             bench_hist_merge(&h[k], &cr->latency);
         err += fabs(ns_share(r, i) - r->ideal[i]);
+        err_mm += fabs(share_run(r, i) - r->ideal_maxmin[i]);
         work += (double)window_service(r, i);
     }
     s->completed = s->ontime + s->late;
@@ -80,6 +92,7 @@ void ns_summarize(const ns_run *r, ns_summary *s)
     unsigned sl = r->slices_done ? r->slices_done : 1;
     s->work_per_s = work / ((double)r->duration_ns * sl / 1e9);
     s->share_error = 50.0 * err; /* half the L1 distance, in percentage points */
+    s->share_error_maxmin = 50.0 * err_mm;
 }
 
 void ns_fmt_lat(char *b, size_t n, uint64_t ns)
@@ -187,6 +200,11 @@ void ns_emit_json(const ns_run *r, const char *scenario)
     bench_result_f64(&res, "work_cpu", s.work_per_s / 1e9);
     bench_result_f64(&res, "work_x_capacity", s.work_per_s / r->capacity);
     bench_result_f64(&res, "share_error_pts", s.share_error);
+    bench_result_f64(&res, "share_error_maxmin_pts", s.share_error_maxmin);
+    unsigned sl = r->slices_done ? r->slices_done : 1;
+    /* the fair reference's capacity (engine.c, fair_reference) */
+    bench_result_f64(&res, "reference_capacity_cpu",
+                     r->ref_cpu_s / ((double)r->duration_ns * sl / 1e9));
     /* CPU the whole process (workers, submitters) got while it ran, and
      * op work done per CPU-second of it: which system wasted CPU, and
      * which one the OS gave less */
@@ -213,6 +231,8 @@ void ns_emit_json(const ns_run *r, const char *scenario)
         bench_result_f64(&res, "ontime_pct", ns_chain_ontime(r, i));
         bench_result_f64(&res, "share_pct", 100 * ns_share(r, i));
         bench_result_f64(&res, "fair_pct", 100 * r->ideal[i]);
+        bench_result_f64(&res, "run_share_pct", 100 * share_run(r, i));
+        bench_result_f64(&res, "maxmin_pct", 100 * r->ideal_maxmin[i]);
         bench_result_f64(&res, "latency_p50_us", (double)bench_hist_pct(&cr->latency, 50) / 1e3);
         bench_result_f64(&res, "latency_p99_us", (double)bench_hist_pct(&cr->latency, 99) / 1e3);
         bench_result_emit(&res);
