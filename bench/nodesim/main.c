@@ -238,6 +238,8 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
                  sc->load, sc->duration, sc->slices, cap);
     }
     ns_print_comparison(out->runs, out->nruns, title);
+    if (sc->flood)
+        ns_print_burst(out->runs, out->nruns);
     fflush(stdout);
 }
 

@@ -158,6 +158,8 @@ void ns_live_print(ns_run *r, bool first);
 void ns_live_clear(void);
 void ns_emit_json(const ns_run *r, const char *scenario);
 void ns_print_comparison(ns_run *const *runs, size_t n, const char *title);
+/* The flood: on time by class of the ops that arrived during the burst. */
+void ns_print_burst(ns_run *const *runs, size_t n);
 void ns_fmt_lat(char *b, size_t n, uint64_t ns);
 
 /* plot.c */

@@ -169,6 +169,34 @@ void ns_live_print(ns_run *r, bool first)
     fflush(stdout);
 }
 
+/* On time of the ops that arrived during a flood's burst, by group:
+ * Critical, High, Normal, the Low chains that do not flood, the flooding
+ * ones. -1 where a group had no ops. */
+enum { NS_BURST_GROUPS = 5 };
+static const char *const burst_group[NS_BURST_GROUPS] = {"critical", "high", "normal",
+                                                         "low_other", "low_flooding"};
+
+static void burst_ontime(const ns_run *r, double *pct)
+{
+    double ok[NS_BURST_GROUPS] = {0}, all[NS_BURST_GROUPS] = {0};
+    double dur = (double)r->duration_ns;
+    for (unsigned i = 0; i < r->nchains; i++) {
+        const ns_chain_run *cr = &r->chain[i];
+        int k = ns_class(cr->cfg->priority);
+        int g = k < NS_LOW ? k : r->burst.chain[i] ? 4 : 3;
+        for (unsigned b = 0; b < r->nbuckets; b++) {
+            double t0 = (double)b * (double)r->bucket_ns;
+            if (t0 < r->burst.from * dur || t0 >= r->burst.to * dur)
+                continue;
+            double o = (double)ld(&cr->b_ontime[b]);
+            ok[g] += o;
+            all[g] += o + (double)ld(&cr->b_miss[b]);
+        }
+    }
+    for (int g = 0; g < NS_BURST_GROUPS; g++)
+        pct[g] = all[g] > 0 ? 100 * ok[g] / all[g] : -1;
+}
+
 void ns_emit_json(const ns_run *r, const char *scenario)
 {
     ns_summary s;
@@ -196,6 +224,15 @@ void ns_emit_json(const ns_run *r, const char *scenario)
         bench_result_f64(&res, key, s.class_ontime[k]);
         snprintf(key, sizeof key, "%s_p99_us", ns_class_name[k]);
         bench_result_f64(&res, key, (double)s.class_p99[k] / 1e3);
+    }
+    if (r->burst.factor > 1) {
+        double pct[NS_BURST_GROUPS];
+        burst_ontime(r, pct);
+        for (int g = 0; g < NS_BURST_GROUPS; g++) {
+            char key[48];
+            snprintf(key, sizeof key, "burst_%s_ontime_pct", burst_group[g]);
+            bench_result_f64(&res, key, pct[g]);
+        }
     }
     bench_result_f64(&res, "work_cpu", s.work_per_s / 1e9);
     bench_result_f64(&res, "work_x_capacity", s.work_per_s / r->capacity);
@@ -279,5 +316,26 @@ void ns_print_comparison(ns_run *const *runs, size_t n, const char *title)
             printf(" %17s", cell);
         }
         printf("\n");
+    }
+}
+
+void ns_print_burst(ns_run *const *runs, size_t n)
+{
+    const ns_run *r0 = runs[0];
+    double dur = (double)r0->duration_ns / 1e9;
+    printf("\nDuring the burst (ops arriving %.1f-%.1f s into each slice): on time by class, "
+           "the Low\nchains that do not flood apart from the flooding ones\n",
+           r0->burst.from * dur, r0->burst.to * dur);
+    printf("%-16s %9s %8s %8s %10s %10s\n", "system", "critical", "high", "normal", "low",
+           "low");
+    printf("%-16s %9s %8s %8s %10s %10s\n", "", "", "", "", "(others)", "(flooding)");
+    for (size_t k = 0; k < n; k++) {
+        double pct[NS_BURST_GROUPS];
+        char c[NS_BURST_GROUPS][16];
+        burst_ontime(runs[k], pct);
+        for (int g = 0; g < NS_BURST_GROUPS; g++)
+            fmt_pct(c[g], sizeof c[g], pct[g]);
+        printf("%-16s %9s %8s %8s %10s %10s\n", ns_system_name[runs[k]->sys], c[0], c[1], c[2],
+               c[3], c[4]);
     }
 }
