@@ -151,11 +151,15 @@ void ns_live_print(ns_run *r, bool first)
         ns_fmt_lat(dl, sizeof dl, cr->cfg->deadline_ns);
         ns_fmt_lat(p99, sizeof p99, bench_hist_pct(&cr->latency, 99));
         fmt_pct(ot, sizeof ot, judged ? 100.0 * (double)ld(&cr->ontime) / (double)judged : -1);
-        printf("\033[K%-16s %-8s %8s %8.0f %8s %8s %7llu %7llu %6lld %5.1f%% %5.1f%%\n",
+        /* The fair share is known once a slice has ended (fair_reference):
+         * until then "-", later the slices done so far. */
+        char fair[16];
+        fmt_pct(fair, sizeof fair, r->slices_done ? 100 * r->ideal[i] : -1);
+        printf("\033[K%-16s %-8s %8s %8.0f %8s %8s %7llu %7llu %6lld %5.1f%% %6s\n",
                cr->cfg->name, ns_priority_name(cr->cfg->priority), dl, rate, ot, p99,
                (unsigned long long)ld(&cr->dropped), (unsigned long long)ld(&cr->expired),
                (long long)atomic_load_explicit(&cr->outstanding, memory_order_relaxed),
-               100 * ns_share(r, i), 100 * r->ideal[i]);
+               100 * ns_share(r, i), fair);
         lines++;
     }
     double elapsed = now > r->t_start ? (double)(now - r->t_start) / 1e9 : 0;
