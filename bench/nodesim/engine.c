@@ -373,8 +373,9 @@ static int fair_reference(ns_run *r)
  * max-min of the demand offered per phase (before, during, after a
  * burst), water-filled on the measured capacity and summed over the run,
  * against all the work done for the run's ops (the drain after the
- * arrivals included). It credits a burst's demand that expired unserved
- * and the drain's work to nobody's fair share (bench/README.md). */
+ * arrivals included). It counts a burst's demand in the fair shares even
+ * where its ops expired unserved, and the drain's work in none of them
+ * (bench/README.md, "Why it changed"). */
 static void maxmin_shares(ns_run *r)
 {
     double edge[4] = {0, 1, 1, 1};
