@@ -293,31 +293,38 @@ static double fluid_at(ns_run *r, const ns_fluid_chain *fc, double capacity, dou
     return t;
 }
 
-/* The fair reference of the share error, after a slice: the fluid
- * weighted-fair server of fluid.h fed this slice's arrivals (same
- * deadlines, same admission depth), its work completed within the
- * arrival window.
+/* The fair reference of the share error, after a slice; the measured side
+ * is chosen with it (both summed over slices, ns_share).
  *
- * Its capacity: if at the measured capacity the fluid server keeps every
- * op (none dropped, none expired), the load is below capacity and every
- * chain's fair share is its demand, whatever the exact capacity. If not,
- * the chains compete, and what the lowest-weight ones get is what is left
- * over: a capacity 2% off moves their shares by points. The capacity is
- * then the one at which the fluid server completes as much work in the
- * window as this system did: the capacity the system actually had (other
- * processes of a shared machine, or a flood's own submitters, take some),
- * so the share error judges how it split that; how much it did is the
- * "work done" column. Summed over slices. */
+ * Below capacity - the fluid weighted-fair server of fluid.h, fed this
+ * slice's arrivals (same deadlines, same admission depth) at the measured
+ * capacity, drops and expires nothing - every chain's fair share is its
+ * demand: the reference is the work its ops offered, the measure the work
+ * done for them (whenever they finished: an op in flight at the end of
+ * the arrivals is late, not unfair).
+ *
+ * Otherwise the chains compete, and what the lowest-weight ones get is
+ * what is left over: a capacity 2% off moves their shares by points. The
+ * reference is then the fluid server's work completed within the arrival
+ * window, at the capacity at which it completes as much as this system
+ * did there: the capacity the system actually had (other processes of a
+ * shared machine, or a flood's own submitters, take some), so the share
+ * error judges how it split that; how much it did is the "work done"
+ * column. The measure is the work completed within the window (the drain
+ * after it serves only the chains left with a backlog). */
 static int fair_reference(ns_run *r)
 {
     ns_fluid_chain fc[NS_MAX_CHAINS];
-    double done[NS_MAX_CHAINS], did = 0;
+    double done[NS_MAX_CHAINS], win[NS_MAX_CHAINS], all[NS_MAX_CHAINS], did = 0;
     uint64_t lost = 0;
     int rc = 0;
     for (unsigned i = 0; i < r->nchains; i++) {
         ns_chain_run *cr = &r->chain[i];
         uint64_t w = atomic_load_explicit(&cr->window_ns, memory_order_relaxed);
-        did += (double)(w - cr->window0);
+        uint64_t a = atomic_load_explicit(&cr->service_ns, memory_order_relaxed);
+        win[i] = (double)(w - cr->window0);
+        all[i] = (double)(a - cr->service0);
+        did += win[i];
         ns_fluid_op *ops = malloc((cr->nops ? cr->nops : 1) * sizeof *ops);
         if (!ops)
             rc = -1;
@@ -329,6 +336,13 @@ static int fair_reference(ns_run *r)
         fc[i] = (ns_fluid_chain){ops, cr->nops, (double)cr->cfg->priority};
     }
     double cap = r->capacity / 1e9, got = rc ? -1 : fluid_at(r, fc, cap, done, &lost);
+    bool below = got >= 0 && lost == 0;
+    if (below)
+        for (unsigned i = 0; i < r->nchains; i++) {
+            done[i] = 0;
+            for (size_t k = 0; k < fc[i].n; k++)
+                done[i] += fc[i].ops[k].cost;
+        }
     if (got > 0 && lost > 0 && did > 0) {
         /* Bracket, then bisect (the fluid's work grows with capacity).
          * Work no capacity reaches (the pools may run two ops of one
@@ -355,8 +369,10 @@ static int fair_reference(ns_run *r)
     }
     for (unsigned i = 0; i < r->nchains; i++) {
         free((void *)fc[i].ops);
-        if (got >= 0)
+        if (got >= 0) {
             r->chain[i].fair_ns += done[i];
+            r->chain[i].measured_ns += below ? all[i] : win[i];
+        }
     }
     if (got < 0)
         return -1;
@@ -473,6 +489,7 @@ int ns_slice_start(ns_run *r)
             return -1;
         cr->offered += cr->nops;
         cr->window0 = atomic_load_explicit(&cr->window_ns, memory_order_relaxed);
+        cr->service0 = atomic_load_explicit(&cr->service_ns, memory_order_relaxed);
         if (r->sys == NS_MSESS && bench_msess_init(&cr->ms) != 0)
             return -1;
     }

@@ -67,14 +67,15 @@ typedef struct ns_chain_run {
     ns_op_rec *ops;   /* this slice's arrivals, in time order */
     size_t nops;
     uint64_t offered; /* arrivals of all slices so far, this one included */
-    double fair_ns;   /* the fluid reference's op work in the window (fluid.h) */
+    double fair_ns;     /* the fair reference's op work (engine.c, fair_reference) */
+    double measured_ns; /* the op work it is compared with, same place */
     double maxmin_ns; /* per-phase weighted max-min op work (earlier reference) */
     _Atomic size_t next; /* submitter's cursor (read by the idle check) */
     bench_hist latency; /* arrival -> finish, completed ops */
     _Atomic uint64_t submitted, dropped, expired, ontime, late, censored;
     _Atomic uint64_t service_ns;  /* nominal cost of completed ops */
     _Atomic uint64_t window_ns;   /* the same, of ops completed before t_end */
-    uint64_t window0;             /* window_ns when this slice started */
+    uint64_t window0, service0;   /* window_ns, service_ns when this slice started */
     _Atomic int64_t outstanding;  /* admitted, not finished */
     _Atomic uint64_t *b_service;  /* [bucket] by finish time */
     _Atomic uint64_t *b_ontime, *b_miss; /* [bucket] by arrival time */

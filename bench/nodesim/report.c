@@ -21,15 +21,16 @@ static uint64_t window_service(const ns_run *r, unsigned i)
     return s;
 }
 
-/* Chain i's share of the op work completed during the arrivals, the
- * window the fair reference covers (the drain after it serves only the
- * chains left with a backlog). */
+/* Chain i's share of the op work the fair reference is compared with
+ * (engine.c, fair_reference), over the slices done; while the first slice
+ * runs (live view), of the work completed so far. */
 double ns_share(const ns_run *r, unsigned i)
 {
-    uint64_t t = 0;
+    double t = 0;
     for (unsigned k = 0; k < r->nchains; k++)
-        t += ld(&r->chain[k].window_ns);
-    return t ? (double)ld(&r->chain[i].window_ns) / (double)t : 0;
+        t += r->slices_done ? r->chain[k].measured_ns : (double)ld(&r->chain[k].window_ns);
+    double v = r->slices_done ? r->chain[i].measured_ns : (double)ld(&r->chain[i].window_ns);
+    return t > 0 ? v / t : 0;
 }
 
 /* The earlier measure: share of all the work done for the run's ops,
