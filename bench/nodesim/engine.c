@@ -296,22 +296,23 @@ static double fluid_at(ns_run *r, const ns_fluid_chain *fc, double capacity, dou
 /* The fair reference of the share error, after a slice; the measured side
  * is chosen with it (both summed over slices, ns_share).
  *
- * Below capacity - the fluid weighted-fair server of fluid.h, fed this
- * slice's arrivals (same deadlines, same admission depth) at the measured
- * capacity, drops and expires nothing - every chain's fair share is its
- * demand: the reference is the work its ops offered, the measure the work
- * done for them (whenever they finished: an op in flight at the end of
- * the arrivals is late, not unfair).
+ * The fluid weighted-fair server of fluid.h is fed this slice's arrivals
+ * (same deadlines, same admission depth) on the capacity at which it
+ * completes, within the arrival window, the op work this system completed
+ * there: the capacity the system actually had (other processes of a
+ * shared machine, or a flood's own submitters, take some of the measured
+ * one, by different amounts from slice to slice). How much that was is
+ * the "work done" column; the share error judges how it was split.
  *
- * Otherwise the chains compete, and what the lowest-weight ones get is
- * what is left over: a capacity 2% off moves their shares by points. The
- * reference is then the fluid server's work completed within the arrival
- * window, at the capacity at which it completes as much as this system
- * did there: the capacity the system actually had (other processes of a
- * shared machine, or a flood's own submitters, take some), so the share
- * error judges how it split that; how much it did is the "work done"
- * column. The measure is the work completed within the window (the drain
- * after it serves only the chains left with a backlog). */
+ * If on that capacity the fluid server drops and expires nothing, the
+ * load was below capacity and every chain's fair share is its demand: the
+ * reference is the work its ops offered, the measure the work done for
+ * them (whenever they finished: an op in flight at the end of the
+ * arrivals is late, not unfair). Otherwise the chains competed, and what
+ * the lowest-weight ones get is what is left over (a capacity 2% off
+ * moves their shares by points): the reference is the fluid server's work
+ * completed within the window, the measure the system's (the drain after
+ * it serves only the chains left with a backlog). */
 static int fair_reference(ns_run *r)
 {
     ns_fluid_chain fc[NS_MAX_CHAINS];
@@ -336,17 +337,11 @@ static int fair_reference(ns_run *r)
         fc[i] = (ns_fluid_chain){ops, cr->nops, (double)cr->cfg->priority};
     }
     double cap = r->capacity / 1e9, got = rc ? -1 : fluid_at(r, fc, cap, done, &lost);
-    bool below = got >= 0 && lost == 0;
-    if (below)
-        for (unsigned i = 0; i < r->nchains; i++) {
-            done[i] = 0;
-            for (size_t k = 0; k < fc[i].n; k++)
-                done[i] += fc[i].ops[k].cost;
-        }
-    if (got > 0 && lost > 0 && did > 0) {
-        /* Bracket, then bisect (the fluid's work grows with capacity).
-         * Work no capacity reaches (the pools may run two ops of one
-         * chain at once) takes the bracket's top. */
+    if (got > 0 && did > 0) {
+        /* The capacity at which the fluid server completes in the window
+         * what the system did: bracket, then bisect (its work grows with
+         * the capacity). Work no capacity reaches (the pools may run two
+         * ops of one chain at once) takes the bracket's top. */
         double lo = 0, hi = cap;
         for (int k = 0; k < 8 && got >= 0 && got < did; k++) {
             lo = hi;
@@ -365,8 +360,15 @@ static int fair_reference(ns_run *r)
                 hi = mid;
         }
         cap = hi;
-        got = got < 0 ? -1 : fluid_at(r, fc, cap, done, NULL);
+        got = got < 0 ? -1 : fluid_at(r, fc, cap, done, &lost);
     }
+    bool below = got >= 0 && lost == 0;
+    if (below)
+        for (unsigned i = 0; i < r->nchains; i++) {
+            done[i] = 0;
+            for (size_t k = 0; k < fc[i].n; k++)
+                done[i] += fc[i].ops[k].cost;
+        }
     for (unsigned i = 0; i < r->nchains; i++) {
         free((void *)fc[i].ops);
         if (got >= 0) {

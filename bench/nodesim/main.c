@@ -405,14 +405,13 @@ int main(int argc, char **argv)
     printf("\nOn time = finished within the chain's deadline (dropped and expired ops are "
            "misses);\np99 of completed ops, from each op's scheduled arrival. Share error = "
            "half the L1 distance,\nin percentage points, between each chain's share of the "
-           "op work and its fair share.\nThe reference is an ideal fluid weighted-fair "
-           "server (weighted max-min at every instant,\na chain on one worker at most) fed "
-           "the same arrivals, deadlines and admission rule. If\nat the measured capacity "
-           "it drops nothing, the load is below capacity: the fair share is\nthe demand, "
-           "compared with the work done for each chain's ops. Otherwise it is that\nserver's "
-           "work during the arrivals, on the capacity at which it completes the work the\n"
-           "system completed, compared with the system's work in that window "
-           "(bench/README.md).\n");
+           "op work and its fair share:\nthat of an ideal fluid weighted-fair server "
+           "(weighted max-min at every instant, a\nchain on one worker at most) fed the same "
+           "arrivals, deadlines and admission rule, on\nthe capacity at which it completes "
+           "the work the system completed during the arrivals.\nIf it then drops nothing, "
+           "the fair share is the demand (against the work done for each\nchain's ops); "
+           "else its work during the arrivals (against the system's in that window).\n"
+           "See bench/README.md, \"The fair share\".\n");
     if (opt.out) {
         int n = ns_plot(opt.out, srp, nsc);
         if (n > 0)
