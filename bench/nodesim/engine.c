@@ -315,8 +315,8 @@ static double fluid_at(ns_run *r, const ns_fluid_chain *fc, double capacity, dou
  * it serves only the chains left with a backlog). */
 static int fair_reference(ns_run *r)
 {
-    ns_fluid_chain fc[NS_MAX_CHAINS];
-    double done[NS_MAX_CHAINS], win[NS_MAX_CHAINS], all[NS_MAX_CHAINS], did = 0;
+    ns_fluid_chain fc[NS_MAX_CHAINS] = {{0}};
+    double done[NS_MAX_CHAINS] = {0}, win[NS_MAX_CHAINS], all[NS_MAX_CHAINS], did = 0;
     uint64_t lost = 0;
     int rc = 0;
     for (unsigned i = 0; i < r->nchains; i++) {
