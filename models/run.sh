@@ -77,6 +77,10 @@ check lanes.pml pass
 check lanes.pml 'fail:assertion violated (met==' -DBROKEN_NOCLAIM
 check lanes.pml 'fail:assertion violated (met==' -DBROKEN_NOPASS
 # producers waiting for room: the take that frees a slot wakes them
+check host.pml pass
+check host.pml 'fail:assertion violated (met==' -DBROKEN_NORECHECK
+check host.pml 'fail:assertion violated (met==' -DBROKEN_UNBUFFERED
+
 check room.pml pass
 check room.pml 'fail:assertion violated ((returned==' -DBROKEN_BATCHED
 # per-op cancel vs the consumer's take on a slot's seq (ring.h EX slots)

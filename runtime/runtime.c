@@ -24,6 +24,7 @@ static void runtime_free(accel_runtime *rt)
     accel__sched_destroy(rt->sched);
     accel__backends_fini(rt->backends);
     pthread_mutex_destroy(&rt->list_lock);
+    accel__host_free(rt);
     accel__free(rt->worker_cpus);
     accel__free(rt->workers);
     accel__free(rt);
@@ -63,6 +64,14 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
         c.quantum_ns = 2000000;
     if (c.cuda_device < 0)
         return ACCEL_EINVAL;
+    /* Host-driven workers: the host's wake callback, no threads to pin;
+     * the callback only with them. */
+    if (c.flags & ~ACCEL_RUNTIME_HOST_WORKERS)
+        return ACCEL_EINVAL;
+    if ((c.flags & ACCEL_RUNTIME_HOST_WORKERS)
+            ? !c.host_wake || c.worker_cpus_count
+            : c.host_wake != NULL || c.host_wake_arg != NULL)
+        return ACCEL_EINVAL;
 
     accel__fence_init();
     accel__fork_init();
@@ -101,7 +110,9 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     accel__backend_probe_args pa = {.device = c.cuda_device};
     accel__backends_probe(rt->backends, &pa);
     rt->nworkers = c.workers;
-    if (accel__workers_start(rt) != ACCEL_OK) {
+    if (((c.flags & ACCEL_RUNTIME_HOST_WORKERS) &&
+         accel__host_create(rt) != ACCEL_OK) ||
+        accel__workers_start(rt) != ACCEL_OK) {
         runtime_free(rt);
         return ACCEL_ENOMEM;
     }
@@ -140,6 +151,12 @@ int accel_runtime_destroy(accel_runtime *rt)
      * close waits for it). */
     if (accel__tls_current && accel__tls_current->rt == rt)
         return ACCEL_EDEADLK;
+
+    /* Host-driven: the host's workers have stopped (accel.h); run what
+     * is still queued here, so the closes below find nothing to wait
+     * for. */
+    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS)
+        accel__workers_run_queued(rt);
 
     /* Close every session, walking the list with a reference on the
      * current one (so it stays linked while we wait on it). No allocation:

@@ -55,6 +55,9 @@ struct accel_runtime {
     struct cds_list_head sessions;
     unsigned long nsessions;
 
+    /* Host-driven workers: one slot per worker (host.c); else NULL. */
+    struct accel__host_slot *host;
+
     uint32_t fork_gen; /* accel__fork_gen at create (fork.h) */
     /* One slot per accel_backend: ops, runtime-level state, probe result
      * (backend_registry.h). Written at create, read-only after. */
@@ -70,6 +73,10 @@ static inline bool accel__runtime_forked(const accel_runtime *rt)
 {
     return rt->fork_gen != accel__fork_generation();
 }
+
+/* Host-driven workers (host.c): the slots, allocated at create. */
+int accel__host_create(accel_runtime *rt);
+void accel__host_free(accel_runtime *rt);
 
 /* In a fork child: forget the parent's default runtime (fork.c). */
 void accel__runtime_after_fork_child(void);

@@ -29,6 +29,9 @@
  * waits for. Only the end of a visit, which may hand the session (and that
  * reference) to another thread and still look at the ring after, runs in
  * a short read-side section (visit_end).
+ *
+ * The visit code (accel__visit_*) and the parking counts are shared with
+ * host-driven workers (host.c), whose visits the host's threads drive.
  */
 
 #include <limits.h>
@@ -47,20 +50,9 @@
 #include "worker.h"
 #include "yield.h"
 
-/* Counters of the consumer side have one writer at a time: the worker
- * holding SCHED (deferred completions run in its poll too), handed over
- * with [R3]/[A3] (ring.h); a worker's own picks/visits/parks have one
- * writer, the worker. So a plain load and store, no locked RMW;
- * relaxed, they order nothing by themselves (finished does, [R5]). */
-static inline void bump(_Atomic uint64_t *c, uint64_t by)
-{
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + by,
-                          memory_order_relaxed);
-}
-
 void accel__op_complete(accel_session *s, const accel_op *op, int status)
 {
-    bump(status == 0 ? &s->completed : &s->failed, 1);
+    accel__bump(status == 0 ? &s->completed : &s->failed, 1);
     /* op_done(session, arg, status) */
     ACCEL_TRACE3(op_done, s, op->arg, status);
     if (op->done)
@@ -76,9 +68,8 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status)
 #define ACCEL__LINGER_POLLS 32
 /* Ops this long or longer read the clock after each op (see visit_begin). */
 #define ACCEL__CLOCK_CHECK_NS 1000u
-/* Most ops one run of takes copies out (on the stack) before it releases
- * head once for all of them. */
-#define ACCEL__TAKE_MAX 32u
+_Static_assert(ACCEL_HOST_VISIT_MAX <= ACCEL__TAKE_MAX,
+               "a host visit's ops are one run of takes");
 
 static inline void cpu_relax(void)
 {
@@ -99,24 +90,10 @@ static inline bool ring_ready_soon(accel_session *s, uint64_t h)
     return accel__ring_sc_ready(ACCEL__RING(s), h);
 }
 
-/* One visit: the worker is the ring's only consumer from the pick to
- * visit_end. */
-typedef struct visit {
-    accel_runtime *rt;
-    accel_session *s;
-    uint64_t h;           /* next position to take */
-    uint64_t t0;          /* when the visit began */
-    uint32_t budget;      /* ops it may run */
-    uint32_t n;           /* ops taken */
-    uint32_t every;       /* ops between clock checks */
-    uint32_t until_check;
-    uint32_t run_max;     /* ops one run of takes may hold */
-} visit;
-
-static void visit_begin(visit *v, accel_runtime *rt, accel_session *s,
+void accel__visit_begin(accel__visit *v, accel_runtime *rt, accel_session *s,
                         uint64_t now)
 {
-    *v = (visit){.rt = rt, .s = s, .t0 = now};
+    *v = (accel__visit){.rt = rt, .s = s, .t0 = now};
     v->budget = accel__sched_visit_ops(rt->sched, &s->se);
     if (s->bops->capacity) {
         uint32_t room = s->bops->capacity(s->bstate);
@@ -159,7 +136,8 @@ static inline uint32_t release_bound(uint32_t ex, uint32_t k)
  * only when run_ops claims it right before it would run, so a cancel still
  * wins until then; the plain ops before the first one are released here,
  * before any op of the run runs. */
-static uint32_t take_run(visit *v, accel_op *ops, uint32_t max, uint32_t *ex)
+uint32_t accel__visit_take(accel__visit *v, accel_op *ops, uint32_t max,
+                           uint32_t *ex)
 {
     accel_session *s = v->s;
     uint32_t k = accel__ring_sc_peek_ex(ACCEL__RING(s), v->h, max, ops, ex);
@@ -193,9 +171,9 @@ _Static_assert(ACCEL__TAKE_MAX <= ACCEL__WAIT_SAMPLE,
  * completes with unrun, else 0. A won cancel first, then close(CANCEL),
  * then its deadline (read per op, here: earlier ops of the run took
  * time). */
-__attribute__((noinline)) static int take_ex(visit *v, uint64_t h0,
-                                             uint32_t i, uint32_t *ex,
-                                             uint32_t k)
+__attribute__((noinline)) int accel__visit_claim(accel__visit *v, uint64_t h0,
+                                                 uint32_t i, uint32_t *ex,
+                                                 uint32_t k)
 {
     accel_session *s = v->s;
     int64_t deadline;
@@ -227,12 +205,13 @@ __attribute__((noinline)) static void device_drain(accel_session *s)
 }
 
 /* Runs ops[0..k) (positions h0..) in order; ex: a bit per EX op, claimed
- * one by one as it comes up (take_ex). The counters are bumped per op
- * before the op runs (dispatched) and before its done (completed, failed,
+ * one by one as it comes up (accel__visit_claim). The counters are bumped
+ * per op before the op runs (dispatched) and before its done (completed, failed,
  * cancelled, expired), so that whoever a done callback wakes sees them:
  * plain stores to the consumer's own line. `finished`, which sleepers
  * read, is stored once for the run. */
-static void run_ops(visit *v, const accel_op *ops, uint32_t k, uint32_t ex)
+static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
+                    uint32_t ex)
 {
     accel_session *s = v->s;
     accel_ctx ctx = {.session = s};
@@ -246,15 +225,16 @@ static void run_ops(visit *v, const accel_op *ops, uint32_t k, uint32_t ex)
          * of the run is then cancelled). relaxed: a flag. A plain op pays
          * a bit test and the flag's load. */
         if (ex & (UINT32_C(1) << i))
-            status = take_ex(v, h0, i, &ex, k);
+            status = accel__visit_claim(v, h0, i, &ex, k);
         else if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
             status = ACCEL_ECLOSED;
         if (status) {
             if (s->bops->poll)
                 device_drain(s);
-            bump(status == ACCEL_EEXPIRED ? &s->expired : &s->cancelled, 1);
+            accel__bump(status == ACCEL_EEXPIRED ? &s->expired : &s->cancelled,
+                        1);
         } else {
-            bump(&s->dispatched, 1);
+            accel__bump(&s->dispatched, 1);
             /* op_start(session, position, arg) */
             ACCEL_TRACE3(op_start, s, h0 + i, op->arg);
             /* A backend whose run is fn itself: call fn directly. */
@@ -263,7 +243,7 @@ static void run_ops(visit *v, const accel_op *ops, uint32_t k, uint32_t ex)
             } else if (s->bops->run(s->bstate, &ctx, op, &status) != 0) {
                 continue; /* deferred: the backend completes it later */
             }
-            bump(status == 0 ? &s->completed : &s->failed, 1);
+            accel__bump(status == 0 ? &s->completed : &s->failed, 1);
         }
         /* op_done(session, arg, status) */
         ACCEL_TRACE3(op_done, s, op->arg, status);
@@ -277,7 +257,7 @@ static void run_ops(visit *v, const accel_op *ops, uint32_t k, uint32_t ex)
 
 /* The visit's loop: runs of takes until the budget, the clock or the ring
  * (after a short linger) ends it. */
-static void visit_run(visit *v)
+void accel__visit_run(accel__visit *v)
 {
     accel_op ops[ACCEL__TAKE_MAX];
     while (v->n < v->budget) {
@@ -292,7 +272,7 @@ static void visit_run(visit *v)
             v->s->bops->poll && v->s->bops->poll(v->s->bstate, v->s) > 0)
             break;
         uint32_t ex;
-        uint32_t k = take_run(v, ops, max, &ex);
+        uint32_t k = accel__visit_take(v, ops, max, &ex);
         if (k == 0) {
             if (v->n > 0 && ring_ready_soon(v->s, v->h))
                 continue;
@@ -335,7 +315,7 @@ static unsigned visit_leave(accel_runtime *rt, accel_session *s, uint64_t h,
 /* Ends the visit at *now: stores the counters, charges the service and
  * re-queues the session, leaves it idle or hands it to a producer
  * (ring.h). Returns the lanes that may run it if re-queued, else 0. */
-static unsigned visit_end(visit *v, uint64_t *now)
+unsigned accel__visit_end(accel__visit *v, uint64_t *now)
 {
     accel_runtime *rt = v->rt;
     accel_session *s = v->s;
@@ -347,8 +327,8 @@ static unsigned visit_end(visit *v, uint64_t *now)
     uint64_t service = *now - v->t0;
     /* visit_end(session, ops run, service ns, ops pending on a device) */
     ACCEL_TRACE4(visit_end, s, v->n, service, pending);
-    bump(&s->service_ns, service);
-    bump(&s->visits, 1);
+    accel__bump(&s->service_ns, service);
+    accel__bump(&s->visits, 1);
     accel__sched_charge(rt->sched, &s->se, service, v->n);
 
     /* From here the session (and the scheduler's reference) may pass to
@@ -370,10 +350,10 @@ __attribute__((noinline)) /* a frame of its own: profiles (callgrind,
                              perf) count a visit apart from pick and park */
 static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
 {
-    visit v;
-    visit_begin(&v, rt, s, *now);
-    visit_run(&v);
-    return visit_end(&v, now);
+    accel__visit v;
+    accel__visit_begin(&v, rt, s, *now);
+    accel__visit_run(&v);
+    return accel__visit_end(&v, now);
 }
 
 void accel__workers_enqueue(accel_session *s, bool new_claim)
@@ -405,20 +385,29 @@ static inline bool claim_parked(_Atomic uint64_t *idle)
     return false;
 }
 
+/* Wakes the claimed parked worker: a futex wake of the lane's word, or,
+ * with host-driven workers, the host's callback (the host's own sleep
+ * keeps the wake: accel.h). */
+static void wake_claimed(accel_runtime *rt, _Atomic uint32_t *word,
+                         unsigned lane)
+{
+    if (rt->cfg.host_wake) {
+        rt->cfg.host_wake(rt->cfg.host_wake_arg, lane);
+        return;
+    }
+    /* release: pairs with the parker's acquire load of the word. */
+    atomic_fetch_add_explicit(word, 1, memory_order_release);
+    accel__futex_wake(word, 1);
+}
+
 void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
 {
     accel__fence_hot();
-    if ((lanes & ACCEL__SCHED_LANE_SHORT) && claim_parked(&rt->idle_short)) {
-        /* release: pairs with the parker's acquire load of the word. */
-        atomic_fetch_add_explicit(&rt->park_seq_short, 1,
-                                  memory_order_release);
-        accel__futex_wake(&rt->park_seq_short, 1);
-    } else if ((lanes & ACCEL__SCHED_LANE_GENERAL) &&
-               claim_parked(&rt->idle_workers)) {
-        /* release: as above, for the general lane's word. */
-        atomic_fetch_add_explicit(&rt->park_seq, 1, memory_order_release);
-        accel__futex_wake(&rt->park_seq, 1);
-    }
+    if ((lanes & ACCEL__SCHED_LANE_SHORT) && claim_parked(&rt->idle_short))
+        wake_claimed(rt, &rt->park_seq_short, ACCEL_HOST_LANE_SHORT);
+    else if ((lanes & ACCEL__SCHED_LANE_GENERAL) &&
+             claim_parked(&rt->idle_workers))
+        wake_claimed(rt, &rt->park_seq, ACCEL_HOST_LANE_GENERAL);
 }
 
 /* A parked worker leaves: one parked fewer, and one claim fewer if any.
@@ -475,27 +464,40 @@ static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
     /* Short-lane workers park apart: a wake-up for work they may not run
      * must reach a general worker. */
     _Atomic uint32_t *word = lane ? &rt->park_seq_short : &rt->park_seq;
-    _Atomic uint64_t *idle = lane ? &rt->idle_short : &rt->idle_workers;
     uint32_t seq = atomic_load_explicit(word, memory_order_acquire);
-    atomic_fetch_add_explicit(idle, ACCEL__PARKED, memory_order_relaxed);
-    accel__fence_cold();
+    accel__park_announce(rt, lane);
     e = accel__sched_pick(rt->sched, lane);
     /* acquire: pairs with accel__workers_stop's release store of stopping. */
     if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire)) {
-        bump(&w->parks, 1);
+        accel__bump(&w->parks, 1);
         ACCEL_TRACE2(park, w->index, lane); /* park(worker, lane) */
         accel__futex_wait(word, seq, -1);
         ACCEL_TRACE2(wake, w->index, lane); /* wake(worker, lane) */
     }
+    accel__park_leave(rt, lane, e != NULL);
+    return e;
+}
+
+void accel__park_announce(accel_runtime *rt, unsigned lane)
+{
+    _Atomic uint64_t *idle = lane ? &rt->idle_short : &rt->idle_workers;
+    /* relaxed: the count is ordered against the pick that follows by the
+     * fence pair (the top of this file; a waker's fence_hot). */
+    atomic_fetch_add_explicit(idle, ACCEL__PARKED, memory_order_relaxed);
+    accel__fence_cold();
+}
+
+void accel__park_leave(accel_runtime *rt, unsigned lane, bool found)
+{
+    _Atomic uint64_t *idle = lane ? &rt->idle_short : &rt->idle_workers;
     /* A worker that leaves with work from its second pick did not need the
      * claim it takes: the claim may be for work queued after that pick,
      * so pass the wake on to another parked worker (a claim on the short
      * lane was for work both lanes may run). models/lanes.pml */
-    if (unpark(idle) && e)
+    if (unpark(idle) && found)
         accel__runtime_wake_lanes(rt, lane ? ACCEL__SCHED_LANE_SHORT |
                                                  ACCEL__SCHED_LANE_GENERAL
                                            : ACCEL__SCHED_LANE_GENERAL);
-    return e;
 }
 
 /* Prefetches what a visit of the peeked entity's session touches: pair B
@@ -526,7 +528,7 @@ static void *worker_main(void *arg)
     uint64_t now = 0; /* end of the last visit; 0: read the clock */
     for (;;) {
         accel__sched_entity *e = accel__sched_pick(rt->sched, w->lane);
-        bump(&w->picks, 1);
+        accel__bump(&w->picks, 1);
         if (!e) {
             /* acquire: pairs with the release store in workers_stop. */
             if (atomic_load_explicit(&rt->stopping, memory_order_acquire))
@@ -536,7 +538,7 @@ static void *worker_main(void *arg)
             if (!e)
                 continue;
         }
-        bump(&w->visits, 1);
+        accel__bump(&w->visits, 1);
         if (!now)
             now = accel__now_ns();
         /* While this visit runs, bring in the lines the next one will
@@ -554,8 +556,22 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+void accel__workers_run_queued(accel_runtime *rt)
+{
+    uint64_t now = 0;
+    for (unsigned lane = 0; lane < 2; lane++) {
+        accel__sched_entity *e;
+        while ((e = accel__sched_pick(rt->sched, lane)) != NULL) {
+            now = accel__now_ns();
+            run_visit(rt, e->owner, &now);
+        }
+    }
+}
+
 int accel__workers_start(accel_runtime *rt)
 {
+    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS)
+        return ACCEL_OK; /* the host drives the slots (host.c) */
     for (unsigned i = 0; i < rt->nworkers; i++) {
         accel__worker *w = &rt->workers[i];
         w->rt = rt;
@@ -576,6 +592,8 @@ void accel__workers_stop(accel_runtime *rt)
 {
     /* release: pairs with the acquire loads in worker_main/park. */
     atomic_store_explicit(&rt->stopping, 1, memory_order_release);
+    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS)
+        return; /* no threads; the host stopped its workers (accel.h) */
     atomic_fetch_add_explicit(&rt->park_seq, 1, memory_order_release);
     accel__futex_wake(&rt->park_seq, INT_MAX);
     atomic_fetch_add_explicit(&rt->park_seq_short, 1, memory_order_release);

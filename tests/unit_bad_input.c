@@ -162,6 +162,70 @@ static int r_rt_create_short_lane_all(void)
         accel_runtime_destroy(rt);
     return rc;
 }
+/* Host-driven workers (accel.h, "Host-driven workers"). */
+static void host_wake_nop(void *arg, unsigned lane)
+{
+    (void)arg;
+    (void)lane;
+}
+
+static int rt_create_host(unsigned flags, void (*wake)(void *, unsigned),
+                          bool pin)
+{
+    accel_runtime *rt = NULL;
+    static const unsigned cpu0[1] = {0};
+    accel_runtime_config c = {.workers = 1, .struct_size = sizeof(c),
+                              .flags = flags, .host_wake = wake};
+    if (pin) {
+        c.worker_cpus = cpu0;
+        c.worker_cpus_count = 1;
+    }
+    int rc = accel_runtime_create(&c, &rt);
+    if (rc == ACCEL_OK)
+        accel_runtime_destroy(rt);
+    return rc;
+}
+static int r_rt_create_host_no_wake(void)
+{
+    return rt_create_host(ACCEL_RUNTIME_HOST_WORKERS, NULL, false);
+}
+static int r_rt_create_wake_no_host(void)
+{
+    return rt_create_host(0, host_wake_nop, false);
+}
+static int r_rt_create_unknown_flag(void)
+{
+    return rt_create_host(0x80u, NULL, false);
+}
+static int r_rt_create_host_pinned(void)
+{
+    return rt_create_host(ACCEL_RUNTIME_HOST_WORKERS, host_wake_nop, true);
+}
+static int r_host_begin_threaded_rt(void)
+{
+    accel_op ops[1];
+    unsigned n;
+    return accel_host_visit_begin(F.rt, 0, ops, 1, &n);
+}
+static int r_host_begin_null_rt(void)
+{
+    accel_op ops[1];
+    unsigned n;
+    return accel_host_visit_begin(NULL, 0, ops, 1, &n);
+}
+static int r_host_end_threaded_rt(void)
+{
+    return accel_host_visit_end(F.rt, 0, NULL, 0);
+}
+static int r_host_idle_begin_threaded_rt(void)
+{
+    return accel_host_idle_begin(F.rt, 0);
+}
+static int r_host_idle_end_null_rt(void)
+{
+    return accel_host_idle_end(NULL, 0, false);
+}
+
 static int r_rt_create_bad_device(void)
 {
     accel_runtime *rt = NULL;
@@ -560,6 +624,15 @@ static const row rows[] = {
     ROW(r_rt_create_workers_max, ACCEL_EINVAL),
     ROW(r_rt_create_short_lane_all, ACCEL_EINVAL),
     ROW(r_rt_create_bad_device, ACCEL_EINVAL),
+    ROW(r_rt_create_host_no_wake, ACCEL_EINVAL),
+    ROW(r_rt_create_wake_no_host, ACCEL_EINVAL),
+    ROW(r_rt_create_unknown_flag, ACCEL_EINVAL),
+    ROW(r_rt_create_host_pinned, ACCEL_EINVAL),
+    ROW(r_host_begin_threaded_rt, ACCEL_EINVAL),
+    ROW(r_host_begin_null_rt, ACCEL_EINVAL),
+    ROW(r_host_end_threaded_rt, ACCEL_EINVAL),
+    ROW(r_host_idle_begin_threaded_rt, ACCEL_EINVAL),
+    ROW(r_host_idle_end_null_rt, ACCEL_EINVAL),
     ROW(r_rt_destroy_null, ACCEL_EINVAL),
     ROW(r_open_null_rt, ACCEL_EINVAL),
     ROW(r_open_null_cfg, ACCEL_EINVAL),

@@ -30,7 +30,7 @@ func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error 
 	r := allocRec()
 	r.vs, r.f, r.cb = v, f, done
 	r.state.Store(recQueued)
-	rc := int(C.goaccel_submit(v.h.c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 0))
+	rc := v.rt.wakesFrom(int64(C.goaccel_submit(v.h.c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 0)))
 	runtime.KeepAlive(v.h)
 	if rc != C.ACCEL_OK {
 		r.vs, r.f, r.cb = nil, nil, nil
@@ -90,7 +90,7 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 			break
 		}
 		var got C.size_t
-		rc := int(C.goaccel_submit_batch(v.h.c, &buf[0], C.size_t(n), C.ACCEL_NO_WAIT, &got))
+		rc := v.rt.wakesFrom(int64(C.goaccel_submit_batch(v.h.c, &buf[0], C.size_t(n), C.ACCEL_NO_WAIT, &got)))
 		runtime.KeepAlive(v.h)
 		k := 0
 		for i := 0; i < int(got); i++ {
@@ -167,7 +167,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	queued := 0
 	if n > 0 {
 		var got C.size_t
-		rc := int(C.goaccel_submit_batch(v.h.c, &cids[0], C.size_t(n), C.ACCEL_FOREVER, &got))
+		rc := v.rt.wakesFrom(int64(C.goaccel_submit_batch(v.h.c, &cids[0], C.size_t(n), C.ACCEL_FOREVER, &got)))
 		runtime.KeepAlive(v.h)
 		queued = int(got)
 		v.submitted.Add(uint64(queued))

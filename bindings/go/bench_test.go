@@ -66,8 +66,21 @@ func (o *oldSession) Submit(ctx context.Context, f func(*Session) error) error {
 
 const benchWorkers = 2
 
+// benchThreads: the benchmarks' runtimes use accel's own worker threads
+// (OSThreadWorkers) instead of worker goroutines; the table measures both.
+var benchThreads bool
+
+// withThreads runs f with benchThreads set.
+func withThreads(f func(*testing.B)) func(*testing.B) {
+	return func(b *testing.B) {
+		benchThreads = true
+		defer func() { benchThreads = false }()
+		f(b)
+	}
+}
+
 func benchRuntime(b *testing.B, shortLane int) *Runtime {
-	rt, err := NewRuntime(RuntimeConfig{Workers: benchWorkers, ShortLaneWorkers: shortLane})
+	rt, err := NewRuntime(RuntimeConfig{Workers: benchWorkers, ShortLaneWorkers: shortLane, OSThreadWorkers: benchThreads})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -274,7 +287,7 @@ func spinOp(*Session) error { spin(floodOp); return nil }
 // A short-lane worker is what keeps short ops from waiting behind long
 // ones (docs/scheduler.md).
 func latencyAccel(dur time.Duration) latencyResult {
-	rt, err := NewRuntime(RuntimeConfig{Workers: benchWorkers, ShortLaneWorkers: 1})
+	rt, err := NewRuntime(RuntimeConfig{Workers: benchWorkers, ShortLaneWorkers: 1, OSThreadWorkers: benchThreads})
 	if err != nil {
 		panic(err)
 	}
@@ -394,8 +407,8 @@ func TestBenchTable(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("ACCEL_BENCH_REPS")); err == nil && n > 0 {
 		reps = n
 	}
-	var subA, subCtx, subOld, asyncA, asyncB, asyncChan []float64
-	var latA, latOld []latencyResult
+	var subA, subCtx, subOld, asyncA, asyncB, asyncChan, subT, asyncT []float64
+	var latA, latOld, latT []latencyResult
 	var g2c, c2g, sub1 []float64
 	for r := 0; r < reps; r++ {
 		subA = append(subA, opsPerSec(benchSubmitAccel))
@@ -406,6 +419,11 @@ func TestBenchTable(t *testing.T) {
 		asyncB = append(asyncB, opsPerSec(benchAsyncBatchAccel))
 		latA = append(latA, latencyAccel(time.Second))
 		latOld = append(latOld, latencyOld(time.Second))
+		subT = append(subT, opsPerSec(withThreads(benchSubmitAccel)))
+		asyncT = append(asyncT, opsPerSec(withThreads(benchAsyncAccel)))
+		benchThreads = true
+		latT = append(latT, latencyAccel(time.Second))
+		benchThreads = false
 		const n = 2000000
 		g2c = append(g2c, float64(benchGoToC(n))/n)
 		c2g = append(c2g, float64(benchCToGo(n))/n)
@@ -430,6 +448,7 @@ func TestBenchTable(t *testing.T) {
 	}
 	la99, la50 := p99(latA)
 	lo99, lo50 := p99(latOld)
+	lt99, lt50 := p99(latT)
 	mops := func(x []float64) string { return fmt.Sprintf("%.2f Mops/s", median(x)/1e6) }
 	fmt.Printf("\naccel Go binding, %d workers, GOMAXPROCS=%d, median of %d interleaved repetitions\n\n", benchWorkers, runtimeGOMAXPROCS(), reps)
 	fmt.Printf("| benchmark | accel | baseline (same run) | ratio | target |\n| --- | --- | --- | --- | --- |\n")
@@ -443,6 +462,12 @@ func TestBenchTable(t *testing.T) {
 		mops(asyncB), mops(asyncChan), median(asyncB)/median(asyncChan))
 	fmt.Printf("| c) Critical Submit p99 under 6 Low x 2 ms flood | %.2f ms (p50 %.3f ms) = %.2f x op | %.2f ms (p50 %.3f ms) old design | | p99 <= 1.5 x op |\n",
 		la99/1e6, la50/1e6, la99/float64(floodOp), lo99/1e6, lo50/1e6)
+	fmt.Printf("| a-thr) a) with OSThreadWorkers (C threads calling into Go) | %s (%.0f ns/op) | %s old design | %.2fx | |\n",
+		mops(subT), 1e9/median(subT), mops(subOld), median(subT)/median(subOld))
+	fmt.Printf("| b-thr) b) with OSThreadWorkers | %s | %s buffered Go channel | %.2fx | |\n",
+		mops(asyncT), mops(asyncChan), median(asyncT)/median(asyncChan))
+	fmt.Printf("| c-thr) c) with OSThreadWorkers | %.2f ms (p50 %.3f ms) = %.2f x op | %.2f ms old design | | |\n",
+		lt99/1e6, lt50/1e6, lt99/float64(floodOp), lo99/1e6)
 	fmt.Printf("\nper-op crossing costs: Go->C call %.1f ns, C->Go callback %.1f ns, whole Submit (1 goroutine, round trip) %.0f ns\n",
 		median(g2c), median(c2g), median(sub1))
 }

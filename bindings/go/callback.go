@@ -39,19 +39,25 @@ func callDone(cb func(error), err error) {
 }
 
 //export goAccelRun
-func goAccelRun(idx C.uintptr_t) C.int {
-	r := recAt(uint32(idx))
+func goAccelRun(idx C.uintptr_t) C.int { return runRec(uint32(idx), nil) }
+
+// runRec runs the op of record idx (on a host worker goroutine, or in a
+// callback from a C worker thread) and returns its C status: 0, or 1 if
+// it failed. Records it is done with go to fl (nil: back to the free
+// stack at once).
+func runRec(idx uint32, fl *recList) C.int {
+	r := recAt(idx)
 	// LP of the cancel race (oprec.go): whoever moves the state off queued
 	// owns the outcome.
 	if !r.state.CompareAndSwap(recQueued, recRunning) {
 		r.f, r.vs, r.cb, r.batch, r.group, r.gdone = nil, nil, nil, nil, nil, nil
-		r.cwait = false
-		freeRec(r) // the submitter gave the record up when it cancelled
+		r.cwait, r.chwait = false, false
+		fl.free(r) // the submitter gave the record up when it cancelled
 		return 0
 	}
 	s := r.vs
 	if r.group != nil {
-		return runGroup(r, s)
+		return runGroup(r, s, fl)
 	}
 	s.dispatched.Add(1)
 	err := callF(r.f, &s.sess)
@@ -60,7 +66,7 @@ func goAccelRun(idx C.uintptr_t) C.int {
 	} else {
 		s.completed.Add(1)
 	}
-	finish(r, err)
+	finish(r, err, fl)
 	if err != nil {
 		return 1 // counted as failed by the C stats too
 	}
@@ -70,10 +76,10 @@ func goAccelRun(idx C.uintptr_t) C.int {
 // runGroup runs the ops of an asynchronous batch record in order: one
 // crossing for the lot (they are consecutive in the session's FIFO order
 // anyway; the scheduler sees one op and charges its whole measured time).
-func runGroup(r *opRec, s *VMSession) C.int {
+func runGroup(r *opRec, s *VMSession, fl *recList) C.int {
 	g, done, base := r.group, r.gdone, r.gbase
 	r.f, r.vs, r.group, r.gdone = nil, nil, nil, nil
-	freeRec(r)
+	fl.free(r)
 	failed := 0
 	for i, f := range g {
 		s.dispatched.Add(1)
@@ -104,7 +110,7 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 	r := recAt(uint32(idx))
 	if !r.state.CompareAndSwap(recQueued, recRunning) {
 		r.f, r.vs, r.cb, r.batch = nil, nil, nil, nil
-		r.cwait = false
+		r.cwait, r.chwait = false, false
 		freeRec(r)
 		return
 	}
@@ -121,20 +127,25 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 		return
 	}
 	r.vs.cancelled.Add(1)
-	finish(r, statusErr(int(status)))
+	finish(r, statusErr(int(status)), nil)
 }
 
 // finish hands the outcome of a record the worker owns to its submitter.
 // The record must not be touched after the hand-off.
-func finish(r *opRec, err error) {
+func finish(r *opRec, err error, fl *recList) {
 	switch {
+	case r.chwait:
+		// The submitter waits on the record's channel (host workers):
+		// the send orders r.err before its receive.
+		r.err = err
+		r.wch <- struct{}{}
 	case r.cwait:
 		r.err = err
 		setWake(r, r.wakeGen, wakeDone) // the submitter waits in waitWake
 	case r.cb != nil:
 		cb := r.cb
 		r.f, r.vs, r.cb = nil, nil, nil
-		freeRec(r)
+		fl.free(r)
 		callDone(cb, err)
 	case r.batch != nil:
 		b := r.batch

@@ -30,23 +30,30 @@ const (
 const recChunkBits = 10
 const recChunkSize = 1 << recChunkBits
 
+// 128 bytes, two cache lines (chunks are page-aligned allocations, so a
+// record never straddles more): the first holds everything an async op's
+// round trip touches (pop, fill, the worker's run, free), so a record
+// moves between the submitter's and the worker's cores as one line.
 type opRec struct {
-	state   atomic.Uint32
-	next    atomic.Uint32 // free-stack link: index+1 of the next free record, 0 = none
-	idx     uint32
-	vs      *VMSession
-	f       func(*Session) error
+	// ---- line 0: every op
+	state  atomic.Uint32
+	next   atomic.Uint32 // free-stack link: index+1 of the next free record, 0 = none
+	idx    uint32
+	cwait  bool // a synchronous Submit waits on wake (waitWake)
+	chwait bool // a synchronous Submit waits on wch (host workers)
+	vs     *VMSession
+	f      func(*Session) error
+	cb     func(error)            // async completion; nil for a synchronous Submit
+	group  []func(*Session) error // SubmitAsyncBatch: ops run by one crossing
+	// ---- line 1: synchronous and batch ops
+	batch   *batchWait       // batch Submit: counts the ops still out
+	gdone   func(int, error) // completion of each op of group
+	gbase   int              // index of group[0] in the caller's slice
+	slot    int              // index of this op in its batch
 	err     error
-	cb      func(error)            // async completion; nil for a synchronous Submit
-	cwait   bool                   // a synchronous Submit waits on wake (waitWake)
-	wake    uint32                 // gen<<3 | wakeDone/wakeCancel/wakeSleep (futex word, atomic)
-	wakeGen uint32                 // generation of wake for the current use (owner only)
-	batch   *batchWait             // batch Submit: counts the ops still out
-	group   []func(*Session) error // SubmitAsyncBatch: ops run by one crossing
-	gdone   func(int, error)       // completion of each op of group
-	gbase   int                    // index of group[0] in the caller's slice
-	slot    int                    // index of this op in its batch
-	_       [16]byte               // keep hot records of different goroutines apart
+	wch     chan struct{} // cap 1: the worker's "done" to a waiting Submit; made once per record
+	wake    uint32        // gen<<3 | wakeDone/wakeCancel/wakeSleep (futex word, atomic)
+	wakeGen uint32        // generation of wake for the current use (owner only)
 }
 
 type recChunk [recChunkSize]opRec
@@ -125,4 +132,43 @@ func (sl *recSlab) grow(seen uint64) {
 			return
 		}
 	}
+}
+
+// recList collects the records a worker is done with during a batch, so
+// that they go back to the free stack with one CAS (freeChain) instead of
+// one each: the stack's head is the line producers and workers share.
+type recList struct {
+	first, last *opRec
+}
+
+// free adds r to l; a nil l frees r at once.
+func (l *recList) free(r *opRec) {
+	if l == nil {
+		freeRec(r)
+		return
+	}
+	if l.first == nil {
+		l.last = r
+		r.next.Store(0)
+	} else {
+		r.next.Store(l.first.idx + 1)
+	}
+	l.first = r
+}
+
+// flush pushes the collected records back in one CAS.
+func (l *recList) flush() {
+	if l.first == nil {
+		return
+	}
+	for {
+		h := slab.head.Load()
+		l.last.next.Store(uint32(h))
+		// The CAS publishes the chain's links (set before it) to the pop
+		// that reads them after loading the new head.
+		if slab.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(l.first.idx+1)) {
+			break
+		}
+	}
+	l.first, l.last = nil, nil
 }

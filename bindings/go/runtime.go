@@ -23,6 +23,10 @@ type RuntimeConfig struct {
 	ShortOp          time.Duration // 0: 100 µs
 	QuantumOps       int           // ops per scheduler visit at most; 0: 32
 	Quantum          time.Duration // service per visit at most; 0: 2 ms
+	// OSThreadWorkers runs ops on accel's own C worker threads, which
+	// call into Go for each op, instead of on worker goroutines that take
+	// ops from the C scheduler (the default; docs/go.md compares them).
+	OSThreadWorkers bool
 }
 
 // Runtime is a pool of worker threads and the sessions it schedules. Most
@@ -31,6 +35,7 @@ type RuntimeConfig struct {
 type Runtime struct {
 	c       *C.accel_runtime
 	workers int
+	host    *hostWorkers // nil: accel's own worker threads
 
 	mu       sync.Mutex // guards sessions and closed; never held on an op path
 	sessions map[string]*VMSession
@@ -49,14 +54,22 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	cc.short_op_ns = C.uint64_t(cfg.ShortOp)
 	cc.quantum_ops = C.uint32_t(cfg.QuantumOps)
 	cc.quantum_ns = C.uint64_t(cfg.Quantum)
+	host := C.int(1)
+	if cfg.OSThreadWorkers {
+		host = 0
+	}
 	var rt *C.accel_runtime
-	if rc := int(C.accel_runtime_create(&cc, &rt)); rc != C.ACCEL_OK {
+	if rc := int(C.goaccel_runtime_create(&cc, host, &rt)); rc != C.ACCEL_OK {
 		return nil, statusErr(rc)
 	}
 	// With Workers == 0 the library sizes the pool from the CPU affinity
 	// mask and the cgroup CPU quota.
 	w := int(C.accel_runtime_workers(rt))
-	return &Runtime{c: rt, workers: w, sessions: make(map[string]*VMSession)}, nil
+	r := &Runtime{c: rt, workers: w, sessions: make(map[string]*VMSession)}
+	if host != 0 {
+		r.host = startHostWorkers(rt, w, int(cc.short_lane_workers))
+	}
+	return r, nil
 }
 
 var (
@@ -72,7 +85,7 @@ func DefaultRuntime() (*Runtime, error) {
 	return defaultRT, defaultRTErr
 }
 
-// Workers is the number of worker threads.
+// Workers is the number of workers (goroutines or threads).
 func (rt *Runtime) Workers() int { return rt.workers }
 
 // Lookup returns the open session with this id.
@@ -107,6 +120,10 @@ func (rt *Runtime) Close() error {
 		rt.mu.Unlock()
 		return ErrRuntimeClosed
 	}
+	if rt.insideOpLocked() {
+		rt.mu.Unlock()
+		return ErrDeadlock
+	}
 	open := make([]*VMSession, 0, len(rt.sessions))
 	for _, v := range rt.sessions {
 		open = append(open, v)
@@ -120,6 +137,11 @@ func (rt *Runtime) Close() error {
 	if rt.closed {
 		return ErrRuntimeClosed
 	}
+	if rt.host != nil {
+		// The sessions are drained: stop the worker goroutines (destroy
+		// runs anything queued since on this thread).
+		rt.host.stop()
+	}
 	// Sessions opened during the loop above are destroyed with the runtime.
 	if rc := int(C.accel_runtime_destroy(rt.c)); rc != C.ACCEL_OK {
 		return statusErr(rc)
@@ -130,4 +152,22 @@ func (rt *Runtime) Close() error {
 	}
 	rt.sessions = nil
 	return nil
+}
+
+// insideOpLocked reports whether the caller runs inside an op of rt (its
+// worker would wait for itself). rt.mu is held.
+func (rt *Runtime) insideOpLocked() bool {
+	if rt.host != nil && C.goaccel_in_visit(rt.c) != 0 {
+		return true
+	}
+	cur := C.accel_current_session()
+	if cur == nil {
+		return false
+	}
+	for _, v := range rt.sessions {
+		if v.h.c == cur {
+			return true
+		}
+	}
+	return false
 }

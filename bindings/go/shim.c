@@ -15,7 +15,75 @@
 #include <time.h>
 
 #include "_cgo_export.h"
-#include "../../runtime/session.h" /* accel__tls_current */
+
+/* Wakes for parked host workers that C asked for (host_wake) during the
+ * current call on this thread: general lane in the low 16 bits, short
+ * lane in the high 16. Every shim call that can make work runnable hands
+ * them back to Go in the high 32 bits of its result (wakes_out), and Go
+ * posts them to the lanes' channels (hostworker.go). Thread-local: a cgo
+ * call runs on one thread from entry to return. */
+static _Thread_local uint32_t goaccel_wakes;
+
+static void goaccel_host_wake(void *arg, unsigned lane)
+{
+    (void)arg;
+    goaccel_wakes += lane == ACCEL_HOST_LANE_SHORT ? 0x10000u : 1u;
+}
+
+/* rc in the low 32 bits, the call's wakes in the high 32. */
+static int64_t wakes_out(int rc)
+{
+    uint32_t w = goaccel_wakes;
+    goaccel_wakes = 0;
+    return (int64_t)((uint64_t)w << 32 | (uint32_t)rc);
+}
+
+/* The runtime whose visit this thread's host worker has open (the
+ * goroutine is locked to the thread during a visit), else NULL. */
+static _Thread_local accel_runtime *goaccel_visiting;
+
+int goaccel_in_visit(accel_runtime *rt) { return goaccel_visiting == rt; }
+
+int goaccel_runtime_create(accel_runtime_config *c, int host,
+                           accel_runtime **out)
+{
+    if (host) {
+        c->flags = ACCEL_RUNTIME_HOST_WORKERS;
+        c->host_wake = goaccel_host_wake;
+        c->struct_size = sizeof(*c);
+    }
+    return accel_runtime_create(c, out);
+}
+
+int64_t goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
+                          const int *status, unsigned nprev, uintptr_t *recs,
+                          unsigned cap, unsigned *n)
+{
+    accel_op ops[ACCEL_HOST_VISIT_MAX];
+    if (mode & GOACCEL_STEP_END) {
+        accel_host_visit_end(rt, w, status, nprev);
+        goaccel_visiting = NULL;
+    }
+    if (mode & GOACCEL_STEP_UNIDLE)
+        accel_host_idle_end(rt, w, false);
+    if (mode & GOACCEL_STEP_IDLE)
+        accel_host_idle_begin(rt, w);
+    if (mode & GOACCEL_STEP_STOP)
+        return wakes_out(ACCEL_EAGAIN);
+    if (cap > ACCEL_HOST_VISIT_MAX)
+        cap = ACCEL_HOST_VISIT_MAX;
+    goaccel_visiting = rt; /* a device visit runs its ops in begin */
+    int rc = accel_host_visit_begin(rt, w, ops, cap, n);
+    if (rc != ACCEL_OK)
+        goaccel_visiting = NULL;
+    if (rc == ACCEL_OK) {
+        for (unsigned i = 0; i < *n; i++)
+            recs[i] = (uintptr_t)ops[i].arg;
+        if (mode & GOACCEL_STEP_IDLE)
+            accel_host_idle_end(rt, w, true);
+    }
+    return wakes_out(rc);
+}
 
 static int goaccel_op_fn(accel_ctx *ctx, void *arg)
 {
@@ -32,20 +100,32 @@ static void goaccel_op_done(void *arg, int status)
         goAccelUnrun((uintptr_t)arg, status);
 }
 
-int goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns,
-                   int sync)
+int64_t goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns,
+                       int sync)
 {
     /* A synchronous submit from inside one of the session's own ops would
      * wait for itself. */
-    if (sync && accel__tls_current == s)
-        return ACCEL_EDEADLK;
+    if (sync && accel_current_session() == s)
+        return wakes_out(ACCEL_EDEADLK);
     accel_op op = {.fn = goaccel_op_fn, .done = goaccel_op_done,
                    .arg = (void *)rec};
-    return accel_submit(s, &op, timeout_ns);
+    return wakes_out(accel_submit(s, &op, timeout_ns));
 }
 
-int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
-                         int64_t timeout_ns, size_t *accepted)
+static int goaccel_submit_batch_ops(accel_session *s, const uintptr_t *recs,
+                                    size_t n, int64_t timeout_ns,
+                                    size_t *accepted);
+
+int64_t goaccel_submit_batch(accel_session *s, const uintptr_t *recs,
+                             size_t n, int64_t timeout_ns, size_t *accepted)
+{
+    return wakes_out(goaccel_submit_batch_ops(s, recs, n, timeout_ns,
+                                              accepted));
+}
+
+static int goaccel_submit_batch_ops(accel_session *s, const uintptr_t *recs,
+                                    size_t n, int64_t timeout_ns,
+                                    size_t *accepted)
 {
     enum { CHUNK = 64 };
     accel_op ops[CHUNK];

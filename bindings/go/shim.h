@@ -10,16 +10,42 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Calls that can make work runnable return an int64: the status in the
+ * low 32 bits, and in the high 32 the wakes for parked host workers that
+ * the call asked for (general lane: bits 32-47, short lane: 48-63), which
+ * the Go side posts (hostworker.go). */
+
+/* Creates a runtime; host: with host-driven workers whose wakes come
+ * back through the calls below. */
+int goaccel_runtime_create(accel_runtime_config *c, int host,
+                           accel_runtime **out);
+
 /* Queues the Go op record rec on s (accel_submit with the trampolines).
  * sync: the caller will wait for the op, so from inside one of s's own ops
  * it is ACCEL_EDEADLK. */
-int goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns,
-                   int sync);
-
+int64_t goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns,
+                       int sync);
 
 /* Queues recs[0..n) in order; *accepted = how many were (a prefix). */
-int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
-                         int64_t timeout_ns, size_t *accepted);
+int64_t goaccel_submit_batch(accel_session *s, const uintptr_t *recs,
+                             size_t n, int64_t timeout_ns, size_t *accepted);
+
+/* One step of a host worker slot's loop, one crossing: by mode, end the
+ * open visit (status[0..nprev)), end an idle spell that found nothing,
+ * announce idle; then (unless STOP) begin the next visit, the record
+ * indices of its ops in recs[0..*n). With IDLE, a begin that finds work
+ * ends the idle spell itself; one that does not leaves the slot idle. */
+/* Whether the calling thread's host worker has a visit of rt open (an op
+ * of rt runs here). */
+int goaccel_in_visit(accel_runtime *rt);
+
+#define GOACCEL_STEP_END 1u
+#define GOACCEL_STEP_UNIDLE 2u
+#define GOACCEL_STEP_IDLE 4u
+#define GOACCEL_STEP_STOP 8u
+int64_t goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
+                          const int *status, unsigned nprev, uintptr_t *recs,
+                          unsigned cap, unsigned *n);
 
 /* Budgeted memory outside an op: reserve then malloc; free then refund. */
 int goaccel_alloc(accel_session *s, size_t bytes, void **out);

@@ -238,6 +238,9 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	if v.closed.Load() {
 		return ErrSessionClosed
 	}
+	if v.rt.host != nil {
+		return v.submitHost(ctx, done, f)
+	}
 	r := allocRec()
 	r.vs, r.f = v, f
 	r.state.Store(recQueued)
@@ -276,6 +279,45 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	}
 	err := r.err
 	r.cwait, r.err, r.vs, r.f = false, nil, nil, nil
+	freeRec(r)
+	return err
+}
+
+// submitHost is Submit on a runtime with worker goroutines: the caller
+// parks on the record's channel, which the worker sends to after f.
+func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func(*Session) error) error {
+	r := allocRec()
+	r.vs, r.f = v, f
+	r.state.Store(recQueued)
+	if r.wch == nil {
+		r.wch = make(chan struct{}, 1)
+	}
+	r.chwait = true
+	if err := v.enqueue(r, done); err != nil {
+		r.chwait, r.vs, r.f = false, nil, nil
+		freeRec(r)
+		if err == errCtxDone {
+			return ctx.Err()
+		}
+		return err
+	}
+	v.submitted.Add(1)
+	if done == nil {
+		<-r.wch
+	} else {
+		select {
+		case <-r.wch:
+		case <-done:
+			// LP of the cancel race: the CAS decides whether f runs.
+			if r.state.CompareAndSwap(recQueued, recCancelled) {
+				v.cancelled.Add(1)
+				return ctx.Err() // the worker frees r when it takes the op
+			}
+			<-r.wch // f started: it is not interrupted
+		}
+	}
+	err := r.err
+	r.chwait, r.err, r.vs, r.f = false, nil, nil, nil
 	freeRec(r)
 	return err
 }
@@ -324,16 +366,17 @@ var errCtxDone error = ctxDoneErr{}
 // with one it waits in slices so ctx can end the wait.
 func (v *VMSession) enqueue(r *opRec, done <-chan struct{}) error {
 	c := v.h.c
+	rt := v.rt
 	if done == nil {
-		rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_FOREVER, 1))
+		rc := rt.wakesFrom(int64(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_FOREVER, 1)))
 		runtime.KeepAlive(v.h)
 		return statusErr(rc)
 	}
 	for {
-		rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 1))
+		rc := rt.wakesFrom(int64(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 1)))
 		if rc == C.ACCEL_EAGAIN {
 			// Full: wait up to 1 ms for room, then look at ctx again.
-			rc = int(C.goaccel_submit(c, C.uintptr_t(r.idx), 1000000, 1))
+			rc = rt.wakesFrom(int64(C.goaccel_submit(c, C.uintptr_t(r.idx), 1000000, 1)))
 		}
 		if rc != C.ACCEL_ETIMEDOUT {
 			runtime.KeepAlive(v.h)

@@ -143,7 +143,7 @@ func spin(d time.Duration) {
 // worker: once released, the Critical backlog must be served ahead of the
 // Low one (weights 100:1), where FIFO or round-robin would interleave them.
 func TestPriorityOrderUnderFlood(t *testing.T) {
-	rt, err := NewRuntime(RuntimeConfig{Workers: 1, QuantumOps: 1})
+	rt, err := NewRuntime(RuntimeConfig{Workers: 1, QuantumOps: 1, OSThreadWorkers: testThreads})
 	if err != nil {
 		t.Fatal(err)
 	}

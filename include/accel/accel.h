@@ -178,7 +178,24 @@ typedef struct accel_runtime_config {
     /* 0, or sizeof(accel_runtime_config) when using fields added after it
      * (see "Growing structs" above). Later fields go below this one. */
     uint32_t struct_size;
+    /* ---- added after 0.1's layout: set struct_size to use them. */
+    /* ACCEL_RUNTIME_HOST_WORKERS (see "Host-driven workers" below); 0:
+     * accel's own worker threads. */
+    unsigned flags;
+    /* Host-driven workers only (required there; it and host_wake_arg
+     * must be NULL otherwise):
+     * called with (host_wake_arg, lane) when a parked host worker of that
+     * lane (ACCEL_HOST_LANE_*) must be woken. It runs inside the call that
+     * made the work runnable (a submit, accel_host_visit_end,
+     * accel_host_idle_end), on that caller's thread: it must only signal
+     * (set a flag, post a semaphore) and must not call into accel. */
+    void (*host_wake)(void *arg, unsigned lane);
+    void *host_wake_arg;
 } accel_runtime_config;
+
+/* accel_runtime_config.flags */
+#define ACCEL_RUNTIME_HOST_WORKERS 0x1u /* create no threads: the host
+                                           drives the workers */
 
 /* Creates a runtime with its worker threads.
  * cfg NULL means all defaults. Returns ACCEL_OK and *out, or
@@ -412,6 +429,95 @@ ACCEL_API int accel_submit_ex(accel_session *s, const accel_op *op,
  *   fields mixed in), a position the session never handed out.
  * Wait-free (one CAS on the op's slot); any thread, also inside an op. */
 ACCEL_API int accel_cancel(const accel_ticket *t);
+
+/* ------------------------------------------------- host-driven workers */
+
+/* With ACCEL_RUNTIME_HOST_WORKERS the runtime creates no threads: the host
+ * (a language runtime with its own scheduler, such as Go's) runs one loop
+ * per worker slot 0..workers-1 on its own threads, and the ops of
+ * sessions with an in-line backend (the CPU backend) are handed to it to
+ * run, so no op crosses to another OS thread. The scheduler is the same:
+ * FIFO per session, weighted shares, the short lane (slots
+ * 0..short_lane_workers-1 are short-lane workers, as accel's threads are).
+ * docs/go.md describes the Go binding's loop. One worker slot is driven by
+ * one thread at a time (calls on one slot must not overlap); a visit is
+ * begun and ended on the same thread (accel_session_sync and _close tell
+ * an op's own session by the thread). Different slots are independent.
+ *
+ * A slot's loop:
+ *   rc = accel_host_visit_begin(rt, w, ops, cap, &n);
+ *   ACCEL_OK:  run ops[0..n) in order (the host's own way, below),
+ *              then accel_host_visit_end(rt, w, status, n);
+ *   ACCEL_EAGAIN: nothing runnable. To sleep: accel_host_idle_begin(rt,
+ *              w), then begin once more; if that finds work, call
+ *              accel_host_idle_end(rt, w, true) and run it; else sleep
+ *              until host_wake(lane of w) has been called at least once
+ *              after idle_begin (a wake that came before the sleep must
+ *              not be lost: a semaphore, a buffered channel), then
+ *              accel_host_idle_end(rt, w, false) and start over. Spurious
+ *              wakes are harmless. Without the idle protocol a host may
+ *              also just poll.
+ * Ops handed to the host: the host calls neither fn nor done; it runs
+ * the op as it knows it (by arg) and reports fn's status in
+ * accel_host_visit_end, which then calls done(arg, status) in order and
+ * counts the op. Ops cancelled (accel_cancel), expired or closed with
+ * ACCEL_CLOSE_CANCEL are claimed in begin and completed unrun (their done
+ * gets the status) in end, in FIFO order among the others: they are
+ * never handed out. An op is claimed against accel_cancel when begin
+ * hands it out (not when the host starts it). Sessions of a backend that
+ * does not run ops in line (CUDA) are run by begin itself, as accel's own
+ * worker would (n = 0). Whatever waits for ops (accel_session_sync,
+ * _close and _release with DRAIN, a submit waiting for room) needs a host
+ * worker driving the slots meanwhile. accel_runtime_destroy must be
+ * called after the host has stopped calling these functions on rt; ops
+ * still queued then are run (through fn) by destroy's own thread. */
+#define ACCEL_HOST_LANE_GENERAL 0u
+#define ACCEL_HOST_LANE_SHORT 1u
+/* Most ops one visit hands out; a larger cap is cut to it. */
+#define ACCEL_HOST_VISIT_MAX 32u
+
+/* The session whose op (or done callback) runs on the calling thread now,
+ * else NULL: a host tells a call from inside an op of a session (which
+ * must not wait for that session) by it. Any thread. */
+ACCEL_API accel_session *accel_current_session(void);
+
+/* Picks a runnable session for worker slot `worker` exactly as an accel
+ * worker thread would and takes up to cap of its ops (fewer when the
+ * scheduler's visit budget, the predicted op cost or the ring says so)
+ * into ops[0..*n), in FIFO order. Returns ACCEL_OK (a visit is open on
+ * the slot: call accel_host_visit_end; *n may be 0), ACCEL_EAGAIN
+ * (nothing runnable; no visit open), ACCEL_EINVAL (rt or n NULL, rt not
+ * host-driven, worker out of range, cap 0 or ops NULL, a visit already
+ * open on the slot; nothing changed), ACCEL_ECLOSED (rt is a parent's
+ * runtime in a fork child). */
+ACCEL_API int accel_host_visit_begin(accel_runtime *rt, unsigned worker,
+                                     accel_op *ops, unsigned cap,
+                                     unsigned *n);
+
+/* Ends the slot's open visit: status[i] is what ops[i] of begin
+ * returned (0: completed; other: failed, passed to done as is). Calls
+ * the dones in FIFO order, charges the visit's measured time to the
+ * session (its fair share), re-queues or parks the session, wakes room
+ * and sync waiters and, through host_wake, a parked worker if needed.
+ * Returns ACCEL_OK, ACCEL_EINVAL (rt NULL or not host-driven, worker out
+ * of range, no visit open on the slot, n not begin's count, status NULL
+ * with n > 0; nothing changed). */
+ACCEL_API int accel_host_visit_end(accel_runtime *rt, unsigned worker,
+                                   const int *status, unsigned n);
+
+/* Announces slot `worker` idle (its lane's parked count; a seq_cst
+ * barrier pairs it with submitters, so that either the following begin
+ * sees their work or they see the announcement and call host_wake).
+ * Returns ACCEL_OK, ACCEL_EINVAL (bad rt or worker, already idle, a
+ * visit open). */
+ACCEL_API int accel_host_idle_begin(accel_runtime *rt, unsigned worker);
+
+/* Ends the idle spell begun by accel_host_idle_begin; found_work: the
+ * begin after the announcement found work (a wake meant for other work
+ * is then passed on through host_wake). Returns ACCEL_OK, ACCEL_EINVAL
+ * (bad rt or worker, not idle). */
+ACCEL_API int accel_host_idle_end(accel_runtime *rt, unsigned worker,
+                                  bool found_work);
 
 /* --------------------------------------------------------------- budget */
 

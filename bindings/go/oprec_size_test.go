@@ -1,0 +1,18 @@
+package accel
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// The record layout's promise (oprec.go): two cache lines, the async
+// round trip's fields in the first.
+func TestOpRecLayout(t *testing.T) {
+	var r opRec
+	if s := unsafe.Sizeof(r); s != 128 {
+		t.Fatalf("sizeof(opRec) = %d, want 128", s)
+	}
+	if o := unsafe.Offsetof(r.group) + unsafe.Sizeof(r.group); o > 64 {
+		t.Fatalf("line 0 ends at %d, want <= 64", o)
+	}
+}

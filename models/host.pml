@@ -1,0 +1,147 @@
+/*
+ * Host-driven workers (runtime/host.c, bindings/go/hostworker.go): the
+ * lanes protocol of lanes.pml with the host's sleep in place of the futex.
+ *
+ * Host worker (a slot's loop): begin (pick); nothing: accel_host_idle_begin
+ * (parked++, cold fence), begin again (the pick after the fence); nothing:
+ * sleep on the lane's token channel (Go: a buffered channel of capacity =
+ * the lane's slots; a post that does not fit is dropped, since the tokens
+ * already there wake every slot that sleeps), then accel_host_idle_end
+ * (parked--, one claim fewer if any; pass the wake on if the pick found
+ * work). Submitter: enqueue; (hot fence) claim a parked slot of the short
+ * lane, else of the general lane; host_wake(lane) = post a token.
+ * As in lanes.pml: one short-lane and one general slot, two sessions whose
+ * ops meet; at quiescence both met.
+ *
+ * -DBROKEN_NORECHECK: the slot sleeps right after announcing idle, without
+ *  the second begin: a submit between its first pick and the announcement
+ *  sees no parked slot, wakes nobody, and the op waits forever.
+ * -DBROKEN_UNBUFFERED: a post reaches only a slot already asleep (a
+ *  condition-variable signal without state): a wake posted between the
+ *  announcement and the sleep is lost.
+ */
+#define CAP 1                   /* each lane has one slot */
+#define NS 2
+
+byte parked[2];                /* per lane: 0 general, 1 short */
+byte claimed[2];
+byte tokens[2];                /* the lanes' token channels */
+byte asleep[2];
+chan q = [NS] of { byte };     /* the calendar: queued sessions */
+byte running = 0;
+byte met = 0;
+
+inline claim_wake(l, done) {
+    atomic {
+        if
+        :: parked[l] > claimed[l] -> claimed[l]++; done = 1
+        :: else -> done = 0
+        fi
+    };
+    if
+    :: done ->                      /* host_wake(l): post a token */
+#ifdef BROKEN_UNBUFFERED
+        if
+        :: asleep[l] > 0 && tokens[l] < CAP -> tokens[l]++
+        :: else
+        fi
+#else
+        if
+        :: tokens[l] < CAP -> tokens[l]++
+        :: else                     /* full: dropped */
+        fi
+#endif
+    :: else
+    fi
+}
+
+proctype submitter()
+{
+    byte i;
+    bit done;
+    for (i : 1 .. NS) {
+        q!i;                        /* enqueue (the calendar's push) */
+        claim_wake(1, done);        /* short lane first */
+        if
+        :: !done -> claim_wake(0, done)
+        :: else
+        fi
+    }
+}
+
+proctype worker(byte lane)
+{
+    byte s;
+    bit got, consumed, done;
+end_top:
+    do
+    :: atomic {                     /* accel__sched_pick, non-blocking */
+           if
+           :: nempty(q) -> q?s; got = 1
+           :: empty(q) -> got = 0
+           fi
+       };
+       if
+       :: got == 0 ->
+           parked[lane]++;          /* accel_host_idle_begin */
+#ifndef BROKEN_NORECHECK
+           atomic {                 /* begin again after the cold fence */
+               if
+               :: nempty(q) -> q?s; got = 1
+               :: empty(q) -> got = 0
+               fi
+           };
+#endif
+           if
+           :: got == 0 ->
+               asleep[lane]++;
+end_park:      atomic { tokens[lane] > 0 -> tokens[lane]--; asleep[lane]-- }
+           :: else
+           fi;
+           atomic {                 /* unpark */
+               parked[lane]--;
+               consumed = 0;
+               if
+               :: claimed[lane] > 0 -> claimed[lane]--; consumed = 1
+               :: else
+               fi
+           };
+           if                       /* pass the claim's wake on */
+           :: got && consumed ->
+               if
+               :: lane == 1 ->
+                   claim_wake(1, done);
+                   if
+                   :: !done -> claim_wake(0, done)
+                   :: else
+                   fi
+               :: else -> claim_wake(0, done)
+               fi
+           :: else
+           fi
+       :: else
+       fi;
+       if
+       :: got == 1 ->
+           running++;
+           (running == NS);         /* the op waits for its partner */
+           met++
+       :: else
+       fi
+    od
+}
+
+init {
+    atomic {
+        run worker(0);
+        run worker(1);
+        run submitter()
+    }
+}
+
+/* Quiescence with an op that never met its partner: a worker was left
+ * parked with work it could run. */
+active proctype monitor()
+{
+    timeout -> assert(met == NS)
+}

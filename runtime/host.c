@@ -1,0 +1,196 @@
+/*
+ * Host-driven workers (ACCEL_RUNTIME_HOST_WORKERS, accel.h): the host's
+ * own threads drive the worker slots. A slot's visit is the C worker's
+ * visit (worker.h: the same pick, takes, claims, charge and leave), cut
+ * in two around the host running the ops: accel_host_visit_begin takes
+ * one run of ops and claims each (cancelled, expired and closed ops are
+ * kept back and completed unrun), accel_host_visit_end completes them
+ * all in FIFO order and ends the visit. Idle slots use the C workers'
+ * parking counts (worker.c), with the host's sleep in place of the futex:
+ *
+ *   host worker: parked++ (relaxed); fence_cold; pick (begin);
+ *                nothing: sleep until host_wake; unpark
+ *   submitter:   publish op, enqueue session; fence_hot;
+ *                if (parked > claimed) { claimed++; host_wake(lane) }
+ *
+ * Either the host worker's pick sees the session, or the submitter's load
+ * sees the parked count (the asymmetric fence pair, futex.h) and calls
+ * host_wake, which the host's sleep keeps (a semaphore: a wake before the
+ * sleep is not lost). That is the futex protocol of worker.c with the
+ * host's primitive for the futex word; models/host.pml checks it.
+ *
+ * The slot's state is written only by the host thread driving the slot
+ * (one at a time, accel.h), so it needs no atomics; `idle` and `open`
+ * catch misuse on one slot, not races between threads.
+ */
+
+#include <stdlib.h>
+
+#include "alloc.h"
+#include "clock.h"
+#include "progress.h"
+#include "rcu.h"
+#include "runtime.h"
+#include "session.h"
+#include "trace.h"
+#include "worker.h"
+
+/* pre[i] of a taken op: handed to the host, or its unrun status (< 0). */
+#define HANDED 1
+
+typedef struct accel__host_slot {
+    alignas(64) accel__visit v;
+    accel_op ops[ACCEL_HOST_VISIT_MAX]; /* the run, in FIFO order */
+    int pre[ACCEL_HOST_VISIT_MAX];
+    uint32_t k;      /* ops taken */
+    uint32_t handed; /* of which handed to the host */
+    bool open;       /* a visit is open */
+    bool in_line;    /* the host runs the ops (else begin ran them) */
+    bool idle;       /* between idle_begin and idle_end */
+} accel__host_slot;
+
+accel_session *accel_current_session(void) { return accel__tls_current; }
+
+int accel__host_create(accel_runtime *rt)
+{
+    rt->host = accel__calloc_aligned(64, (size_t)rt->nworkers *
+                                             sizeof(accel__host_slot));
+    return rt->host ? ACCEL_OK : ACCEL_ENOMEM;
+}
+
+void accel__host_free(accel_runtime *rt) { accel__free(rt->host); }
+
+static accel__host_slot *slot_of(accel_runtime *rt, unsigned worker)
+{
+    if (!rt || !(rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) ||
+        worker >= rt->nworkers)
+        return NULL;
+    return &rt->host[worker];
+}
+
+/* Takes one run into the slot and claims each op: the host's ops are
+ * compacted into out[]. */
+static void take_ops(accel__host_slot *h, accel_op *out, unsigned cap)
+{
+    accel__visit *v = &h->v;
+    accel_session *s = v->s;
+    uint32_t max = v->budget < v->run_max ? v->budget : v->run_max;
+    if (max > cap)
+        max = cap;
+    uint32_t ex;
+    uint32_t k = accel__visit_take(v, h->ops, max, &ex);
+    uint64_t h0 = v->h - k;
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        int status = 0;
+        /* As run_ops (worker.c): an EX op is claimed against cancellers
+         * here, when it is handed out; relaxed: close(CANCEL)'s flag. */
+        if (ex & (UINT32_C(1) << i))
+            status = accel__visit_claim(v, h0, i, &ex, k);
+        else if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+            status = ACCEL_ECLOSED;
+        if (status) {
+            h->pre[i] = status;
+            accel__bump(status == ACCEL_EEXPIRED ? &s->expired : &s->cancelled,
+                        1);
+            continue;
+        }
+        h->pre[i] = HANDED;
+        accel__bump(&s->dispatched, 1);
+        /* op_start(session, position, arg) */
+        ACCEL_TRACE3(op_start, s, h0 + i, h->ops[i].arg);
+        out[m++] = h->ops[i];
+    }
+    v->n = k;
+    h->k = k;
+    h->handed = m;
+}
+
+int accel_host_visit_begin(accel_runtime *rt, unsigned worker, accel_op *ops,
+                           unsigned cap, unsigned *n)
+{
+    accel__host_slot *h = slot_of(rt, worker);
+    if (!h || !n || cap == 0 || !ops || h->open)
+        return ACCEL_EINVAL;
+    if (accel__runtime_forked(rt))
+        return ACCEL_ECLOSED;
+    accel__worker *w = &rt->workers[worker];
+    unsigned lane = worker < rt->cfg.short_lane_workers ? 1 : 0;
+    accel__sched_entity *e = accel__sched_pick(rt->sched, lane);
+    accel__bump(&w->picks, 1);
+    if (!e)
+        return ACCEL_EAGAIN;
+    accel__bump(&w->visits, 1);
+    accel_session *s = e->owner;
+    accel__visit_begin(&h->v, rt, s, accel__now_ns());
+    h->open = true;
+    h->in_line = (s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) != 0;
+    if (!h->in_line) {
+        /* A device session: its backend runs the ops, here, as a C
+         * worker would. */
+        accel__visit_run(&h->v);
+        h->k = h->handed = 0;
+        *n = 0;
+        return ACCEL_OK;
+    }
+    take_ops(h, ops, cap < ACCEL_HOST_VISIT_MAX ? cap : ACCEL_HOST_VISIT_MAX);
+    *n = h->handed;
+    return ACCEL_OK;
+}
+
+int accel_host_visit_end(accel_runtime *rt, unsigned worker,
+                         const int *status, unsigned n)
+{
+    accel__host_slot *h = slot_of(rt, worker);
+    if (!h || !h->open || n != h->handed || (n && !status))
+        return ACCEL_EINVAL;
+    accel__visit *v = &h->v;
+    accel_session *s = v->s;
+    for (uint32_t i = 0, j = 0; i < h->k; i++) {
+        const accel_op *op = &h->ops[i];
+        int st = h->pre[i];
+        if (st == HANDED) {
+            st = status[j++];
+            accel__bump(st == 0 ? &s->completed : &s->failed, 1);
+        }
+        /* op_done(session, arg, status) */
+        ACCEL_TRACE3(op_done, s, op->arg, st);
+        if (op->done)
+            op->done(op->arg, st);
+    }
+    if (h->k)
+        accel__progress_finished(s, h->k);
+    h->open = false;
+    uint64_t now;
+    unsigned lanes = accel__visit_end(v, &now);
+    unsigned lane = worker < rt->cfg.short_lane_workers ? 1 : 0;
+    /* Re-queued for lanes this slot is not in (a short-lane slot's session
+     * turned long): a worker that may run it must not stay parked. */
+    if (lanes && !(lanes & (1u << lane)))
+        accel__runtime_wake_lanes(rt, lanes);
+    return ACCEL_OK;
+}
+
+int accel_host_idle_begin(accel_runtime *rt, unsigned worker)
+{
+    accel__host_slot *h = slot_of(rt, worker);
+    if (!h || h->idle || h->open)
+        return ACCEL_EINVAL;
+    h->idle = true;
+    accel__bump(&rt->workers[worker].parks, 1);
+    /* parked++ then the full barrier: pairs with the submitter's
+     * fence_hot before it reads the count (worker.c). */
+    accel__park_announce(rt, worker < rt->cfg.short_lane_workers ? 1 : 0);
+    return ACCEL_OK;
+}
+
+int accel_host_idle_end(accel_runtime *rt, unsigned worker, bool found_work)
+{
+    accel__host_slot *h = slot_of(rt, worker);
+    if (!h || !h->idle)
+        return ACCEL_EINVAL;
+    h->idle = false;
+    accel__park_leave(rt, worker < rt->cfg.short_lane_workers ? 1 : 0,
+                      found_work);
+    return ACCEL_OK;
+}

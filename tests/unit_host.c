@@ -1,0 +1,475 @@
+/*
+ * Host-driven workers (ACCEL_RUNTIME_HOST_WORKERS; accel_host_visit_begin,
+ * _end, accel_host_idle_begin, _end): bad input, FIFO and statuses of a
+ * visit, cancelled/expired/closed ops completed unrun and never handed
+ * out, the wake callback of the idle protocol, runtime destroy running
+ * what is queued, EDEADLK from inside a host-run op, and exactly-once with
+ * host worker threads racing cancels and closes.
+ *
+ * The "host" here is plain pthreads with a semaphore per lane as the
+ * sleep the wake callback posts. No timing thresholds.
+ */
+#define _GNU_SOURCE /* nanosleep */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <string.h>
+
+#include "core_util.h"
+
+#define HOUR_NS (INT64_C(3600) * 1000000000)
+
+typedef struct host {
+    sem_t lane[2];
+    _Atomic int wakes[2];
+} host;
+
+static void host_wake(void *arg, unsigned lane)
+{
+    host *h = arg;
+    atomic_fetch_add(&h->wakes[lane], 1);
+    sem_post(&h->lane[lane]);
+}
+
+static accel_runtime *host_runtime(host *h, unsigned workers, unsigned short_)
+{
+    sem_init(&h->lane[0], 0, 0);
+    sem_init(&h->lane[1], 0, 0);
+    accel_runtime_config c = {.workers = workers,
+                              .short_lane_workers = short_,
+                              .struct_size = sizeof(c),
+                              .flags = ACCEL_RUNTIME_HOST_WORKERS,
+                              .host_wake = host_wake,
+                              .host_wake_arg = h};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    return rt;
+}
+
+/* One visit on slot w, running the ops with fn (ctx NULL: tu_rec_fn and
+ * the others here ignore it). Returns begin's status. */
+static int drive_once(accel_runtime *rt, unsigned w, unsigned *ran)
+{
+    accel_op ops[ACCEL_HOST_VISIT_MAX];
+    int st[ACCEL_HOST_VISIT_MAX];
+    unsigned n = 0;
+    int rc = accel_host_visit_begin(rt, w, ops, ACCEL_HOST_VISIT_MAX, &n);
+    if (rc != ACCEL_OK)
+        return rc;
+    for (unsigned i = 0; i < n; i++)
+        st[i] = ops[i].fn(NULL, ops[i].arg);
+    if (ran)
+        *ran += n;
+    cr_assert_eq(accel_host_visit_end(rt, w, st, n), ACCEL_OK);
+    return rc;
+}
+
+static void drive_until_idle(accel_runtime *rt, unsigned w)
+{
+    while (drive_once(rt, w, NULL) == ACCEL_OK)
+        ;
+}
+
+Test(host, bad_input, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = NULL;
+    accel_runtime_config c = {.workers = 1, .struct_size = sizeof(c),
+                              .flags = ACCEL_RUNTIME_HOST_WORKERS};
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_EINVAL, "no host_wake");
+    c.flags = 0;
+    c.host_wake = host_wake;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_EINVAL,
+                 "host_wake without host workers");
+    c.flags = 0x2u;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_EINVAL, "unknown flag");
+    unsigned cpus[1] = {0};
+    c.flags = ACCEL_RUNTIME_HOST_WORKERS;
+    c.worker_cpus = cpus;
+    c.worker_cpus_count = 1;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_EINVAL,
+                 "no threads to pin");
+    cr_assert_null(rt);
+
+    /* A runtime with threads takes no host calls. */
+    accel_runtime *thr = tu_runtime(1);
+    accel_op ops[4];
+    unsigned n = 99;
+    cr_assert_eq(accel_host_visit_begin(thr, 0, ops, 4, &n), ACCEL_EINVAL);
+    cr_assert_eq(accel_host_visit_end(thr, 0, NULL, 0), ACCEL_EINVAL);
+    cr_assert_eq(accel_host_idle_begin(thr, 0), ACCEL_EINVAL);
+    cr_assert_eq(accel_host_idle_end(thr, 0, false), ACCEL_EINVAL);
+    cr_assert_eq(accel_runtime_destroy(thr), ACCEL_OK);
+
+    rt = host_runtime(&h, 2, 0);
+    cr_assert_eq(accel_runtime_workers(rt), 2);
+    cr_assert_eq(accel_host_visit_begin(NULL, 0, ops, 4, &n), ACCEL_EINVAL);
+    cr_assert_eq(accel_host_visit_begin(rt, 2, ops, 4, &n), ACCEL_EINVAL);
+    cr_assert_eq(accel_host_visit_begin(rt, 0, NULL, 4, &n), ACCEL_EINVAL);
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 0, &n), ACCEL_EINVAL);
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 4, NULL), ACCEL_EINVAL);
+    cr_assert_eq(accel_host_visit_end(rt, 0, NULL, 0), ACCEL_EINVAL,
+                 "no visit open");
+    cr_assert_eq(accel_host_idle_end(rt, 0, false), ACCEL_EINVAL, "not idle");
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 4, &n), ACCEL_EAGAIN);
+
+    accel_session *s = tu_open(rt, "s", 16, 0);
+    tu_rec r[2] = {0};
+    for (int i = 0; i < 2; i++) {
+        accel_op op = tu_rec_op(&r[i]);
+        cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    }
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 4, &n), ACCEL_OK);
+    cr_assert_eq(n, 1, "a session of unknown op cost: one op per visit");
+    unsigned n2;
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 4, &n2), ACCEL_EINVAL,
+                 "a visit is open on the slot");
+    cr_assert_eq(accel_host_idle_begin(rt, 0), ACCEL_EINVAL,
+                 "idle with a visit open");
+    int st[4] = {0};
+    cr_assert_eq(accel_host_visit_end(rt, 0, st, n + 1), ACCEL_EINVAL);
+    cr_assert_eq(accel_host_visit_end(rt, 0, NULL, n), ACCEL_EINVAL);
+    cr_assert_eq(accel_host_visit_end(rt, 1, st, n), ACCEL_EINVAL,
+                 "the visit is slot 0's");
+    cr_assert_eq(r[0].done_calls, 0, "a refused end changed nothing");
+    cr_assert_eq(accel_host_visit_end(rt, 0, st, n), ACCEL_OK);
+    cr_assert_eq(r[0].done_calls, 1);
+    cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_OK);
+    cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_EINVAL, "already idle");
+    cr_assert_eq(accel_host_idle_end(rt, 1, false), ACCEL_OK);
+    drive_until_idle(rt, 0);
+    cr_assert_eq(r[1].done_calls, 1);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+static int fail7(accel_ctx *ctx, void *arg)
+{
+    tu_rec_fn(ctx, arg);
+    return 7;
+}
+
+/* Ops come out in FIFO order, each done once with the host's status; the
+ * session's counters see them. One thread does everything. */
+Test(host, fifo_and_statuses, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 1, 0);
+    accel_session *s = tu_open(rt, "s", 256, 0);
+    enum { N = 200 };
+    static tu_rec r[N];
+    _Atomic int seq = 0;
+    memset(r, 0, sizeof(r));
+    for (int i = 0; i < N; i++) {
+        r[i].seq = &seq;
+        accel_op op = tu_rec_op(&r[i]);
+        if (i % 10 == 3)
+            op.fn = fail7;
+        cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    }
+    unsigned ran = 0;
+    while (drive_once(rt, 0, &ran) == ACCEL_OK)
+        ;
+    cr_assert_eq(ran, N);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(r[i].fn_calls, 1);
+        cr_assert_eq(r[i].done_calls, 1);
+        cr_assert_eq(r[i].done_seq, i, "done order is FIFO");
+        cr_assert_eq(r[i].status, i % 10 == 3 ? 7 : 0);
+    }
+    accel_session_stats st;
+    cr_assert_eq(accel_session_get_stats_ex(s, &st, sizeof(st)), ACCEL_OK);
+    cr_assert_eq(st.dispatched, N);
+    cr_assert_eq(st.completed, N - N / 10);
+    cr_assert_eq(st.failed, N / 10);
+    cr_assert_eq(accel_session_sync(s, ACCEL_NO_WAIT), ACCEL_OK);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* Cancelled and expired ops are never handed out; their dones run in
+ * FIFO order among the others, at the visit's end. */
+Test(host, cancelled_and_expired_not_handed_out, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 1, 0);
+    accel_session *s = tu_open(rt, "s", 16, 0);
+    _Atomic int seq = 0;
+    tu_rec r[5] = {0};
+    accel_ticket t;
+    for (int i = 0; i < 5; i++) {
+        r[i].seq = &seq;
+        accel_op op = tu_rec_op(&r[i]);
+        int64_t dl = i == 2 ? 1 : i == 3 ? accel_now_ns() + HOUR_NS : 0;
+        cr_assert_eq(accel_submit_ex(s, &op, dl, ACCEL_NO_WAIT,
+                                     i == 1 ? &t : NULL),
+                     ACCEL_OK);
+    }
+    cr_assert_eq(accel_cancel(&t), ACCEL_OK);
+    /* Teach the scheduler the ops are short, so one visit takes several:
+     * the first visit of a new session takes one. */
+    unsigned ran = 0;
+    cr_assert_eq(drive_once(rt, 0, &ran), ACCEL_OK);
+    cr_assert_eq(ran, 1);
+    accel_op ops[ACCEL_HOST_VISIT_MAX];
+    unsigned n = 0;
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, ACCEL_HOST_VISIT_MAX, &n),
+                 ACCEL_OK);
+    cr_assert_eq(n, 2, "ops 3 and 4; 1 cancelled, 2 expired");
+    cr_assert_eq(ops[0].arg, &r[3]);
+    cr_assert_eq(ops[1].arg, &r[4]);
+    cr_assert_eq(r[1].done_calls, 0, "unrun ops complete at the end");
+    cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY);
+    int st[2] = {0, 0};
+    cr_assert_eq(accel_host_visit_end(rt, 0, st, n), ACCEL_OK);
+    int want[5] = {0, ACCEL_ECANCELED, ACCEL_EEXPIRED, 0, 0};
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(r[i].done_calls, 1);
+        cr_assert_eq(r[i].done_seq, i);
+        cr_assert_eq(r[i].status, want[i]);
+        cr_assert_eq(r[i].fn_calls, i == 0, "3 and 4 were the host's to run");
+    }
+    accel_session_stats ss;
+    accel_session_get_stats_ex(s, &ss, sizeof(ss));
+    cr_assert_eq(ss.cancelled, 1);
+    cr_assert_eq(ss.expired, 1);
+    cr_assert_eq(ss.dispatched, 3);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* The idle protocol: a slot that announced idle is woken through the
+ * callback by the submit that makes work runnable; one that did not is
+ * not. */
+Test(host, idle_wake_callback, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 1, 0);
+    accel_session *s = tu_open(rt, "s", 16, 0);
+    tu_rec r = {0};
+    accel_op op = tu_rec_op(&r);
+    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_eq(h.wakes[0], 0, "nobody idle: no wake");
+    drive_until_idle(rt, 0);
+
+    cr_assert_eq(accel_host_idle_begin(rt, 0), ACCEL_OK);
+    accel_op ops[4];
+    unsigned n;
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 4, &n), ACCEL_EAGAIN);
+    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_eq(h.wakes[0], 1, "the idle slot is woken");
+    cr_assert_eq(h.wakes[1], 0);
+    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_eq(h.wakes[0], 1, "already queued and claimed: no second wake");
+    sem_wait(&h.lane[0]); /* the wake is kept */
+    cr_assert_eq(accel_host_idle_end(rt, 0, false), ACCEL_OK);
+    drive_until_idle(rt, 0);
+    cr_assert_eq(r.fn_calls, 3);
+    cr_assert_eq(r.done_calls, 3);
+    accel_runtime_stats rs;
+    cr_assert_eq(accel_runtime_get_stats(rt, &rs, sizeof(rs)), ACCEL_OK);
+    cr_assert_eq(rs.parked, 0);
+    cr_assert_eq(rs.parks, 1);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* Destroy with ops queued and no host worker driving: destroy's thread
+ * runs them (through fn), each done once. (The handle is not released
+ * first: a release closes with DRAIN and waits for a worker.) */
+Test(host, destroy_runs_queued, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 2, 1);
+    enum { N = 50 };
+    tu_rec r[N] = {0};
+    accel_session *s = tu_open(rt, "s", 64, 0);
+    for (int i = 0; i < N; i++) {
+        accel_op op = tu_rec_op(&r[i]);
+        cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    }
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(r[i].fn_calls, 1);
+        cr_assert_eq(r[i].done_calls, 1);
+    }
+}
+
+typedef struct self_sync {
+    accel_session *s;
+    _Atomic int rc, current;
+} self_sync;
+
+static int sync_self(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    self_sync *x = arg;
+    atomic_store(&x->current, accel_current_session() == x->s);
+    atomic_store(&x->rc, accel_session_sync(x->s, ACCEL_FOREVER));
+    return 0;
+}
+
+/* A host-run op is "inside" its session on the host's thread: a sync of
+ * its own session is EDEADLK, not a hang. */
+Test(host, sync_inside_host_op_edeadlk, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 1, 0);
+    self_sync x = {.s = tu_open(rt, "s", 16, 0)};
+    accel_op op = {.fn = sync_self, .arg = &x};
+    cr_assert_eq(accel_submit(x.s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_null(accel_current_session());
+    drive_until_idle(rt, 0);
+    cr_assert_eq(x.current, 1);
+    cr_assert_eq(x.rc, ACCEL_EDEADLK);
+    cr_assert_null(accel_current_session(), "cleared at the visit's end");
+    accel_session_release(x.s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* ------------------------------------------------ threads racing */
+
+typedef struct slot_thread {
+    accel_runtime *rt;
+    host *h;
+    unsigned w, lane;
+    _Atomic int *stop;
+} slot_thread;
+
+/* A host worker: visits, then the idle protocol with the lane's
+ * semaphore as its sleep. */
+static void *slot_main(void *arg)
+{
+    slot_thread *t = arg;
+    for (;;) {
+        if (drive_once(t->rt, t->w, NULL) == ACCEL_OK)
+            continue;
+        if (atomic_load(t->stop))
+            return NULL;
+        accel_host_idle_begin(t->rt, t->w);
+        accel_op ops[ACCEL_HOST_VISIT_MAX];
+        int st[ACCEL_HOST_VISIT_MAX];
+        unsigned n;
+        if (accel_host_visit_begin(t->rt, t->w, ops, ACCEL_HOST_VISIT_MAX,
+                                   &n) == ACCEL_OK) {
+            accel_host_idle_end(t->rt, t->w, true);
+            for (unsigned i = 0; i < n; i++)
+                st[i] = ops[i].fn(NULL, ops[i].arg);
+            accel_host_visit_end(t->rt, t->w, st, n);
+            continue;
+        }
+        sem_wait(&t->h->lane[t->lane]);
+        accel_host_idle_end(t->rt, t->w, false);
+    }
+}
+
+enum { PRODUCERS = 3, PER = 3000, SESSIONS = 3 };
+
+typedef struct prod {
+    accel_session *s[SESSIONS];
+    tu_rec *r; /* PER records */
+    bool cancel_won[PER];
+    _Atomic int accepted, bad;
+    uint64_t seed;
+} prod;
+
+static void *prod_main(void *arg)
+{
+    prod *p = arg;
+    for (int i = 0; i < PER; i++) {
+        accel_op op = tu_rec_op(&p->r[i]);
+        accel_ticket t;
+        accel_session *s = p->s[i % SESSIONS];
+        int rc = accel_submit_ex(s, &op, 0, ACCEL_FOREVER, &t);
+        if (rc == ACCEL_OK) {
+            atomic_fetch_add(&p->accepted, 1);
+            if (tu_rand(&p->seed) % 3 == 0)
+                p->cancel_won[i] = accel_cancel(&t) == ACCEL_OK;
+        } else {
+            if (rc != ACCEL_ECLOSED)
+                atomic_fetch_add(&p->bad, 1); /* asserted on the main thread */
+            atomic_store(&p->r[i].status, 12345); /* never accepted */
+        }
+    }
+    return NULL;
+}
+
+/* Two host worker threads (one per lane), producers cancelling a third of
+ * their ops, and a session closed with CANCEL while they run: every
+ * accepted op's done runs exactly once, a cancelled or closed one never
+ * ran, and nothing waits forever (no lost wake-up). */
+Test(host, exactly_once_racing_cancel_and_close, .timeout = 180)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 2, 1);
+    _Atomic int stop = 0;
+    slot_thread st[2];
+    pthread_t wt[2];
+    for (unsigned w = 0; w < 2; w++) {
+        st[w] = (slot_thread){.rt = rt, .h = &h, .w = w, .lane = w == 0,
+                              .stop = &stop};
+        pthread_create(&wt[w], NULL, slot_main, &st[w]);
+    }
+    accel_session *s[SESSIONS];
+    for (int i = 0; i < SESSIONS; i++) {
+        char id[8] = {'s', (char)('0' + i), 0};
+        s[i] = tu_open(rt, id, 64, 0);
+    }
+    static prod p[PRODUCERS];
+    static tu_rec recs[PRODUCERS][PER];
+    memset(recs, 0, sizeof(recs));
+    pthread_t pt[PRODUCERS];
+    for (int i = 0; i < PRODUCERS; i++) {
+        p[i] = (prod){.r = recs[i], .seed = 7u + (uint64_t)i};
+        memcpy(p[i].s, s, sizeof(s));
+        pthread_create(&pt[i], NULL, prod_main, &p[i]);
+    }
+    tu_nap_us(2000);
+    cr_assert_eq(accel_session_close(s[2], ACCEL_CLOSE_CANCEL), ACCEL_OK);
+    for (int i = 0; i < PRODUCERS; i++)
+        pthread_join(pt[i], NULL);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
+    /* Stop the host workers: set stop, then wake both lanes. */
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 2; i++) {
+        sem_post(&h.lane[0]);
+        sem_post(&h.lane[1]);
+    }
+    for (int w = 0; w < 2; w++)
+        pthread_join(wt[w], NULL);
+    long accepted = 0, done = 0, cancelled = 0, closed = 0, ran = 0, wins = 0;
+    for (int i = 0; i < PRODUCERS; i++) {
+        accepted += p[i].accepted;
+        cr_assert_eq(p[i].bad, 0, "a submit failed other than ECLOSED");
+        for (int k = 0; k < PER; k++) {
+            tu_rec *r = &recs[i][k];
+            if (r->status == 12345) {
+                cr_assert_eq(r->done_calls + r->fn_calls, 0);
+                continue;
+            }
+            cr_assert_eq(r->done_calls, 1, "accepted op %d/%d: done once", i,
+                         k);
+            cr_assert(r->fn_calls <= 1);
+            done += r->done_calls;
+            ran += r->fn_calls;
+            if (r->status == ACCEL_ECANCELED)
+                cancelled++;
+            else if (r->status == ACCEL_ECLOSED)
+                closed++;
+            else
+                cr_assert_eq(r->status, 0);
+            if (r->status != 0)
+                cr_assert_eq(r->fn_calls, 0, "an unrun op never ran");
+            cr_assert_eq(p[i].cancel_won[k], r->status == ACCEL_ECANCELED,
+                         "ECANCELED exactly for the cancels that won");
+            wins += p[i].cancel_won[k];
+        }
+    }
+    cr_assert_eq(done, accepted);
+    cr_assert_gt(wins, 0, "some cancels won (ops queue behind others)");
+    cr_assert_eq(ran + cancelled + closed, accepted);
+    for (int i = 0; i < SESSIONS; i++)
+        accel_session_release(s[i]);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
