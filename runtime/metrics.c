@@ -216,7 +216,8 @@ static long snapshot(accel_runtime *rt, snap **outp)
                 accel_session *s =
                     caa_container_of(pos, accel_session, rt_link);
                 /* skip closed sessions and objects awaiting reclamation */
-                if (atomic_load_explicit(&s->refs, memory_order_relaxed) == 0 ||
+                if (accel__session_refs_of(atomic_load_explicit(
+                        &s->refs, memory_order_relaxed)) == 0 ||
                     accel__ring_is_closed(ACCEL__RING(s)))
                     continue;
                 take_snap(s, &v[n++]);

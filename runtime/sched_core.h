@@ -27,20 +27,27 @@
 
 /* Embedded in each session. The scheduler owns every field but weight,
  * which accel_session_set_priority() stores (relaxed: enqueue reads it
- * once per visit, "from the next visit" is the contract). The other
- * fields are written only by the entity's current holder (the enqueuer,
- * then the picking worker: the calendar's push/pop hand them over);
- * vtime is atomic because stats read it from any thread. */
+ * once per visit, "from the next visit" is the contract), and hint, which
+ * is its owner's. The other fields are written only by the entity's
+ * current holder (the enqueuer, then the picking worker: the calendar's
+ * push/pop hand them over); vtime is atomic because stats read it from any
+ * thread. 56 bytes: the session keeps it on one line with the counters a
+ * visit bumps (session.h). */
 typedef struct accel__sched_entity {
-    _Atomic uint32_t weight;    /* 1..1000 */
-    uint32_t w;                 /* weight of the current/coming visit */
-    uint32_t vrem;              /* service not yet turned into vtime (< w) */
+    _Atomic uint32_t weight;    /* 1..ACCEL_PRIORITY_MAX (1000) */
+    uint16_t w;                 /* weight of the current/coming visit */
+    uint16_t vrem;              /* service not yet turned into vtime (< w) */
+    uint32_t hint;              /* the owner's, opaque here: written by the
+                                   holder before an enqueue, handed back by
+                                   accel__sched_peek (the session: where its
+                                   next visit's first slot is, to prefetch) */
     _Atomic uint8_t cls;        /* calendar: 0 general, 1 short (relaxed:
                                    stats read it) */
     uint8_t seen;               /* ever charged */
-    _Atomic uint64_t vtime;     /* virtual time: ns of service / weight */
-    uint64_t start;             /* virtual start tag of the coming visit */
-    uint64_t deadline;          /* start + visit_cost_ns / w */
+    _Atomic uint64_t vtime;     /* virtual time: ns of service / weight;
+                                   while queued, the virtual start tag of
+                                   the coming visit */
+    uint64_t deadline;          /* vtime + visit_cost_ns / w, at enqueue */
     uint64_t visit_cost_ns;     /* moving average of a visit's service */
     uint64_t op_cost_ns;        /* moving average of an op's service */
     void *owner;                /* the session */
@@ -80,10 +87,14 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
 accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane);
 
 /* A hint, not a claim: the entity a worker of `lane` would likely pick
- * next (the top of the first non-empty bucket), or NULL. It may be picked
- * by another worker, or even be reused, by the time the caller looks: use
- * it only to prefetch, never dereference it. Lock-free, read-only. */
-accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane);
+ * next (the top of the first non-empty bucket), or NULL, and in *hint the
+ * entity's `hint` as it was when it was queued. The entity may be picked
+ * by another worker, or even be freed, by the time the caller looks: use
+ * both only to prefetch, never dereference the entity. It also prefetches
+ * the queue node after that one, so that the next peek does not wait for
+ * memory. Lock-free, read-only. */
+accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane,
+                                       uint32_t *hint);
 
 /* How many ops the coming visit of e may run (the quantum in ops, shortened
  * so that it is expected to fit quantum_ns). Only the picking worker. */
@@ -113,7 +124,8 @@ int64_t accel__sched_lag(const accel__sched *s, const accel__sched_entity *e);
 
 typedef struct accel__sched_node {
     _Atomic uint32_t next;      /* index, 0 = none */
-    uint32_t pad;
+    _Atomic uint32_t hint;      /* the entity's hint when it was queued
+                                   (relaxed, as e: a hint) */
     _Atomic(accel__sched_entity *) e; /* written by the holder before a
                                          push (relaxed: the push's CAS
                                          publishes it); atomic because

@@ -100,7 +100,7 @@ void accel__sched_entity_init(accel__sched *s, accel__sched_entity *e,
     (void)s;
     atomic_store_explicit(&e->weight, weight ? weight : 1,
                           memory_order_relaxed);
-    e->w = weight ? weight : 1;
+    e->w = (uint16_t)(weight ? weight : 1);
     e->owner = owner;
 }
 
@@ -139,7 +139,7 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
     if (!w)
         w = 1;
     if (w != e->w) {
-        e->w = w;
+        e->w = (uint16_t)w; /* <= ACCEL_PRIORITY_MAX */
         e->vrem = 0;
     }
     unsigned cls = s->ncls > 1 && e->op_cost_ns <= s->cfg.short_op_ns;
@@ -156,8 +156,9 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
         if (v + cap < V)
             v = V - cap;
     }
+    /* The coming visit's start tag: vtime, which nothing changes until
+     * the worker that picks e charges it. */
     atomic_store_explicit(&e->vtime, v, memory_order_relaxed);
-    e->start = v;
     e->deadline = v + e->visit_cost_ns / w;
     /* The window of calendar k is laid out from V_k; a deadline beyond it
      * (V_k stale behind vnow) waits in its last bucket and pick moves V_k
@@ -179,7 +180,10 @@ static void place(accel__sched *s, accel__sched_entity *e, unsigned cls,
     else if (b > base + AHEAD - 1)
         b = base + AHEAD - 1;
     uint32_t idx = accel__sched_node_get(&s->nodes);
+    /* relaxed: published by the push's CAS; peek reads them as hints. */
     atomic_store_explicit(&s->nodes.v[idx].e, e, memory_order_relaxed);
+    atomic_store_explicit(&s->nodes.v[idx].hint, e->hint,
+                          memory_order_relaxed);
     accel__sched_cal_push(&s->cal[cls], &s->nodes,
                           (unsigned)(b & (SLOTS - 1)), idx);
 }
@@ -195,7 +199,8 @@ static void vtime_advance(accel__sched *s, unsigned cls, uint64_t to)
         ;
 }
 
-accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane)
+accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane,
+                                       uint32_t *hint)
 {
     unsigned k = lane && s->ncls > 1 ? 1 : 0;
     uint64_t V = atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
@@ -204,13 +209,20 @@ accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane)
                                       (unsigned)(from & (SLOTS - 1)));
     if (slot < 0)
         return NULL;
-    /* relaxed: a hint; the nodes are type-stable, so the read is safe
-     * even when the node was popped and reused meanwhile. */
+    /* relaxed (here and below): hints; the nodes are type-stable, so the
+     * reads are safe even when the node was popped and reused meanwhile. */
     uint32_t idx = (uint32_t)atomic_load_explicit(&s->cal[k].heads[slot],
                                                   memory_order_relaxed);
-    return idx ? atomic_load_explicit(&s->nodes.v[idx].e,
-                                      memory_order_relaxed)
-               : NULL;
+    if (!idx)
+        return NULL;
+    const accel__sched_node *n = &s->nodes.v[idx];
+    /* The node under it is likely the next peek's: with many entities
+     * queued its line is cold, and this peek is a visit ahead of that. */
+    uint32_t next = atomic_load_explicit(&n->next, memory_order_relaxed);
+    if (next)
+        __builtin_prefetch(&s->nodes.v[next]);
+    *hint = atomic_load_explicit(&n->hint, memory_order_relaxed);
+    return atomic_load_explicit(&n->e, memory_order_relaxed);
 }
 
 accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane)
@@ -256,7 +268,9 @@ accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane)
                   atomic_load_explicit(&s->V[best].v, memory_order_relaxed));
             continue;
         }
-        vtime_advance(s, (unsigned)best, e->start < to ? e->start : to);
+        uint64_t start =
+            atomic_load_explicit(&e->vtime, memory_order_relaxed);
+        vtime_advance(s, (unsigned)best, start < to ? start : to);
         return e;
     }
 }
@@ -292,7 +306,7 @@ void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
     uint64_t v = atomic_load_explicit(&e->vtime, memory_order_relaxed);
     /* relaxed: only the holder writes; stats read approximately. */
     atomic_store_explicit(&e->vtime, v + t / e->w, memory_order_relaxed);
-    e->vrem = (uint32_t)(t % e->w);
+    e->vrem = (uint16_t)(t % e->w);
     bool first = !e->seen;
     e->visit_cost_ns = ewma(e->visit_cost_ns, service_ns, first);
     if (ops) {

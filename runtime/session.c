@@ -103,7 +103,8 @@ void accel__session_unref(accel_session *s)
 {
     /* acq_rel: every user's last accesses happen before the reclamation
      * that the final decrement starts. */
-    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
+    if (accel__session_refs_of(atomic_fetch_sub_explicit(
+            &s->refs, ACCEL__SESSION_REF, memory_order_acq_rel)) != 1)
         return;
     list_del(s->rt, s);
     accel__rcu_defer(&s->rcu, session_reclaim);
@@ -155,8 +156,8 @@ static accel_session *session_alloc(accel_runtime *rt,
     s->backend = bops->kind;
     s->budget.cap = cfg->memory_budget;
     atomic_init(&s->priority, prio);
-    atomic_init(&s->refs, 1); /* the handle we return */
-    atomic_init(&s->handles, 1);
+    /* the handle we return, and its reference */
+    atomic_init(&s->refs, ACCEL__SESSION_HANDLE | ACCEL__SESSION_REF);
     atomic_init(&s->wake_at, UINT64_MAX);
     /* relaxed: only uniqueness matters. */
     s->serial = atomic_fetch_add_explicit(&session_serials, 1,
@@ -256,8 +257,9 @@ int accel_session_lookup(accel_runtime *rt, const char *id,
     accel__rcu_read_lock();
     accel_session *s = accel__table_find(rt->table, id, len,
                                          accel__table_hash(id, len));
-    if (s && accel__session_tryref(s)) {
-        atomic_fetch_add_explicit(&s->handles, 1, memory_order_relaxed);
+    /* The handle and its reference: one RMW. */
+    if (s && accel__session_tryref_add(s, ACCEL__SESSION_HANDLE |
+                                              ACCEL__SESSION_REF)) {
         *out = s;
         rc = ACCEL_OK;
     }
@@ -299,9 +301,23 @@ void accel_session_release(accel_session *s)
 {
     if (!s || accel__runtime_forked(s->rt))
         return; /* a parent's session in a fork child: left as it is */
-    /* relaxed: a count only; close and unref order themselves. */
-    if (atomic_fetch_sub_explicit(&s->handles, 1, memory_order_relaxed) == 1 &&
-        !accel_session_is_closed(s))
+    uint64_t w = atomic_load_explicit(&s->refs, memory_order_relaxed);
+    /* Not the last handle: drop it and its reference with one RMW. The
+     * references are at least the handles (2 or more here), so this never
+     * drops the last one. release (acq_rel): as accel__session_unref's
+     * decrement, whose acquire the release sequence of this word reaches;
+     * failure relaxed: w is reloaded. */
+    while ((w >> 32) > 1) {
+        if (atomic_compare_exchange_weak_explicit(
+                &s->refs, &w, w - ACCEL__SESSION_HANDLE - ACCEL__SESSION_REF,
+                memory_order_acq_rel, memory_order_relaxed))
+            return;
+    }
+    /* The last handle: close (drain) unless closed, then drop the
+     * reference. relaxed: a count; close and unref order themselves. */
+    atomic_fetch_sub_explicit(&s->refs, ACCEL__SESSION_HANDLE,
+                              memory_order_relaxed);
+    if (!accel_session_is_closed(s))
         accel_session_close(s, ACCEL_CLOSE_DRAIN);
     accel__session_unref(s);
 }

@@ -47,19 +47,24 @@ struct accel_ctx {
 
 struct accel_session {
     /* Three 128-byte pairs (adjacent-line prefetch moves lines in pairs,
-     * so each writer gets a pair of its own): producers, consumer, the
-     * visiting worker's scheduler state. The ring's two halves (ring.h)
-     * open the first two, so each side's per-op fields share its pair.
-     * 384 bytes in all; the static asserts below keep it so. */
+     * so each writer gets a pair of its own): the producers', the visit's,
+     * the cold rest. The ring's two halves (ring.h) open the first two, so
+     * each side's per-op fields share its pair. A visit of a CPU session
+     * touches pair B, line A1 (read-only for it) and the slots it takes:
+     * with 100k sessions each of those lines is a cache miss, so what a
+     * visit writes is packed into pair B, scheduler entity included, and
+     * the worker prefetches the three lines and the next slot of the
+     * session it will visit next (worker.c). 384 bytes in all; the static
+     * asserts below keep it so. */
 
-    /* ---- pair A, line 0: the ring's producer half (tail CAS), the
-     * producers' refs (the claim's ref), fields written at open/close */
+    /* ---- pair A, line 0: the ring's producer half (tail CAS), fields
+     * written at open/close */
     alignas(128) accel__ring_prod rp;
-    _Atomic uint32_t refs;      /* handles + the scheduler's (SCHED) */
-    _Atomic uint32_t handles;   /* user handles: open, lookups - releases */
     _Atomic uint32_t priority;
     uint32_t stamp_mask;
-    /* ---- pair A, line 1: read on every op, written rarely */
+    /* ---- pair A, line 1: read on every op and every visit, written
+     * rarely (wake_at: by closers and syncers about to sleep, and by the
+     * consumer that wakes them) */
     alignas(64) accel_runtime *rt;
     const accel__backend_ops *bops;
     void *bstate;
@@ -67,35 +72,49 @@ struct accel_session {
                          position, indexed (pos / SAMPLE) & stamp_mask;
                          in the same allocation */
     char *id; /* NUL-terminated, in the same allocation (after the stamps) */
-    _Atomic uint32_t space_waiters; /* 1: a producer may sleep for room
-                                       (set by it, cleared by the waking
-                                       consumer) */
+    _Atomic uint64_t wake_at;   /* lowest `finished` a sleeper waits for;
+                                   UINT64_MAX: none */
     _Atomic uint32_t event;     /* futex word, bumped on progress */
-    _Atomic uint32_t cancel;    /* close(CANCEL) began */
     accel_backend backend;
     uint64_t serial;            /* unique per session in the process:
                                    tickets carry it (cancel.c) */
 
-    /* ---- pair B, line 0: the ring's consumer half and the counters
-     * (whichever worker holds SCHED) */
+    /* ---- pair B, line 0: the ring's consumer half and what a visit
+     * writes per op (whichever worker holds SCHED), and the two flags it
+     * reads per op or per run of takes, written rarely by others */
     alignas(128) accel__ring_cons rc;
     _Atomic uint64_t finished; /* ops whose done callback has returned */
-    _Atomic uint64_t dispatched, completed, failed, cancelled;
-    /* ---- pair B, line 1: the consumer's, less often */
-    alignas(64) _Atomic uint64_t wake_at; /* lowest `finished` a sleeper
-                                             waits for; UINT64_MAX: none */
-    _Atomic uint64_t service_ns, visits;
+    _Atomic uint64_t dispatched, completed;
+    _Atomic uint64_t service_ns;
+    _Atomic uint32_t cancel;        /* close(CANCEL) began */
+    _Atomic uint32_t space_waiters; /* 1: a producer may sleep for room
+                                       (set by it, cleared by the waking
+                                       consumer) */
+    /* ---- pair B, line 1: the scheduler entity (the visiting worker
+     * charges and re-queues it), the visit count */
+    alignas(64) accel__sched_entity se;
+    _Atomic uint64_t visits;
+
+    /* ---- pair C, line 0: the consumer's rare counters, the wait
+     * statistics (every ACCEL__WAIT_SAMPLE-th op), the budget (reservers'
+     * CAS) */
+    alignas(128) _Atomic uint64_t failed;
+    _Atomic uint64_t cancelled;
     _Atomic uint64_t expired;  /* ops not started by their deadline */
     accel__waitstat wait;
+    accel__budget budget;
+    /* ---- pair C, line 1: what a lookup touches in the session it finds
+     * (the table entry, the key's length, the refs it takes), apart from
+     * the producers' line so that lookups and submits do not contend;
+     * then the runtime's list and the reclamation */
+    alignas(64) struct cds_lfht_node table_node;
+    _Atomic uint64_t refs;      /* bits 0..31: references (handles + the
+                                   scheduler's, SCHED); bits 32..63: user
+                                   handles (open, lookups - releases). One
+                                   word: a lookup takes both with one RMW,
+                                   and a release drops both with one */
     uint32_t hash;
     uint32_t id_len;
-
-    /* ---- pair C: the scheduler entity (the visiting worker), then the
-     * budget (reservers' CAS), the table entry (lookups), the runtime's
-     * list and the reclamation */
-    alignas(128) accel__sched_entity se;
-    accel__budget budget;
-    struct cds_lfht_node table_node;
     struct cds_list_head rt_link; /* runtime's list; under rt->list_lock */
     struct rcu_head rcu;
 };
@@ -107,16 +126,32 @@ _Static_assert(offsetof(struct accel_session, rt) == 64,
                "pair A: producers' line, then the read-only line");
 _Static_assert(offsetof(struct accel_session, rc) == 128,
                "pair B: the ring's consumer half");
-_Static_assert(offsetof(struct accel_session, wake_at) == 192,
-               "pair B, line 1");
-_Static_assert(offsetof(struct accel_session, se) == 256,
-               "pair C: scheduler, budget, table entry");
+_Static_assert(offsetof(struct accel_session, se) == 192 &&
+                   offsetof(struct accel_session, visits) < 256,
+               "pair B, line 1: the entity and the visit count");
+_Static_assert(offsetof(struct accel_session, failed) == 256,
+               "pair C: the cold rest");
+_Static_assert(offsetof(struct accel_session, table_node) == 320 &&
+                   offsetof(struct accel_session, id_len) < 384 - 32,
+               "pair C, line 1: the table entry, refs, hash, id length");
 _Static_assert(sizeof(struct accel_session) == 384,
                "the session is three 128-byte pairs");
 /* One allocation holds the session, then its ring slots (128-byte
  * aligned, since sizeof(accel_session) is a multiple of 128) and the
  * ring's EX side array (ring.h), then the wait stamps, then its id: one malloc header, no second alignment pad,
  * ids paid by their length. */
+
+/* The holder, before it enqueues s: the next visit begins at position
+ * pos (mask: the ring's, from the caller's own half). The scheduler hands
+ * this back with accel__sched_peek, and the worker prefetches that slot
+ * (worker.c): its offset from the session, whose slots follow it in the
+ * same allocation. */
+static inline void accel__session_set_next(accel_session *s, uint64_t pos,
+                                           uint64_t mask)
+{
+    s->se.hint = (uint32_t)(sizeof(accel_session) +
+                            (pos & mask) * sizeof(accel__ring_slot));
+}
 
 /* The running op's session on this thread (NULL outside ops): EDEADLK
  * checks and close-from-inside. */
@@ -126,26 +161,44 @@ extern _Thread_local accel_session *accel__tls_current;
  * tests: reclamation must not wait for running ops). */
 extern _Atomic uint64_t accel__sessions_reclaimed;
 
-/* Takes a reference (the producer whose reservation set SCHED, lookups). */
+/* Units of the refs word. */
+#define ACCEL__SESSION_REF UINT64_C(1)
+#define ACCEL__SESSION_HANDLE (UINT64_C(1) << 32)
+
+/* References held (the low half of the refs word). */
+static inline uint32_t accel__session_refs_of(uint64_t word)
+{
+    return (uint32_t)word;
+}
+
+/* Takes a reference (the producer whose reservation set SCHED). */
 static inline void accel__session_ref(accel_session *s)
 {
     /* relaxed: the caller already holds a ref or an RCU read section. */
-    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->refs, ACCEL__SESSION_REF,
+                              memory_order_relaxed);
 }
 void accel__session_unref(accel_session *s);
 
-/* Takes a reference unless the count already dropped to 0 (then the
- * object only waits for its grace period): lookups, the destroy walk.
+/* Adds `add` (a reference, and for a lookup a handle too) unless the
+ * references already dropped to 0 (then the object only waits for its
+ * grace period): lookups, the destroy walk. One CAS when uncontended.
  * relaxed: the caller's RCU read section or list lock keeps the object
  * alive while it tries. */
+static inline bool accel__session_tryref_add(accel_session *s, uint64_t add)
+{
+    uint64_t w = atomic_load_explicit(&s->refs, memory_order_relaxed);
+    while (accel__session_refs_of(w) != 0 &&
+           !atomic_compare_exchange_weak_explicit(&s->refs, &w, w + add,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+    return accel__session_refs_of(w) != 0;
+}
+
 static inline bool accel__session_tryref(accel_session *s)
 {
-    uint32_t r = atomic_load_explicit(&s->refs, memory_order_relaxed);
-    while (r != 0 && !atomic_compare_exchange_weak_explicit(
-                         &s->refs, &r, r + 1, memory_order_relaxed,
-                         memory_order_relaxed))
-        ;
-    return r != 0;
+    return accel__session_tryref_add(s, ACCEL__SESSION_REF);
 }
 
 /* The full stats of this library's layout (abi.c writes them by size). */

@@ -105,10 +105,13 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
         }
         done += (size_t)k;
         ACCEL__YIELD_POINT(); /* between publish and the kick */
-        if (owner)
+        if (owner) {
+            accel__session_set_next(s, first, s->rp.mask);
             accel__workers_enqueue(s, true);
-        else if (accel__ring_mp_claim_deferred(ACCEL__RING(s)))
+        } else if (accel__ring_mp_claim_deferred(ACCEL__RING(s))) {
+            accel__session_set_next(s, first, s->rp.mask); /* about: a hint */
             accel__workers_enqueue(s, false);
+        }
     }
     if (accepted)
         *accepted = done;

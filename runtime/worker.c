@@ -297,6 +297,7 @@ static unsigned visit_leave(accel_runtime *rt, accel_session *s, uint64_t h,
 {
     /* More to do: back into the scheduler, still SCHED, keeping the
      * scheduler's reference. */
+    accel__session_set_next(s, h, s->rc.mask);
     if (pending || accel__ring_sc_ready(ACCEL__RING(s), h))
         return accel__sched_enqueue(rt->sched, &s->se, false);
     switch (accel__ring_sc_leave(ACCEL__RING(s), h)) {
@@ -499,18 +500,22 @@ void accel__park_leave(accel_runtime *rt, unsigned lane, bool found)
                                            : ACCEL__SCHED_LANE_GENERAL);
 }
 
-/* Prefetches what a visit of the hinted entity's session touches (the
- * consumer pair's two lines, the read-only line, the entity's line). Only addresses are computed from the hint: it may
- * be stale, or its session freed, and a prefetch never faults. */
-static inline void prefetch_session(const accel__sched_entity *e)
+/* Prefetches what a visit of the peeked entity's session touches: pair B
+ * (the consumer's line and the entity's line), line A1 (read-only for the
+ * visit) and the slot where the visit begins (the entity's hint, an
+ * offset from the session: session.h). Only addresses are computed from
+ * the peek: the entity may be picked by another worker or its session
+ * freed by now, and a prefetch never faults. */
+static inline void prefetch_session(const accel__sched_entity *e,
+                                    uint32_t hint)
 {
     if (!e)
         return;
     const char *s = (const char *)e - offsetof(accel_session, se);
     __builtin_prefetch(s + offsetof(accel_session, rc), 1);
-    __builtin_prefetch(s + offsetof(accel_session, wake_at), 1);
-    __builtin_prefetch(s + offsetof(accel_session, rt), 0);
     __builtin_prefetch(s + offsetof(accel_session, se), 1);
+    __builtin_prefetch(s + offsetof(accel_session, rt), 0);
+    __builtin_prefetch(s + hint, 0);
 }
 
 static void *worker_main(void *arg)
@@ -538,7 +543,10 @@ static void *worker_main(void *arg)
             now = accel__now_ns();
         /* While this visit runs, bring in the lines the next one will
          * touch: with many sessions each visit's are cold. */
-        prefetch_session(accel__sched_peek(rt->sched, w->lane));
+        uint32_t hint = 0;
+        accel__sched_entity *next = accel__sched_peek(rt->sched, w->lane,
+                                                      &hint);
+        prefetch_session(next, hint);
         unsigned lanes = run_visit(rt, e->owner, &now);
         /* Re-queued for lanes we are not in (a short-lane worker's session
          * turned long): a worker that may run it must not stay parked. */

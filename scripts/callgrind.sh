@@ -14,7 +14,8 @@
 #           op is one visit; each completion resubmits from its done
 #           callback) with 16 and with 100000 sessions. Per op: run_visit
 #           (inclusive, so with the resubmit) / its calls, plus
-#           accel__sched_pick / its calls.
+#           accel__sched_pick / its calls and accel__sched_peek (the
+#           worker's look at the next session, to prefetch it) / its calls.
 # Columns: Ir instructions, D1mr/D1mw L1 data read/write misses, DLmr/DLmw
 # last-level misses. callgrind simulates one cache for all threads: no
 # coherence traffic between cores, so the miss counts measure how many
@@ -77,4 +78,5 @@ for n in 16 100000; do
   cg "$out/scale$n" "${cmd[@]}"
   per_op "$out/scale$n" run_visit
   per_op "$out/scale$n" accel__sched_pick
+  per_op "$out/scale$n" accel__sched_peek
 done

@@ -104,8 +104,9 @@ int ns_chains_parse(const char *text, const char *name, ns_chainset *out)
                     name, lineno, NS_MAX_CHAINS);
             return -1;
         }
-        snprintf(c.name, sizeof c.name, "%s", cname);
-        snprintf(c.role, sizeof c.role, "%s", role);
+        /* lengths checked above; the precision tells the compiler too */
+        snprintf(c.name, sizeof c.name, "%.*s", NS_NAME_MAX - 1, cname);
+        snprintf(c.role, sizeof c.role, "%.*s", NS_NAME_MAX - 1, role);
         c.cost_lo_ns = (uint64_t)(lo * 1e3);
         c.cost_hi_ns = (uint64_t)(hi * 1e3);
         c.share = share;

@@ -238,6 +238,8 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
                  sc->load, sc->duration, sc->slices, cap);
     }
     ns_print_comparison(out->runs, out->nruns, title);
+    if (sc->flood)
+        ns_print_burst(out->runs, out->nruns);
     fflush(stdout);
 }
 
@@ -401,10 +403,15 @@ int main(int argc, char **argv)
         srp[i] = &sr[i];
     }
     printf("\nOn time = finished within the chain's deadline (dropped and expired ops are "
-           "misses);\np99 of completed ops, from each op's scheduled arrival; share error = "
-           "half the L1 distance\nbetween each chain's share of the op work done and its "
-           "weighted max-min fair share\n(demand-capped, on the measured capacity), in "
-           "percentage points.\n");
+           "misses);\np99 of completed ops, from each op's scheduled arrival. Share error = "
+           "half the L1 distance,\nin percentage points, between each chain's share of the "
+           "op work and its fair share:\nthat of an ideal fluid weighted-fair server "
+           "(weighted max-min at every instant, a\nchain on one worker at most) fed the same "
+           "arrivals, deadlines and admission rule, on\nthe capacity at which it completes "
+           "the work the system completed during the arrivals.\nIf it then drops nothing, "
+           "the fair share is the demand (against the work done for each\nchain's ops); "
+           "else its work during the arrivals (against the system's in that window).\n"
+           "See bench/README.md, \"The fair share\".\n");
     if (opt.out) {
         int n = ns_plot(opt.out, srp, nsc);
         if (n > 0)

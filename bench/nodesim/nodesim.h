@@ -15,6 +15,7 @@
 #define ACCEL_NODESIM_H
 
 #include "bench.h"
+#include "fluid.h"
 
 #define NS_MAX_CHAINS 64
 #define NS_NAME_MAX 32
@@ -66,11 +67,15 @@ typedef struct ns_chain_run {
     ns_op_rec *ops;   /* this slice's arrivals, in time order */
     size_t nops;
     uint64_t offered; /* arrivals of all slices so far, this one included */
-    double fair_ns;   /* weighted max-min op work, summed over slices */
+    double fair_ns;     /* the fair reference's op work (engine.c, fair_reference) */
+    double measured_ns; /* the op work it is compared with, same place */
+    double maxmin_ns; /* per-phase weighted max-min op work (earlier reference) */
     _Atomic size_t next; /* submitter's cursor (read by the idle check) */
     bench_hist latency; /* arrival -> finish, completed ops */
     _Atomic uint64_t submitted, dropped, expired, ontime, late, censored;
     _Atomic uint64_t service_ns;  /* nominal cost of completed ops */
+    _Atomic uint64_t window_ns;   /* the same, of ops completed before t_end */
+    uint64_t window0, service0;   /* window_ns, service_ns when this slice started */
     _Atomic int64_t outstanding;  /* admitted, not finished */
     _Atomic uint64_t *b_service;  /* [bucket] by finish time */
     _Atomic uint64_t *b_ontime, *b_miss; /* [bucket] by arrival time */
@@ -107,7 +112,9 @@ typedef struct ns_run {
     bench_pool *pool;
     bench_prio *prio;
     ns_chain_run chain[NS_MAX_CHAINS];
-    double ideal[NS_MAX_CHAINS]; /* weighted max-min share of service */
+    double ideal[NS_MAX_CHAINS];        /* fair share of the window's work (fluid.h) */
+    double ref_cpu_s;                   /* the fluid reference's capacity x time */
+    double ideal_maxmin[NS_MAX_CHAINS]; /* earlier reference, JSON only */
 } ns_run;
 
 /* chains.c */
@@ -142,7 +149,8 @@ typedef struct ns_summary {
     double class_ontime[NS_NCLASS];         /* -1 if the class has no ops */
     uint64_t class_p50[NS_NCLASS], class_p99[NS_NCLASS];
     double work_per_s;                      /* op-cost ns/s done in the window */
-    double share_error;                     /* pts */
+    double share_error;                     /* pts, against the fluid reference */
+    double share_error_maxmin;              /* pts, the earlier reference (JSON) */
 } ns_summary;
 void ns_summarize(const ns_run *r, ns_summary *s);
 double ns_chain_ontime(const ns_run *r, unsigned i); /* %, -1 if no ops */
@@ -151,6 +159,8 @@ void ns_live_print(ns_run *r, bool first);
 void ns_live_clear(void);
 void ns_emit_json(const ns_run *r, const char *scenario);
 void ns_print_comparison(ns_run *const *runs, size_t n, const char *title);
+/* The flood: on time by class of the ops that arrived during the burst. */
+void ns_print_burst(ns_run *const *runs, size_t n);
 void ns_fmt_lat(char *b, size_t n, uint64_t ns);
 
 /* plot.c */

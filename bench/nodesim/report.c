@@ -21,9 +21,21 @@ static uint64_t window_service(const ns_run *r, unsigned i)
     return s;
 }
 
-/* Share of the op work done for the ops that arrived in the run (the
- * demand the fair shares are computed from), whenever they finished. */
+/* Chain i's share of the op work the fair reference is compared with
+ * (engine.c, fair_reference), over the slices done; while the first slice
+ * runs (live view), of the work completed so far. */
 double ns_share(const ns_run *r, unsigned i)
+{
+    double t = 0;
+    for (unsigned k = 0; k < r->nchains; k++)
+        t += r->slices_done ? r->chain[k].measured_ns : (double)ld(&r->chain[k].window_ns);
+    double v = r->slices_done ? r->chain[i].measured_ns : (double)ld(&r->chain[i].window_ns);
+    return t > 0 ? v / t : 0;
+}
+
+/* The earlier measure: share of all the work done for the run's ops,
+ * the drain included (JSON only, beside its reference). */
+static double share_run(const ns_run *r, unsigned i)
 {
     uint64_t t = 0;
     for (unsigned k = 0; k < r->nchains; k++)
@@ -50,7 +62,7 @@ void ns_summarize(const ns_run *r, ns_summary *s)
     memset(s, 0, sizeof *s);
     uint64_t cn[NS_NCLASS] = {0}, co[NS_NCLASS] = {0};
     bench_hist *h = calloc(NS_NCLASS, sizeof *h);
-    double err = 0, work = 0;
+    double err = 0, err_mm = 0, work = 0;
     for (unsigned i = 0; i < r->nchains; i++) {
         const ns_chain_run *cr = &r->chain[i];
         int k = ns_class(cr->cfg->priority);
@@ -65,6 +77,7 @@ void ns_summarize(const ns_run *r, ns_summary *s)
         if (h)
             bench_hist_merge(&h[k], &cr->latency);
         err += fabs(ns_share(r, i) - r->ideal[i]);
+        err_mm += fabs(share_run(r, i) - r->ideal_maxmin[i]);
         work += (double)window_service(r, i);
     }
     s->completed = s->ontime + s->late;
@@ -80,6 +93,7 @@ void ns_summarize(const ns_run *r, ns_summary *s)
     unsigned sl = r->slices_done ? r->slices_done : 1;
     s->work_per_s = work / ((double)r->duration_ns * sl / 1e9);
     s->share_error = 50.0 * err; /* half the L1 distance, in percentage points */
+    s->share_error_maxmin = 50.0 * err_mm;
 }
 
 void ns_fmt_lat(char *b, size_t n, uint64_t ns)
@@ -138,11 +152,15 @@ void ns_live_print(ns_run *r, bool first)
         ns_fmt_lat(dl, sizeof dl, cr->cfg->deadline_ns);
         ns_fmt_lat(p99, sizeof p99, bench_hist_pct(&cr->latency, 99));
         fmt_pct(ot, sizeof ot, judged ? 100.0 * (double)ld(&cr->ontime) / (double)judged : -1);
-        printf("\033[K%-16s %-8s %8s %8.0f %8s %8s %7llu %7llu %6lld %5.1f%% %5.1f%%\n",
+        /* The fair share is known once a slice has ended (fair_reference):
+         * until then "-", later the slices done so far. */
+        char fair[16];
+        fmt_pct(fair, sizeof fair, r->slices_done ? 100 * r->ideal[i] : -1);
+        printf("\033[K%-16s %-8s %8s %8.0f %8s %8s %7llu %7llu %6lld %5.1f%% %6s\n",
                cr->cfg->name, ns_priority_name(cr->cfg->priority), dl, rate, ot, p99,
                (unsigned long long)ld(&cr->dropped), (unsigned long long)ld(&cr->expired),
                (long long)atomic_load_explicit(&cr->outstanding, memory_order_relaxed),
-               100 * ns_share(r, i), 100 * r->ideal[i]);
+               100 * ns_share(r, i), fair);
         lines++;
     }
     double elapsed = now > r->t_start ? (double)(now - r->t_start) / 1e9 : 0;
@@ -154,6 +172,34 @@ void ns_live_print(ns_run *r, bool first)
     lines++;
     live_lines = lines;
     fflush(stdout);
+}
+
+/* On time of the ops that arrived during a flood's burst, by group:
+ * Critical, High, Normal, the Low chains that do not flood, the flooding
+ * ones. -1 where a group had no ops. */
+enum { NS_BURST_GROUPS = 5 };
+static const char *const burst_group[NS_BURST_GROUPS] = {"critical", "high", "normal",
+                                                         "low_other", "low_flooding"};
+
+static void burst_ontime(const ns_run *r, double *pct)
+{
+    double ok[NS_BURST_GROUPS] = {0}, all[NS_BURST_GROUPS] = {0};
+    double dur = (double)r->duration_ns;
+    for (unsigned i = 0; i < r->nchains; i++) {
+        const ns_chain_run *cr = &r->chain[i];
+        int k = ns_class(cr->cfg->priority);
+        int g = k < NS_LOW ? k : r->burst.chain[i] ? 4 : 3;
+        for (unsigned b = 0; b < r->nbuckets; b++) {
+            double t0 = (double)b * (double)r->bucket_ns;
+            if (t0 < r->burst.from * dur || t0 >= r->burst.to * dur)
+                continue;
+            double o = (double)ld(&cr->b_ontime[b]);
+            ok[g] += o;
+            all[g] += o + (double)ld(&cr->b_miss[b]);
+        }
+    }
+    for (int g = 0; g < NS_BURST_GROUPS; g++)
+        pct[g] = all[g] > 0 ? 100 * ok[g] / all[g] : -1;
 }
 
 void ns_emit_json(const ns_run *r, const char *scenario)
@@ -184,9 +230,23 @@ void ns_emit_json(const ns_run *r, const char *scenario)
         snprintf(key, sizeof key, "%s_p99_us", ns_class_name[k]);
         bench_result_f64(&res, key, (double)s.class_p99[k] / 1e3);
     }
+    if (r->burst.factor > 1) {
+        double pct[NS_BURST_GROUPS];
+        burst_ontime(r, pct);
+        for (int g = 0; g < NS_BURST_GROUPS; g++) {
+            char key[48];
+            snprintf(key, sizeof key, "burst_%s_ontime_pct", burst_group[g]);
+            bench_result_f64(&res, key, pct[g]);
+        }
+    }
     bench_result_f64(&res, "work_cpu", s.work_per_s / 1e9);
     bench_result_f64(&res, "work_x_capacity", s.work_per_s / r->capacity);
     bench_result_f64(&res, "share_error_pts", s.share_error);
+    bench_result_f64(&res, "share_error_maxmin_pts", s.share_error_maxmin);
+    unsigned sl = r->slices_done ? r->slices_done : 1;
+    /* the fair reference's capacity (engine.c, fair_reference) */
+    bench_result_f64(&res, "reference_capacity_cpu",
+                     r->ref_cpu_s / ((double)r->duration_ns * sl / 1e9));
     /* CPU the whole process (workers, submitters) got while it ran, and
      * op work done per CPU-second of it: which system wasted CPU, and
      * which one the OS gave less */
@@ -213,6 +273,8 @@ void ns_emit_json(const ns_run *r, const char *scenario)
         bench_result_f64(&res, "ontime_pct", ns_chain_ontime(r, i));
         bench_result_f64(&res, "share_pct", 100 * ns_share(r, i));
         bench_result_f64(&res, "fair_pct", 100 * r->ideal[i]);
+        bench_result_f64(&res, "run_share_pct", 100 * share_run(r, i));
+        bench_result_f64(&res, "maxmin_pct", 100 * r->ideal_maxmin[i]);
         bench_result_f64(&res, "latency_p50_us", (double)bench_hist_pct(&cr->latency, 50) / 1e3);
         bench_result_f64(&res, "latency_p99_us", (double)bench_hist_pct(&cr->latency, 99) / 1e3);
         bench_result_emit(&res);
@@ -259,5 +321,26 @@ void ns_print_comparison(ns_run *const *runs, size_t n, const char *title)
             printf(" %17s", cell);
         }
         printf("\n");
+    }
+}
+
+void ns_print_burst(ns_run *const *runs, size_t n)
+{
+    const ns_run *r0 = runs[0];
+    double dur = (double)r0->duration_ns / 1e9;
+    printf("\nDuring the burst (ops arriving %.1f-%.1f s into each slice): on time by class, "
+           "the Low\nchains that do not flood apart from the flooding ones\n",
+           r0->burst.from * dur, r0->burst.to * dur);
+    printf("%-16s %9s %8s %8s %10s %10s\n", "system", "critical", "high", "normal", "low",
+           "low");
+    printf("%-16s %9s %8s %8s %10s %10s\n", "", "", "", "", "(others)", "(flooding)");
+    for (size_t k = 0; k < n; k++) {
+        double pct[NS_BURST_GROUPS];
+        char c[NS_BURST_GROUPS][16];
+        burst_ontime(runs[k], pct);
+        for (int g = 0; g < NS_BURST_GROUPS; g++)
+            fmt_pct(c[g], sizeof c[g], pct[g]);
+        printf("%-16s %9s %8s %8s %10s %10s\n", ns_system_name[runs[k]->sys], c[0], c[1], c[2],
+               c[3], c[4]);
     }
 }

@@ -1,0 +1,132 @@
+/* The fluid weighted-fair reference (fluid.h): an event loop over
+ * arrivals and completions; between two events the rates are constant. */
+#include "fluid.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+
+typedef struct fl_chain {
+    size_t arr;        /* next arrival */
+    size_t head, tail; /* admitted ops q[head..tail), the head in service */
+    size_t *q;
+    double rem;        /* work left of the head op, when started */
+    bool started;
+    double rate;       /* ns of work per ns, until the next event */
+} fl_chain;
+
+/* Weighted max-min split of the capacity among the chains in service,
+ * each capped at one worker's part. */
+static void split(const ns_fluid_chain *c, fl_chain *s, size_t n, double capacity,
+                  unsigned workers)
+{
+    double left = capacity, one = capacity / workers, wsum = 0;
+    for (size_t i = 0; i < n; i++) {
+        s[i].rate = -1; /* -1: not fixed yet */
+        if (s[i].started)
+            wsum += c[i].weight;
+        else
+            s[i].rate = 0;
+    }
+    while (wsum > 0 && left > 0) {
+        double level = left / wsum;
+        bool capped = false;
+        for (size_t i = 0; i < n; i++)
+            if (s[i].rate < 0 && c[i].weight * level >= one) {
+                s[i].rate = one;
+                left -= one;
+                wsum -= c[i].weight;
+                capped = true;
+            }
+        if (!capped) {
+            for (size_t i = 0; i < n; i++)
+                if (s[i].rate < 0)
+                    s[i].rate = c[i].weight * level;
+            return;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (s[i].rate < 0)
+            s[i].rate = 0;
+}
+
+int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned workers,
+                   uint64_t depth, double window_ns, double *done_ns, uint64_t *lost)
+{
+    uint64_t nlost = 0;
+    /* Work below this is rounding: the op is complete. */
+    const double tol = 1e-3;
+    fl_chain *s = calloc(n ? n : 1, sizeof *s);
+    if (!s)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        done_ns[i] = 0;
+        s[i].q = malloc((c[i].n ? c[i].n : 1) * sizeof *s[i].q);
+        if (!s[i].q)
+            rc = -1;
+    }
+    if (workers == 0)
+        workers = 1;
+    double now = 0;
+    while (rc == 0 && capacity > 0) {
+        for (size_t i = 0; i < n; i++) {
+            fl_chain *f = &s[i];
+            const ns_fluid_op *ops = c[i].ops;
+            for (; f->arr < c[i].n && ops[f->arr].t <= now; f->arr++)
+                if (f->tail - f->head < depth)
+                    f->q[f->tail++] = f->arr;
+                else
+                    nlost++;
+            /* The next op starts now, unless its deadline has passed. */
+            while (!f->started && f->head < f->tail) {
+                const ns_fluid_op *op = &ops[f->q[f->head]];
+                if (now > op->deadline) {
+                    nlost++;
+                    f->head++;
+                    continue;
+                }
+                f->started = true;
+                f->rem = op->cost;
+            }
+        }
+        split(c, s, n, capacity, workers);
+        double next = window_ns, arrive = window_ns;
+        size_t first = n; /* the chain whose op completes first, if before any arrival */
+        for (size_t i = 0; i < n; i++) {
+            if (s[i].arr < c[i].n && c[i].ops[s[i].arr].t < arrive)
+                arrive = c[i].ops[s[i].arr].t;
+            if (s[i].rate > 0 && now + s[i].rem / s[i].rate < next) {
+                next = now + s[i].rem / s[i].rate;
+                first = i;
+            }
+        }
+        if (arrive < next) {
+            next = arrive;
+            first = n;
+        }
+        bool end = next >= window_ns;
+        if (end)
+            next = window_ns;
+        double dt = next > now ? next - now : 0;
+        for (size_t i = 0; i < n; i++) {
+            fl_chain *f = &s[i];
+            if (f->rate <= 0)
+                continue;
+            f->rem -= f->rate * dt;
+            if (!end && (f->rem <= tol || i == first)) {
+                done_ns[i] += c[i].ops[f->q[f->head]].cost;
+                f->head++;
+                f->started = false;
+            }
+        }
+        now = next;
+        if (end)
+            break;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(s[i].q);
+    free(s);
+    if (lost)
+        *lost = nlost;
+    return rc;
+}

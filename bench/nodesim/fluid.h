@@ -1,0 +1,52 @@
+/*
+ * The fair reference of accel-nodesim's share error: an ideal fluid
+ * weighted-fair server (generalised processor sharing, GPS) fed the same
+ * arrivals as the systems under test, under the same rules.
+ *
+ * At every instant the capacity is split among the chains that have work
+ * queued, weighted max-min: chain i gets weight_i x level, at most one
+ * worker's part of the capacity (a chain's ops run one at a time), the
+ * level rising until the capacity is used or every backlogged chain is at
+ * its cap. A chain's ops are served in arrival order; an op that reaches
+ * the head of its chain after its deadline is dropped unserved (the op
+ * body's rule: an op that cannot start by its deadline does not run); an
+ * arrival is dropped when its chain already has `depth` ops admitted and
+ * unfinished (the admission rule). An op's cost is credited when it
+ * completes, as the systems' service is.
+ *
+ * This is the reference weighted fair queueing approximates: it is
+ * weighted max-min at each instant over the demand actually queued, so a
+ * burst's demand counts while it can be served and not after its ops
+ * expired, and backlog carried from one moment to the next is served
+ * where a real scheduler serves it.
+ *
+ * Self-contained (no accel or bench headers): tests/unit_nodesim_fluid.c
+ * compiles it directly.
+ */
+#ifndef ACCEL_NODESIM_FLUID_H
+#define ACCEL_NODESIM_FLUID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ns_fluid_op {
+    double t;        /* arrival, ns from the window's start */
+    double cost;     /* ns of work */
+    double deadline; /* ns from the window's start; the op must start by it */
+} ns_fluid_op;
+
+typedef struct ns_fluid_chain {
+    const ns_fluid_op *ops; /* in arrival order */
+    size_t n;
+    double weight; /* > 0 */
+} ns_fluid_chain;
+
+/* Runs the fluid server over [0, window_ns) with `capacity` ns of work
+ * per ns (CPUs) and `workers` workers (a chain gets at most
+ * capacity/workers), and writes into done_ns[i] the work of chain i's ops
+ * completed before window_ns, and into *lost (if not NULL) how many ops
+ * it dropped or let expire. 0, or -1 when out of memory. */
+int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned workers,
+                   uint64_t depth, double window_ns, double *done_ns, uint64_t *lost);
+
+#endif

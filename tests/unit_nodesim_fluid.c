@@ -1,0 +1,132 @@
+/*
+ * The fluid weighted-fair reference of accel-nodesim's share error
+ * (bench/nodesim/fluid.h): scripted arrivals, exact expected service.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "fluid.h"
+
+#define MS 1e6
+
+/* n ops of `cost` ns arriving every `gap` ns from `t0`, deadline `dl`
+ * after arrival. */
+static ns_fluid_op *stream(size_t n, double t0, double gap, double cost, double dl)
+{
+    ns_fluid_op *o = calloc(n, sizeof *o);
+    cr_assert_not_null(o);
+    for (size_t k = 0; k < n; k++)
+        o[k] = (ns_fluid_op){t0 + gap * (double)k, cost, t0 + gap * (double)k + dl};
+    return o;
+}
+
+Test(nodesim_fluid, backlogged_chains_share_by_weight, .timeout = 10)
+{
+    ns_fluid_op *a = stream(1000, 0, 0, 1 * MS, 1e15), *b = stream(1000, 0, 0, 1 * MS, 1e15);
+    ns_fluid_chain c[2] = {{a, 1000, 1}, {b, 1000, 3}};
+    double done[2];
+    cr_assert_eq(ns_fluid_serve(c, 2, 1.0, 1, 1024, 100 * MS, done, NULL), 0);
+    /* 1:3 of 100 ms; the op under way at the end is not credited */
+    cr_assert_float_eq(done[0], 25 * MS, 1);
+    cr_assert_float_eq(done[1], 75 * MS, 1);
+    free(a);
+    free(b);
+}
+
+Test(nodesim_fluid, one_worker_per_chain, .timeout = 10)
+{
+    /* Two workers: weight 100 cannot take more than one of them, the
+     * other goes to weight 1 (max-min, not proportional). */
+    ns_fluid_op *a = stream(1000, 0, 0, 1 * MS, 1e15), *b = stream(1000, 0, 0, 1 * MS, 1e15);
+    ns_fluid_chain c[2] = {{a, 1000, 1}, {b, 1000, 100}};
+    double done[2];
+    cr_assert_eq(ns_fluid_serve(c, 2, 2.0, 2, 1024, 100.5 * MS, done, NULL), 0);
+    cr_assert_float_eq(done[0], 100 * MS, 1);
+    cr_assert_float_eq(done[1], 100 * MS, 1);
+    free(a);
+    free(b);
+}
+
+Test(nodesim_fluid, idle_share_goes_to_the_backlogged, .timeout = 10)
+{
+    /* Weight 100 offers 0.2 of the capacity (a 2 ms op every 10 ms), weight
+     * 1 is backlogged: the heavy one gets all it asks, the light one the
+     * rest (work conserving). */
+    ns_fluid_op *a = stream(100, 0, 10 * MS, 2 * MS, 1e15), *b = stream(2000, 0, 0, 1 * MS, 1e15);
+    ns_fluid_chain c[2] = {{a, 100, 100}, {b, 2000, 1}};
+    double done[2];
+    cr_assert_eq(ns_fluid_serve(c, 2, 1.0, 1, 4096, 1000 * MS, done, NULL), 0);
+    cr_assert_float_eq(done[0], 200 * MS, 1);
+    cr_assert_float_eq(done[1], 799 * MS, 1.5 * MS);
+    free(a);
+    free(b);
+}
+
+Test(nodesim_fluid, never_more_than_the_capacity, .timeout = 10)
+{
+    /* Staggered arrivals in several chains: an arrival between two
+     * completions must not complete anything early. */
+    enum { N = 5 };
+    ns_fluid_op *o[N];
+    ns_fluid_chain c[N];
+    double done[N], sum = 0, offered = 0;
+    for (int i = 0; i < N; i++) {
+        o[i] = stream(400, 0.37 * MS * (i + 1), (1.1 + 0.3 * i) * MS, (0.7 + i) * MS, 1e15);
+        c[i] = (ns_fluid_chain){o[i], 400, 1.0 + 4 * i};
+        offered += 400 * (0.7 + i) * MS;
+    }
+    const double window = 300 * MS, cap = 1.5;
+    cr_assert_gt(offered, 2 * cap * window); /* overloaded */
+    cr_assert_eq(ns_fluid_serve(c, N, cap, 2, 1024, window, done, NULL), 0);
+    for (int i = 0; i < N; i++) {
+        sum += done[i];
+        free(o[i]);
+    }
+    cr_assert_leq(sum, cap * window + 1, "served %.0f ns of work in %.0f ns on %.1f CPUs", sum,
+                  window, cap);
+    /* busy all along, less the start (one chain) and the ops under way */
+    cr_assert_geq(sum, cap * window - 16 * MS, "served %.0f ns", sum);
+}
+
+Test(nodesim_fluid, below_capacity_everything_is_served, .timeout = 10)
+{
+    ns_fluid_op *a = stream(100, 0, 10 * MS, 3 * MS, 50 * MS),
+                *b = stream(100, 1 * MS, 10 * MS, 4 * MS, 50 * MS);
+    ns_fluid_chain c[2] = {{a, 100, 1}, {b, 100, 10}};
+    double done[2];
+    uint64_t lost = 99;
+    cr_assert_eq(ns_fluid_serve(c, 2, 1.0, 1, 1024, 2000 * MS, done, &lost), 0);
+    cr_assert_eq(lost, 0);
+    cr_assert_float_eq(done[0], 300 * MS, 1);
+    cr_assert_float_eq(done[1], 400 * MS, 1);
+    free(a);
+    free(b);
+}
+
+Test(nodesim_fluid, ops_that_cannot_start_by_their_deadline_are_dropped, .timeout = 10)
+{
+    /* Ten 10 ms ops at t = 0 with a 25 ms deadline, alone on one CPU:
+     * they start at 0, 10, 20 ms; the fourth would start at 30 ms. */
+    ns_fluid_op *a = stream(10, 0, 0, 10 * MS, 25 * MS);
+    ns_fluid_chain c[1] = {{a, 10, 1}};
+    double done[1];
+    uint64_t lost = 0;
+    cr_assert_eq(ns_fluid_serve(c, 1, 1.0, 1, 1024, 1000 * MS, done, &lost), 0);
+    cr_assert_float_eq(done[0], 30 * MS, 1);
+    cr_assert_eq(lost, 7);
+    free(a);
+}
+
+Test(nodesim_fluid, admission_depth, .timeout = 10)
+{
+    /* Depth 2: of ten ops arriving at once, two are admitted. */
+    ns_fluid_op *a = stream(10, 0, 0, 1 * MS, 1e15);
+    ns_fluid_chain c[1] = {{a, 10, 1}};
+    double done[1];
+    uint64_t lost = 0;
+    cr_assert_eq(ns_fluid_serve(c, 1, 1.0, 1, 2, 100 * MS, done, &lost), 0);
+    cr_assert_float_eq(done[0], 2 * MS, 1);
+    cr_assert_eq(lost, 8);
+    free(a);
+}
