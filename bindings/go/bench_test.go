@@ -64,6 +64,14 @@ func (o *oldSession) Submit(ctx context.Context, f func(*Session) error) error {
 
 // ---- shared set-up -------------------------------------------------------
 
+// ACCEL_BENCH_HELP=0 switches caller helping off (docs/go.md), for A/B
+// pairs of the same binary.
+func init() {
+	if os.Getenv("ACCEL_BENCH_HELP") == "0" {
+		helpEnabled = false
+	}
+}
+
 const benchWorkers = 2
 
 // benchThreads: the benchmarks' runtimes use accel's own worker threads
