@@ -59,10 +59,10 @@ func startHostWorkers(rt *C.accel_runtime, workers, short, helpers int) *hostWor
 }
 
 // post wakes parked slots as C asked: packed is a shim result (wakes in
-// the high 32 bits: general lane bits 32-47, short lane 48-63).
+// the high 32 bits: general lane bits 32-46, short lane 48-63).
 func (h *hostWorkers) post(packed int64) {
 	w := uint32(uint64(packed) >> 32)
-	for g := w & 0xffff; g > 0; g-- {
+	for g := w & 0x7fff; g > 0; g-- { // bit 15: GOACCEL_IN_VISIT
 		select {
 		case h.lanes[0] <- struct{}{}:
 		default: // full: every slot that parks returns at once anyway

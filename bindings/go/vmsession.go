@@ -283,13 +283,14 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	return err
 }
 
-// helpEnabled: sync Submit helps drive a parked slot (a switch for A/B
-// benchmarks).
+// helpEnabled: a synchronous Submit runs visits on a helper slot (a
+// switch for A/B benchmarks: ACCEL_BENCH_HELP=0).
 var helpEnabled = true
 
 // submitHost is Submit on a runtime with worker goroutines: the caller
-// helps drive a parked slot if there is one (hostworker.go), else parks
-// on the record's channel, which the worker sends to after f.
+// runs visits on a free helper slot (hostworker.go) and, if its op is
+// not done by then, parks on the record's channel, which the worker
+// sends to after f.
 func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func(*Session) error) error {
 	r := allocRec()
 	r.vs, r.f = v, f
