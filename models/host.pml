@@ -13,6 +13,15 @@
  * As in lanes.pml: one short-lane and one general slot, two sessions whose
  * ops meet; at quiescence both met.
  *
+ * Not modelled here: the Go binding's helper slots (hostworker.go, caller
+ * helps). A helper slot never announces idle and is never woken, so it is
+ * invisible to this protocol; a helper only takes work. The one place a
+ * slot leaves work without a wake is the end of a visit, which re-queues
+ * the session for the ending slot's own next begin; a helper that stops
+ * ends with accel_host_visit_end_stop, which then does the submitter's
+ * step above (re-queue = enqueue; hot fence; claim a parked slot, post),
+ * so the argument is this model's submitter's.
+ *
  * -DBROKEN_NORECHECK: the slot sleeps right after announcing idle, without
  *  the second begin: a submit between its first pick and the announcement
  *  sees no parked slot, wakes nobody, and the op waits forever.
