@@ -309,14 +309,19 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 		return err
 	}
 	v.submitted.Add(1)
-	if held&^C.GOACCEL_IN_VISIT != 0 {
-		v.rt.host.post(held)
-	}
 	// Caller helps: run visits on a helper slot here (not from inside an
 	// op: a visit is open on this thread; hostworker.go).
 	own := false
 	if held&C.GOACCEL_IN_VISIT == 0 && helpEnabled {
 		own = v.rt.host.help(r, done)
+	}
+	// The wakes C claimed for parked workers are delivered after helping,
+	// not before: delivered first, a worker on the other P takes this op
+	// while the caller starts helping, and the caller parks after all. A
+	// claimed wake must still be delivered (host.c counts it as given);
+	// until then this goroutine was itself running the scheduler's picks.
+	if held&^C.GOACCEL_IN_VISIT != 0 {
+		v.rt.host.post(held)
 	}
 	switch {
 	case own:
