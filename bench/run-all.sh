@@ -52,8 +52,9 @@ cat "$tmp/throughput.json" "$tmp/sessions_scale.json" "$tmp/idle.json" \
     > "$out/latest.json"
 cp "$tmp/machine.txt" "$out/machine.txt"
 grep -h '^TARGET' "$tmp"/*.txt > "$out/targets.txt" || true
+# (nodesim's "JSON lines: FILE" names this script's scratch folder: dropped)
 for n in throughput sessions_scale idle fairness latency pick_scale nodesim; do
-    grep -v '^RESULT ' "$tmp/$n.txt" > "$out/$n.txt"
+    grep -v -e '^RESULT ' -e '^JSON lines: ' "$tmp/$n.txt" > "$out/$n.txt"
 done
 
 # Regenerate the block between the markers in bench/README.md.
