@@ -22,7 +22,8 @@ type hostWorkers struct {
 	lanes [2]chan struct{} // parked slots of lane 0 (general), 1 (short) wait here
 	quit  chan struct{}    // closed by stop
 	wg    sync.WaitGroup
-	// helpSlots holds the free helper slots (indices after the workers'):
+	// helpSlots holds the free helper slots (slots 0..nhelp-1; the worker
+	// goroutines drive the slots after them):
 	// a submitter takes one to run visits itself (help).
 	helpSlots chan int
 	nhelp     int

@@ -60,18 +60,25 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		host = 0
 	}
 	var rt *C.accel_runtime
-	if rc := int(C.goaccel_runtime_create(&cc, host, &rt)); rc != C.ACCEL_OK {
-		return nil, statusErr(rc)
+	w := cfg.Workers
+	if host == 0 || w == 0 {
+		if rc := int(C.goaccel_runtime_create(&cc, host, &rt)); rc != C.ACCEL_OK {
+			return nil, statusErr(rc)
+		}
+		// With Workers == 0 the library sizes the pool from the CPU
+		// affinity mask and the cgroup CPU quota.
+		w = int(C.accel_runtime_workers(rt))
 	}
-	// With Workers == 0 the library sizes the pool from the CPU affinity
-	// mask and the cgroup CPU quota.
-	w := int(C.accel_runtime_workers(rt))
 	nhelp := 0
 	if host != 0 {
 		// Worker goroutines get w slots; sync submitters help on nhelp
-		// more (hostworker.go): recreate with them once w is known.
+		// more (hostworker.go): created with them once w is known (a
+		// default-sized runtime is created once more for it: host-driven
+		// runtimes start no threads, so that costs little).
 		nhelp = helperSlots()
-		C.accel_runtime_destroy(rt)
+		if rt != nil {
+			C.accel_runtime_destroy(rt)
+		}
 		cc.workers = C.uint(w + nhelp)
 		cc.short_lane_workers += C.uint(nhelp) // the helper slots come first
 		if rc := int(C.goaccel_runtime_create(&cc, host, &rt)); rc != C.ACCEL_OK {
