@@ -126,31 +126,22 @@ func emptyOp(*Session) error { return nil }
 
 // ---- a) synchronous Submit ------------------------------------------------
 
-func benchSubmitAccel(b *testing.B) {
-	rt := benchRuntime(b, 0)
-	defer rt.Close()
-	vs := benchSessions(b, rt, 4)
-	ctx := context.Background()
-	parallel(b, 4, func(g, n int) {
-		v := vs[g%4]
-		for i := 0; i < n; i++ {
-			if err := v.Submit(ctx, emptyOp); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.StopTimer()
-}
+func benchSubmitAccel(b *testing.B) { benchSubmitWith(b, context.Background()) }
 
 // benchSubmitAccelCtx: as benchSubmitAccel with a ctx that can be
 // cancelled (the path that registers with ctx and can be interrupted).
 func benchSubmitAccelCtx(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	benchSubmitWith(b, ctx)
+}
+
+// benchSubmitWith: 4 goroutines, each submitting empty ops with ctx to
+// its own one of 4 sessions.
+func benchSubmitWith(b *testing.B, ctx context.Context) {
 	rt := benchRuntime(b, 0)
 	defer rt.Close()
 	vs := benchSessions(b, rt, 4)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	parallel(b, 4, func(g, n int) {
 		v := vs[g%4]
 		for i := 0; i < n; i++ {
