@@ -26,25 +26,13 @@
 #include <string.h>
 
 #include "core_util.h"
+#include "stress_fail.h"
 
 #define NPROD 2
 #define NSESS 4
 #define NREC 4096 /* records per producer, reused round-robin */
 #define QCAP 1024 /* producer -> canceller queue */
 
-static _Atomic uint64_t failures;
-
-static void failf(const char *fmt, ...)
-{
-    if (atomic_fetch_add(&failures, 1) < 20) {
-        va_list ap;
-        va_start(ap, fmt);
-        fprintf(stderr, "FAIL: ");
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-    }
-}
 
 enum { K_PLAIN, K_PAST, K_NEAR, K_FAR, K_TICKET };
 
@@ -319,6 +307,6 @@ int main(void)
            " cancelled, %" PRIu64 " cancels lost the race, %" PRIu64
            " expired, %" PRIu64 " closed; %" PRIu64 " failures\n",
            ops, atomic_load(&n_ran), cok, lost, exp, closed,
-           atomic_load(&failures));
-    return atomic_load(&failures) ? 1 : 0;
+           atomic_load(&stress_failures));
+    return atomic_load(&stress_failures) ? 1 : 0;
 }

@@ -43,6 +43,7 @@
 
 #include <accel/accel.h>
 
+#include "stress_fail.h"
 #include "yield.h"
 
 #define MAX_SESSIONS 256
@@ -53,22 +54,9 @@
 
 /* ------------------------------------------------------------ reporting */
 
-static _Atomic uint64_t checks_failed;
 static _Atomic uint64_t checks_passed;
 static bool quiet;
 
-static void failf(const char *fmt, ...)
-{
-    uint64_t n = atomic_fetch_add(&checks_failed, 1);
-    if (n < 20) {
-        va_list ap;
-        va_start(ap, fmt);
-        fprintf(stderr, "FAIL: ");
-        vfprintf(stderr, fmt, ap);
-        fprintf(stderr, "\n");
-        va_end(ap);
-    }
-}
 
 #define CHECK(cond, ...)                                                     \
     do {                                                                     \
@@ -793,7 +781,7 @@ int main(int argc, char **argv)
            seed, nsessions, nproducers, nworkers, accepted, done,
            atomic_load(&rejected_total), atomic_load(&reopened), el,
            (double)done / el / 1e6);
-    uint64_t f = atomic_load(&checks_failed);
+    uint64_t f = atomic_load(&stress_failures);
     printf("stress_exactly_once: %" PRIu64 " passed, %" PRIu64 " failed\n",
            atomic_load(&checks_passed), f);
     return f ? 1 : 0;

@@ -24,24 +24,12 @@
 #include <string.h>
 
 #include "core_util.h"
+#include "stress_fail.h"
 
 #define NPROD 3
 #define NSESS 3
 #define PER 2000
 
-static _Atomic uint64_t failures;
-
-static void failf(const char *fmt, ...)
-{
-    if (atomic_fetch_add(&failures, 1) < 20) {
-        va_list ap;
-        va_start(ap, fmt);
-        fprintf(stderr, "FAIL: ");
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-    }
-}
 
 typedef struct rec {
     int prod, sess;
@@ -249,9 +237,9 @@ int main(void)
     uint64_t rounds = 0;
     do
         round_(++rounds);
-    while (accel_now_ns() < end && !atomic_load(&failures));
+    while (accel_now_ns() < end && !atomic_load(&stress_failures));
     printf("stress_host: %llu rounds, %llu failures\n",
            (unsigned long long)rounds,
-           (unsigned long long)atomic_load(&failures));
-    return atomic_load(&failures) ? 1 : 0;
+           (unsigned long long)atomic_load(&stress_failures));
+    return atomic_load(&stress_failures) ? 1 : 0;
 }
