@@ -123,6 +123,14 @@ static void sample_u64(out *o, const char *name, uint64_t v)
     put(o, "\n", 1);
 }
 
+/* A runtime-wide family of one unlabelled sample. */
+static void runtime_metric(out *o, const char *name, const char *type,
+                           const char *help, uint64_t v)
+{
+    family(o, name, type, help);
+    sample_u64(o, name, v);
+}
+
 static void session_labels(out *o, const char *name, const snap *s)
 {
     puts_(o, name);
@@ -252,25 +260,22 @@ int accel_runtime_write_prometheus(accel_runtime *rt, char *buf, size_t cap,
     accel_runtime_get_stats(rt, &st, sizeof(st));
 
     out o = {.buf = buf, .cap = cap, .len = 0};
-    family(&o, "accel_runtime_workers", "gauge", "Worker threads.");
-    sample_u64(&o, "accel_runtime_workers", st.workers);
-    family(&o, "accel_runtime_short_lane_workers", "gauge",
-           "Worker threads of the short lane.");
-    sample_u64(&o, "accel_runtime_short_lane_workers", st.short_lane_workers);
-    family(&o, "accel_runtime_parked_workers", "gauge",
-           "Workers asleep waiting for work.");
-    sample_u64(&o, "accel_runtime_parked_workers", st.parked);
-    family(&o, "accel_runtime_sessions", "gauge", "Open sessions.");
-    sample_u64(&o, "accel_runtime_sessions", (uint64_t)n);
-    family(&o, "accel_runtime_visits_total", "counter",
-           "Session visits run by workers.");
-    sample_u64(&o, "accel_runtime_visits_total", st.visits);
-    family(&o, "accel_runtime_picks_total", "counter",
-           "Scheduler picks tried by workers (visits plus empty picks).");
-    sample_u64(&o, "accel_runtime_picks_total", st.picks);
-    family(&o, "accel_runtime_parks_total", "counter",
-           "Times a worker went to sleep.");
-    sample_u64(&o, "accel_runtime_parks_total", st.parks);
+    runtime_metric(&o, "accel_runtime_workers", "gauge", "Worker threads.",
+                   st.workers);
+    runtime_metric(&o, "accel_runtime_short_lane_workers", "gauge",
+                   "Worker threads of the short lane.", st.short_lane_workers);
+    runtime_metric(&o, "accel_runtime_parked_workers", "gauge",
+                   "Workers asleep waiting for work.", st.parked);
+    runtime_metric(&o, "accel_runtime_sessions", "gauge", "Open sessions.",
+                   (uint64_t)n);
+    runtime_metric(&o, "accel_runtime_visits_total", "counter",
+                   "Session visits run by workers.", st.visits);
+    runtime_metric(&o, "accel_runtime_picks_total", "counter",
+                   "Scheduler picks tried by workers (visits plus empty "
+                   "picks).",
+                   st.picks);
+    runtime_metric(&o, "accel_runtime_parks_total", "counter",
+                   "Times a worker went to sleep.", st.parks);
 
     for (size_t f = 0; f < sizeof(sess_families) / sizeof(sess_families[0]);
          f++) {
