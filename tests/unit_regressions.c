@@ -168,6 +168,30 @@ static char thread_state(int tid)
     return p && p[1] && p[2] ? p[2] : '?';
 }
 
+/* The second half of both room-waiter tests: s's ring is full, its op l
+ * waits for prod's submit, and the blocker b holds the only worker. Starts
+ * the producer, waits until it sleeps for room (counted as a waiter, then
+ * asleep: the futex; its re-check saw the ring full), lets the worker move
+ * on to s, and checks that the producer was woken in time (msg if not). */
+static void producer_sleeps_then_run(accel_session *s, room_prod *prod,
+                                     long_op *l, tu_blocker *b,
+                                     const char *msg)
+{
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, room_producer, prod), 0);
+    tu_wait_at_least(&prod->tid, 1);
+    int tid = atomic_load(&prod->tid);
+    while (!(atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
+             thread_state(tid) == 'S'))
+        tu_nap_us(100);
+
+    tu_latch_open(&b->gate); /* the worker moves on to s */
+    pthread_join(th, NULL);
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(prod->rc, ACCEL_OK);
+    cr_assert(atomic_load(&l->signalled), "%s", msg);
+}
+
 Test(regressions, room_waiter_woken_by_the_take_that_frees_a_slot,
      .timeout = 60)
 {
@@ -195,22 +219,9 @@ Test(regressions, room_waiter_woken_by_the_take_that_frees_a_slot,
         cr_assert_eq(accel_submit(s, &q, ACCEL_NO_WAIT), ACCEL_OK);
     cr_assert_eq(accel_submit(s, &q, ACCEL_NO_WAIT), ACCEL_EAGAIN);
 
-    pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, room_producer, &prod), 0);
-    /* Wait until the producer sleeps for room: counted as a waiter, then
-     * asleep (the futex; its re-check saw the ring full). */
-    tu_wait_at_least(&prod.tid, 1);
-    int tid = atomic_load(&prod.tid);
-    while (!(atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
-             thread_state(tid) == 'S'))
-        tu_nap_us(100);
-
-    tu_latch_open(&b.gate); /* the worker moves on to s */
-    pthread_join(th, NULL);
-    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
-    cr_assert_eq(prod.rc, ACCEL_OK);
-    cr_assert(atomic_load(&l.signalled),
-              "the producer slept through the op whose take made room");
+    producer_sleeps_then_run(s, &prod, &l, &b,
+                             "the producer slept through the op whose take "
+                             "made room");
     accel_session_release(s);
     accel_session_release(other);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -254,20 +265,9 @@ Test(regressions, room_waiter_woken_inside_a_run_of_takes, .timeout = 60)
     }
     cr_assert_eq(accel_submit(s, &q, ACCEL_NO_WAIT), ACCEL_EAGAIN);
 
-    pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, room_producer, &prod), 0);
-    tu_wait_at_least(&prod.tid, 1);
-    int tid = atomic_load(&prod.tid);
-    while (!(atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
-             thread_state(tid) == 'S'))
-        tu_nap_us(100);
-
-    tu_latch_open(&b.gate); /* the worker moves on to s */
-    pthread_join(th, NULL);
-    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
-    cr_assert_eq(prod.rc, ACCEL_OK);
-    cr_assert(atomic_load(&l.signalled),
-              "the producer slept through the op of the run it waited on");
+    producer_sleeps_then_run(s, &prod, &l, &b,
+                             "the producer slept through the op of the run "
+                             "it waited on");
     accel_session_release(s);
     accel_session_release(other);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
