@@ -502,10 +502,13 @@ void accel__park_leave(accel_runtime *rt, unsigned lane, bool found)
 
 /* Prefetches what a visit of the peeked entity's session touches: pair B
  * (the consumer's line and the entity's line), line A1 (read-only for the
- * visit) and the slot where the visit begins (the entity's hint, an
- * offset from the session: session.h). Only addresses are computed from
- * the peek: the entity may be picked by another worker or its session
- * freed by now, and a prefetch never faults. */
+ * visit), the producers' line A0 (for write: the visit's leave CAS, or a
+ * resubmit from a done callback, writes it), the slot where the visit
+ * begins and the slot after it, which the visit's look for more reads
+ * (the entity's hint, an offset from the session: session.h). Only
+ * addresses are computed from the peek: the entity may be picked by
+ * another worker or its session freed by now, and a prefetch never
+ * faults. */
 static inline void prefetch_session(const accel__sched_entity *e,
                                     uint32_t hint)
 {
@@ -515,7 +518,13 @@ static inline void prefetch_session(const accel__sched_entity *e,
     __builtin_prefetch(s + offsetof(accel_session, rc), 1);
     __builtin_prefetch(s + offsetof(accel_session, se), 1);
     __builtin_prefetch(s + offsetof(accel_session, rt), 0);
-    __builtin_prefetch(s + hint, 0);
+    __builtin_prefetch(s + offsetof(accel_session, rp), 1);
+    uint32_t slot = hint & ~ACCEL__HINT_WRAPS;
+    __builtin_prefetch(s + slot, 0);
+    __builtin_prefetch(s + (hint & ACCEL__HINT_WRAPS
+                                ? (uint32_t)sizeof(accel_session)
+                                : slot + (uint32_t)sizeof(accel__ring_slot)),
+                       0);
 }
 
 static void *worker_main(void *arg)
