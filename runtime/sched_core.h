@@ -86,15 +86,17 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
  * runnable for that lane. Lock-free. */
 accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane);
 
-/* A hint, not a claim: the entity a worker of `lane` would likely pick
- * next (the top of the first non-empty bucket), or NULL, and in *hint the
- * entity's `hint` as it was when it was queued. The entity may be picked
- * by another worker, or even be freed, by the time the caller looks: use
- * both only to prefetch, never dereference the entity. It also prefetches
- * the queue node after that one, so that the next peek does not wait for
+/* A hint, not a claim: up to max entities a worker of `lane` would likely
+ * pick next (the top of the first non-empty bucket and those under it, in
+ * that bucket only) in e[], and in hint[] each entity's `hint` as it was
+ * when it was queued; returns how many. An entity may be picked by another
+ * worker, or even be freed, by the time the caller looks: use both only
+ * to prefetch, never dereference an entity. It also prefetches the queue
+ * node under the last one, so that the next peek does not wait for
  * memory. Lock-free, read-only. */
-accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane,
-                                       uint32_t *hint);
+unsigned accel__sched_peek(accel__sched *s, unsigned lane,
+                          accel__sched_entity **e, uint32_t *hint,
+                          unsigned max);
 
 /* How many ops the coming visit of e may run (the quantum in ops, shortened
  * so that it is expected to fit quantum_ns). Only the picking worker. */

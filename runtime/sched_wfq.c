@@ -199,8 +199,9 @@ static void vtime_advance(accel__sched *s, unsigned cls, uint64_t to)
         ;
 }
 
-accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane,
-                                       uint32_t *hint)
+unsigned accel__sched_peek(accel__sched *s, unsigned lane,
+                          accel__sched_entity **e, uint32_t *hint,
+                          unsigned max)
 {
     unsigned k = lane && s->ncls > 1 ? 1 : 0;
     uint64_t V = atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
@@ -208,21 +209,27 @@ accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane,
     int slot = accel__sched_cal_first(&s->cal[k],
                                       (unsigned)(from & (SLOTS - 1)));
     if (slot < 0)
-        return NULL;
+        return 0;
     /* relaxed (here and below): hints; the nodes are type-stable, so the
-     * reads are safe even when the node was popped and reused meanwhile. */
+     * reads are safe even when a node was popped and reused meanwhile
+     * (a reused node's next may lead anywhere in the array, or to 0). */
     uint32_t idx = (uint32_t)atomic_load_explicit(&s->cal[k].heads[slot],
                                                   memory_order_relaxed);
-    if (!idx)
-        return NULL;
-    const accel__sched_node *n = &s->nodes.v[idx];
-    /* The node under it is likely the next peek's: with many entities
-     * queued its line is cold, and this peek is a visit ahead of that. */
-    uint32_t next = atomic_load_explicit(&n->next, memory_order_relaxed);
-    if (next)
-        __builtin_prefetch(&s->nodes.v[next]);
-    *hint = atomic_load_explicit(&n->hint, memory_order_relaxed);
-    return atomic_load_explicit(&n->e, memory_order_relaxed);
+    unsigned n = 0;
+    while (idx && n < max) {
+        const accel__sched_node *node = &s->nodes.v[idx];
+        hint[n] = atomic_load_explicit(&node->hint, memory_order_relaxed);
+        e[n++] = atomic_load_explicit(&node->e, memory_order_relaxed);
+        idx = atomic_load_explicit(&node->next, memory_order_relaxed);
+        if (idx >= s->nodes.cap)
+            break; /* torn by a reuse: stop (a hint) */
+    }
+    /* The node under the last one is likely the next peek's last: with
+     * many entities queued its line is cold, and this peek is a visit
+     * ahead of that one. */
+    if (idx && idx < s->nodes.cap)
+        __builtin_prefetch(&s->nodes.v[idx]);
+    return n;
 }
 
 accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane)

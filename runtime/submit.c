@@ -88,6 +88,13 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
             continue;
         }
         ACCEL__YIELD_POINT(); /* between reserve and publish */
+        if (owner) {
+            /* The enqueue below writes the refs word (pair C) and the
+             * entity (pair B): with many sessions both are cold, so their
+             * misses overlap the publish's instead of following it. */
+            __builtin_prefetch(&s->refs, 1);
+            __builtin_prefetch(&s->se, 1);
+        }
         if (ex) { /* one op (n == 1): kept out of the plain loop below */
             stamp_position(s, first);
             ex->pos = first;

@@ -64,7 +64,10 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status)
  * session up: under a stream of submits the next op is usually being
  * published right now, and going idle costs a CAS on the producers' line,
  * a scheduler round trip and, for the producer, an enqueue. Bounded (about
- * a microsecond), so a sparse session costs little. */
+ * a microsecond), so a sparse session costs little. Not after a visit's
+ * first and only op while other sessions wait: that session shows no
+ * stream yet, and the worker has other work (with 100k sparse sessions
+ * the polls were most of a worker's time). */
 #define ACCEL__LINGER_POLLS 32
 /* Ops this long or longer read the clock after each op (see visit_begin). */
 #define ACCEL__CLOCK_CHECK_NS 1000u
@@ -274,7 +277,8 @@ void accel__visit_run(accel__visit *v)
         uint32_t ex;
         uint32_t k = accel__visit_take(v, ops, max, &ex);
         if (k == 0) {
-            if (v->n > 0 && ring_ready_soon(v->s, v->h))
+            if (v->n > (v->others_waiting ? 1u : 0u) &&
+                ring_ready_soon(v->s, v->h))
                 continue;
             break;
         }
@@ -348,10 +352,12 @@ unsigned accel__visit_end(accel__visit *v, uint64_t *now)
  * if it was re-queued, else 0. */
 __attribute__((noinline)) /* a frame of its own: profiles (callgrind,
                              perf) count a visit apart from pick and park */
-static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
+static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now,
+                          bool others_waiting)
 {
     accel__visit v;
     accel__visit_begin(&v, rt, s, *now);
+    v.others_waiting = others_waiting;
     accel__visit_run(&v);
     return accel__visit_end(&v, now);
 }
@@ -509,6 +515,12 @@ void accel__park_leave(accel_runtime *rt, unsigned lane, bool found)
  * addresses are computed from the peek: the entity may be picked by
  * another worker or its session freed by now, and a prefetch never
  * faults. */
+/* Sessions prefetched ahead of the visits: the next one, and the one
+ * after it (with 100k sessions a visit is shorter than a miss to memory
+ * on a loaded host; the next one's lines, prefetched a visit ago as the
+ * one after, are then mostly in). */
+#define ACCEL__PEEK_AHEAD 2
+
 static inline void prefetch_session(const accel__sched_entity *e,
                                     uint32_t hint)
 {
@@ -552,11 +564,13 @@ static void *worker_main(void *arg)
             now = accel__now_ns();
         /* While this visit runs, bring in the lines the next one will
          * touch: with many sessions each visit's are cold. */
-        uint32_t hint = 0;
-        accel__sched_entity *next = accel__sched_peek(rt->sched, w->lane,
-                                                      &hint);
-        prefetch_session(next, hint);
-        unsigned lanes = run_visit(rt, e->owner, &now);
+        accel__sched_entity *next[ACCEL__PEEK_AHEAD];
+        uint32_t hint[ACCEL__PEEK_AHEAD];
+        unsigned ahead = accel__sched_peek(rt->sched, w->lane, next, hint,
+                                           ACCEL__PEEK_AHEAD);
+        for (unsigned i = 0; i < ahead; i++)
+            prefetch_session(next[i], hint[i]);
+        unsigned lanes = run_visit(rt, e->owner, &now, ahead > 0);
         /* Re-queued for lanes we are not in (a short-lane worker's session
          * turned long): a worker that may run it must not stay parked. */
         if (lanes && !(lanes & (1u << w->lane)))
@@ -572,7 +586,7 @@ void accel__workers_run_queued(accel_runtime *rt)
         accel__sched_entity *e;
         while ((e = accel__sched_pick(rt->sched, lane)) != NULL) {
             now = accel__now_ns();
-            run_visit(rt, e->owner, &now);
+            run_visit(rt, e->owner, &now, false);
         }
     }
 }
