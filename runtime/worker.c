@@ -64,10 +64,10 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status)
  * session up: under a stream of submits the next op is usually being
  * published right now, and going idle costs a CAS on the producers' line,
  * a scheduler round trip and, for the producer, an enqueue. Bounded (about
- * a microsecond), so a sparse session costs little. Not after a visit's
- * first and only op while other sessions wait: that session shows no
- * stream yet, and the worker has other work (with 100k sparse sessions
- * the polls were most of a worker's time). */
+ * a microsecond), so a sparse session costs little. (Skipping it after a
+ * visit's first and only op while other sessions waited saved CPU with
+ * 100k sparse sessions but cost 4 producers -> 4 sessions ~5%: dropped,
+ * docs/ring.md.) */
 #define ACCEL__LINGER_POLLS 32
 /* Ops this long or longer read the clock after each op (see visit_begin). */
 #define ACCEL__CLOCK_CHECK_NS 1000u
@@ -277,8 +277,7 @@ void accel__visit_run(accel__visit *v)
         uint32_t ex;
         uint32_t k = accel__visit_take(v, ops, max, &ex);
         if (k == 0) {
-            if (v->n > (v->others_waiting ? 1u : 0u) &&
-                ring_ready_soon(v->s, v->h))
+            if (v->n > 0 && ring_ready_soon(v->s, v->h))
                 continue;
             break;
         }
@@ -352,12 +351,10 @@ unsigned accel__visit_end(accel__visit *v, uint64_t *now)
  * if it was re-queued, else 0. */
 __attribute__((noinline)) /* a frame of its own: profiles (callgrind,
                              perf) count a visit apart from pick and park */
-static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now,
-                          bool others_waiting)
+static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
 {
     accel__visit v;
     accel__visit_begin(&v, rt, s, *now);
-    v.others_waiting = others_waiting;
     accel__visit_run(&v);
     return accel__visit_end(&v, now);
 }
@@ -570,7 +567,7 @@ static void *worker_main(void *arg)
                                            ACCEL__PEEK_AHEAD);
         for (unsigned i = 0; i < ahead; i++)
             prefetch_session(next[i], hint[i]);
-        unsigned lanes = run_visit(rt, e->owner, &now, ahead > 0);
+        unsigned lanes = run_visit(rt, e->owner, &now);
         /* Re-queued for lanes we are not in (a short-lane worker's session
          * turned long): a worker that may run it must not stay parked. */
         if (lanes && !(lanes & (1u << w->lane)))
@@ -586,7 +583,7 @@ void accel__workers_run_queued(accel_runtime *rt)
         accel__sched_entity *e;
         while ((e = accel__sched_pick(rt->sched, lane)) != NULL) {
             now = accel__now_ns();
-            run_visit(rt, e->owner, &now, false);
+            run_visit(rt, e->owner, &now);
         }
     }
 }

@@ -58,9 +58,6 @@ typedef struct accel__visit {
     uint32_t every;       /* ops between clock checks */
     uint32_t until_check;
     uint32_t run_max;     /* ops one run of takes may hold */
-    bool others_waiting;  /* other sessions were queued when it began (a
-                             hint: then a visit of one op does not
-                             linger, see accel__visit_run) */
 } accel__visit;
 
 /* Most ops one run of takes copies out (on the stack) before it releases
