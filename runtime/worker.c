@@ -503,6 +503,12 @@ void accel__park_leave(accel_runtime *rt, unsigned lane, bool found)
                                            : ACCEL__SCHED_LANE_GENERAL);
 }
 
+/* Sessions prefetched ahead of the visits: the next one, and the one
+ * after it (with 100k sessions a visit is shorter than a miss to memory
+ * on a loaded host; the next one's lines, prefetched a visit ago as the
+ * one after, are then mostly in). */
+#define ACCEL__PEEK_AHEAD 2
+
 /* Prefetches what a visit of the peeked entity's session touches: pair B
  * (the consumer's line and the entity's line), line A1 (read-only for the
  * visit), the producers' line A0 (for write: the visit's leave CAS, or a
@@ -512,12 +518,6 @@ void accel__park_leave(accel_runtime *rt, unsigned lane, bool found)
  * addresses are computed from the peek: the entity may be picked by
  * another worker or its session freed by now, and a prefetch never
  * faults. */
-/* Sessions prefetched ahead of the visits: the next one, and the one
- * after it (with 100k sessions a visit is shorter than a miss to memory
- * on a loaded host; the next one's lines, prefetched a visit ago as the
- * one after, are then mostly in). */
-#define ACCEL__PEEK_AHEAD 2
-
 static inline void prefetch_session(const accel__sched_entity *e,
                                     uint32_t hint)
 {
