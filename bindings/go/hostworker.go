@@ -12,8 +12,11 @@ package accel
 import "C"
 
 import (
+	"math/bits"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // hostWorkers are a runtime's worker goroutines, one per C worker slot.
@@ -22,11 +25,12 @@ type hostWorkers struct {
 	lanes [2]chan struct{} // parked slots of lane 0 (general), 1 (short) wait here
 	quit  chan struct{}    // closed by stop
 	wg    sync.WaitGroup
-	// helpSlots holds the free helper slots (slots 0..nhelp-1; the worker
-	// goroutines drive the slots after them):
-	// a submitter takes one to run visits itself (help).
-	helpSlots chan int
-	nhelp     int
+	// helpFree has a bit per free helper slot (slots 0..nhelp-1; the
+	// worker goroutines drive the slots after them): a submitter takes one
+	// to run visits itself (help). A word and a CAS, not a channel: a
+	// channel's lock was two of the few per-op costs of a helped Submit.
+	helpFree atomic.Uint32
+	nhelp    int
 }
 
 // slotBuf is a slot's batch: heap memory the C step reads and fills
@@ -35,14 +39,12 @@ type slotBuf struct {
 	recs   [C.ACCEL_HOST_VISIT_MAX]C.uintptr_t
 	status [C.ACCEL_HOST_VISIT_MAX]C.int
 	n      C.uint
+	begun  C.int // goaccel_submit_help: a visit is open
 }
 
 func startHostWorkers(rt *C.accel_runtime, workers, short, helpers int) *hostWorkers {
 	h := &hostWorkers{rt: rt, quit: make(chan struct{}), nhelp: helpers}
-	h.helpSlots = make(chan int, helpers)
-	for i := 0; i < helpers; i++ {
-		h.helpSlots <- i
-	}
+	h.helpFree.Store(uint32(1)<<helpers - 1) // helperSlots: at most 8
 	// A lane's channel holds at most one token per slot of the lane: C
 	// claims at most one wake per parked slot, and a full channel already
 	// wakes every slot that parks (post drops what does not fit).
@@ -89,9 +91,15 @@ func (rt *Runtime) wakesFrom(packed int64) int {
 // waits for them.
 func (h *hostWorkers) stop() {
 	// Take every helper slot: no submitter drives one from here on, and
-	// those driving one now finish first.
-	for i := 0; i < h.nhelp; i++ {
-		<-h.helpSlots
+	// those driving one now finish first (they may be running an op: poll
+	// gently).
+	all := uint32(1)<<h.nhelp - 1
+	for taken := uint32(0); taken != all; {
+		if m := h.helpFree.Load(); m != 0 && h.helpFree.CompareAndSwap(m, 0) {
+			taken |= m
+			continue
+		}
+		time.Sleep(50 * time.Microsecond)
 	}
 	close(h.quit)
 	h.wg.Wait()
@@ -191,40 +199,89 @@ var helpBufs = sync.Pool{New: func() any { return new(slotBuf) }}
 
 // help runs visits on a free helper slot for the submitter of r (done:
 // its ctx's channel, may be nil) until r's op is done, ctx ends or
-// nothing is runnable. Returns whether r's op finished (its channel's
-// token taken). No helper slot free: returns false at once.
+// nothing is runnable. Returns whether r's op finished (opDone). No
+// helper slot free: returns false at once.
 func (h *hostWorkers) help(r *opRec, done <-chan struct{}) bool {
-	var w int
-	select {
-	case w = <-h.helpSlots:
-	default:
+	w, ok := h.takeHelpSlot()
+	if !ok {
 		return false
 	}
 	b := helpBufs.Get().(*slotBuf)
-	var fl recList
-	own := false
-	mode, nprev := C.uint(0), C.uint(0)
 	runtime.LockOSThread() // begin and end of a visit on one thread
-	for {
-		packed := int64(C.goaccel_host_step(h.rt, C.uint(w), mode, &b.status[0], nprev,
-			&b.recs[0], C.ACCEL_HOST_VISIT_MAX, &b.n))
+	own := h.drive(w, b, r, done, false)
+	runtime.UnlockOSThread()
+	helpBufs.Put(b)
+	h.putHelpSlot(w)
+	return own
+}
+
+// submitHelp submits r (a synchronous Submit of v) and, in the same
+// crossing, begins a visit on a free helper slot (goaccel_submit_help:
+// v's session goes to the slot directly when the scheduler's pick would
+// return it first), then helps as help does. ok: r was accepted (held:
+// its wakes, for the caller to post; own: r's op finished). !ok with a
+// nil err: no helper slot was free or the queue was full; nothing was
+// submitted.
+func (h *hostWorkers) submitHelp(v *VMSession, r *opRec, done <-chan struct{}) (held int64, own, ok bool, err error) {
+	w, free := h.takeHelpSlot()
+	if !free {
+		return 0, false, false, nil
+	}
+	b := helpBufs.Get().(*slotBuf)
+	runtime.LockOSThread() // the visit may begin in the call
+	packed := int64(C.goaccel_submit_help(h.rt, v.h.c, C.uintptr_t(r.idx), C.uint(w),
+		&b.recs[0], C.ACCEL_HOST_VISIT_MAX, &b.n, &b.begun))
+	runtime.KeepAlive(v.h)
+	switch rc := int(int32(packed)); rc {
+	case C.ACCEL_OK:
+		ok = true
+		held = packed &^ (1<<32 - 1)
+		if b.begun == C.ACCEL_OK {
+			own = h.drive(w, b, r, done, true)
+		}
+	case C.ACCEL_EAGAIN: // full: the caller waits for room (enqueue)
 		if packed>>32 != 0 {
 			h.post(packed)
 		}
-		if int(int32(packed)) != C.ACCEL_OK {
-			break // nothing runnable; no visit open
+	default:
+		if packed>>32 != 0 {
+			h.post(packed)
 		}
+		err = statusErr(rc)
+	}
+	runtime.UnlockOSThread()
+	helpBufs.Put(b)
+	h.putHelpSlot(w)
+	return held, own, ok, err
+}
+
+// drive runs visits on helper slot w (the goroutine locked to its
+// thread) until r's op is done, ctx ends or a begin finds nothing;
+// open: a visit is open already, its ops in b. Returns whether r's op
+// finished.
+func (h *hostWorkers) drive(w int, b *slotBuf, r *opRec, done <-chan struct{}, open bool) bool {
+	var fl recList
+	own := false
+	mode, nprev := C.uint(0), C.uint(0)
+	for {
+		if !open {
+			packed := int64(C.goaccel_host_step(h.rt, C.uint(w), mode, &b.status[0], nprev,
+				&b.recs[0], C.ACCEL_HOST_VISIT_MAX, &b.n))
+			if packed>>32 != 0 {
+				h.post(packed)
+			}
+			if int(int32(packed)) != C.ACCEL_OK {
+				break // nothing runnable; no visit open
+			}
+		}
+		open = false
 		n := int(b.n)
 		for i := 0; i < n; i++ {
 			b.status[i] = runRec(uint32(b.recs[i]), &fl)
 		}
 		fl.flush()
-		if !own {
-			select {
-			case <-r.wch:
-				own = true
-			default:
-			}
+		if !own && opDone(r) {
+			own = true
 		}
 		mode, nprev = C.GOACCEL_STEP_END, b.n
 		if own || chanDone(done) {
@@ -235,11 +292,30 @@ func (h *hostWorkers) help(r *opRec, done <-chan struct{}) bool {
 			break
 		}
 	}
-	runtime.UnlockOSThread()
-	helpBufs.Put(b)
-	h.helpSlots <- w
 	return own
 }
+
+// takeHelpSlot takes a free helper slot, if any: one goroutine drives a
+// slot at a time (accel.h). LP: the CAS that clears the slot's bit; it
+// is seq-cst (Go's atomics), so it also acquires what the slot's last
+// driver did before putHelpSlot's Or (its C slot state: the visit it
+// ended).
+func (h *hostWorkers) takeHelpSlot() (int, bool) {
+	for {
+		m := h.helpFree.Load()
+		if m == 0 {
+			return 0, false
+		}
+		w := bits.TrailingZeros32(m)
+		if h.helpFree.CompareAndSwap(m, m&^(1<<w)) {
+			return w, true
+		}
+	}
+}
+
+// putHelpSlot gives slot w back: the Or releases the driver's writes to
+// the next takeHelpSlot's CAS (and to stop).
+func (h *hostWorkers) putHelpSlot(w int) { h.helpFree.Or(1 << w) }
 
 func chanDone(done <-chan struct{}) bool {
 	if done == nil {

@@ -52,7 +52,7 @@ type opRec struct {
 	slot    int              // index of this op in its batch
 	err     error
 	wch     chan struct{} // cap 1: the worker's "done" to a waiting Submit; made once per record
-	wake    uint32        // gen<<3 | wakeDone/wakeCancel/wakeSleep (futex word, atomic)
+	wake    uint32        // cwait: gen<<3 | wakeDone/wakeCancel/wakeSleep (futex word); chwait: recNotDone/recDone/recWaiting (atomic)
 	wakeGen uint32        // generation of wake for the current use (owner only)
 }
 

@@ -299,7 +299,21 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 		r.wch = make(chan struct{}, 1)
 	}
 	r.chwait = true
-	held, err := v.enqueue(r, done, true)
+	atomic.StoreUint32(&r.wake, recNotDone) // the record is ours: no one else reads it yet
+	// Caller helps: with a free helper slot, the submit and the first
+	// begin are one crossing (submitHelp); else, or when the queue is
+	// full, the plain submit and then help if a slot is free by then.
+	held, own, ok, err := int64(0), false, false, error(nil)
+	if helpEnabled {
+		held, own, ok, err = v.rt.host.submitHelp(v, r, done)
+	}
+	if !ok && err == nil {
+		held, err = v.enqueue(r, done, true)
+		// Not from inside an op: a visit is open on this thread.
+		if err == nil && held&C.GOACCEL_IN_VISIT == 0 && helpEnabled {
+			own = v.rt.host.help(r, done)
+		}
+	}
 	if err != nil {
 		r.chwait, r.vs, r.f = false, nil, nil
 		freeRec(r)
@@ -309,12 +323,6 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 		return err
 	}
 	v.submitted.Add(1)
-	// Caller helps: run visits on a helper slot here (not from inside an
-	// op: a visit is open on this thread; hostworker.go).
-	own := false
-	if held&C.GOACCEL_IN_VISIT == 0 && helpEnabled {
-		own = v.rt.host.help(r, done)
-	}
 	// The wakes C claimed for parked workers are delivered after helping,
 	// not before: delivered first, a worker on the other P takes this op
 	// while the caller starts helping, and the caller parks after all. A
@@ -324,7 +332,7 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 		v.rt.host.post(held)
 	}
 	switch {
-	case own:
+	case own || !waitAnnounce(r): // done: no channel (opDone)
 	case done == nil:
 		<-r.wch
 	default:
@@ -343,6 +351,43 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 	r.chwait, r.err, r.vs, r.f = false, nil, nil, nil
 	freeRec(r)
 	return err
+}
+
+// The done handshake of a host-worker Submit (a chwait record), on
+// r.wake: whichever of the worker (doneAnnounce, after r.err) and a
+// submitter about to park (waitAnnounce) moves the word off recNotDone
+// first decides. The worker first: the submitter sees recDone and
+// neither parks nor receives, and the worker does not send (a helper
+// that ran its own op, or an op done before its submitter looked, costs
+// no channel operation). The submitter first: it parks on r.wch and the
+// worker sends. Exactly one send per parked submitter, none otherwise,
+// so r.wch is empty whenever the record is reused.
+const (
+	recNotDone uint32 = iota
+	recDone           // r.err is stored; the submitter takes it without a receive
+	recWaiting        // the submitter parks on r.wch: the worker sends
+)
+
+// doneAnnounce is the worker's side, after it stored r.err; r must not be
+// touched after it (the submitter may reuse it at once).
+func doneAnnounce(r *opRec) {
+	// LP of the hand-off. Release (Go's atomics are seq-cst): publishes
+	// r.err to the submitter's load (opDone) or failed CAS (waitAnnounce).
+	if atomic.CompareAndSwapUint32(&r.wake, recNotDone, recDone) {
+		return
+	}
+	r.wch <- struct{}{} // recWaiting: the send orders r.err before the receive
+}
+
+// opDone: the worker has finished r's op (acquire: pairs with
+// doneAnnounce's CAS, so r.err may be read).
+func opDone(r *opRec) bool { return atomic.LoadUint32(&r.wake) == recDone }
+
+// waitAnnounce is the submitter's side before it parks: true if it must
+// receive from r.wch; false if the op is done (the failed CAS read
+// recDone: acquire, r.err may be read).
+func waitAnnounce(r *opRec) bool {
+	return atomic.CompareAndSwapUint32(&r.wake, recNotDone, recWaiting)
 }
 
 // Wake word of a record whose submitter waits in C: gen<<3 | bits.
