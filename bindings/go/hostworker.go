@@ -12,7 +12,6 @@ package accel
 import "C"
 
 import (
-	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -25,11 +24,13 @@ type hostWorkers struct {
 	lanes [2]chan struct{} // parked slots of lane 0 (general), 1 (short) wait here
 	quit  chan struct{}    // closed by stop
 	wg    sync.WaitGroup
-	// helpFree has a bit per free helper slot (slots 0..nhelp-1; the
-	// worker goroutines drive the slots after them): a submitter takes one
-	// to run visits itself (help). A word and a CAS, not a channel: a
-	// channel's lock was two of the few per-op costs of a helped Submit.
-	helpFree atomic.Uint32
+	// helpBusy[w] is 1 while a submitter drives helper slot w (slots
+	// 0..nhelp-1; the worker goroutines drive the slots after them). A
+	// word per slot on its own cache line, taken by CAS from a preferred
+	// slot on (takeHelpSlot): one channel, or one word for all slots,
+	// was a line every helped Submit wrote twice, bouncing between the
+	// CPUs (a profile put a quarter of a helped op on it).
+	helpBusy []paddedFlag
 	nhelp    int
 }
 
@@ -40,11 +41,12 @@ type slotBuf struct {
 	status [C.ACCEL_HOST_VISIT_MAX]C.int
 	n      C.uint
 	begun  C.int // goaccel_submit_help: a visit is open
+	pref   int   // helpers: the helper slot tried first (helpBufs)
 }
 
 func startHostWorkers(rt *C.accel_runtime, workers, short, helpers int) *hostWorkers {
 	h := &hostWorkers{rt: rt, quit: make(chan struct{}), nhelp: helpers}
-	h.helpFree.Store(uint32(1)<<helpers - 1) // helperSlots: at most 8
+	h.helpBusy = make([]paddedFlag, helpers)
 	// A lane's channel holds at most one token per slot of the lane: C
 	// claims at most one wake per parked slot, and a full channel already
 	// wakes every slot that parks (post drops what does not fit).
@@ -93,13 +95,10 @@ func (h *hostWorkers) stop() {
 	// Take every helper slot: no submitter drives one from here on, and
 	// those driving one now finish first (they may be running an op: poll
 	// gently).
-	all := uint32(1)<<h.nhelp - 1
-	for taken := uint32(0); taken != all; {
-		if m := h.helpFree.Load(); m != 0 && h.helpFree.CompareAndSwap(m, 0) {
-			taken |= m
-			continue
+	for w := range h.helpBusy {
+		for !h.helpBusy[w].v.CompareAndSwap(0, 1) {
+			time.Sleep(50 * time.Microsecond)
 		}
-		time.Sleep(50 * time.Microsecond)
 	}
 	close(h.quit)
 	h.wg.Wait()
@@ -195,18 +194,26 @@ func (h *hostWorkers) loop(w, lane int) {
 // sees the session, or the end sees it parked and wakes it).
 
 // helpBufs are the helpers' batch buffers.
-var helpBufs = sync.Pool{New: func() any { return new(slotBuf) }}
+// A buffer also carries a preferred helper slot: sync.Pool keeps buffers
+// per P, so the submitters of one P mostly try the same slot first and
+// its word stays in that CPU's cache.
+var helpBufs = sync.Pool{New: func() any {
+	return &slotBuf{pref: int(helpPref.Add(1))}
+}}
+
+var helpPref atomic.Uint32
 
 // help runs visits on a free helper slot for the submitter of r (done:
 // its ctx's channel, may be nil) until r's op is done, ctx ends or
 // nothing is runnable. Returns whether r's op finished (opDone). No
 // helper slot free: returns false at once.
 func (h *hostWorkers) help(r *opRec, done <-chan struct{}) bool {
-	w, ok := h.takeHelpSlot()
+	b := helpBufs.Get().(*slotBuf)
+	w, ok := h.takeHelpSlot(b.pref)
 	if !ok {
+		helpBufs.Put(b)
 		return false
 	}
-	b := helpBufs.Get().(*slotBuf)
 	runtime.LockOSThread() // begin and end of a visit on one thread
 	own := h.drive(w, b, r, done, false)
 	runtime.UnlockOSThread()
@@ -223,11 +230,12 @@ func (h *hostWorkers) help(r *opRec, done <-chan struct{}) bool {
 // nil err: no helper slot was free or the queue was full; nothing was
 // submitted.
 func (h *hostWorkers) submitHelp(v *VMSession, r *opRec, done <-chan struct{}) (held int64, own, ok bool, err error) {
-	w, free := h.takeHelpSlot()
+	b := helpBufs.Get().(*slotBuf)
+	w, free := h.takeHelpSlot(b.pref)
 	if !free {
+		helpBufs.Put(b)
 		return 0, false, false, nil
 	}
-	b := helpBufs.Get().(*slotBuf)
 	runtime.LockOSThread() // the visit may begin in the call
 	packed := int64(C.goaccel_submit_help(h.rt, v.h.c, C.uintptr_t(r.idx), C.uint(w),
 		&b.recs[0], C.ACCEL_HOST_VISIT_MAX, &b.n, &b.begun))
@@ -295,27 +303,33 @@ func (h *hostWorkers) drive(w int, b *slotBuf, r *opRec, done <-chan struct{}, o
 	return own
 }
 
-// takeHelpSlot takes a free helper slot, if any: one goroutine drives a
-// slot at a time (accel.h). LP: the CAS that clears the slot's bit; it
-// is seq-cst (Go's atomics), so it also acquires what the slot's last
-// driver did before putHelpSlot's Or (its C slot state: the visit it
+// paddedFlag is a word alone on its cache line.
+type paddedFlag struct {
+	v atomic.Uint32
+	_ [60]byte
+}
+
+// takeHelpSlot takes a free helper slot, trying pref first: one
+// goroutine drives a slot at a time (accel.h). LP: the CAS 0 -> 1 of the
+// slot's word (a load first, so that a busy slot's line is not written);
+// it is seq-cst (Go's atomics), so it also acquires what the slot's last
+// driver did before putHelpSlot's store (its C slot state: the visit it
 // ended).
-func (h *hostWorkers) takeHelpSlot() (int, bool) {
-	for {
-		m := h.helpFree.Load()
-		if m == 0 {
-			return 0, false
-		}
-		w := bits.TrailingZeros32(m)
-		if h.helpFree.CompareAndSwap(m, m&^(1<<w)) {
+func (h *hostWorkers) takeHelpSlot(pref int) (int, bool) {
+	n := h.nhelp
+	for i := 0; i < n; i++ {
+		w := (pref + i) % n
+		f := &h.helpBusy[w].v
+		if f.Load() == 0 && f.CompareAndSwap(0, 1) {
 			return w, true
 		}
 	}
+	return 0, false
 }
 
-// putHelpSlot gives slot w back: the Or releases the driver's writes to
-// the next takeHelpSlot's CAS (and to stop).
-func (h *hostWorkers) putHelpSlot(w int) { h.helpFree.Or(1 << w) }
+// putHelpSlot gives slot w back: the store releases the driver's writes
+// to the next takeHelpSlot's CAS (and to stop's).
+func (h *hostWorkers) putHelpSlot(w int) { h.helpBusy[w].v.Store(0) }
 
 func chanDone(done <-chan struct{}) bool {
 	if done == nil {

@@ -59,7 +59,11 @@ type opRec struct {
 type recChunk [recChunkSize]opRec
 
 type recSlab struct {
-	head   atomic.Uint64 // tag<<32 | (index+1); index+1 == 0: empty
+	_    [64]byte
+	head atomic.Uint64 // tag<<32 | (index+1); index+1 == 0: empty
+	// head is written by every alloc and free; chunks is read by every
+	// recAt: apart, so that the reads do not miss on head's line.
+	_      [56]byte
 	chunks atomic.Pointer[[]*recChunk]
 	growMu sync.Mutex
 }
