@@ -30,8 +30,8 @@ type hostWorkers struct {
 	// slot on (takeHelpSlot): one channel, or one word for all slots,
 	// was a line every helped Submit wrote twice, bouncing between the
 	// CPUs (a profile put a quarter of a helped op on it).
-	helpBusy []paddedFlag
-	nhelp    int
+	helpers []helperSlot
+	nhelp   int
 }
 
 // slotBuf is a slot's batch: heap memory the C step reads and fills
@@ -46,7 +46,7 @@ type slotBuf struct {
 
 func startHostWorkers(rt *C.accel_runtime, workers, short, helpers int) *hostWorkers {
 	h := &hostWorkers{rt: rt, quit: make(chan struct{}), nhelp: helpers}
-	h.helpBusy = make([]paddedFlag, helpers)
+	h.helpers = make([]helperSlot, helpers)
 	// A lane's channel holds at most one token per slot of the lane: C
 	// claims at most one wake per parked slot, and a full channel already
 	// wakes every slot that parks (post drops what does not fit).
@@ -95,9 +95,15 @@ func (h *hostWorkers) stop() {
 	// Take every helper slot: no submitter drives one from here on, and
 	// those driving one now finish first (they may be running an op: poll
 	// gently).
-	for w := range h.helpBusy {
-		for !h.helpBusy[w].v.CompareAndSwap(0, 1) {
+	for w := range h.helpers {
+		hs := &h.helpers[w]
+		for !hs.busy.CompareAndSwap(0, 1) {
 			time.Sleep(50 * time.Microsecond)
+		}
+		for hs.nrec > 0 { // the slot's cached records back to the slab
+			hs.nrec--
+			freeRec(hs.recs[hs.nrec])
+			hs.recs[hs.nrec] = nil
 		}
 	}
 	close(h.quit)
@@ -223,19 +229,13 @@ func (h *hostWorkers) help(r *opRec, done <-chan struct{}) bool {
 }
 
 // submitHelp submits r (a synchronous Submit of v) and, in the same
-// crossing, begins a visit on a free helper slot (goaccel_submit_help:
-// v's session goes to the slot directly when the scheduler's pick would
-// return it first), then helps as help does. ok: r was accepted (held:
-// its wakes, for the caller to post; own: r's op finished). !ok with a
-// nil err: no helper slot was free or the queue was full; nothing was
+// crossing, begins a visit on helper slot w, which the caller holds
+// (goaccel_submit_help: v's session goes to the slot directly when the
+// scheduler's pick would return it first), then helps as help does.
+// ok: r was accepted (held: its wakes, for the caller to post; own: r's
+// op finished). !ok with a nil err: the queue was full; nothing was
 // submitted.
-func (h *hostWorkers) submitHelp(v *VMSession, r *opRec, done <-chan struct{}) (held int64, own, ok bool, err error) {
-	b := helpBufs.Get().(*slotBuf)
-	w, free := h.takeHelpSlot(b.pref)
-	if !free {
-		helpBufs.Put(b)
-		return 0, false, false, nil
-	}
+func (h *hostWorkers) submitHelp(w int, b *slotBuf, v *VMSession, r *opRec, done <-chan struct{}) (held int64, own, ok bool, err error) {
 	runtime.LockOSThread() // the visit may begin in the call
 	packed := int64(C.goaccel_submit_help(h.rt, v.h.c, C.uintptr_t(r.idx), C.uint(w),
 		&b.recs[0], C.ACCEL_HOST_VISIT_MAX, &b.n, &b.begun))
@@ -258,8 +258,6 @@ func (h *hostWorkers) submitHelp(v *VMSession, r *opRec, done <-chan struct{}) (
 		err = statusErr(rc)
 	}
 	runtime.UnlockOSThread()
-	helpBufs.Put(b)
-	h.putHelpSlot(w)
 	return held, own, ok, err
 }
 
@@ -303,10 +301,41 @@ func (h *hostWorkers) drive(w int, b *slotBuf, r *opRec, done <-chan struct{}, o
 	return own
 }
 
-// paddedFlag is a word alone on its cache line.
-type paddedFlag struct {
-	v atomic.Uint32
-	_ [60]byte
+// helperSlot is a helper slot's Go side, alone on its cache lines.
+type helperSlot struct {
+	busy atomic.Uint32 // 1 while a submitter drives the slot
+	nrec int
+	// recs caches free op records for the slot's driver (no atomics: one
+	// driver at a time). The slab's free stack head is one line every
+	// alloc and free writes, from both CPUs; a helped Submit allocates
+	// and frees its record here instead.
+	recs [helperRecs]*opRec
+	_    [128 - 16 - 8*helperRecs]byte
+}
+
+const helperRecs = 8
+
+// allocRec pops a record from the slot's cache, else from the slab.
+// Only the slot's driver.
+func (hs *helperSlot) allocRec() *opRec {
+	if hs.nrec == 0 {
+		return allocRec()
+	}
+	hs.nrec--
+	r := hs.recs[hs.nrec]
+	hs.recs[hs.nrec] = nil
+	return r
+}
+
+// freeRec caches r (cleared by the caller) in the slot, else frees it to
+// the slab. Only the slot's driver.
+func (hs *helperSlot) freeRec(r *opRec) {
+	if hs.nrec == helperRecs {
+		freeRec(r)
+		return
+	}
+	hs.recs[hs.nrec] = r
+	hs.nrec++
 }
 
 // takeHelpSlot takes a free helper slot, trying pref first: one
@@ -319,7 +348,7 @@ func (h *hostWorkers) takeHelpSlot(pref int) (int, bool) {
 	n := h.nhelp
 	for i := 0; i < n; i++ {
 		w := (pref + i) % n
-		f := &h.helpBusy[w].v
+		f := &h.helpers[w].busy
 		if f.Load() == 0 && f.CompareAndSwap(0, 1) {
 			return w, true
 		}
@@ -329,7 +358,7 @@ func (h *hostWorkers) takeHelpSlot(pref int) (int, bool) {
 
 // putHelpSlot gives slot w back: the store releases the driver's writes
 // to the next takeHelpSlot's CAS (and to stop's).
-func (h *hostWorkers) putHelpSlot(w int) { h.helpBusy[w].v.Store(0) }
+func (h *hostWorkers) putHelpSlot(w int) { h.helpers[w].busy.Store(0) }
 
 func chanDone(done <-chan struct{}) bool {
 	if done == nil {

@@ -292,7 +292,27 @@ var helpEnabled = true
 // not done by then, parks on the record's channel, which the worker
 // sends to after f.
 func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func(*Session) error) error {
-	r := allocRec()
+	h := v.rt.host
+	// Caller helps: with a free helper slot, the record comes from the
+	// slot's cache, and the submit and the first begin are one crossing
+	// (submitHelp); else, or when the queue is full, the plain submit and
+	// then help if a slot is free by then.
+	w := -1
+	var b *slotBuf
+	if helpEnabled {
+		b = helpBufs.Get().(*slotBuf)
+		var free bool
+		if w, free = h.takeHelpSlot(b.pref); !free {
+			helpBufs.Put(b)
+			w = -1
+		}
+	}
+	var r *opRec
+	if w >= 0 {
+		r = h.helpers[w].allocRec()
+	} else {
+		r = allocRec()
+	}
 	r.vs, r.f = v, f
 	r.state.Store(recQueued)
 	if r.wch == nil {
@@ -300,18 +320,33 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 	}
 	r.chwait = true
 	atomic.StoreUint32(&r.wake, recNotDone) // the record is ours: no one else reads it yet
-	// Caller helps: with a free helper slot, the submit and the first
-	// begin are one crossing (submitHelp); else, or when the queue is
-	// full, the plain submit and then help if a slot is free by then.
 	held, own, ok, err := int64(0), false, false, error(nil)
-	if helpEnabled {
-		held, own, ok, err = v.rt.host.submitHelp(v, r, done)
+	if w >= 0 {
+		held, own, ok, err = h.submitHelp(w, b, v, r, done)
+		if own || err != nil {
+			// Done here (or refused): the record goes back to the slot's
+			// cache while the slot is still ours.
+			if own {
+				v.submitted.Add(1)
+				if held&^C.GOACCEL_IN_VISIT != 0 {
+					h.post(held)
+				}
+				err = r.err
+			}
+			r.chwait, r.err, r.vs, r.f = false, nil, nil, nil
+			h.helpers[w].freeRec(r)
+			h.putHelpSlot(w)
+			helpBufs.Put(b)
+			return err
+		}
+		h.putHelpSlot(w)
+		helpBufs.Put(b)
 	}
-	if !ok && err == nil {
+	if !ok {
 		held, err = v.enqueue(r, done, true)
 		// Not from inside an op: a visit is open on this thread.
 		if err == nil && held&C.GOACCEL_IN_VISIT == 0 && helpEnabled {
-			own = v.rt.host.help(r, done)
+			own = h.help(r, done)
 		}
 	}
 	if err != nil {
