@@ -225,17 +225,17 @@ func (h *hostWorkers) help(r *opRec, done <-chan struct{}) bool {
 	runtime.UnlockOSThread()
 	helpBufs.Put(b)
 	h.putHelpSlot(w)
-	return own
+	return own != notDone
 }
 
 // submitHelp submits r (a synchronous Submit of v) and, in the same
 // crossing, begins a visit on helper slot w, which the caller holds
 // (goaccel_submit_help: v's session goes to the slot directly when the
 // scheduler's pick would return it first), then helps as help does.
-// ok: r was accepted (held: its wakes, for the caller to post; own: r's
-// op finished). !ok with a nil err: the queue was full; nothing was
+// ok: r was accepted (held: its wakes, for the caller to post; own:
+// whether and how r's op finished). !ok with a nil err: the queue was full; nothing was
 // submitted.
-func (h *hostWorkers) submitHelp(w int, b *slotBuf, v *VMSession, r *opRec, done <-chan struct{}) (held int64, own, ok bool, err error) {
+func (h *hostWorkers) submitHelp(w int, b *slotBuf, v *VMSession, r *opRec, done <-chan struct{}) (held int64, own ownDone, ok bool, err error) {
 	runtime.LockOSThread() // the visit may begin in the call
 	packed := int64(C.goaccel_submit_help(h.rt, v.h.c, C.uintptr_t(r.idx), C.uint(w),
 		&b.recs[0], C.ACCEL_HOST_VISIT_MAX, &b.n, &b.begun))
@@ -261,13 +261,40 @@ func (h *hostWorkers) submitHelp(w int, b *slotBuf, v *VMSession, r *opRec, done
 	return held, own, ok, err
 }
 
+// ownDone says whether and how a helping submitter's own op finished.
+type ownDone uint8
+
+const (
+	notDone      ownDone = iota
+	doneByWorker         // finished through the record (finish: r.wake is recDone)
+	ranOwn               // run by its submitter (runOwn): r's state and wake untouched
+)
+
+// runOwn runs the helping submitter's own op r (drive): no one else can
+// move r's state, since only its submitter cancels and it is here, so
+// the state CAS and the done handshake of runRec are skipped (two locked
+// instructions each) and r stays queued/recNotDone: clean for the slot's
+// record cache (helperSlot).
+func runOwn(r *opRec) C.int {
+	s := r.vs
+	s.dispatched.Add(1)
+	err := callF(r.f, &s.sess)
+	r.err = err
+	if err != nil {
+		s.failed.Add(1)
+		return 1 // counted as failed by the C stats too
+	}
+	s.completed.Add(1)
+	return 0
+}
+
 // drive runs visits on helper slot w (the goroutine locked to its
 // thread) until r's op is done, ctx ends or a begin finds nothing;
-// open: a visit is open already, its ops in b. Returns whether r's op
-// finished.
-func (h *hostWorkers) drive(w int, b *slotBuf, r *opRec, done <-chan struct{}, open bool) bool {
+// open: a visit is open already, its ops in b. Returns whether and how
+// r's op finished.
+func (h *hostWorkers) drive(w int, b *slotBuf, r *opRec, done <-chan struct{}, open bool) ownDone {
 	var fl recList
-	own := false
+	own := notDone
 	mode, nprev := C.uint(0), C.uint(0)
 	for {
 		if !open {
@@ -283,14 +310,19 @@ func (h *hostWorkers) drive(w int, b *slotBuf, r *opRec, done <-chan struct{}, o
 		open = false
 		n := int(b.n)
 		for i := 0; i < n; i++ {
+			if uint32(b.recs[i]) == r.idx {
+				b.status[i] = runOwn(r)
+				own = ranOwn
+				continue
+			}
 			b.status[i] = runRec(uint32(b.recs[i]), &fl)
 		}
 		fl.flush()
-		if !own && opDone(r) {
-			own = true
+		if own == notDone && opDone(r) {
+			own = doneByWorker
 		}
 		mode, nprev = C.GOACCEL_STEP_END, b.n
-		if own || chanDone(done) {
+		if own != notDone || chanDone(done) {
 			// End and stop: a session the end re-queues wakes a parked
 			// worker (this slot will not begin again to see it).
 			h.post(int64(C.goaccel_host_step(h.rt, C.uint(w),
@@ -308,7 +340,10 @@ type helperSlot struct {
 	// recs caches free op records for the slot's driver (no atomics: one
 	// driver at a time). The slab's free stack head is one line every
 	// alloc and free writes, from both CPUs; a helped Submit allocates
-	// and frees its record here instead.
+	// and frees its record here instead. Cached records are clean: state
+	// recQueued, wake recNotDone, wch empty, references cleared (a Submit
+	// whose own op ran in runOwn leaves them so), so a Submit that takes
+	// one writes neither atomic word.
 	recs [helperRecs]*opRec
 	_    [128 - 16 - 8*helperRecs]byte
 }

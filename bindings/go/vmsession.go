@@ -308,25 +308,26 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 		}
 	}
 	var r *opRec
-	if w >= 0 {
-		r = h.helpers[w].allocRec()
+	if w >= 0 && h.helpers[w].nrec > 0 {
+		r = h.helpers[w].allocRec() // clean (helperSlot): no atomic writes
 	} else {
 		r = allocRec()
+		r.state.Store(recQueued)
+		if r.wch == nil {
+			r.wch = make(chan struct{}, 1)
+		}
+		atomic.StoreUint32(&r.wake, recNotDone) // the record is ours: no one else reads it yet
 	}
 	r.vs, r.f = v, f
-	r.state.Store(recQueued)
-	if r.wch == nil {
-		r.wch = make(chan struct{}, 1)
-	}
 	r.chwait = true
-	atomic.StoreUint32(&r.wake, recNotDone) // the record is ours: no one else reads it yet
 	held, own, ok, err := int64(0), false, false, error(nil)
 	if w >= 0 {
-		held, own, ok, err = h.submitHelp(w, b, v, r, done)
-		if own || err != nil {
-			// Done here (or refused): the record goes back to the slot's
-			// cache while the slot is still ours.
-			if own {
+		var how ownDone
+		held, how, ok, err = h.submitHelp(w, b, v, r, done)
+		if how == ranOwn || err != nil {
+			// Run here by this goroutine (or refused): r is clean and
+			// goes back to the slot's cache while the slot is ours.
+			if how == ranOwn {
 				v.submitted.Add(1)
 				if held&^C.GOACCEL_IN_VISIT != 0 {
 					h.post(held)
@@ -339,6 +340,7 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 			helpBufs.Put(b)
 			return err
 		}
+		own = how != notDone
 		h.putHelpSlot(w)
 		helpBufs.Put(b)
 	}
