@@ -7,6 +7,7 @@ package accel
 // waking are goroutine switches Go's scheduler sees (docs/go.md).
 
 /*
+#include <stdlib.h>
 #include "shim.h"
 */
 import "C"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // hostWorkers are a runtime's worker goroutines, one per C worker slot.
@@ -41,12 +43,16 @@ type slotBuf struct {
 	status [C.ACCEL_HOST_VISIT_MAX]C.int
 	n      C.uint
 	begun  C.int // goaccel_submit_help: a visit is open
-	pref   int   // helpers: the helper slot tried first (helpBufs)
 }
 
 func startHostWorkers(rt *C.accel_runtime, workers, short, helpers int) *hostWorkers {
 	h := &hostWorkers{rt: rt, quit: make(chan struct{}), nhelp: helpers}
 	h.helpers = make([]helperSlot, helpers)
+	for w := range h.helpers {
+		// C memory: the crossings pass pointers into it, which cgo then
+		// need not check (a Go pointer argument is checked per call).
+		h.helpers[w].buf = (*slotBuf)(C.calloc(1, C.size_t(unsafe.Sizeof(slotBuf{}))))
+	}
 	// A lane's channel holds at most one token per slot of the lane: C
 	// claims at most one wake per parked slot, and a full channel already
 	// wakes every slot that parks (post drops what does not fit).
@@ -105,6 +111,8 @@ func (h *hostWorkers) stop() {
 			freeRec(hs.recs[hs.nrec])
 			hs.recs[hs.nrec] = nil
 		}
+		C.free(unsafe.Pointer(hs.buf)) // no one drives the slot any more
+		hs.buf = nil
 	}
 	close(h.quit)
 	h.wg.Wait()
@@ -199,31 +207,19 @@ func (h *hostWorkers) loop(w, lane int) {
 // the parking protocol: either that worker's pick after its announcement
 // sees the session, or the end sees it parked and wakes it).
 
-// helpBufs are the helpers' batch buffers.
-// A buffer also carries a preferred helper slot: sync.Pool keeps buffers
-// per P, so the submitters of one P mostly try the same slot first and
-// its word stays in that CPU's cache.
-var helpBufs = sync.Pool{New: func() any {
-	return &slotBuf{pref: int(helpPref.Add(1))}
-}}
-
-var helpPref atomic.Uint32
-
 // help runs visits on a free helper slot for the submitter of r (done:
 // its ctx's channel, may be nil) until r's op is done, ctx ends or
 // nothing is runnable. Returns whether r's op finished (opDone). No
 // helper slot free: returns false at once.
 func (h *hostWorkers) help(r *opRec, done <-chan struct{}) bool {
-	b := helpBufs.Get().(*slotBuf)
-	w, ok := h.takeHelpSlot(b.pref)
+	w, ok := h.takeHelpSlot()
 	if !ok {
-		helpBufs.Put(b)
 		return false
 	}
+	b := h.helpers[w].buf
 	runtime.LockOSThread() // begin and end of a visit on one thread
 	own := h.drive(w, b, r, done, false)
 	runtime.UnlockOSThread()
-	helpBufs.Put(b)
 	h.putHelpSlot(w)
 	return own != notDone
 }
@@ -337,6 +333,7 @@ func (h *hostWorkers) drive(w int, b *slotBuf, r *opRec, done <-chan struct{}, o
 type helperSlot struct {
 	busy atomic.Uint32 // 1 while a submitter drives the slot
 	nrec int
+	buf  *slotBuf // the driver's batch (C memory)
 	// recs caches free op records for the slot's driver (no atomics: one
 	// driver at a time). The slab's free stack head is one line every
 	// alloc and free writes, from both CPUs; a helped Submit allocates
@@ -345,7 +342,7 @@ type helperSlot struct {
 	// whose own op ran in runOwn leaves them so), so a Submit that takes
 	// one writes neither atomic word.
 	recs [helperRecs]*opRec
-	_    [128 - 16 - 8*helperRecs]byte
+	_    [128 - 24 - 8*helperRecs]byte
 }
 
 const helperRecs = 8
@@ -373,14 +370,19 @@ func (hs *helperSlot) freeRec(r *opRec) {
 	hs.nrec++
 }
 
-// takeHelpSlot takes a free helper slot, trying pref first: one
-// goroutine drives a slot at a time (accel.h). LP: the CAS 0 -> 1 of the
-// slot's word (a load first, so that a busy slot's line is not written);
-// it is seq-cst (Go's atomics), so it also acquires what the slot's last
-// driver did before putHelpSlot's store (its C slot state: the visit it
-// ended).
-func (h *hostWorkers) takeHelpSlot(pref int) (int, bool) {
+// takeHelpSlot takes a free helper slot, trying the calling goroutine's
+// P's own first (slot P mod helpers: there is one helper slot per P), so
+// that a slot's word, record cache and batch stay in one CPU's cache:
+// with one shared word, or a preference that did not follow the P, the
+// slot's lines moved between the CPUs on most ops. One goroutine drives
+// a slot at a time (accel.h). LP: the CAS 0 -> 1 of the slot's word (a
+// load first, so that a busy slot's line is not written); it is seq-cst
+// (Go's atomics), so it also acquires what the slot's last driver did
+// before putHelpSlot's store (its C slot state: the visit it ended).
+func (h *hostWorkers) takeHelpSlot() (int, bool) {
 	n := h.nhelp
+	pref := procPin()
+	procUnpin()
 	for i := 0; i < n; i++ {
 		w := (pref + i) % n
 		f := &h.helpers[w].busy

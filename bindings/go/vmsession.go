@@ -300,10 +300,10 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 	w := -1
 	var b *slotBuf
 	if helpEnabled {
-		b = helpBufs.Get().(*slotBuf)
 		var free bool
-		if w, free = h.takeHelpSlot(b.pref); !free {
-			helpBufs.Put(b)
+		if w, free = h.takeHelpSlot(); free {
+			b = h.helpers[w].buf
+		} else {
 			w = -1
 		}
 	}
@@ -337,12 +337,10 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 			r.chwait, r.err, r.vs, r.f = false, nil, nil, nil
 			h.helpers[w].freeRec(r)
 			h.putHelpSlot(w)
-			helpBufs.Put(b)
 			return err
 		}
 		own = how != notDone
 		h.putHelpSlot(w)
-		helpBufs.Put(b)
 	}
 	if !ok {
 		held, err = v.enqueue(r, done, true)
