@@ -371,7 +371,7 @@ func (hs *helperSlot) freeRec(r *opRec) {
 }
 
 // takeHelpSlot takes a free helper slot, trying the calling goroutine's
-// P's own first (slot P mod helpers: there is one helper slot per P), so
+// P's own first (slots P and P + helpers/2: there are two per P), so
 // that a slot's word, record cache and batch stay in one CPU's cache:
 // with one shared word, or a preference that did not follow the P, the
 // slot's lines moved between the CPUs on most ops. One goroutine drives
@@ -383,8 +383,11 @@ func (h *hostWorkers) takeHelpSlot() (int, bool) {
 	n := h.nhelp
 	pref := procPin()
 	procUnpin()
+	// The P's own two slots first (P mod n/2, and n/2 on), then the rest.
+	half := n / 2
+	pref %= half
 	for i := 0; i < n; i++ {
-		w := (pref + i) % n
+		w := (pref + i*half + i/2) % n
 		f := &h.helpers[w].busy
 		if f.Load() == 0 && f.CompareAndSwap(0, 1) {
 			return w, true
