@@ -26,18 +26,19 @@ type hostWorkers struct {
 	lanes [2]chan struct{} // parked slots of lane 0 (general), 1 (short) wait here
 	quit  chan struct{}    // closed by stop
 	wg    sync.WaitGroup
-	// helpBusy[w] is 1 while a submitter drives helper slot w (slots
-	// 0..nhelp-1; the worker goroutines drive the slots after them). A
-	// word per slot on its own cache line, taken by CAS from a preferred
-	// slot on (takeHelpSlot): one channel, or one word for all slots,
-	// was a line every helped Submit wrote twice, bouncing between the
-	// CPUs (a profile put a quarter of a helped op on it).
+	// helpers[w] is helper slot w (slots 0..nhelp-1; the worker
+	// goroutines drive the slots after them): its busy word on a cache
+	// line of its own, taken by CAS from the P's own slots on
+	// (takeHelpSlot): one channel, or one word for all slots, was a line
+	// every helped Submit wrote twice, bouncing between the CPUs (a
+	// profile put a quarter of a helped op on it).
 	helpers []helperSlot
 	nhelp   int
 }
 
-// slotBuf is a slot's batch: heap memory the C step reads and fills
-// (never a Go pointer stored by C).
+// slotBuf is a slot's batch, which the C step reads and fills (C keeps
+// no pointer to it): Go heap memory for a worker goroutine, C memory for
+// a helper slot (helperSlot.buf).
 type slotBuf struct {
 	recs   [C.ACCEL_HOST_VISIT_MAX]C.uintptr_t
 	status [C.ACCEL_HOST_VISIT_MAX]C.int
