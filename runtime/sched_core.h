@@ -81,6 +81,16 @@ void accel__sched_entity_init(accel__sched *s, accel__sched_entity *e,
 unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
                               bool woke);
 
+/* As enqueue, for a worker of `lane` that will pick right after: when
+ * that pick would return e (its deadline bucket is at or before the
+ * first non-empty bucket the lane's pick looks at, with pick's tie
+ * rules), e is not queued but handed to the caller as picked: *taken =
+ * true, returns 0, and the caller holds e as pick's caller would
+ * (charge, re-enqueue). Else as enqueue (*taken = false). The order is
+ * the scheduler's either way: a push and that pick, without the
+ * calendar's round trip. Lock-free. */
+unsigned accel__sched_enqueue_or_take(accel__sched *s, accel__sched_entity *e,
+                                      bool woke, unsigned lane, bool *taken);
 /* Removes and returns the entity a worker of `lane` should run next
  * (lane 0: general workers, 1: short-lane workers), NULL when none is
  * runnable for that lane. Lock-free. */

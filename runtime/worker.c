@@ -367,6 +367,18 @@ void accel__workers_enqueue(accel_session *s, bool new_claim)
         s->rt, accel__sched_enqueue(s->rt->sched, &s->se, new_claim));
 }
 
+bool accel__workers_enqueue_or_take(accel_session *s, unsigned lane)
+{
+    accel__session_ref(s); /* the scheduler's reference: the taker holds
+                              it as a picker would */
+    bool taken = false;
+    unsigned lanes =
+        accel__sched_enqueue_or_take(s->rt->sched, &s->se, true, lane, &taken);
+    if (!taken)
+        accel__runtime_wake_lanes(s->rt, lanes);
+    return taken;
+}
+
 static inline uint32_t unclaimed(uint64_t v)
 {
     return (uint32_t)v - (uint32_t)(v >> 32);
