@@ -181,7 +181,6 @@ static accel_session *session_alloc(accel_runtime *rt,
     /* the handle we return, and its reference */
     atomic_init(&s->refs, ACCEL__SESSION_HANDLE | ACCEL__SESSION_REF);
     atomic_init(&s->wake_at, UINT64_MAX);
-    s->linger = ACCEL__LINGER_FRESH;
     /* relaxed: only uniqueness matters. */
     s->serial = atomic_fetch_add_explicit(&session_serials, 1,
                                           memory_order_relaxed);

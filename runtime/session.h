@@ -37,7 +37,6 @@
 #include "accel/accel.h"
 #include "backend.h"
 #include "budget.h"
-#include "linger.h"
 #include "ring.h"
 #include "sched_core.h"
 #include "waitstat.h"
@@ -87,13 +86,7 @@ struct accel_session {
     _Atomic uint64_t finished; /* ops whose done callback has returned */
     _Atomic uint64_t dispatched, completed;
     _Atomic uint64_t service_ns;
-    _Atomic uint16_t cancel;        /* close(CANCEL) began */
-    uint8_t linger;                 /* the adaptive linger's state
-                                       (linger.h): written and read only
-                                       by the worker holding the visit,
-                                       handed to the next holder with
-                                       SCHED ([R3]/[A3], ring.h), so a
-                                       plain field */
+    _Atomic uint32_t cancel;        /* close(CANCEL) began */
     _Atomic uint32_t space_waiters; /* 1: a producer may sleep for room
                                        (set by it, cleared by the waking
                                        consumer) */
@@ -133,9 +126,6 @@ _Static_assert(offsetof(struct accel_session, rt) == 64,
                "pair A: producers' line, then the read-only line");
 _Static_assert(offsetof(struct accel_session, rc) == 128,
                "pair B: the ring's consumer half");
-_Static_assert(offsetof(struct accel_session, linger) < 192,
-               "pair B, line 0: the linger's state, with the ring's "
-               "consumer half");
 _Static_assert(offsetof(struct accel_session, se) == 192 &&
                    offsetof(struct accel_session, visits) < 256,
                "pair B, line 1: the entity and the visit count");

@@ -64,9 +64,10 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status)
  * session up: under a stream of submits the next op is usually being
  * published right now, and going idle costs a CAS on the producers' line,
  * a scheduler round trip and, for the producer, an enqueue. Bounded (about
- * a microsecond), and only while it pays off for this session (linger.h):
- * with many sparse sessions each visit finds one op, and a linger per
- * visit was a third of the worker's time (docs/ring.md). */
+ * a microsecond), so a sparse session costs little. (Skipping it after a
+ * visit's first and only op while other sessions waited saved CPU with
+ * 100k sparse sessions but cost 4 producers -> 4 sessions ~5%: dropped,
+ * docs/ring.md.) */
 #define ACCEL__LINGER_POLLS 32
 /* Ops this long or longer read the clock after each op (see visit_begin). */
 #define ACCEL__CLOCK_CHECK_NS 1000u
@@ -90,25 +91,6 @@ static inline bool ring_ready_soon(accel_session *s, uint64_t h)
         cpu_relax();
     }
     return accel__ring_sc_ready(ACCEL__RING(s), h);
-}
-
-/* The visit ran ops and found the ring empty: whether to go on (the
- * linger caught the next op). Once a linger of this visit caught one,
- * the session is being fed: it lingers every time until one misses. */
-static bool visit_linger(accel__visit *v)
-{
-    accel_session *s = v->s;
-    /* Plain: s->linger is the visit's own (session.h). */
-    if (!v->caught && !accel__linger_due(s->linger, v->n)) {
-        s->linger = accel__linger_skipped(s->linger);
-        return false;
-    }
-    if (ring_ready_soon(s, v->h)) {
-        v->caught = true;
-        return true;
-    }
-    s->linger = accel__linger_after(s->linger, v->caught);
-    return false;
 }
 
 void accel__visit_begin(accel__visit *v, accel_runtime *rt, accel_session *s,
@@ -277,7 +259,7 @@ static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
 }
 
 /* The visit's loop: runs of takes until the budget, the clock or the ring
- * (after a short linger, where lingers pay off) ends it. */
+ * (after a short linger) ends it. */
 void accel__visit_run(accel__visit *v)
 {
     accel_op ops[ACCEL__TAKE_MAX];
@@ -295,7 +277,7 @@ void accel__visit_run(accel__visit *v)
         uint32_t ex;
         uint32_t k = accel__visit_take(v, ops, max, &ex);
         if (k == 0) {
-            if (v->n > 0 && visit_linger(v))
+            if (v->n > 0 && ring_ready_soon(v->s, v->h))
                 continue;
             break;
         }

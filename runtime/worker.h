@@ -74,7 +74,6 @@ typedef struct accel__visit {
     uint32_t every;       /* ops between clock checks */
     uint32_t until_check;
     uint32_t run_max;     /* ops one run of takes may hold */
-    bool caught;          /* a linger of this visit caught an op */
 } accel__visit;
 
 /* Most ops one run of takes copies out (on the stack) before it releases
