@@ -64,11 +64,15 @@ func (o *oldSession) Submit(ctx context.Context, f func(*Session) error) error {
 
 // ---- shared set-up -------------------------------------------------------
 
-// ACCEL_BENCH_HELP=0 switches caller helping off (docs/go.md), for A/B
-// pairs of the same binary.
+// ACCEL_BENCH_HELP=0 switches caller helping off, ACCEL_BENCH_COMBINE=0
+// the combining of SubmitAsyncs into groups (docs/go.md), for A/B pairs of
+// the same binary.
 func init() {
 	if os.Getenv("ACCEL_BENCH_HELP") == "0" {
 		helpEnabled = false
+	}
+	if os.Getenv("ACCEL_BENCH_COMBINE") == "0" {
+		combineEnabled = false
 	}
 }
 

@@ -10,6 +10,7 @@ import "C"
 import (
 	"fmt"
 	"runtime/debug"
+	"time"
 )
 
 // PanicError is what Submit returns when f panicked: the worker recovered,
@@ -50,13 +51,13 @@ func runRec(idx uint32, fl *recList) C.int {
 	// LP of the cancel race (oprec.go): whoever moves the state off queued
 	// owns the outcome.
 	if !r.state.CompareAndSwap(recQueued, recRunning) {
-		r.f, r.vs, r.cb, r.batch, r.group, r.gdone = nil, nil, nil, nil, nil, nil
+		r.f, r.vs, r.cb, r.batch = nil, nil, nil, nil
 		r.cwait, r.chwait = false, false
 		fl.free(r) // the submitter gave the record up when it cancelled
 		return 0
 	}
 	s := r.vs
-	if r.group != nil {
+	if r.grouped {
 		return runGroup(r, s, fl)
 	}
 	s.dispatched.Add(1)
@@ -73,17 +74,21 @@ func runRec(idx uint32, fl *recList) C.int {
 	return 0
 }
 
-// runGroup runs the ops of an asynchronous batch record in order: one
-// crossing for the lot (they are consecutive in the session's FIFO order
-// anyway; the scheduler sees one op and charges its whole measured time).
+// runGroup runs the ops of a group in order (SubmitAsyncBatch's, or
+// SubmitAsyncs combined: combine.go): one crossing for the lot (they are
+// consecutive in the session's FIFO order; the scheduler sees one op and
+// charges its whole measured time). Sealing it first ends appends.
 func runGroup(r *opRec, s *VMSession, fl *recList) C.int {
-	g, done, base := r.group, r.gdone, r.gbase
-	r.f, r.vs, r.group, r.gdone = nil, nil, nil, nil
-	fl.free(r)
+	g := r.grp.Load()
+	n := sealGroup(g)
+	done, base := r.gdone, r.gbase
 	failed := 0
-	for i, f := range g {
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		op := g.ops[i]
+		g.ops[i] = groupOp{}
 		s.dispatched.Add(1)
-		err := callF(f, &s.sess)
+		err := callF(op.f, &s.sess)
 		if err != nil {
 			s.failed.Add(1)
 			failed = 1
@@ -92,8 +97,14 @@ func runGroup(r *opRec, s *VMSession, fl *recList) C.int {
 		}
 		if done != nil {
 			callGroupDone(done, base+i, err)
+		} else if op.cb != nil {
+			callDone(op.cb, err)
 		}
 	}
+	s.adaptCap(n, time.Since(t0))
+	// Freed after the ops: the group's holder goes with the record.
+	r.vs, r.gdone, r.grouped = nil, nil, false
+	fl.free(r)
 	return C.int(failed)
 }
 
@@ -114,16 +125,23 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 		freeRec(r)
 		return
 	}
-	if g := r.group; g != nil {
+	if r.grouped {
 		s, done, base := r.vs, r.gdone, r.gbase
-		r.f, r.vs, r.group, r.gdone = nil, nil, nil, nil
-		freeRec(r)
-		s.cancelled.Add(uint64(len(g)))
-		for i := range g {
+		g := r.grp.Load()
+		n := sealGroup(g) // no appends to a group C has completed
+		s.cancelled.Add(uint64(n))
+		err := statusErr(int(status))
+		for i := 0; i < n; i++ {
+			op := g.ops[i]
+			g.ops[i] = groupOp{}
 			if done != nil {
-				callGroupDone(done, base+i, statusErr(int(status)))
+				callGroupDone(done, base+i, err)
+			} else if op.cb != nil {
+				callDone(op.cb, err)
 			}
 		}
+		r.vs, r.gdone, r.grouped = nil, nil, false
+		freeRec(r)
 		return
 	}
 	r.vs.cancelled.Add(1)

@@ -39,16 +39,20 @@ type opRec struct {
 	state  atomic.Uint32
 	next   atomic.Uint32 // free-stack link: index+1 of the next free record, 0 = none
 	idx    uint32
-	cwait  bool // a synchronous Submit waits on wake (waitWake)
-	chwait bool // a synchronous Submit waits on wch (host workers)
-	vs     *VMSession
-	f      func(*Session) error
-	cb     func(error)            // async completion; nil for a synchronous Submit
-	group  []func(*Session) error // SubmitAsyncBatch: ops run by one crossing
+	cwait   bool // a synchronous Submit waits on wake (waitWake)
+	chwait  bool // a synchronous Submit waits on wch (host workers)
+	grouped bool // a group: its ops are in grp (combine.go)
+	vs      *VMSession
+	f       func(*Session) error
+	cb      func(error) // async completion; nil for a synchronous Submit
+	// grp: the ops of a group (SubmitAsyncBatch, combined SubmitAsync),
+	// run by one crossing; allocated at the record's first group and kept.
+	grp atomic.Pointer[asyncGroup]
+	_   [16]byte
 	// ---- line 1: synchronous and batch ops
 	batch   *batchWait       // batch Submit: counts the ops still out
-	gdone   func(int, error) // completion of each op of group
-	gbase   int              // index of group[0] in the caller's slice
+	gdone   func(int, error) // SubmitAsyncBatch: completion of each op of the group
+	gbase   int              // index of the group's first op in the caller's slice
 	slot    int              // index of this op in its batch
 	err     error
 	wch     chan struct{} // cap 1: the worker's "done" to a waiting Submit; made once per record

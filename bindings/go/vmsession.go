@@ -30,6 +30,12 @@ type VMSession struct {
 
 	priority atomic.Int64
 	closed   atomic.Bool
+	// open: the session's most recent combining group, as a token
+	// gen<<32 | record index<<1 | openPend; 0: none (combine.go).
+	open atomic.Uint64
+	// groupCap: ops a combining group takes at most now (combine.go,
+	// adaptCap): rt.groupCap while the session's ops are short.
+	groupCap atomic.Int32
 	closeMu  sync.Mutex
 	closeErr error
 	didClose bool
@@ -120,6 +126,7 @@ func (rt *Runtime) NewVMSession(vmID string, opts ...VMSessionOption) (*VMSessio
 	}
 	v := &VMSession{id: vmID, rt: rt, h: &chandle{c: cs, rt: rt}}
 	v.sess.v = v
+	v.groupCap.Store(rt.groupCap)
 	v.priority.Store(int64(clampPriority(cfg.priority)))
 	runtime.SetFinalizer(v.h, (*chandle).release)
 	rt.sessions[vmID] = v
@@ -195,6 +202,11 @@ func (v *VMSession) Sync() error {
 // result. Never affects another session.
 func (v *VMSession) Close() error {
 	v.closed.Store(true)
+	// No append after this (the appenders that passed the closed check
+	// above before the store either reserved a slot before this seal, and
+	// their op runs in the drain below, or fail here and submit to C,
+	// which refuses once the C close began).
+	v.postClose()
 	v.closeMu.Lock()
 	defer v.closeMu.Unlock()
 	if v.didClose {
@@ -256,6 +268,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 		}
 		return err
 	}
+	v.postClose()
 	v.submitted.Add(1)
 	// The goroutine waits in C on the record's wake word (a short spin,
 	// then a futex the worker wakes): waking a parked goroutine from a C
@@ -308,6 +321,7 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 		}
 		return err
 	}
+	v.postClose()
 	v.submitted.Add(1)
 	// Caller helps: run visits on a helper slot here (not from inside an
 	// op: a visit is open on this thread; hostworker.go).
