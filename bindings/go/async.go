@@ -96,9 +96,9 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 			}
 			// Sealed from the start (same gen: no token names this use):
 			// nothing appends to a batch's group.
-			g.committed.Store(uint32(k))
-			g.word.Store(g.word.Load()&^(1<<grpGenSh-1) | grpClosed | uint64(k))
-			r.vs, r.gdone, r.gbase, r.grouped = v, done, at, true
+			r.gcommitted.Store(uint32(k))
+			r.gword.Store(r.gword.Load()&^(1<<grpGenSh-1) | grpClosed | uint64(k))
+			r.vs, r.f, r.cb, r.gdone, r.gbase, r.grouped = v, nil, nil, done, at, true
 			r.state.Store(recQueued)
 			recs[n], buf[n], sizes[n] = r, C.uintptr_t(r.idx), k
 			n++

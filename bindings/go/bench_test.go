@@ -260,6 +260,23 @@ func benchAsyncChan(b *testing.B) {
 	done.Wait()
 }
 
+// One goroutine, one op at a time: SubmitAsync and wait for its done
+// (what combining costs a submit that finds no group to join).
+func BenchmarkAsyncRoundTrip(b *testing.B) {
+	rt := benchRuntime(b, 0)
+	defer rt.Close()
+	v := benchSessions(b, rt, 1)[0]
+	ch := make(chan error, 1)
+	done := func(err error) { ch <- err }
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := v.SubmitAsync(emptyOp, done); err != nil {
+			b.Fatal(err)
+		}
+		<-ch
+	}
+}
+
 func BenchmarkAsync(b *testing.B) {
 	b.Run("accel", benchAsyncAccel)
 	b.Run("accel-batch32", benchAsyncBatchAccel)

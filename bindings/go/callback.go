@@ -79,14 +79,27 @@ func runRec(idx uint32, fl *recList) C.int {
 // consecutive in the session's FIFO order; the scheduler sees one op and
 // charges its whole measured time). Sealing it first ends appends.
 func runGroup(r *opRec, s *VMSession, fl *recList) C.int {
-	g := r.grp.Load()
-	n := sealGroup(g)
+	n := sealGroup(r)
 	done, base := r.gdone, r.gbase
+	var g *asyncGroup
+	if n > 1 || r.f == nil {
+		g = r.grp.Load()
+	}
 	failed := 0
-	t0 := time.Now()
+	// Timed for adaptCap: groups of more than one op, and one in 8 of a
+	// session's one-op groups, its first among them (two clock reads
+	// would cost a one-op group about as much as the rest of its run).
+	timed := n > 1 || s.groupTick.Add(1)&7 == 1
+	var t0 time.Time
+	if timed {
+		t0 = time.Now()
+	}
 	for i := 0; i < n; i++ {
-		op := g.ops[i]
-		g.ops[i] = groupOp{}
+		op := groupOp{r.f, r.cb}
+		if i > 0 || op.f == nil { // a batch's ops are all in g
+			op = g.ops[i]
+			g.ops[i] = groupOp{}
+		}
 		s.dispatched.Add(1)
 		err := callF(op.f, &s.sess)
 		if err != nil {
@@ -101,9 +114,11 @@ func runGroup(r *opRec, s *VMSession, fl *recList) C.int {
 			callDone(op.cb, err)
 		}
 	}
-	s.adaptCap(n, time.Since(t0))
+	if timed {
+		s.adaptCap(n, time.Since(t0))
+	}
 	// Freed after the ops: the group's holder goes with the record.
-	r.vs, r.gdone, r.grouped = nil, nil, false
+	r.vs, r.f, r.cb, r.gdone, r.grouped = nil, nil, nil, nil, false
 	fl.free(r)
 	return C.int(failed)
 }
@@ -127,20 +142,26 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 	}
 	if r.grouped {
 		s, done, base := r.vs, r.gdone, r.gbase
-		g := r.grp.Load()
-		n := sealGroup(g) // no appends to a group C has completed
+		n := sealGroup(r) // no appends to a group C has completed
+		var g *asyncGroup
+		if n > 1 || r.f == nil {
+			g = r.grp.Load()
+		}
 		s.cancelled.Add(uint64(n))
 		err := statusErr(int(status))
 		for i := 0; i < n; i++ {
-			op := g.ops[i]
-			g.ops[i] = groupOp{}
+			op := groupOp{r.f, r.cb}
+			if i > 0 || op.f == nil {
+				op = g.ops[i]
+				g.ops[i] = groupOp{}
+			}
 			if done != nil {
 				callGroupDone(done, base+i, err)
 			} else if op.cb != nil {
 				callDone(op.cb, err)
 			}
 		}
-		r.vs, r.gdone, r.grouped = nil, nil, false
+		r.vs, r.f, r.cb, r.gdone, r.grouped = nil, nil, nil, nil, false
 		freeRec(r)
 		return
 	}

@@ -34,7 +34,8 @@ package accel
 //
 // Records are reused, so a token names a group by record index and the
 // record's group generation (gen, bumped at each use as a combining
-// group); an append is a CAS on the group's word that also checks gen. A
+// group); an append is a CAS on the group's word (in the record) that
+// also checks gen. A
 // stale token would match again only after 2^32 reuses of its record
 // between an appender's load of v.open and its CAS.
 
@@ -43,7 +44,6 @@ import "C"
 
 import (
 	"runtime"
-	"sync/atomic"
 	"time"
 )
 
@@ -58,37 +58,28 @@ const (
 )
 
 // groupOp is one Go op of a group: f, and its completion (cb for an
-// appended or combining op; nil when the record's gdone reports).
+// appended op; nil when the record's gdone reports).
 type groupOp struct {
 	f  func(*Session) error
 	cb func(error)
 }
 
-// asyncGroup holds a group's ops. It is allocated the first time its
-// record carries a group and stays with the record (records are never
-// freed), so a stale appender reaches memory that is always valid.
+// asyncGroup holds a group's ops after the first (a batch's: all of
+// them). Allocated the first time its record needs it and kept with the
+// record (records are never freed).
 type asyncGroup struct {
-	// word: gen, sealed, slots reserved; appenders CAS it (LP of an
-	// append), the sealer CASes grpClosed into it.
-	word atomic.Uint64
-	// committed: slots whose op is written; the sealer waits until it
-	// equals the count it sealed.
-	committed atomic.Uint32
-	_         [64 - 12]byte // ops start on their own line
-	ops       [groupMax]groupOp
+	ops [groupMax]groupOp
 }
 
-// groupOf returns r's group holder, allocating it on first use (r is
-// owned by the caller: allocated, not yet handed to C).
+// groupOf returns r's group holder, allocating it on first use. The CAS
+// orders the holder's allocation before any use of it by another
+// goroutine (a creator and an appender may both allocate: one wins).
 func groupOf(r *opRec) *asyncGroup {
-	g := r.grp.Load()
-	if g == nil {
-		g = new(asyncGroup)
-		// Store: publishes the holder to stale appenders that load r.grp
-		// (they only read g.word, an atomic, before a successful CAS).
-		r.grp.Store(g)
+	if g := r.grp.Load(); g != nil {
+		return g
 	}
-	return g
+	r.grp.CompareAndSwap(nil, new(asyncGroup))
+	return r.grp.Load()
 }
 
 // combineEnabled: SubmitAsync combines into the session's open group (a
@@ -99,16 +90,16 @@ var combineEnabled = true
 // free slot (the caller creates one).
 func (v *VMSession) tryAppend(f func(*Session) error, done func(error)) bool {
 	// Acquire: pairs with the creator's publishing CAS; only the token's
-	// bits are used (the group's state is read through g.word).
+	// bits are used (the group's state is read through its word).
 	o := v.open.Load()
 	if o == 0 || o&openPend != 0 {
 		return false
 	}
-	g := recAt(uint32(o)>>1).grp.Load()
+	r := recAt(uint32(o) >> 1)
 	gen := o >> grpGenSh
 	max := uint64(v.groupCap.Load())
 	for {
-		w := g.word.Load()
+		w := r.gword.Load()
 		if w>>grpGenSh != gen || w&grpClosed != 0 || w&grpCount >= max {
 			return false
 		}
@@ -116,12 +107,12 @@ func (v *VMSession) tryAppend(f func(*Session) error, done func(error)) bool {
 		// group. Pairs with the sealer's CAS (same word, one total order):
 		// a reservation before the seal is counted in what the sealer
 		// runs, one after it fails here.
-		if g.word.CompareAndSwap(w, w+1) {
-			k := w & grpCount
-			g.ops[k] = groupOp{f: f, cb: done}
+		if r.gword.CompareAndSwap(w, w+1) {
+			k := w & grpCount // >= 1: slot 0 is the creator's op (r.f)
+			groupOf(r).ops[k] = groupOp{f: f, cb: done}
 			// Release: publishes ops[k] to the sealer's acquire load of
-			// committed (waitCommitted).
-			g.committed.Add(1)
+			// gcommitted (sealGroup).
+			r.gcommitted.Add(1)
 			return true
 		}
 	}
@@ -131,20 +122,17 @@ func (v *VMSession) tryAppend(f func(*Session) error, done func(error)) bool {
 // later SubmitAsyncs on v can append to. Returns the C status.
 func (v *VMSession) submitGroup(f func(*Session) error, done func(error)) int {
 	r := allocRec()
-	g := groupOf(r)
 	// The record was freed sealed (every use of a group ends sealed), so
-	// no appender can CAS g.word until this Store gives it a new gen.
-	gen := g.word.Load()>>grpGenSh + 1
+	// no appender can CAS its word until this Store gives it a new gen.
+	gen := r.gword.Load()>>grpGenSh + 1
 	if gen == 1<<32 {
-		gen = 1 // tokens never carry gen 0: a fresh holder's word is 0
+		gen = 1 // tokens never carry gen 0: a fresh record's word is 0
 	}
-	g.ops[0] = groupOp{f: f, cb: done}
-	g.committed.Store(1)
-	g.word.Store(gen<<grpGenSh | 1)
-	r.vs, r.grouped = v, true
+	r.vs, r.f, r.cb, r.grouped = v, f, done, true
+	r.gcommitted.Store(1)
+	r.gword.Store(gen<<grpGenSh | 1)
 	r.state.Store(recQueued)
 	tok := gen<<grpGenSh | uint64(r.idx)<<1
-	var prev uint64
 	for {
 		o := v.open.Load()
 		if o&openPend != 0 {
@@ -157,21 +145,21 @@ func (v *VMSession) submitGroup(f func(*Session) error, done func(error)) int {
 		// Claim: from here until our publication, a creator withdraws us
 		// and any other submit closes us after its C submit.
 		if v.open.CompareAndSwap(o, tok|openPend) {
-			prev = o
 			break
 		}
 	}
-	if prev != 0 {
-		closeGroup(prev) // replaced: appends to it end here
-	}
+	// The group the claim replaced is left as it is: no appender finds
+	// it in v.open any more, and one that loaded it before the claim
+	// started its SubmitAsync before ours returns (concurrent with ours:
+	// either order is right). Sealing it here would cost a line the
+	// worker wrote.
 	rc := v.rt.wakesFrom(int64(C.goaccel_submit(v.h.c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 0)))
 	runtime.KeepAlive(v.h)
 	if rc != C.ACCEL_OK {
 		// Never queued and never published: no appender reached it.
 		v.open.CompareAndSwap(tok|openPend, 0)
-		g.word.Store(gen<<grpGenSh | grpClosed)
-		g.ops[0] = groupOp{}
-		r.vs, r.grouped = nil, false
+		r.gword.Store(gen<<grpGenSh | grpClosed)
+		r.vs, r.f, r.cb, r.grouped = nil, nil, nil, false
 		freeRec(r)
 		return rc
 	}
@@ -199,42 +187,43 @@ func (v *VMSession) postClose() {
 // closeGroup seals the group of token o, if that generation is still
 // unsealed.
 func closeGroup(o uint64) {
-	g := recAt(uint32(o)>>1).grp.Load()
+	r := recAt(uint32(o) >> 1)
 	gen := o >> grpGenSh
 	for {
-		w := g.word.Load()
+		w := r.gword.Load()
 		if w>>grpGenSh != gen || w&grpClosed != 0 {
 			return
 		}
 		// Pairs with the appenders' reserving CAS: after this, none
 		// succeeds on this generation.
-		if g.word.CompareAndSwap(w, w|grpClosed) {
+		if r.gword.CompareAndSwap(w, w|grpClosed) {
 			return
 		}
 	}
 }
 
-// sealGroup closes g to appends and returns how many ops it holds, once
-// all of them are written. Called by whoever takes the group from C (the
-// worker, or the completion of a cancelled group).
-func sealGroup(g *asyncGroup) int {
+// sealGroup closes r's group to appends and returns how many ops it
+// holds, once all of them are written. Called by whoever takes the group
+// from C (the worker, or the completion of a cancelled group).
+func sealGroup(r *opRec) int {
 	var w uint64
 	for {
-		w = g.word.Load()
+		w = r.gword.Load()
 		if w&grpClosed != 0 {
 			break
 		}
 		// LP of the seal: the reservations before it are the group.
-		if g.word.CompareAndSwap(w, w|grpClosed) {
+		if r.gword.CompareAndSwap(w, w|grpClosed) {
 			break
 		}
 	}
 	n := uint32(w & grpCount)
-	// Acquire: pairs with each appender's committed.Add, so ops[0..n) are
+	// Acquire: pairs with each appender's gcommitted.Add, so the ops are
 	// written before we read them. The wait is bounded: an appender sits
-	// between its reserving CAS and its commit for two stores only; we
-	// yield in case it was preempted there and shares our P.
-	for i := 0; g.committed.Load() != n; i++ {
+	// between its reserving CAS and its commit for a few stores only (and
+	// once per record, the holder's allocation); we yield in case it was
+	// preempted there and shares our P.
+	for i := 0; r.gcommitted.Load() != n; i++ {
 		if i >= 64 {
 			runtime.Gosched()
 		}
@@ -250,6 +239,9 @@ func sealGroup(g *asyncGroup) int {
 // move the session off the short lane and make visits overrun the
 // quantum, so only ops far below ShortOp are combined.
 func (v *VMSession) adaptCap(n int, d time.Duration) {
+	if n == 0 {
+		return
+	}
 	c := v.rt.groupCap
 	if per := int64(d) / int64(n); per > 0 {
 		if m := v.rt.shortNs / 2 / per; m < int64(c) {

@@ -36,19 +36,23 @@ const recChunkSize = 1 << recChunkBits
 // moves between the submitter's and the worker's cores as one line.
 type opRec struct {
 	// ---- line 0: every op
-	state  atomic.Uint32
-	next   atomic.Uint32 // free-stack link: index+1 of the next free record, 0 = none
-	idx    uint32
+	state   atomic.Uint32
+	next    atomic.Uint32 // free-stack link: index+1 of the next free record, 0 = none
+	idx     uint32
 	cwait   bool // a synchronous Submit waits on wake (waitWake)
 	chwait  bool // a synchronous Submit waits on wch (host workers)
-	grouped bool // a group: its ops are in grp (combine.go)
+	grouped bool // a group (combine.go): f/cb its first op (nil in a batch's), grp the rest
 	vs      *VMSession
 	f       func(*Session) error
 	cb      func(error) // async completion; nil for a synchronous Submit
-	// grp: the ops of a group (SubmitAsyncBatch, combined SubmitAsync),
-	// run by one crossing; allocated at the record's first group and kept.
+	// grp: the ops of a group other than f (SubmitAsyncBatch: all), run
+	// by one crossing; allocated at the record's first need and kept.
 	grp atomic.Pointer[asyncGroup]
-	_   [16]byte
+	// A group's word (gen<<32 | grpClosed | ops reserved) and how many of
+	// its ops are written (combine.go): in this line, so that a group of
+	// one op moves between the cores as one line, as a plain op does.
+	gword      atomic.Uint64
+	gcommitted atomic.Uint32
 	// ---- line 1: synchronous and batch ops
 	batch   *batchWait       // batch Submit: counts the ops still out
 	gdone   func(int, error) // SubmitAsyncBatch: completion of each op of the group

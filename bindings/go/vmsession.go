@@ -40,11 +40,16 @@ type VMSession struct {
 	closeErr error
 	didClose bool
 
-	submitted  atomic.Uint64 // accepted into the queue
+	submitted atomic.Uint64 // accepted into the queue
+	// The counters below are written by the workers for each op, the
+	// fields above read or written by submitters: apart, so that one
+	// side's writes do not take the other's line.
+	_          [64]byte
 	dispatched atomic.Uint64 // f started
 	completed  atomic.Uint64 // f returned nil
 	failed     atomic.Uint64 // f returned an error or panicked
 	cancelled  atomic.Uint64 // ctx ended (or the session closed) before f started
+	groupTick  atomic.Uint32 // one-op groups run (callback.go: which are timed)
 }
 
 // chandle owns the C handle; its finalizer releases it once the VMSession
