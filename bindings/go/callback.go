@@ -85,7 +85,8 @@ func runGroup(r *opRec, s *VMSession, fl *recList) C.int {
 	if n > 1 || r.f == nil {
 		g = r.grp.Load()
 	}
-	failed := 0
+	var ok, bad uint64 // outcomes not yet added to s's counters
+	failed := false
 	// Timed for adaptCap: groups of more than one op, and one in 8 of a
 	// session's one-op groups, its first among them (two clock reads
 	// would cost a one-op group about as much as the rest of its run).
@@ -103,24 +104,47 @@ func runGroup(r *opRec, s *VMSession, fl *recList) C.int {
 		s.dispatched.Add(1)
 		err := callF(op.f, &s.sess)
 		if err != nil {
-			s.failed.Add(1)
-			failed = 1
+			bad++
+			failed = true
 		} else {
-			s.completed.Add(1)
+			ok++
 		}
-		if done != nil {
-			callGroupDone(done, base+i, err)
-		} else if op.cb != nil {
-			callDone(op.cb, err)
+		// The outcome counts are added before a completion runs (it may
+		// read Stats) and at the end: one atomic per group, not per op,
+		// where no completion looks.
+		if done != nil || op.cb != nil {
+			s.countOutcomes(&ok, &bad)
+			if done != nil {
+				callGroupDone(done, base+i, err)
+			} else {
+				callDone(op.cb, err)
+			}
 		}
 	}
+	s.countOutcomes(&ok, &bad)
 	if timed {
 		s.adaptCap(n, time.Since(t0))
 	}
 	// Freed after the ops: the group's holder goes with the record.
 	r.vs, r.f, r.cb, r.gdone, r.grouped = nil, nil, nil, nil, false
 	fl.free(r)
-	return C.int(failed)
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// countOutcomes adds *ok completed and *bad failed ops to s's counters and
+// zeroes them.
+func (s *VMSession) countOutcomes(ok, bad *uint64) {
+	if *ok != 0 {
+		s.completed.Add(*ok)
+		*ok = 0
+	}
+	if *bad != 0 {
+		s.failed.Add(*bad)
+		*bad = 0
+	}
 }
 
 func callGroupDone(done func(int, error), i int, err error) {
