@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// openGroupLen returns how many ops v's open combining group holds (0:
-// none open).
+// openGroupLen returns how many ops the group v.open names holds, sealed
+// or not (0: none named).
 func openGroupLen(v *VMSession) int {
 	o := v.open.Load()
 	if o == 0 || o&openPend != 0 {
@@ -218,6 +218,12 @@ func gatedGroup(t *testing.T, v *VMSession, fs []func(*Session) error, inside fu
 		t.Fatal(err)
 	}
 	<-started
+	ok := false
+	defer func() {
+		if !ok {
+			close(gate) // a failed check must not leave the worker held
+		}
+	}()
 	dones = make(chan [2]any, 2*len(fs)) // room for extras, counted
 	for i, f := range fs {
 		i := i
@@ -228,6 +234,7 @@ func gatedGroup(t *testing.T, v *VMSession, fs []func(*Session) error, inside fu
 	if got := openGroupLen(v); got != len(fs) {
 		t.Fatalf("open group holds %d ops, want all %d combined", got, len(fs))
 	}
+	ok = true
 	return func() { close(gate) }, dones
 }
 
