@@ -13,14 +13,28 @@
  * As in lanes.pml: one short-lane and one general slot, two sessions whose
  * ops meet; at quiescence both met.
  *
- * Not modelled here: the Go binding's helper slots (hostworker.go, caller
- * helps). A helper slot never announces idle and is never woken, so it is
- * invisible to this protocol; a helper only takes work. The one place a
+ * The Go binding's helper slots (hostworker.go, caller helps): a helper
+ * slot never announces idle and is never woken, so it is invisible to
+ * this protocol; a helper only takes work (-DHELPER below models the one
+ * way it takes work that was never queued). The one place a
  * slot leaves work without a wake is the end of a visit, which re-queues
  * the session for the ending slot's own next begin; a helper that stops
  * ends with accel_host_visit_end_stop, which then does the submitter's
  * step above (re-queue = enqueue; hot fence; claim a parked slot, post),
  * so the argument is this model's submitter's.
+ *
+ * -DHELPER: the direct hand-off of accel_host_submit_begin. The submit
+ *  of the last session is a helper's: the session becomes runnable and,
+ *  when the helper slot's pick would return it first, goes to the helper
+ *  without the calendar and without a wake (no q!, no claim). The helper
+ *  then either runs the op itself (a runner that never parks, so it can
+ *  meet a worker running the other session), or stops with the session
+ *  re-queued (ops left: accel_host_visit_end_stop = enqueue, hot fence,
+ *  claim a parked slot, post); or the hand-off was not taken and the
+ *  submit enqueues and wakes as usual. Which one is nondeterministic.
+ * -DHELPER -DBROKEN_DIRECT_NOWAKE: the helper stops after a plain end
+ *  (the re-queue without the claim and post): a worker that parked while
+ *  the helper held the session is never woken and the op waits forever.
  *
  * -DBROKEN_NORECHECK: the slot sleeps right after announcing idle, without
  *  the second begin: a submit between its first pick and the announcement
@@ -64,18 +78,40 @@ inline claim_wake(l, done) {
     fi
 }
 
+inline enqueue_wake(i) {
+    q!i;                            /* enqueue (the calendar's push) */
+    claim_wake(1, done);            /* short lane first */
+    if
+    :: !done -> claim_wake(0, done)
+    :: else
+    fi
+}
+
 proctype submitter()
 {
     byte i;
     bit done;
-    for (i : 1 .. NS) {
-        q!i;                        /* enqueue (the calendar's push) */
-        claim_wake(1, done);        /* short lane first */
-        if
-        :: !done -> claim_wake(0, done)
-        :: else
-        fi
+#ifdef HELPER
+    for (i : 1 .. NS - 1) {
+        enqueue_wake(i)
     }
+    if
+    :: enqueue_wake(NS)             /* not first for the helper's pick */
+    :: running++;                   /* taken directly: the helper runs it */
+       (running == NS);
+       met++
+    :: true ->                      /* taken directly; the helper stops with */
+#ifdef BROKEN_DIRECT_NOWAKE         /* the session re-queued (end_stop) */
+       q!NS
+#else
+       enqueue_wake(NS)
+#endif
+    fi
+#else
+    for (i : 1 .. NS) {
+        enqueue_wake(i)
+    }
+#endif
 }
 
 proctype worker(byte lane)

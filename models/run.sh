@@ -80,6 +80,10 @@ check lanes.pml 'fail:assertion violated (met==' -DBROKEN_NOPASS
 check host.pml pass
 check host.pml 'fail:assertion violated (met==' -DBROKEN_NORECHECK
 check host.pml 'fail:assertion violated (met==' -DBROKEN_UNBUFFERED
+# the direct hand-off of accel_host_submit_begin (a helper takes the
+# session it made runnable, without queue or wake)
+check host.pml pass -DHELPER
+check host.pml 'fail:assertion violated (met==' -DHELPER -DBROKEN_DIRECT_NOWAKE
 
 check room.pml pass
 check room.pml 'fail:assertion violated ((returned==' -DBROKEN_BATCHED

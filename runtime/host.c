@@ -106,6 +106,10 @@ static void take_ops(accel__host_slot *h, accel_op *out, unsigned cap)
     h->handed = m;
 }
 
+static int begin_session(accel_runtime *rt, unsigned worker,
+                         accel__host_slot *h, accel_session *s,
+                         accel_op *ops, unsigned cap, unsigned *n);
+
 int accel_host_visit_begin(accel_runtime *rt, unsigned worker, accel_op *ops,
                            unsigned cap, unsigned *n)
 {
@@ -114,14 +118,21 @@ int accel_host_visit_begin(accel_runtime *rt, unsigned worker, accel_op *ops,
         return ACCEL_EINVAL;
     if (accel__runtime_forked(rt))
         return ACCEL_ECLOSED;
-    accel__worker *w = &rt->workers[worker];
     unsigned lane = worker < rt->cfg.short_lane_workers ? 1 : 0;
     accel__sched_entity *e = accel__sched_pick(rt->sched, lane);
-    accel__bump(&w->picks, 1);
+    accel__bump(&rt->workers[worker].picks, 1);
     if (!e)
         return ACCEL_EAGAIN;
-    accel__bump(&w->visits, 1);
-    accel_session *s = e->owner;
+    return begin_session(rt, worker, h, e->owner, ops, cap, n);
+}
+
+/* Opens the slot's visit of s, which the slot holds as picked (the
+ * scheduler's reference with it). */
+static int begin_session(accel_runtime *rt, unsigned worker,
+                         accel__host_slot *h, accel_session *s,
+                         accel_op *ops, unsigned cap, unsigned *n)
+{
+    accel__bump(&rt->workers[worker].visits, 1);
     accel__visit_begin(&h->v, rt, s, accel__now_ns());
     h->open = true;
     h->in_line = (s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) != 0;
@@ -135,6 +146,38 @@ int accel_host_visit_begin(accel_runtime *rt, unsigned worker, accel_op *ops,
     }
     take_ops(h, ops, cap < ACCEL_HOST_VISIT_MAX ? cap : ACCEL_HOST_VISIT_MAX);
     *n = h->handed;
+    return ACCEL_OK;
+}
+
+/* Direct hand-off: a submit that makes s runnable while its caller is
+ * about to begin on slot `worker` gives s to that begin when the slot's
+ * pick would return s anyway (accel__sched_enqueue_or_take): the same
+ * order, without the calendar's push and pop. No wake is asked for s
+ * then: the slot runs it, and whatever its visit leaves re-queued is the
+ * end's to wake for (a helper that stops ends with _end_stop). Otherwise
+ * the submit enqueues and wakes as accel_submit, and the begin picks. */
+int accel_host_submit_begin(accel_runtime *rt, unsigned worker,
+                            accel_session *s, const accel_op *op,
+                            int64_t timeout_ns, accel_op *ops, unsigned cap,
+                            unsigned *n, int *begun)
+{
+    accel__host_slot *h = slot_of(rt, worker);
+    if (!h || !s || s->rt != rt || !op || !op->fn ||
+        timeout_ns < ACCEL_FOREVER || !n || !begun || cap == 0 || !ops ||
+        h->open || h->idle)
+        return ACCEL_EINVAL;
+    *n = 0;
+    *begun = ACCEL_EAGAIN;
+    accel__submit_take t = {.lane = worker < rt->cfg.short_lane_workers};
+    int rc = accel__submit_take_one(s, op, timeout_ns, &t);
+    if (rc != ACCEL_OK)
+        return rc;
+    if (t.taken) {
+        accel__bump(&rt->workers[worker].picks, 1);
+        *begun = begin_session(rt, worker, h, s, ops, cap, n);
+    } else {
+        *begun = accel_host_visit_begin(rt, worker, ops, cap, n);
+    }
     return ACCEL_OK;
 }
 

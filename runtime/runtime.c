@@ -24,6 +24,7 @@ static void runtime_free(accel_runtime *rt)
     accel__sched_destroy(rt->sched);
     accel__backends_fini(rt->backends);
     pthread_mutex_destroy(&rt->list_lock);
+    pthread_mutex_destroy(&rt->table_lock);
     accel__host_free(rt);
     accel__free(rt->worker_cpus);
     accel__free(rt->workers);
@@ -82,6 +83,8 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     rt->cfg = c;
     rt->fork_gen = accel__fork_generation();
     pthread_mutex_init(&rt->list_lock, NULL);
+    pthread_mutex_init(&rt->table_lock, NULL);
+    rt->table_want = rt->table_buckets = ACCEL__TABLE_INIT_BUCKETS;
     CDS_INIT_LIST_HEAD(&rt->sessions);
     rt->workers =
         accel__calloc_aligned(64, (size_t)c.workers * sizeof(accel__worker));

@@ -54,6 +54,11 @@ struct accel_runtime {
     pthread_mutex_t list_lock;
     struct cds_list_head sessions;
     unsigned long nsessions;
+    unsigned long table_want; /* buckets asked for, under list_lock */
+    /* Serializes table resizes so that a smaller size asked for earlier
+     * never lands after a larger one; table_buckets is under it. */
+    pthread_mutex_t table_lock;
+    unsigned long table_buckets;
 
     /* Host-driven workers: one slot per worker (host.c); else NULL. */
     struct accel__host_slot *host;

@@ -81,20 +81,32 @@ void accel__sched_entity_init(accel__sched *s, accel__sched_entity *e,
 unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
                               bool woke);
 
+/* As enqueue, for a worker of `lane` that will pick right after: when
+ * that pick would return e (its deadline bucket is at or before the
+ * first non-empty bucket the lane's pick looks at, with pick's tie
+ * rules), e is not queued but handed to the caller as picked: *taken =
+ * true, returns 0, and the caller holds e as pick's caller would
+ * (charge, re-enqueue). Else as enqueue (*taken = false). The order is
+ * the scheduler's either way: a push and that pick, without the
+ * calendar's round trip. Lock-free. */
+unsigned accel__sched_enqueue_or_take(accel__sched *s, accel__sched_entity *e,
+                                      bool woke, unsigned lane, bool *taken);
 /* Removes and returns the entity a worker of `lane` should run next
  * (lane 0: general workers, 1: short-lane workers), NULL when none is
  * runnable for that lane. Lock-free. */
 accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane);
 
-/* A hint, not a claim: the entity a worker of `lane` would likely pick
- * next (the top of the first non-empty bucket), or NULL, and in *hint the
- * entity's `hint` as it was when it was queued. The entity may be picked
- * by another worker, or even be freed, by the time the caller looks: use
- * both only to prefetch, never dereference the entity. It also prefetches
- * the queue node after that one, so that the next peek does not wait for
+/* A hint, not a claim: up to max entities a worker of `lane` would likely
+ * pick next (the top of the first non-empty bucket and those under it, in
+ * that bucket only) in e[], and in hint[] each entity's `hint` as it was
+ * when it was queued; returns how many. An entity may be picked by another
+ * worker, or even be freed, by the time the caller looks: use both only
+ * to prefetch, never dereference an entity. It also prefetches the queue
+ * node under the last one, so that the next peek does not wait for
  * memory. Lock-free, read-only. */
-accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane,
-                                       uint32_t *hint);
+unsigned accel__sched_peek(accel__sched *s, unsigned lane,
+                          accel__sched_entity **e, uint32_t *hint,
+                          unsigned max);
 
 /* How many ops the coming visit of e may run (the quantum in ops, shortened
  * so that it is expected to fit quantum_ns). Only the picking worker. */

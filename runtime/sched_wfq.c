@@ -117,6 +117,7 @@ static inline uint64_t lag_cap(const accel__sched *s,
 
 static void place(accel__sched *s, accel__sched_entity *e, unsigned cls,
                   uint64_t V);
+static void vtime_advance(accel__sched *s, unsigned cls, uint64_t to);
 
 /* The system virtual time of both classes (see the top of the file).
  * relaxed: V is a monotonic hint. */
@@ -131,8 +132,9 @@ static inline uint64_t vnow(const accel__sched *s)
     return v0 > v1 ? v0 : v1;
 }
 
-unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
-                              bool woke)
+/* The enqueue's bookkeeping before the push: weight, class, start tag
+ * and deadline. Returns the class. */
+static unsigned prepare(accel__sched *s, accel__sched_entity *e, bool woke)
 {
     /* relaxed: set_priority's store; read once per visit. */
     uint32_t w = atomic_load_explicit(&e->weight, memory_order_relaxed);
@@ -160,13 +162,77 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
      * the worker that picks e charges it. */
     atomic_store_explicit(&e->vtime, v, memory_order_relaxed);
     e->deadline = v + e->visit_cost_ns / w;
+    return cls;
+}
+
+static inline unsigned lanes_of(unsigned cls)
+{
+    return cls ? ACCEL__SCHED_LANE_GENERAL | ACCEL__SCHED_LANE_SHORT
+               : ACCEL__SCHED_LANE_GENERAL;
+}
+
+unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
+                              bool woke)
+{
+    unsigned cls = prepare(s, e, woke);
     /* The window of calendar k is laid out from V_k; a deadline beyond it
      * (V_k stale behind vnow) waits in its last bucket and pick moves V_k
      * on. */
     place(s, e, cls,
           atomic_load_explicit(&s->V[cls].v, memory_order_relaxed));
-    return cls ? ACCEL__SCHED_LANE_GENERAL | ACCEL__SCHED_LANE_SHORT
-               : ACCEL__SCHED_LANE_GENERAL;
+    return lanes_of(cls);
+}
+
+/* Whether a pick by a worker of `lane` right after e's push into bucket
+ * b of calendar cls would return e: b is at or before the first
+ * non-empty bucket of every calendar that pick looks at, with pick's tie
+ * rules (the same bucket of its own calendar: the LIFO pop returns the
+ * newest push, e; the same key in the other calendar: the short class
+ * wins). relaxed loads: V and the bitmaps are hints here as in pick; a
+ * push racing with this look is ordered after it, as it would be after a
+ * push and pop of e. */
+static bool would_pick(accel__sched *s, unsigned lane, unsigned cls,
+                       uint64_t b)
+{
+    unsigned lo = lane && s->ncls > 1 ? 1 : 0;
+    if (cls < lo)
+        return false; /* a general entity: a short-lane pick skips it */
+    for (unsigned k = lo; k < s->ncls; k++) {
+        uint64_t V = atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
+        uint64_t from = (V >> s->shift) - BEHIND;
+        int slot = accel__sched_cal_first(&s->cal[k],
+                                          (unsigned)(from & (SLOTS - 1)));
+        if (slot < 0)
+            continue;
+        uint64_t key = from + (((uint64_t)slot - from) & (SLOTS - 1));
+        if (key < b || (key == b && k != cls && k == 1))
+            return false;
+    }
+    return true;
+}
+
+unsigned accel__sched_enqueue_or_take(accel__sched *s, accel__sched_entity *e,
+                                      bool woke, unsigned lane, bool *taken)
+{
+    unsigned cls = prepare(s, e, woke);
+    uint64_t V = atomic_load_explicit(&s->V[cls].v, memory_order_relaxed);
+    uint64_t base = V >> s->shift;
+    uint64_t b = e->deadline >> s->shift;
+    /* Only a deadline inside the window: place would clamp one outside,
+     * and pick would then queue it again (accel__sched_pick). */
+    if (b >= base - BEHIND && b <= base + AHEAD - 1 &&
+        would_pick(s, lane, cls, b)) {
+        /* What pick does with the entity it returns, e's bucket being
+         * the first: V moves to at most its start. */
+        uint64_t start = atomic_load_explicit(&e->vtime, memory_order_relaxed);
+        uint64_t to = b << s->shift;
+        vtime_advance(s, cls, start < to ? start : to);
+        *taken = true;
+        return 0;
+    }
+    place(s, e, cls, V);
+    *taken = false;
+    return lanes_of(cls);
 }
 
 /* Pushes e into the bucket of its deadline within the window of V. */
@@ -199,8 +265,9 @@ static void vtime_advance(accel__sched *s, unsigned cls, uint64_t to)
         ;
 }
 
-accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane,
-                                       uint32_t *hint)
+unsigned accel__sched_peek(accel__sched *s, unsigned lane,
+                          accel__sched_entity **e, uint32_t *hint,
+                          unsigned max)
 {
     unsigned k = lane && s->ncls > 1 ? 1 : 0;
     uint64_t V = atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
@@ -208,21 +275,27 @@ accel__sched_entity *accel__sched_peek(accel__sched *s, unsigned lane,
     int slot = accel__sched_cal_first(&s->cal[k],
                                       (unsigned)(from & (SLOTS - 1)));
     if (slot < 0)
-        return NULL;
+        return 0;
     /* relaxed (here and below): hints; the nodes are type-stable, so the
-     * reads are safe even when the node was popped and reused meanwhile. */
+     * reads are safe even when a node was popped and reused meanwhile
+     * (a reused node's next may lead anywhere in the array, or to 0). */
     uint32_t idx = (uint32_t)atomic_load_explicit(&s->cal[k].heads[slot],
                                                   memory_order_relaxed);
-    if (!idx)
-        return NULL;
-    const accel__sched_node *n = &s->nodes.v[idx];
-    /* The node under it is likely the next peek's: with many entities
-     * queued its line is cold, and this peek is a visit ahead of that. */
-    uint32_t next = atomic_load_explicit(&n->next, memory_order_relaxed);
-    if (next)
-        __builtin_prefetch(&s->nodes.v[next]);
-    *hint = atomic_load_explicit(&n->hint, memory_order_relaxed);
-    return atomic_load_explicit(&n->e, memory_order_relaxed);
+    unsigned n = 0;
+    while (idx && n < max) {
+        const accel__sched_node *node = &s->nodes.v[idx];
+        hint[n] = atomic_load_explicit(&node->hint, memory_order_relaxed);
+        e[n++] = atomic_load_explicit(&node->e, memory_order_relaxed);
+        idx = atomic_load_explicit(&node->next, memory_order_relaxed);
+        if (idx >= s->nodes.cap)
+            break; /* torn by a reuse: stop (a hint) */
+    }
+    /* The node under the last one is likely the next peek's last: with
+     * many entities queued its line is cold, and this peek is a visit
+     * ahead of that one. */
+    if (idx && idx < s->nodes.cap)
+        __builtin_prefetch(&s->nodes.v[idx]);
+    return n;
 }
 
 accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane)

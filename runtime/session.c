@@ -77,8 +77,12 @@ void accel__session_free_now(accel_session *s)
     accel__free(s); /* ring slots and id live in the same allocation */
 }
 
-/* Cold path: the runtime's list of session objects (destroy walks it). */
-static int list_add(accel_runtime *rt, accel_session *s)
+/* Cold path: the runtime's list of session objects (destroy walks it).
+ * *grow: the bucket count the id table should now have, 0 if it has
+ * enough: once the sessions outnumber the buckets, the next power of two
+ * (a chain of at most one node on average; 16 bytes a bucket, so at most
+ * 32 bytes a session). */
+static int list_add(accel_runtime *rt, accel_session *s, unsigned long *grow)
 {
     pthread_mutex_lock(&rt->list_lock); /* cold: session open */
     if (rt->nsessions >= ACCEL__SESSIONS_MAX) {
@@ -87,8 +91,26 @@ static int list_add(accel_runtime *rt, accel_session *s)
     }
     cds_list_add(&s->rt_link, &rt->sessions);
     rt->nsessions++;
+    *grow = 0;
+    if (rt->nsessions > rt->table_want) {
+        while (rt->table_want < rt->nsessions)
+            rt->table_want *= 2;
+        *grow = rt->table_want;
+    }
     pthread_mutex_unlock(&rt->list_lock);
     return ACCEL_OK;
+}
+
+/* Cold path: resizes the id table for list_add's request, in the opening
+ * thread (outside the read-side section; lookups go on meanwhile). */
+static void table_grow(accel_runtime *rt, unsigned long buckets)
+{
+    pthread_mutex_lock(&rt->table_lock); /* cold: 1 open in 2^k */
+    if (buckets > rt->table_buckets) {
+        accel__table_resize(rt->table, buckets);
+        rt->table_buckets = buckets;
+    }
+    pthread_mutex_unlock(&rt->table_lock);
 }
 
 static void list_del(accel_runtime *rt, accel_session *s)
@@ -203,13 +225,16 @@ static int backend_open(accel_runtime *rt, accel_session *s,
 /* Makes the session known: the runtime's list, then the id table. */
 static int session_register(accel_runtime *rt, accel_session *s)
 {
-    if (list_add(rt, s) != ACCEL_OK)
+    unsigned long grow;
+    if (list_add(rt, s, &grow) != ACCEL_OK)
         return ACCEL_ENOMEM;
     accel__rcu_read_lock();
     int rc = accel__table_insert(rt->table, s);
     accel__rcu_read_unlock();
     if (rc != ACCEL_OK)
         list_del(rt, s);
+    else if (grow)
+        table_grow(rt, grow);
     return rc;
 }
 

@@ -141,16 +141,22 @@ _Static_assert(sizeof(struct accel_session) == 384,
  * ring's EX side array (ring.h), then the wait stamps, then its id: one malloc header, no second alignment pad,
  * ids paid by their length. */
 
+/* Set in a hint when the next visit's first slot is the ring's last:
+ * the slot after it is then the first (offset sizeof(accel_session)). */
+#define ACCEL__HINT_WRAPS (UINT32_C(1) << 31)
+
 /* The holder, before it enqueues s: the next visit begins at position
  * pos (mask: the ring's, from the caller's own half). The scheduler hands
  * this back with accel__sched_peek, and the worker prefetches that slot
- * (worker.c): its offset from the session, whose slots follow it in the
- * same allocation. */
+ * and the one after it, which the visit's look for more reads (worker.c):
+ * the slot's offset from the session, whose slots follow it in the same
+ * allocation, and ACCEL__HINT_WRAPS when the slot after is the first. */
 static inline void accel__session_set_next(accel_session *s, uint64_t pos,
                                            uint64_t mask)
 {
     s->se.hint = (uint32_t)(sizeof(accel_session) +
-                            (pos & mask) * sizeof(accel__ring_slot));
+                            (pos & mask) * sizeof(accel__ring_slot)) |
+                 ((pos & mask) == mask ? ACCEL__HINT_WRAPS : 0);
 }
 
 /* The running op's session on this thread (NULL outside ops): EDEADLK

@@ -53,9 +53,13 @@ typedef struct submit_ex {
     uint64_t pos;        /* out: the position it got */
 } submit_ex;
 
-/* Publishes ops[0..n), all with a valid fn. ex: n == 1, an EX op. */
+/* Publishes ops[0..n), all with a valid fn. ex: n == 1, an EX op.
+ * take: a host slot of take->lane will pick right after (host.c,
+ * accel_host_submit_begin): a session this submit makes runnable goes to
+ * it directly when its pick would return it (take->taken). */
 static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
-                      int64_t timeout_ns, size_t *accepted, submit_ex *ex)
+                      int64_t timeout_ns, size_t *accepted, submit_ex *ex,
+                      accel__submit_take *take)
 {
     if (accel__runtime_forked(s->rt)) {
         if (accepted)
@@ -88,6 +92,13 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
             continue;
         }
         ACCEL__YIELD_POINT(); /* between reserve and publish */
+        if (owner) {
+            /* The enqueue below writes the refs word (pair C) and the
+             * entity (pair B): with many sessions both are cold, so their
+             * misses overlap the publish's instead of following it. */
+            __builtin_prefetch(&s->refs, 1);
+            __builtin_prefetch(&s->se, 1);
+        }
         if (ex) { /* one op (n == 1): kept out of the plain loop below */
             stamp_position(s, first);
             ex->pos = first;
@@ -107,7 +118,10 @@ static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
         ACCEL__YIELD_POINT(); /* between publish and the kick */
         if (owner) {
             accel__session_set_next(s, first, s->rp.mask);
-            accel__workers_enqueue(s, true);
+            if (take && !take->taken)
+                take->taken = accel__workers_enqueue_or_take(s, take->lane);
+            else
+                accel__workers_enqueue(s, true);
         } else if (accel__ring_mp_claim_deferred(ACCEL__RING(s))) {
             accel__session_set_next(s, first, s->rp.mask); /* about: a hint */
             accel__workers_enqueue(s, false);
@@ -122,7 +136,13 @@ int accel_submit(accel_session *s, const accel_op *op, int64_t timeout_ns)
 {
     if (!s || !op || !op->fn || timeout_ns < ACCEL_FOREVER)
         return ACCEL_EINVAL;
-    return submit_ops(s, op, 1, timeout_ns, NULL, NULL);
+    return submit_ops(s, op, 1, timeout_ns, NULL, NULL, NULL);
+}
+
+int accel__submit_take_one(accel_session *s, const accel_op *op,
+                           int64_t timeout_ns, accel__submit_take *take)
+{
+    return submit_ops(s, op, 1, timeout_ns, NULL, NULL, take);
 }
 
 int accel_submit_ex(accel_session *s, const accel_op *op, int64_t deadline_ns,
@@ -133,9 +153,9 @@ int accel_submit_ex(accel_session *s, const accel_op *op, int64_t deadline_ns,
     if (!s || !op || !op->fn || timeout_ns < ACCEL_FOREVER || deadline_ns < 0)
         return ACCEL_EINVAL;
     if (deadline_ns == 0 && !ticket) /* nothing to check: the plain path */
-        return submit_ops(s, op, 1, timeout_ns, NULL, NULL);
+        return submit_ops(s, op, 1, timeout_ns, NULL, NULL, NULL);
     submit_ex ex = {.deadline_ns = deadline_ns};
-    int rc = submit_ops(s, op, 1, timeout_ns, NULL, &ex);
+    int rc = submit_ops(s, op, 1, timeout_ns, NULL, &ex, NULL);
     if (rc == ACCEL_OK && ticket)
         *ticket = (accel_ticket){
             .session = s, .position = ex.pos, .serial = s->serial};
@@ -152,7 +172,7 @@ int accel_submit_batch(accel_session *s, const accel_op *ops, size_t n,
     size_t valid = 0;
     while (valid < n && ops[valid].fn)
         valid++;
-    int rc = submit_ops(s, ops, valid, timeout_ns, accepted, NULL);
+    int rc = submit_ops(s, ops, valid, timeout_ns, accepted, NULL, NULL);
     if (rc == ACCEL_OK && valid < n)
         rc = ACCEL_EINVAL;
     return rc;
@@ -192,7 +212,7 @@ int accel_submit_wait(accel_session *s, accel_op_fn fn, void *arg,
     wait_op w = {.fn = fn, .arg = arg};
     atomic_init(&w.done, 0);
     accel_op op = {.fn = wait_op_run, .done = wait_op_done, .arg = &w};
-    int rc = submit_ops(s, &op, 1, timeout_ns, NULL, NULL);
+    int rc = submit_ops(s, &op, 1, timeout_ns, NULL, NULL, NULL);
     if (rc != ACCEL_OK)
         return rc;
     /* [A6] acquire: pairs with [R6]. */

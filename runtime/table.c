@@ -13,11 +13,25 @@ struct cds_lfht *accel__table_create(void)
         return NULL;
     accel__fork_cold_begin();
     struct cds_lfht *t =
-        cds_lfht_new_flavor(64, 64, 0,
+        cds_lfht_new_flavor(ACCEL__TABLE_INIT_BUCKETS, ACCEL__TABLE_INIT_BUCKETS, 0,
                             CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
                             &urcu_memb_flavor, NULL);
     accel__fork_cold_end();
     return t;
+}
+
+/* CDS_LFHT_ACCOUNTING alone grows the table only once the node count
+ * reaches 8x the buckets, and only at power-of-two counts: 100,000
+ * sessions sat in 16,384 buckets, and a lookup walked ~3 chain nodes, each
+ * a cache miss in a different session object (lookup 1 us there vs 60 ns
+ * with 16 sessions). session.c asks for one bucket per session instead
+ * (rounded up to a power of two); the accounting still shrinks it when most sessions close. */
+void accel__table_resize(struct cds_lfht *t, unsigned long buckets)
+{
+    accel__rcu_register();
+    accel__fork_cold_begin(); /* a large resize starts helper threads */
+    cds_lfht_resize(t, buckets);
+    accel__fork_cold_end();
 }
 
 void accel__table_destroy(struct cds_lfht *t)

@@ -16,7 +16,14 @@
 
 #include "accel/accel.h"
 
+/* Buckets at create; session.c grows the table from there (table_grow). */
+#define ACCEL__TABLE_INIT_BUCKETS 64ul
+
 struct cds_lfht *accel__table_create(void);
+/* Resizes t to `buckets` (a power of two) now, in the caller: synchronous,
+ * it waits for grace periods. Caller registered with RCU and outside any
+ * read-side section; cold path only. */
+void accel__table_resize(struct cds_lfht *t, unsigned long buckets);
 void accel__table_destroy(struct cds_lfht *t);
 unsigned long accel__table_hash(const char *id, size_t len);
 /* ACCEL_OK or ACCEL_EEXIST. Caller in a read-side section. */

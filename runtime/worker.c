@@ -64,7 +64,10 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status)
  * session up: under a stream of submits the next op is usually being
  * published right now, and going idle costs a CAS on the producers' line,
  * a scheduler round trip and, for the producer, an enqueue. Bounded (about
- * a microsecond), so a sparse session costs little. */
+ * a microsecond), so a sparse session costs little. (Skipping it after a
+ * visit's first and only op while other sessions waited saved CPU with
+ * 100k sparse sessions but cost 4 producers -> 4 sessions ~5%: dropped,
+ * docs/ring.md.) */
 #define ACCEL__LINGER_POLLS 32
 /* Ops this long or longer read the clock after each op (see visit_begin). */
 #define ACCEL__CLOCK_CHECK_NS 1000u
@@ -364,6 +367,18 @@ void accel__workers_enqueue(accel_session *s, bool new_claim)
         s->rt, accel__sched_enqueue(s->rt->sched, &s->se, new_claim));
 }
 
+bool accel__workers_enqueue_or_take(accel_session *s, unsigned lane)
+{
+    accel__session_ref(s); /* the scheduler's reference: the taker holds
+                              it as a picker would */
+    bool taken = false;
+    unsigned lanes =
+        accel__sched_enqueue_or_take(s->rt->sched, &s->se, true, lane, &taken);
+    if (!taken)
+        accel__runtime_wake_lanes(s->rt, lanes);
+    return taken;
+}
+
 static inline uint32_t unclaimed(uint64_t v)
 {
     return (uint32_t)v - (uint32_t)(v >> 32);
@@ -500,12 +515,21 @@ void accel__park_leave(accel_runtime *rt, unsigned lane, bool found)
                                            : ACCEL__SCHED_LANE_GENERAL);
 }
 
+/* Sessions prefetched ahead of the visits: the next one, and the one
+ * after it (with 100k sessions a visit is shorter than a miss to memory
+ * on a loaded host; the next one's lines, prefetched a visit ago as the
+ * one after, are then mostly in). */
+#define ACCEL__PEEK_AHEAD 2
+
 /* Prefetches what a visit of the peeked entity's session touches: pair B
  * (the consumer's line and the entity's line), line A1 (read-only for the
- * visit) and the slot where the visit begins (the entity's hint, an
- * offset from the session: session.h). Only addresses are computed from
- * the peek: the entity may be picked by another worker or its session
- * freed by now, and a prefetch never faults. */
+ * visit), the producers' line A0 (for write: the visit's leave CAS, or a
+ * resubmit from a done callback, writes it), the slot where the visit
+ * begins and the slot after it, which the visit's look for more reads
+ * (the entity's hint, an offset from the session: session.h). Only
+ * addresses are computed from the peek: the entity may be picked by
+ * another worker or its session freed by now, and a prefetch never
+ * faults. */
 static inline void prefetch_session(const accel__sched_entity *e,
                                     uint32_t hint)
 {
@@ -515,7 +539,13 @@ static inline void prefetch_session(const accel__sched_entity *e,
     __builtin_prefetch(s + offsetof(accel_session, rc), 1);
     __builtin_prefetch(s + offsetof(accel_session, se), 1);
     __builtin_prefetch(s + offsetof(accel_session, rt), 0);
-    __builtin_prefetch(s + hint, 0);
+    __builtin_prefetch(s + offsetof(accel_session, rp), 1);
+    uint32_t slot = hint & ~ACCEL__HINT_WRAPS;
+    __builtin_prefetch(s + slot, 0);
+    __builtin_prefetch(s + (hint & ACCEL__HINT_WRAPS
+                                ? (uint32_t)sizeof(accel_session)
+                                : slot + (uint32_t)sizeof(accel__ring_slot)),
+                       0);
 }
 
 static void *worker_main(void *arg)
@@ -543,10 +573,12 @@ static void *worker_main(void *arg)
             now = accel__now_ns();
         /* While this visit runs, bring in the lines the next one will
          * touch: with many sessions each visit's are cold. */
-        uint32_t hint = 0;
-        accel__sched_entity *next = accel__sched_peek(rt->sched, w->lane,
-                                                      &hint);
-        prefetch_session(next, hint);
+        accel__sched_entity *next[ACCEL__PEEK_AHEAD];
+        uint32_t hint[ACCEL__PEEK_AHEAD];
+        unsigned ahead = accel__sched_peek(rt->sched, w->lane, next, hint,
+                                           ACCEL__PEEK_AHEAD);
+        for (unsigned i = 0; i < ahead; i++)
+            prefetch_session(next[i], hint[i]);
         unsigned lanes = run_visit(rt, e->owner, &now);
         /* Re-queued for lanes we are not in (a short-lane worker's session
          * turned long): a worker that may run it must not stay parked. */

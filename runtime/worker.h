@@ -27,6 +27,22 @@ void accel__worker_setup_thread(accel_runtime *rt, struct accel__worker *w);
  * time); false: a deferred session was claimed (the ref came with it). */
 void accel__workers_enqueue(accel_session *s, bool new_claim);
 
+/* As accel__workers_enqueue(s, true), for a host slot of `lane` that
+ * picks right after: when that pick would return s, s is handed to it
+ * instead (true: the caller begins its visit; no calendar round trip and
+ * no wake, since the caller runs it), else enqueued and a worker woken
+ * as there (false). */
+bool accel__workers_enqueue_or_take(accel_session *s, unsigned lane);
+
+/* A submit whose caller drives host slot `lane` next (host.c). */
+typedef struct accel__submit_take {
+    unsigned lane;
+    bool taken; /* out: the session was handed to the caller */
+} accel__submit_take;
+/* accel_submit of one op (arguments checked by the caller), with take. */
+int accel__submit_take_one(accel_session *s, const accel_op *op,
+                           int64_t timeout_ns, accel__submit_take *take);
+
 /* Wakes one parked worker of the lanes in mask (ACCEL__SCHED_LANE_*, as
  * returned by accel__sched_enqueue), a short-lane one first, claiming it:
  * a second wake before it runs goes to another parked worker. Hot path: a

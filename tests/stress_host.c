@@ -4,8 +4,12 @@
  * "host" threads (visits, then the idle protocol with a semaphore per
  * lane as the host's sleep), producers submitting plain and ticketed ops
  * to three sessions and cancelling some, and one session closed with
- * CANCEL while they run. The host threads stop and the runtime is
- * destroyed at the end of each round.
+ * CANCEL while they run. Producers also submit through
+ * accel_host_submit_begin on a helper slot of their own (a short-lane
+ * slot that never idles, as the Go binding's helping submitters) and run
+ * the visit it opens (the direct hand-off, or the slot's own pick), then
+ * end it with accel_host_visit_end_stop. The host threads stop and the
+ * runtime is destroyed at the end of each round.
  *
  * Checked, for every op: its done ran exactly once; ECANCELED exactly when
  * a cancel said OK; an unrun op's fn never ran; done calls of one
@@ -113,11 +117,32 @@ static void *slot_main(void *arg)
 }
 
 typedef struct prod {
-    int id;
+    int id; /* also its helper slot */
+    accel_runtime *rt;
     accel_session *s[NSESS];
     rec *r;
     uint64_t seed;
 } prod;
+
+/* A producer's helper slot: submit and begin in one call, run the visit,
+ * end it as a slot that stops. */
+static int submit_help(accel_runtime *rt, unsigned w, accel_session *s,
+                       const accel_op *op)
+{
+    accel_op ops[ACCEL_HOST_VISIT_MAX];
+    int st[ACCEL_HOST_VISIT_MAX];
+    unsigned n;
+    int begun;
+    int rc = accel_host_submit_begin(rt, w, s, op, ACCEL_FOREVER, ops,
+                                     ACCEL_HOST_VISIT_MAX, &n, &begun);
+    if (rc != ACCEL_OK || begun != ACCEL_OK)
+        return rc;
+    for (unsigned i = 0; i < n; i++)
+        st[i] = ops[i].fn(NULL, ops[i].arg);
+    if (accel_host_visit_end_stop(rt, w, st, n) != ACCEL_OK)
+        failf("visit_end_stop refused a visit submit_begin opened");
+    return rc;
+}
 
 static void *prod_main(void *arg)
 {
@@ -132,8 +157,10 @@ static void *prod_main(void *arg)
         accel_op op = {.fn = op_fn, .done = op_done, .arg = r};
         accel_ticket t;
         bool ticket = tu_rand(&p->seed) % 2;
-        int rc = accel_submit_ex(p->s[k], &op, 0, ACCEL_FOREVER,
-                                 ticket ? &t : NULL);
+        int rc = !ticket && tu_rand(&p->seed) % 2
+                     ? submit_help(p->rt, (unsigned)p->id, p->s[k], &op)
+                     : accel_submit_ex(p->s[k], &op, 0, ACCEL_FOREVER,
+                                       ticket ? &t : NULL);
         if (rc == ACCEL_ECLOSED)
             continue;
         if (rc != ACCEL_OK) {
@@ -159,7 +186,10 @@ static void round_(uint64_t seed)
     memset(&h, 0, sizeof(h));
     sem_init(&h.lane[0], 0, 0);
     sem_init(&h.lane[1], 0, 0);
-    accel_runtime_config c = {.workers = 2, .short_lane_workers = 1,
+    /* Slots 0..NPROD-1: the producers' helper slots; NPROD: the
+     * short-lane worker; NPROD+1: the general one. */
+    accel_runtime_config c = {.workers = NPROD + 2,
+                              .short_lane_workers = NPROD + 1,
                               .struct_size = sizeof(c),
                               .flags = ACCEL_RUNTIME_HOST_WORKERS,
                               .host_wake = host_wake, .host_wake_arg = &h};
@@ -171,7 +201,7 @@ static void round_(uint64_t seed)
     slot sl[2];
     pthread_t st[2];
     for (unsigned w = 0; w < 2; w++) {
-        sl[w] = (slot){.h = &h, .w = w, .lane = w == 0};
+        sl[w] = (slot){.h = &h, .w = NPROD + w, .lane = w == 0};
         pthread_create(&st[w], NULL, slot_main, &sl[w]);
     }
     accel_session *s[NSESS];
@@ -184,7 +214,8 @@ static void round_(uint64_t seed)
     prod p[NPROD];
     pthread_t pt[NPROD];
     for (int i = 0; i < NPROD; i++) {
-        p[i] = (prod){.id = i, .r = recs[i], .seed = seed * 31 + (uint64_t)i};
+        p[i] = (prod){.id = i, .rt = h.rt, .r = recs[i],
+                      .seed = seed * 31 + (uint64_t)i};
         memcpy(p[i].s, s, sizeof(s));
         pthread_create(&pt[i], NULL, prod_main, &p[i]);
     }

@@ -318,6 +318,117 @@ Test(host, end_stop_wakes_for_requeue, .timeout = 30)
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+/* accel_host_submit_begin: a submit that makes an idle session runnable
+ * hands it to the submitting slot directly when the slot's pick would
+ * return it (nothing queued before it): the visit is open with the op,
+ * and no parked slot is woken for it (accel_submit would wake one); the
+ * ops run once. Bad input changes nothing. */
+Test(host, submit_begin_direct, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 2, 0);
+    accel_session *s = tu_open(rt, "s", 16, 0);
+    tu_rec r = {0};
+    accel_op op = tu_rec_op(&r);
+    accel_op ops[4];
+    int st[4];
+    unsigned n = 7;
+    int begun = 7;
+    accel_op nofn = {0};
+    cr_assert_eq(accel_host_submit_begin(rt, 2, s, &op, ACCEL_NO_WAIT, ops, 4,
+                                         &n, &begun), ACCEL_EINVAL, "slot");
+    cr_assert_eq(accel_host_submit_begin(rt, 0, s, &nofn, ACCEL_NO_WAIT, ops,
+                                         4, &n, &begun), ACCEL_EINVAL, "fn");
+    cr_assert_eq(accel_host_submit_begin(rt, 0, s, &op, ACCEL_NO_WAIT, ops, 4,
+                                         &n, NULL), ACCEL_EINVAL, "begun");
+    cr_assert_eq(n, 7);
+    cr_assert_eq(begun, 7);
+    cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_OK); /* slot 1 parks */
+    cr_assert_eq(accel_host_submit_begin(rt, 1, s, &op, ACCEL_NO_WAIT, ops, 4,
+                                         &n, &begun), ACCEL_EINVAL, "idle");
+    accel_session_stats ss;
+    cr_assert_eq(accel_session_get_stats(s, &ss), ACCEL_OK);
+    cr_assert_eq(ss.submitted, 0, "bad input submitted nothing");
+
+    cr_assert_eq(accel_host_submit_begin(rt, 0, s, &op, ACCEL_NO_WAIT, ops, 4,
+                                         &n, &begun), ACCEL_OK);
+    cr_assert_eq(begun, ACCEL_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(ops[0].arg, &r);
+    cr_assert_eq(h.wakes[0], 0, "taken directly: the parked slot stays parked");
+    cr_assert_eq(accel_host_submit_begin(rt, 0, s, &op, ACCEL_NO_WAIT, ops, 4,
+                                         &n, &begun), ACCEL_EINVAL, "open");
+    st[0] = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end_stop(rt, 0, st, 1), ACCEL_OK);
+    cr_assert_eq(h.wakes[0], 0, "nothing re-queued: no wake");
+    cr_assert_eq(r.fn_calls, 1);
+    cr_assert_eq(r.done_calls, 1);
+
+    /* The contrast: a plain submit wakes the parked slot. */
+    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_eq(h.wakes[0], 1);
+    sem_wait(&h.lane[0]);
+    cr_assert_eq(accel_host_idle_end(rt, 1, false), ACCEL_OK);
+    drive_until_idle(rt, 1);
+    cr_assert_eq(r.fn_calls, 2);
+    cr_assert_eq(r.done_calls, 2);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+static int sleep5ms(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    tu_rec *r = arg;
+    struct timespec ts = {0, 5000000};
+    nanosleep(&ts, NULL);
+    atomic_fetch_add(&r->fn_calls, 1);
+    return 0;
+}
+
+/* The shortcut keeps the scheduler's order: a session whose deadline
+ * lies after a queued one's (priority 1, a measured 5 ms visit) is
+ * queued, and the slot begins the queued session's visit, as its pick
+ * would; the late session runs next. */
+Test(host, submit_begin_keeps_pick_order, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 1, 0);
+    accel_session_config cs = {.id = "slow", .queue_depth = 16,
+                               .priority = 1, .backend = ACCEL_BACKEND_CPU};
+    accel_session *slow = NULL, *fast = tu_open(rt, "fast", 16, 0);
+    cr_assert_eq(accel_session_open(rt, &cs, &slow), ACCEL_OK);
+    tu_rec rs = {0}, rf = {0};
+    accel_op sop = {.fn = sleep5ms, .arg = &rs}, fop = tu_rec_op(&rf);
+    cr_assert_eq(accel_submit(slow, &sop, ACCEL_NO_WAIT), ACCEL_OK);
+    drive_until_idle(rt, 0); /* slow's visit cost: ~5 ms at weight 1 */
+    cr_assert_eq(rs.fn_calls, 1);
+
+    cr_assert_eq(accel_submit(fast, &fop, ACCEL_NO_WAIT), ACCEL_OK);
+    accel_op ops[4];
+    int st[4];
+    unsigned n;
+    int begun;
+    cr_assert_eq(accel_host_submit_begin(rt, 0, slow, &sop, ACCEL_NO_WAIT, ops,
+                                         4, &n, &begun), ACCEL_OK);
+    cr_assert_eq(begun, ACCEL_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(ops[0].arg, &rf, "the pick's choice, not the submitter's");
+    st[0] = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end(rt, 0, st, 1), ACCEL_OK);
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 4, &n), ACCEL_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(ops[0].arg, &rs);
+    st[0] = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end(rt, 0, st, 1), ACCEL_OK);
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 4, &n), ACCEL_EAGAIN);
+    cr_assert_eq(rs.fn_calls, 2);
+    cr_assert_eq(rf.fn_calls, 1);
+    accel_session_release(slow);
+    accel_session_release(fast);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
 /* Destroy with ops queued and no host worker driving: destroy's thread
  * runs them (through fn), each done once. (The handle is not released
  * first: a release closes with DRAIN and waits for a worker.) */

@@ -427,3 +427,81 @@ Test(sched_model, far_deadlines_work_conserving, .timeout = 60)
     cr_assert_gt(visits[2], visits[0]);
     accel__sched_destroy(m.s);
 }
+
+/* accel__sched_enqueue_or_take is an enqueue followed by that lane's
+ * pick, without the calendar round trip: two schedulers driven in
+ * lockstep with the same random script (wake-ups with a take on a random
+ * lane, plain picks, charges of random costs that move entities between
+ * the short and the general class, re-queues, sleeps, weights 1..1000),
+ * one taking, the other enqueueing and picking; every step must hand
+ * out the same entity (by index), and "taken" exactly when the pick
+ * returned the woken one. */
+Test(sched_model, enqueue_or_take_is_enqueue_then_pick, .timeout = 60)
+{
+    enum { N = 12, STEPS = 200000 };
+    accel__sched *s[2];
+    static accel__sched_entity e[2][N];
+    bool queued[N] = {0};
+    memset(e, 0, sizeof(e));
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    accel__sched_config c = {.workers = 3, .short_lane_workers = 1,
+                             .short_op_ns = 100000, .quantum_ops = 32,
+                             .quantum_ns = 2000000, .max_entities = N};
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(accel__sched_create(&c, &s[k]), 0);
+        for (int i = 0; i < N; i++)
+            accel__sched_entity_init(s[k], &e[k][i],
+                                     i % 3 == 0 ? 1 : (uint32_t)(i * 83 % 1000 + 1),
+                                     NULL);
+    }
+    uint64_t takes = 0, picks = 0;
+    for (int step = 0; step < STEPS; step++) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        int i = (int)(rng % N);
+        unsigned lane = (unsigned)(rng >> 8) & 1;
+        int got[2] = {-1, -1};
+        bool taken = false;
+        if (!queued[i] && (rng >> 9) % 2) {
+            /* i wakes: A takes if it may, B enqueues and picks. */
+            accel__sched_enqueue_or_take(s[0], &e[0][i], true, lane, &taken);
+            accel__sched_enqueue(s[1], &e[1][i], true);
+            queued[i] = true;
+            if (taken)
+                got[0] = i;
+        }
+        if (got[0] < 0) {
+            accel__sched_entity *p = accel__sched_pick(s[0], lane);
+            got[0] = p ? (int)(p - e[0]) : -1;
+        }
+        accel__sched_entity *q = accel__sched_pick(s[1], lane);
+        got[1] = q ? (int)(q - e[1]) : -1;
+        cr_assert_eq(got[0], got[1], "step %d: take/pick %d, enqueue+pick %d (woke %d lane %u taken %d)",
+                     step, got[0], got[1], i, lane, taken);
+        if (got[0] < 0)
+            continue;
+        takes += taken;
+        picks++;
+        int j = got[0];
+        queued[j] = false;
+        /* Its visit: short (10-60 us) or, for every fourth entity now
+         * and then, long (0.2-2 ms: the general class). */
+        uint64_t cost = j % 4 == 0 && (rng >> 20) % 3 == 0
+                            ? 200000 + (rng >> 24) % 1800000
+                            : 10000 + (rng >> 24) % 50000;
+        uint32_t ops = 1 + (uint32_t)((rng >> 40) % 4);
+        bool again = (rng >> 44) % 2;
+        for (int k = 0; k < 2; k++) {
+            accel__sched_charge(s[k], &e[k][j], cost, ops);
+            if (again)
+                accel__sched_enqueue(s[k], &e[k][j], false);
+        }
+        queued[j] = again;
+    }
+    cr_assert_gt(takes, STEPS / 50, "the shortcut was taken (%llu)",
+                 (unsigned long long)takes);
+    cr_assert_lt(takes, picks, "and not always");
+    for (int k = 0; k < 2; k++)
+        accel__sched_destroy(s[k]);
+}

@@ -198,10 +198,10 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 func finish(r *opRec, err error, fl *recList) {
 	switch {
 	case r.chwait:
-		// The submitter waits on the record's channel (host workers):
-		// the send orders r.err before its receive.
+		// The submitter of a host-worker Submit (vmsession.go, submitHost):
+		// r.err, then the done handshake on r.wake (doneAnnounce).
 		r.err = err
-		r.wch <- struct{}{}
+		doneAnnounce(r)
 	case r.cwait:
 		r.err = err
 		setWake(r, r.wakeGen, wakeDone) // the submitter waits in waitWake

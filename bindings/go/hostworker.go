@@ -7,6 +7,7 @@ package accel
 // waking are goroutine switches Go's scheduler sees (docs/go.md).
 
 /*
+#include <stdlib.h>
 #include "shim.h"
 */
 import "C"
@@ -14,6 +15,9 @@ import "C"
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
 )
 
 // hostWorkers are a runtime's worker goroutines, one per C worker slot.
@@ -22,26 +26,33 @@ type hostWorkers struct {
 	lanes [2]chan struct{} // parked slots of lane 0 (general), 1 (short) wait here
 	quit  chan struct{}    // closed by stop
 	wg    sync.WaitGroup
-	// helpSlots holds the free helper slots (slots 0..nhelp-1; the worker
-	// goroutines drive the slots after them):
-	// a submitter takes one to run visits itself (help).
-	helpSlots chan int
-	nhelp     int
+	// helpers[w] is helper slot w (slots 0..nhelp-1; the worker
+	// goroutines drive the slots after them): its busy word on a cache
+	// line of its own, taken by CAS from the P's own slots on
+	// (takeHelpSlot): one channel, or one word for all slots, was a line
+	// every helped Submit wrote twice, bouncing between the CPUs (a
+	// profile put a quarter of a helped op on it).
+	helpers []helperSlot
+	nhelp   int
 }
 
-// slotBuf is a slot's batch: heap memory the C step reads and fills
-// (never a Go pointer stored by C).
+// slotBuf is a slot's batch, which the C step reads and fills (C keeps
+// no pointer to it): Go heap memory for a worker goroutine, C memory for
+// a helper slot (helperSlot.buf).
 type slotBuf struct {
 	recs   [C.ACCEL_HOST_VISIT_MAX]C.uintptr_t
 	status [C.ACCEL_HOST_VISIT_MAX]C.int
 	n      C.uint
+	begun  C.int // goaccel_submit_help: a visit is open
 }
 
 func startHostWorkers(rt *C.accel_runtime, workers, short, helpers int) *hostWorkers {
 	h := &hostWorkers{rt: rt, quit: make(chan struct{}), nhelp: helpers}
-	h.helpSlots = make(chan int, helpers)
-	for i := 0; i < helpers; i++ {
-		h.helpSlots <- i
+	h.helpers = make([]helperSlot, helpers)
+	for w := range h.helpers {
+		// C memory: the crossings pass pointers into it, which cgo then
+		// need not check (a Go pointer argument is checked per call).
+		h.helpers[w].buf = (*slotBuf)(C.calloc(1, C.size_t(unsafe.Sizeof(slotBuf{}))))
 	}
 	// A lane's channel holds at most one token per slot of the lane: C
 	// claims at most one wake per parked slot, and a full channel already
@@ -89,9 +100,20 @@ func (rt *Runtime) wakesFrom(packed int64) int {
 // waits for them.
 func (h *hostWorkers) stop() {
 	// Take every helper slot: no submitter drives one from here on, and
-	// those driving one now finish first.
-	for i := 0; i < h.nhelp; i++ {
-		<-h.helpSlots
+	// those driving one now finish first (they may be running an op: poll
+	// gently).
+	for w := range h.helpers {
+		hs := &h.helpers[w]
+		for !hs.busy.CompareAndSwap(0, 1) {
+			time.Sleep(50 * time.Microsecond)
+		}
+		for hs.nrec > 0 { // the slot's cached records back to the slab
+			hs.nrec--
+			freeRec(hs.recs[hs.nrec])
+			hs.recs[hs.nrec] = nil
+		}
+		C.free(unsafe.Pointer(hs.buf)) // no one drives the slot any more
+		hs.buf = nil
 	}
 	close(h.quit)
 	h.wg.Wait()
@@ -186,48 +208,118 @@ func (h *hostWorkers) loop(w, lane int) {
 // the parking protocol: either that worker's pick after its announcement
 // sees the session, or the end sees it parked and wakes it).
 
-// helpBufs are the helpers' batch buffers.
-var helpBufs = sync.Pool{New: func() any { return new(slotBuf) }}
-
 // help runs visits on a free helper slot for the submitter of r (done:
 // its ctx's channel, may be nil) until r's op is done, ctx ends or
-// nothing is runnable. Returns whether r's op finished (its channel's
-// token taken). No helper slot free: returns false at once.
+// nothing is runnable. Returns whether r's op finished (opDone). No
+// helper slot free: returns false at once.
 func (h *hostWorkers) help(r *opRec, done <-chan struct{}) bool {
-	var w int
-	select {
-	case w = <-h.helpSlots:
-	default:
+	w, ok := h.takeHelpSlot()
+	if !ok {
 		return false
 	}
-	b := helpBufs.Get().(*slotBuf)
-	var fl recList
-	own := false
-	mode, nprev := C.uint(0), C.uint(0)
+	b := h.helpers[w].buf
 	runtime.LockOSThread() // begin and end of a visit on one thread
-	for {
-		packed := int64(C.goaccel_host_step(h.rt, C.uint(w), mode, &b.status[0], nprev,
-			&b.recs[0], C.ACCEL_HOST_VISIT_MAX, &b.n))
+	own := h.drive(w, b, r, done, false)
+	runtime.UnlockOSThread()
+	h.putHelpSlot(w)
+	return own != notDone
+}
+
+// submitHelp submits r (a synchronous Submit of v) and, in the same
+// crossing, begins a visit on helper slot w, which the caller holds
+// (goaccel_submit_help: v's session goes to the slot directly when the
+// scheduler's pick would return it first), then helps as help does.
+// ok: r was accepted (held: its wakes, for the caller to post; own:
+// whether and how r's op finished). !ok with a nil err: the queue was full; nothing was
+// submitted.
+func (h *hostWorkers) submitHelp(w int, b *slotBuf, v *VMSession, r *opRec, done <-chan struct{}) (held int64, own ownDone, ok bool, err error) {
+	runtime.LockOSThread() // the visit may begin in the call
+	packed := int64(C.goaccel_submit_help(h.rt, v.h.c, C.uintptr_t(r.idx), C.uint(w),
+		&b.recs[0], C.ACCEL_HOST_VISIT_MAX, &b.n, &b.begun))
+	runtime.KeepAlive(v.h)
+	switch rc := int(int32(packed)); rc {
+	case C.ACCEL_OK:
+		ok = true
+		held = packed &^ (1<<32 - 1)
+		if b.begun == C.ACCEL_OK {
+			own = h.drive(w, b, r, done, true)
+		}
+	case C.ACCEL_EAGAIN: // full: the caller waits for room (enqueue)
 		if packed>>32 != 0 {
 			h.post(packed)
 		}
-		if int(int32(packed)) != C.ACCEL_OK {
-			break // nothing runnable; no visit open
+	default:
+		if packed>>32 != 0 {
+			h.post(packed)
 		}
+		err = statusErr(rc)
+	}
+	runtime.UnlockOSThread()
+	return held, own, ok, err
+}
+
+// ownDone says whether and how a helping submitter's own op finished.
+type ownDone uint8
+
+const (
+	notDone      ownDone = iota
+	doneByWorker         // finished through the record (finish: r.wake is recDone)
+	ranOwn               // run by its submitter (runOwn): r's state and wake untouched
+)
+
+// runOwn runs the helping submitter's own op r (drive): no one else can
+// move r's state, since only its submitter cancels and it is here, so
+// the state CAS and the done handshake of runRec are skipped (two locked
+// instructions each) and r stays queued/recNotDone: clean for the slot's
+// record cache (helperSlot).
+func runOwn(r *opRec) C.int {
+	s := r.vs
+	s.dispatched.Add(1)
+	err := callF(r.f, &s.sess)
+	r.err = err
+	if err != nil {
+		s.failed.Add(1)
+		return 1 // counted as failed by the C stats too
+	}
+	s.completed.Add(1)
+	return 0
+}
+
+// drive runs visits on helper slot w (the goroutine locked to its
+// thread) until r's op is done, ctx ends or a begin finds nothing;
+// open: a visit is open already, its ops in b. Returns whether and how
+// r's op finished.
+func (h *hostWorkers) drive(w int, b *slotBuf, r *opRec, done <-chan struct{}, open bool) ownDone {
+	var fl recList
+	own := notDone
+	mode, nprev := C.uint(0), C.uint(0)
+	for {
+		if !open {
+			packed := int64(C.goaccel_host_step(h.rt, C.uint(w), mode, &b.status[0], nprev,
+				&b.recs[0], C.ACCEL_HOST_VISIT_MAX, &b.n))
+			if packed>>32 != 0 {
+				h.post(packed)
+			}
+			if int(int32(packed)) != C.ACCEL_OK {
+				break // nothing runnable; no visit open
+			}
+		}
+		open = false
 		n := int(b.n)
 		for i := 0; i < n; i++ {
+			if uint32(b.recs[i]) == r.idx {
+				b.status[i] = runOwn(r)
+				own = ranOwn
+				continue
+			}
 			b.status[i] = runRec(uint32(b.recs[i]), &fl)
 		}
 		fl.flush()
-		if !own {
-			select {
-			case <-r.wch:
-				own = true
-			default:
-			}
+		if own == notDone && opDone(r) {
+			own = doneByWorker
 		}
 		mode, nprev = C.GOACCEL_STEP_END, b.n
-		if own || chanDone(done) {
+		if own != notDone || chanDone(done) {
 			// End and stop: a session the end re-queues wakes a parked
 			// worker (this slot will not begin again to see it).
 			h.post(int64(C.goaccel_host_step(h.rt, C.uint(w),
@@ -235,11 +327,79 @@ func (h *hostWorkers) help(r *opRec, done <-chan struct{}) bool {
 			break
 		}
 	}
-	runtime.UnlockOSThread()
-	helpBufs.Put(b)
-	h.helpSlots <- w
 	return own
 }
+
+// helperSlot is a helper slot's Go side, alone on its cache lines.
+type helperSlot struct {
+	busy atomic.Uint32 // 1 while a submitter drives the slot
+	nrec int
+	buf  *slotBuf // the driver's batch (C memory)
+	// recs caches free op records for the slot's driver (no atomics: one
+	// driver at a time). The slab's free stack head is one line every
+	// alloc and free writes, from both CPUs; a helped Submit allocates
+	// and frees its record here instead. Cached records are clean: state
+	// recQueued, wake recNotDone, wch empty, references cleared (a Submit
+	// whose own op ran in runOwn leaves them so), so a Submit that takes
+	// one writes neither atomic word.
+	recs [helperRecs]*opRec
+	_    [128 - 24 - 8*helperRecs]byte
+}
+
+const helperRecs = 8
+
+// allocRec pops a record from the slot's cache, else from the slab.
+// Only the slot's driver.
+func (hs *helperSlot) allocRec() *opRec {
+	if hs.nrec == 0 {
+		return allocRec()
+	}
+	hs.nrec--
+	r := hs.recs[hs.nrec]
+	hs.recs[hs.nrec] = nil
+	return r
+}
+
+// freeRec caches r (cleared by the caller) in the slot, else frees it to
+// the slab. Only the slot's driver.
+func (hs *helperSlot) freeRec(r *opRec) {
+	if hs.nrec == helperRecs {
+		freeRec(r)
+		return
+	}
+	hs.recs[hs.nrec] = r
+	hs.nrec++
+}
+
+// takeHelpSlot takes a free helper slot, trying the calling goroutine's
+// P's own first (slots P and P + helpers/2: there are two per P), so
+// that a slot's word, record cache and batch stay in one CPU's cache:
+// with one shared word, or a preference that did not follow the P, the
+// slot's lines moved between the CPUs on most ops. One goroutine drives
+// a slot at a time (accel.h). LP: the CAS 0 -> 1 of the slot's word (a
+// load first, so that a busy slot's line is not written); it is seq-cst
+// (Go's atomics), so it also acquires what the slot's last driver did
+// before putHelpSlot's store (its C slot state: the visit it ended).
+func (h *hostWorkers) takeHelpSlot() (int, bool) {
+	n := h.nhelp
+	pref := procPin()
+	procUnpin()
+	// The P's own two slots first (P mod n/2, and n/2 on), then the rest.
+	half := n / 2
+	pref %= half
+	for i := 0; i < n; i++ {
+		w := (pref + i*half + i/2) % n
+		f := &h.helpers[w].busy
+		if f.Load() == 0 && f.CompareAndSwap(0, 1) {
+			return w, true
+		}
+	}
+	return 0, false
+}
+
+// putHelpSlot gives slot w back: the store releases the driver's writes
+// to the next takeHelpSlot's CAS (and to stop's).
+func (h *hostWorkers) putHelpSlot(w int) { h.helpers[w].busy.Store(0) }
 
 func chanDone(done <-chan struct{}) bool {
 	if done == nil {

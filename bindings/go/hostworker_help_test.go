@@ -159,3 +159,66 @@ func TestHelpExactlyOnce(t *testing.T) {
 		}
 	}
 }
+
+// With every helper slot taken, a synchronous Submit (plain and with a
+// cancellable ctx) falls back to the queue and the worker goroutines:
+// each op runs once, Submit returns its result, Stats are exact. Then the
+// slots are given back and the helped path (the direct hand-off, the own
+// op run by its submitter, the slot's record cache) runs the same ops.
+func TestSubmitWithoutFreeHelperSlot(t *testing.T) {
+	rt := newTestRuntime(t, 2)
+	v, err := rt.NewVMSession("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := rt.host
+	if h == nil {
+		t.Skip("no worker goroutines")
+	}
+	var held []int
+	for {
+		w, ok := h.takeHelpSlot()
+		if !ok {
+			break
+		}
+		held = append(held, w)
+	}
+	if len(held) != h.nhelp {
+		t.Fatalf("took %d helper slots of %d", len(held), h.nhelp)
+	}
+	var ran atomic.Int64
+	errBoom := errors.New("boom")
+	op := func(*Session) error {
+		if ran.Add(1)%3 == 0 {
+			return errBoom
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	check := func(n int) {
+		for i := 0; i < n; i++ {
+			c := context.Background()
+			if i%2 == 1 {
+				c = ctx
+			}
+			before := ran.Load()
+			err := v.Submit(c, op)
+			if ran.Load() != before+1 {
+				t.Fatalf("op %d: ran %d times", i, ran.Load()-before)
+			}
+			if want := (before+1)%3 == 0; (err == errBoom) != want || (err != nil && err != errBoom) {
+				t.Fatalf("op %d: Submit returned %v", i, err)
+			}
+		}
+	}
+	check(300)
+	for _, w := range held {
+		h.putHelpSlot(w)
+	}
+	check(300)
+	d, c, f := v.Stats()
+	if d != 600 || c != 400 || f != 200 {
+		t.Fatalf("Stats: dispatched %d completed %d failed %d, want 600 400 200", d, c, f)
+	}
+}

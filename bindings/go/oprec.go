@@ -60,14 +60,18 @@ type opRec struct {
 	slot    int              // index of this op in its batch
 	err     error
 	wch     chan struct{} // cap 1: the worker's "done" to a waiting Submit; made once per record
-	wake    uint32        // gen<<3 | wakeDone/wakeCancel/wakeSleep (futex word, atomic)
+	wake    uint32        // cwait: gen<<3 | wakeDone/wakeCancel/wakeSleep (futex word); chwait: recNotDone/recDone/recWaiting (atomic)
 	wakeGen uint32        // generation of wake for the current use (owner only)
 }
 
 type recChunk [recChunkSize]opRec
 
 type recSlab struct {
-	head   atomic.Uint64 // tag<<32 | (index+1); index+1 == 0: empty
+	_    [64]byte
+	head atomic.Uint64 // tag<<32 | (index+1); index+1 == 0: empty
+	// head is written by every alloc and free; chunks is read by every
+	// recAt: apart, so that the reads do not miss on head's line.
+	_      [56]byte
 	chunks atomic.Pointer[[]*recChunk]
 	growMu sync.Mutex
 }

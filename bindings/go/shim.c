@@ -121,6 +121,37 @@ int64_t goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns,
     return r;
 }
 
+int64_t goaccel_submit_help(accel_runtime *rt, accel_session *s,
+                            uintptr_t rec, unsigned w, uintptr_t *recs,
+                            unsigned cap, unsigned *n, int *begun)
+{
+    *begun = ACCEL_EAGAIN;
+    *n = 0;
+    /* As goaccel_submit's sync checks: no waiting for the own session,
+     * and no second visit on a thread that runs an op (a plain submit;
+     * the caller gives the slot back). */
+    if (accel_current_session() == s)
+        return wakes_out(ACCEL_EDEADLK);
+    accel_op op = {.fn = goaccel_op_fn, .done = goaccel_op_done,
+                   .arg = (void *)rec};
+    if (goaccel_visiting != NULL)
+        return wakes_out(accel_submit(s, &op, ACCEL_NO_WAIT)) |
+               GOACCEL_IN_VISIT;
+    accel_op ops[ACCEL_HOST_VISIT_MAX];
+    if (cap > ACCEL_HOST_VISIT_MAX)
+        cap = ACCEL_HOST_VISIT_MAX;
+    goaccel_visiting = rt; /* a device visit runs its ops in begin */
+    int rc = accel_host_submit_begin(rt, w, s, &op, ACCEL_NO_WAIT, ops, cap,
+                                     n, begun);
+    if (rc != ACCEL_OK || *begun != ACCEL_OK) {
+        goaccel_visiting = NULL;
+        return wakes_out(rc);
+    }
+    for (unsigned i = 0; i < *n; i++)
+        recs[i] = (uintptr_t)ops[i].arg;
+    return wakes_out(rc);
+}
+
 static int goaccel_submit_batch_ops(accel_session *s, const uintptr_t *recs,
                                     size_t n, int64_t timeout_ns,
                                     size_t *accepted);

@@ -30,6 +30,16 @@ int goaccel_runtime_create(accel_runtime_config *c, int host,
 int64_t goaccel_submit(accel_session *s, uintptr_t rec, int64_t timeout_ns,
                        int sync);
 
+/* A synchronous submit that then drives helper slot w (hostworker.go):
+ * goaccel_submit(s, rec, ACCEL_NO_WAIT, 1) and, if accepted, a begin on w
+ * in the same crossing (accel_host_submit_begin: s goes to the slot
+ * directly when its pick would return it). *begun: ACCEL_OK if a visit
+ * is open (recs[0..*n) its ops), else no visit. With GOACCEL_IN_VISIT
+ * (the thread runs an op) only the submit is done. */
+int64_t goaccel_submit_help(accel_runtime *rt, accel_session *s,
+                            uintptr_t rec, unsigned w, uintptr_t *recs,
+                            unsigned cap, unsigned *n, int *begun);
+
 /* Queues recs[0..n) in order; *accepted = how many were (a prefix). */
 int64_t goaccel_submit_batch(accel_session *s, const uintptr_t *recs,
                              size_t n, int64_t timeout_ns, size_t *accepted);

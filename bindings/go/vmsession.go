@@ -310,14 +310,63 @@ var helpEnabled = true
 // not done by then, parks on the record's channel, which the worker
 // sends to after f.
 func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func(*Session) error) error {
-	r := allocRec()
-	r.vs, r.f = v, f
-	r.state.Store(recQueued)
-	if r.wch == nil {
-		r.wch = make(chan struct{}, 1)
+	h := v.rt.host
+	// Caller helps: with a free helper slot, the record comes from the
+	// slot's cache, and the submit and the first begin are one crossing
+	// (submitHelp); else, or when the queue is full, the plain submit and
+	// then help if a slot is free by then.
+	w := -1
+	var b *slotBuf
+	if helpEnabled {
+		var free bool
+		if w, free = h.takeHelpSlot(); free {
+			b = h.helpers[w].buf
+		} else {
+			w = -1
+		}
 	}
+	var r *opRec
+	if w >= 0 && h.helpers[w].nrec > 0 {
+		r = h.helpers[w].allocRec() // clean (helperSlot): no atomic writes
+	} else {
+		r = allocRec()
+		r.state.Store(recQueued)
+		if r.wch == nil {
+			r.wch = make(chan struct{}, 1)
+		}
+		atomic.StoreUint32(&r.wake, recNotDone) // the record is ours: no one else reads it yet
+	}
+	r.vs, r.f = v, f
 	r.chwait = true
-	held, err := v.enqueue(r, done, true)
+	held, own, ok, err := int64(0), false, false, error(nil)
+	if w >= 0 {
+		var how ownDone
+		held, how, ok, err = h.submitHelp(w, b, v, r, done)
+		if how == ranOwn || err != nil {
+			// Run here by this goroutine (or refused): r is clean and
+			// goes back to the slot's cache while the slot is ours.
+			if how == ranOwn {
+				v.submitted.Add(1)
+				if held&^C.GOACCEL_IN_VISIT != 0 {
+					h.post(held)
+				}
+				err = r.err
+			}
+			r.chwait, r.err, r.vs, r.f = false, nil, nil, nil
+			h.helpers[w].freeRec(r)
+			h.putHelpSlot(w)
+			return err
+		}
+		own = how != notDone
+		h.putHelpSlot(w)
+	}
+	if !ok {
+		held, err = v.enqueue(r, done, true)
+		// Not from inside an op: a visit is open on this thread.
+		if err == nil && held&C.GOACCEL_IN_VISIT == 0 && helpEnabled {
+			own = h.help(r, done)
+		}
+	}
 	if err != nil {
 		r.chwait, r.vs, r.f = false, nil, nil
 		freeRec(r)
@@ -328,12 +377,6 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 	}
 	v.postClose()
 	v.submitted.Add(1)
-	// Caller helps: run visits on a helper slot here (not from inside an
-	// op: a visit is open on this thread; hostworker.go).
-	own := false
-	if held&C.GOACCEL_IN_VISIT == 0 && helpEnabled {
-		own = v.rt.host.help(r, done)
-	}
 	// The wakes C claimed for parked workers are delivered after helping,
 	// not before: delivered first, a worker on the other P takes this op
 	// while the caller starts helping, and the caller parks after all. A
@@ -343,7 +386,7 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 		v.rt.host.post(held)
 	}
 	switch {
-	case own:
+	case own || !waitAnnounce(r): // done: no channel (opDone)
 	case done == nil:
 		<-r.wch
 	default:
@@ -362,6 +405,43 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 	r.chwait, r.err, r.vs, r.f = false, nil, nil, nil
 	freeRec(r)
 	return err
+}
+
+// The done handshake of a host-worker Submit (a chwait record), on
+// r.wake: whichever of the worker (doneAnnounce, after r.err) and a
+// submitter about to park (waitAnnounce) moves the word off recNotDone
+// first decides. The worker first: the submitter sees recDone and
+// neither parks nor receives, and the worker does not send (a helper
+// that ran its own op, or an op done before its submitter looked, costs
+// no channel operation). The submitter first: it parks on r.wch and the
+// worker sends. Exactly one send per parked submitter, none otherwise,
+// so r.wch is empty whenever the record is reused.
+const (
+	recNotDone uint32 = iota
+	recDone           // r.err is stored; the submitter takes it without a receive
+	recWaiting        // the submitter parks on r.wch: the worker sends
+)
+
+// doneAnnounce is the worker's side, after it stored r.err; r must not be
+// touched after it (the submitter may reuse it at once).
+func doneAnnounce(r *opRec) {
+	// LP of the hand-off. Release (Go's atomics are seq-cst): publishes
+	// r.err to the submitter's load (opDone) or failed CAS (waitAnnounce).
+	if atomic.CompareAndSwapUint32(&r.wake, recNotDone, recDone) {
+		return
+	}
+	r.wch <- struct{}{} // recWaiting: the send orders r.err before the receive
+}
+
+// opDone: the worker has finished r's op (acquire: pairs with
+// doneAnnounce's CAS, so r.err may be read).
+func opDone(r *opRec) bool { return atomic.LoadUint32(&r.wake) == recDone }
+
+// waitAnnounce is the submitter's side before it parks: true if it must
+// receive from r.wch; false if the op is done (the failed CAS read
+// recDone: acquire, r.err may be read).
+func waitAnnounce(r *opRec) bool {
+	return atomic.CompareAndSwapUint32(&r.wake, recNotDone, recWaiting)
 }
 
 // Wake word of a record whose submitter waits in C: gen<<3 | bits.

@@ -513,6 +513,26 @@ ACCEL_API int accel_host_visit_end(accel_runtime *rt, unsigned worker,
 ACCEL_API int accel_host_visit_end_stop(accel_runtime *rt, unsigned worker,
                                         const int *status, unsigned n);
 
+/* A submit and a begin in one call, for a host thread that submits an op
+ * and then drives slot `worker` (a submitter helping): accel_submit(s,
+ * op, timeout_ns); if accepted, accel_host_visit_begin(rt, worker, ops,
+ * cap, n), whose status goes to *begun (ACCEL_OK: a visit is open, end
+ * it; ACCEL_EAGAIN: nothing runnable, no visit; ACCEL_ECLOSED). The order
+ * is the scheduler's as with the two calls, with one shortcut: when this
+ * submit made s runnable and the slot's pick would return s first (its
+ * deadline is at or before everything queued for the slot's lane), s
+ * goes to the slot directly, without the scheduler's queue, and no parked
+ * worker is woken for it (the slot runs it; end the visit with
+ * accel_host_visit_end_stop if the thread then leaves the slot).
+ * Returns the submit's status as accel_submit (*n = 0 and *begun =
+ * ACCEL_EAGAIN unless ACCEL_OK), or ACCEL_EINVAL (as accel_submit, rt not
+ * s's runtime, bad slot, n/begun/ops NULL, cap 0, a visit open or the
+ * slot idle-announced; nothing changed). Same threading as begin. */
+ACCEL_API int accel_host_submit_begin(accel_runtime *rt, unsigned worker,
+                                      accel_session *s, const accel_op *op,
+                                      int64_t timeout_ns, accel_op *ops,
+                                      unsigned cap, unsigned *n, int *begun);
+
 /* Announces slot `worker` idle (its lane's parked count; a seq_cst
  * barrier pairs it with submitters, so that either the following begin
  * sees their work or they see the announcement and call host_wake).
