@@ -346,6 +346,7 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 			// Run here by this goroutine (or refused): r is clean and
 			// goes back to the slot's cache while the slot is ours.
 			if how == ranOwn {
+				v.postClose()
 				v.submitted.Add(1)
 				if held&^C.GOACCEL_IN_VISIT != 0 {
 					h.post(held)
