@@ -24,20 +24,22 @@ package accel
 //     group v.open names after its own C submit and before it returns
 //     (postClose).
 //
-// So when a submit X returns, every group submitted to C before X is
-// closed or withdrawn (a group is in v.open from before its C submit until
-// something replaces it), and a submit that starts after X returned can
-// append only to a group that came after X: an op is never placed before
-// one whose submit returned before its own began (a causally earlier one).
-// Appends racing a submit that has not returned are concurrent with it and
-// may land on either side.
+// So when a submit X returns, the group v.open named after X's C submit
+// is closed (or never published), and any group claimed since was claimed
+// after that, so submitted to C behind X (a group is in v.open from before
+// its C submit). A SubmitAsync that starts after X returned loads v.open
+// then, so it can append only to a group behind X: an op is never placed
+// before one whose submit returned before its own began (a causally
+// earlier one). A group v.open no longer names is reached only by
+// appenders that loaded v.open before it was replaced, so that started
+// before the replacing submit returned: concurrent with it, they may land
+// on either side, as separate submits would.
 //
 // Records are reused, so a token names a group by record index and the
 // record's group generation (gen, bumped at each use as a combining
 // group); an append is a CAS on the group's word (in the record) that
-// also checks gen. A
-// stale token would match again only after 2^32 reuses of its record
-// between an appender's load of v.open and its CAS.
+// also checks gen. A stale token would match again only after 2^32 reuses
+// of its record between an appender's load of v.open and its CAS.
 
 // #include "shim.h"
 import "C"
@@ -129,6 +131,10 @@ func (v *VMSession) submitGroup(f func(*Session) error, done func(error)) int {
 		gen = 1 // tokens never carry gen 0: a fresh record's word is 0
 	}
 	r.vs, r.f, r.cb, r.grouped = v, f, done, true
+	// Slot 0 (r.f/r.cb) is written and committed; the word opens this
+	// generation with that one slot. Both are ordered before the claim's
+	// CAS below, which (with the publication) makes the token visible to
+	// appenders: their acquire load of v.open, then of the word, sees them.
 	r.gcommitted.Store(1)
 	r.gword.Store(gen<<grpGenSh | 1)
 	r.state.Store(recQueued)
