@@ -183,6 +183,22 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
     return lanes_of(cls);
 }
 
+/* The first non-empty bucket of calendar k within its window from V_k:
+ * its slot and its absolute key. relaxed: V is a hint (see vnow); the
+ * bitmap's own loads order the look (sched_calendar.c). */
+static inline bool first_bucket(accel__sched *s, unsigned k, unsigned *slot,
+                                uint64_t *key)
+{
+    uint64_t V = atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
+    uint64_t from = (V >> s->shift) - BEHIND;
+    int f = accel__sched_cal_first(&s->cal[k], (unsigned)(from & (SLOTS - 1)));
+    if (f < 0)
+        return false;
+    *slot = (unsigned)f;
+    *key = from + (((uint64_t)f - from) & (SLOTS - 1));
+    return true;
+}
+
 /* Whether a pick by a worker of `lane` right after e's push into bucket
  * b of calendar cls would return e: b is at or before the first
  * non-empty bucket of every calendar that pick looks at, with pick's tie
@@ -198,13 +214,10 @@ static bool would_pick(accel__sched *s, unsigned lane, unsigned cls,
     if (cls < lo)
         return false; /* a general entity: a short-lane pick skips it */
     for (unsigned k = lo; k < s->ncls; k++) {
-        uint64_t V = atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
-        uint64_t from = (V >> s->shift) - BEHIND;
-        int slot = accel__sched_cal_first(&s->cal[k],
-                                          (unsigned)(from & (SLOTS - 1)));
-        if (slot < 0)
+        unsigned slot;
+        uint64_t key;
+        if (!first_bucket(s, k, &slot, &key))
             continue;
-        uint64_t key = from + (((uint64_t)slot - from) & (SLOTS - 1));
         if (key < b || (key == b && k != cls && k == 1))
             return false;
     }
@@ -270,11 +283,9 @@ unsigned accel__sched_peek(accel__sched *s, unsigned lane,
                           unsigned max)
 {
     unsigned k = lane && s->ncls > 1 ? 1 : 0;
-    uint64_t V = atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
-    uint64_t from = (V >> s->shift) - BEHIND;
-    int slot = accel__sched_cal_first(&s->cal[k],
-                                      (unsigned)(from & (SLOTS - 1)));
-    if (slot < 0)
+    unsigned slot;
+    uint64_t key;
+    if (!first_bucket(s, k, &slot, &key))
         return 0;
     /* relaxed (here and below): hints; the nodes are type-stable, so the
      * reads are safe even when a node was popped and reused meanwhile
@@ -306,18 +317,14 @@ accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane)
         unsigned best_slot = 0;
         uint64_t best_key = 0;
         for (unsigned k = lo; k < s->ncls; k++) {
-            uint64_t V =
-                atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
-            uint64_t from = (V >> s->shift) - BEHIND;
-            int slot = accel__sched_cal_first(&s->cal[k],
-                                              (unsigned)(from & (SLOTS - 1)));
-            if (slot < 0)
+            unsigned slot;
+            uint64_t key;
+            if (!first_bucket(s, k, &slot, &key))
                 continue;
-            uint64_t key = from + (((uint64_t)slot - from) & (SLOTS - 1));
             /* Ties go to the short class: its ops are the short ones. */
             if (best < 0 || key <= best_key) {
                 best = (int)k;
-                best_slot = (unsigned)slot;
+                best_slot = slot;
                 best_key = key;
             }
         }

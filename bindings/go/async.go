@@ -13,7 +13,9 @@ import (
 // worker after f (done may be nil; keep it short, it holds the worker). It
 // returns ErrQueueFull rather than wait when the queue is full, and
 // ErrSessionClosed on a closed session; on any error f never runs and done
-// is not called.
+// is not called. Consecutive SubmitAsyncs on a session share queue slots
+// (up to 32 ops in one, while it waits for a worker; docs/go.md), so a
+// queue of depth d holds more than d of them.
 //
 // To get the result on a channel: ch := make(chan error, 1);
 // v.SubmitAsync(f, func(err error) { ch <- err }).
@@ -21,11 +23,22 @@ func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error 
 	if f == nil {
 		return ErrInvalidArgument
 	}
-	if done == nil {
-		done = func(error) {}
-	}
 	if v.closed.Load() {
 		return ErrSessionClosed
+	}
+	if combineEnabled {
+		// Join the session's open group (no crossing, no ring slot), or
+		// start one that the next SubmitAsyncs can join (combine.go).
+		if !v.tryAppend(f, done) {
+			if rc := v.submitGroup(f, done); rc != C.ACCEL_OK {
+				return statusErr(rc)
+			}
+		}
+		v.submitted.Add(1)
+		return nil
+	}
+	if done == nil {
+		done = func(error) {}
 	}
 	r := allocRec()
 	r.vs, r.f, r.cb = v, f, done
@@ -37,6 +50,7 @@ func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error 
 		freeRec(r)
 		return statusErr(rc)
 	}
+	v.postClose()
 	v.submitted.Add(1)
 	return nil
 }
@@ -49,7 +63,7 @@ func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error 
 // many ops were queued (a prefix of fs) and, if not all, why not
 // (ErrQueueFull, ErrSessionClosed, ErrInvalidArgument for a nil f).
 func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int, err error)) (int, error) {
-	const group = 32
+	const group = groupMax
 	if v.closed.Load() {
 		return 0, ErrSessionClosed
 	}
@@ -76,8 +90,15 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 				break
 			}
 			r := allocRec()
-			r.vs, r.gdone, r.gbase = v, done, at
-			r.group = append([]func(*Session) error(nil), fs[at:at+k]...)
+			g := groupOf(r)
+			for j := 0; j < k; j++ {
+				g.ops[j] = groupOp{f: fs[at+j]}
+			}
+			// Sealed from the start (same gen: no token names this use):
+			// nothing appends to a batch's group.
+			r.gcommitted.Store(uint32(k))
+			r.gword.Store(r.gword.Load()&^(1<<grpGenSh-1) | grpClosed | uint64(k))
+			r.vs, r.f, r.cb, r.gdone, r.gbase, r.grouped = v, nil, nil, done, at, true
 			r.state.Store(recQueued)
 			recs[n], buf[n], sizes[n] = r, C.uintptr_t(r.idx), k
 			n++
@@ -97,9 +118,16 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 			k += sizes[i]
 		}
 		queued += k
+		if got > 0 {
+			v.postClose()
+		}
 		v.submitted.Add(uint64(k))
-		for _, r := range recs[got:n] {
-			r.vs, r.group, r.gdone = nil, nil, nil
+		for i, r := range recs[got:n] {
+			g := r.grp.Load()
+			for j := 0; j < sizes[int(got)+i]; j++ {
+				g.ops[j] = groupOp{}
+			}
+			r.vs, r.gdone, r.grouped = nil, nil, false
 			freeRec(r)
 		}
 		if rc != C.ACCEL_OK {
@@ -170,6 +198,9 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 		rc := v.rt.wakesFrom(int64(C.goaccel_submit_batch(v.h.c, &cids[0], C.size_t(n), C.ACCEL_FOREVER, &got)))
 		runtime.KeepAlive(v.h)
 		queued = int(got)
+		if queued > 0 {
+			v.postClose()
+		}
 		v.submitted.Add(uint64(queued))
 		if rc != C.ACCEL_OK {
 			stop = statusErr(rc)

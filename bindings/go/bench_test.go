@@ -64,11 +64,15 @@ func (o *oldSession) Submit(ctx context.Context, f func(*Session) error) error {
 
 // ---- shared set-up -------------------------------------------------------
 
-// ACCEL_BENCH_HELP=0 switches caller helping off (docs/go.md), for A/B
-// pairs of the same binary.
+// ACCEL_BENCH_HELP=0 switches caller helping off, ACCEL_BENCH_COMBINE=0
+// the combining of SubmitAsyncs into groups (docs/go.md), for A/B pairs of
+// the same binary.
 func init() {
 	if os.Getenv("ACCEL_BENCH_HELP") == "0" {
 		helpEnabled = false
+	}
+	if os.Getenv("ACCEL_BENCH_COMBINE") == "0" {
+		combineEnabled = false
 	}
 }
 
@@ -254,6 +258,23 @@ func benchAsyncChan(b *testing.B) {
 	})
 	close(ch)
 	done.Wait()
+}
+
+// One goroutine, one op at a time: SubmitAsync and wait for its done
+// (what combining costs a submit that finds no group to join).
+func BenchmarkAsyncRoundTrip(b *testing.B) {
+	rt := benchRuntime(b, 0)
+	defer rt.Close()
+	v := benchSessions(b, rt, 1)[0]
+	ch := make(chan error, 1)
+	done := func(err error) { ch <- err }
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := v.SubmitAsync(emptyOp, done); err != nil {
+			b.Fatal(err)
+		}
+		<-ch
+	}
 }
 
 func BenchmarkAsync(b *testing.B) {

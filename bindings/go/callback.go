@@ -10,6 +10,7 @@ import "C"
 import (
 	"fmt"
 	"runtime/debug"
+	"time"
 )
 
 // PanicError is what Submit returns when f panicked: the worker recovered,
@@ -50,13 +51,13 @@ func runRec(idx uint32, fl *recList) C.int {
 	// LP of the cancel race (oprec.go): whoever moves the state off queued
 	// owns the outcome.
 	if !r.state.CompareAndSwap(recQueued, recRunning) {
-		r.f, r.vs, r.cb, r.batch, r.group, r.gdone = nil, nil, nil, nil, nil, nil
+		r.f, r.vs, r.cb, r.batch = nil, nil, nil, nil
 		r.cwait, r.chwait = false, false
 		fl.free(r) // the submitter gave the record up when it cancelled
 		return 0
 	}
 	s := r.vs
-	if r.group != nil {
+	if r.grouped {
 		return runGroup(r, s, fl)
 	}
 	s.dispatched.Add(1)
@@ -73,28 +74,77 @@ func runRec(idx uint32, fl *recList) C.int {
 	return 0
 }
 
-// runGroup runs the ops of an asynchronous batch record in order: one
-// crossing for the lot (they are consecutive in the session's FIFO order
-// anyway; the scheduler sees one op and charges its whole measured time).
+// runGroup runs the ops of a group in order (SubmitAsyncBatch's, or
+// SubmitAsyncs combined: combine.go): one crossing for the lot (they are
+// consecutive in the session's FIFO order; the scheduler sees one op and
+// charges its whole measured time). Sealing it first ends appends.
 func runGroup(r *opRec, s *VMSession, fl *recList) C.int {
-	g, done, base := r.group, r.gdone, r.gbase
-	r.f, r.vs, r.group, r.gdone = nil, nil, nil, nil
-	fl.free(r)
-	failed := 0
-	for i, f := range g {
-		s.dispatched.Add(1)
-		err := callF(f, &s.sess)
-		if err != nil {
-			s.failed.Add(1)
-			failed = 1
-		} else {
-			s.completed.Add(1)
+	n := sealGroup(r)
+	done, base := r.gdone, r.gbase
+	var g *asyncGroup
+	if n > 1 || r.f == nil {
+		g = r.grp.Load()
+	}
+	var ok, bad uint64 // outcomes not yet added to s's counters
+	failed := false
+	// Timed for adaptCap: groups of more than one op, and one in 8 of a
+	// session's one-op groups, its first among them (two clock reads
+	// would cost a one-op group about as much as the rest of its run).
+	timed := n > 1 || s.groupTick.Add(1)&7 == 1
+	var t0 time.Time
+	if timed {
+		t0 = time.Now()
+	}
+	for i := 0; i < n; i++ {
+		op := groupOp{r.f, r.cb}
+		if i > 0 || op.f == nil { // a batch's ops are all in g
+			op = g.ops[i]
+			g.ops[i] = groupOp{}
 		}
-		if done != nil {
-			callGroupDone(done, base+i, err)
+		s.dispatched.Add(1)
+		err := callF(op.f, &s.sess)
+		if err != nil {
+			bad++
+			failed = true
+		} else {
+			ok++
+		}
+		// The outcome counts are added before a completion runs (it may
+		// read Stats) and at the end: one atomic per group, not per op,
+		// where no completion looks.
+		if done != nil || op.cb != nil {
+			s.countOutcomes(&ok, &bad)
+			if done != nil {
+				callGroupDone(done, base+i, err)
+			} else {
+				callDone(op.cb, err)
+			}
 		}
 	}
-	return C.int(failed)
+	s.countOutcomes(&ok, &bad)
+	if timed {
+		s.adaptCap(n, time.Since(t0))
+	}
+	// Freed after the ops: the group's holder goes with the record.
+	r.vs, r.f, r.cb, r.gdone, r.grouped = nil, nil, nil, nil, false
+	fl.free(r)
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// countOutcomes adds *ok completed and *bad failed ops to s's counters and
+// zeroes them.
+func (s *VMSession) countOutcomes(ok, bad *uint64) {
+	if *ok != 0 {
+		s.completed.Add(*ok)
+		*ok = 0
+	}
+	if *bad != 0 {
+		s.failed.Add(*bad)
+		*bad = 0
+	}
 }
 
 func callGroupDone(done func(int, error), i int, err error) {
@@ -114,16 +164,29 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 		freeRec(r)
 		return
 	}
-	if g := r.group; g != nil {
+	if r.grouped {
 		s, done, base := r.vs, r.gdone, r.gbase
-		r.f, r.vs, r.group, r.gdone = nil, nil, nil, nil
-		freeRec(r)
-		s.cancelled.Add(uint64(len(g)))
-		for i := range g {
+		n := sealGroup(r) // no appends to a group C has completed
+		var g *asyncGroup
+		if n > 1 || r.f == nil {
+			g = r.grp.Load()
+		}
+		s.cancelled.Add(uint64(n))
+		err := statusErr(int(status))
+		for i := 0; i < n; i++ {
+			op := groupOp{r.f, r.cb}
+			if i > 0 || op.f == nil {
+				op = g.ops[i]
+				g.ops[i] = groupOp{}
+			}
 			if done != nil {
-				callGroupDone(done, base+i, statusErr(int(status)))
+				callGroupDone(done, base+i, err)
+			} else if op.cb != nil {
+				callDone(op.cb, err)
 			}
 		}
+		r.vs, r.f, r.cb, r.gdone, r.grouped = nil, nil, nil, nil, false
+		freeRec(r)
 		return
 	}
 	r.vs.cancelled.Add(1)

@@ -45,6 +45,11 @@ func TestOSThreadWorkers(t *testing.T) {
 		{"CancelRacesWorker", TestCancelRacesWorker},
 		{"WorkersParkAndWake", TestWorkersParkAndWake},
 		{"DeadlockFromInsideOp", TestDeadlockFromInsideOp},
+		{"AsyncCombineFIFO", TestAsyncCombineFIFO},
+		{"AsyncCombineCloseRace", TestAsyncCombineCloseRace},
+		{"AsyncCombineCloseCancel", TestAsyncCombineCloseCancel},
+		{"AsyncCombinePanic", TestAsyncCombinePanic},
+		{"AsyncCombineOnlyShortOps", TestAsyncCombineOnlyShortOps},
 	} {
 		t.Run(c.name, c.f)
 	}

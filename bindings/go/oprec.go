@@ -36,19 +36,27 @@ const recChunkSize = 1 << recChunkBits
 // moves between the submitter's and the worker's cores as one line.
 type opRec struct {
 	// ---- line 0: every op
-	state  atomic.Uint32
-	next   atomic.Uint32 // free-stack link: index+1 of the next free record, 0 = none
-	idx    uint32
-	cwait  bool // a synchronous Submit waits on wake (waitWake)
-	chwait bool // a synchronous Submit waits on wch (host workers)
-	vs     *VMSession
-	f      func(*Session) error
-	cb     func(error)            // async completion; nil for a synchronous Submit
-	group  []func(*Session) error // SubmitAsyncBatch: ops run by one crossing
+	state   atomic.Uint32
+	next    atomic.Uint32 // free-stack link: index+1 of the next free record, 0 = none
+	idx     uint32
+	cwait   bool // a synchronous Submit waits on wake (waitWake)
+	chwait  bool // a synchronous Submit waits on wch (host workers)
+	grouped bool // a group (combine.go): f/cb its first op (nil in a batch's), grp the rest
+	vs      *VMSession
+	f       func(*Session) error
+	cb      func(error) // async completion; nil for a synchronous Submit
+	// grp: the ops of a group other than f (SubmitAsyncBatch: all), run
+	// by one crossing; allocated at the record's first need and kept.
+	grp atomic.Pointer[asyncGroup]
+	// A group's word (gen<<32 | grpClosed | ops reserved) and how many of
+	// its ops are written (combine.go): in this line, so that a group of
+	// one op moves between the cores as one line, as a plain op does.
+	gword      atomic.Uint64
+	gcommitted atomic.Uint32
 	// ---- line 1: synchronous and batch ops
 	batch   *batchWait       // batch Submit: counts the ops still out
-	gdone   func(int, error) // completion of each op of group
-	gbase   int              // index of group[0] in the caller's slice
+	gdone   func(int, error) // SubmitAsyncBatch: completion of each op of the group
+	gbase   int              // index of the group's first op in the caller's slice
 	slot    int              // index of this op in its batch
 	err     error
 	wch     chan struct{} // cap 1: the worker's "done" to a waiting Submit; made once per record

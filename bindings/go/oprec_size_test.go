@@ -12,7 +12,7 @@ func TestOpRecLayout(t *testing.T) {
 	if s := unsafe.Sizeof(r); s != 128 {
 		t.Fatalf("sizeof(opRec) = %d, want 128", s)
 	}
-	if o := unsafe.Offsetof(r.group) + unsafe.Sizeof(r.group); o > 64 {
+	if o := unsafe.Offsetof(r.gcommitted) + unsafe.Sizeof(r.gcommitted); o > 64 {
 		t.Fatalf("line 0 ends at %d, want <= 64", o)
 	}
 }

@@ -15,9 +15,9 @@ import (
 )
 
 // goCounted are the families whose values the Go side knows better than
-// the C library: C sees one op per SubmitAsyncBatch group and counts an op
-// whose ctx ended while it was queued as completed (the worker only skips
-// it); the Go counters count each f.
+// the C library: C sees one op per group (SubmitAsyncBatch, combined
+// SubmitAsyncs) and counts an op whose ctx ended while it was queued as
+// completed (the worker only skips it); the Go counters count each f.
 var goCounted = []struct {
 	name, help string
 	val        func(*VMSession) uint64

@@ -37,6 +37,11 @@ type Runtime struct {
 	c       *C.accel_runtime
 	workers int
 	host    *hostWorkers // nil: accel's own worker threads
+	// groupCap: most ops a SubmitAsync group holds (combine.go): 32, or
+	// QuantumOps if smaller, so a visit hands out no more Go ops than
+	// separate submits would with QuantumOps <= 32; shortNs: ShortOp.
+	groupCap int32
+	shortNs  int64
 
 	mu       sync.Mutex // guards sessions and closed; never held on an op path
 	sessions map[string]*VMSession
@@ -85,7 +90,14 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 			return nil, statusErr(rc)
 		}
 	}
-	r := &Runtime{c: rt, workers: w, sessions: make(map[string]*VMSession)}
+	r := &Runtime{c: rt, workers: w, sessions: make(map[string]*VMSession),
+		groupCap: groupMax, shortNs: int64(cfg.ShortOp)}
+	if cfg.QuantumOps > 0 && cfg.QuantumOps < groupMax {
+		r.groupCap = int32(cfg.QuantumOps)
+	}
+	if r.shortNs == 0 {
+		r.shortNs = int64(100 * time.Microsecond) // the library's default
+	}
 	if host != 0 {
 		r.host = startHostWorkers(rt, w, int(cc.short_lane_workers)-nhelp, nhelp)
 	}

@@ -23,7 +23,7 @@ type SessionStats struct {
 	Submitted uint64 // accepted into the queue (cancelled ops too)
 
 	// From the C runtime.
-	Queued       uint64        // queue slots in use: ops (or SubmitAsyncBatch groups) not yet started
+	Queued       uint64        // queue slots in use: ops (or groups: SubmitAsyncBatch, combined SubmitAsyncs) not yet started
 	MemoryUsed   int64         // bytes charged now
 	MemoryBudget int64         // 0 = unlimited
 	Service      time.Duration // total time its ops ran

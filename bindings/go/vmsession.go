@@ -30,15 +30,26 @@ type VMSession struct {
 
 	priority atomic.Int64
 	closed   atomic.Bool
+	// open: the session's most recent combining group, as a token
+	// gen<<32 | record index<<1 | openPend; 0: none (combine.go).
+	open atomic.Uint64
+	// groupCap: ops a combining group takes at most now (combine.go,
+	// adaptCap): rt.groupCap while the session's ops are short.
+	groupCap atomic.Int32
 	closeMu  sync.Mutex
 	closeErr error
 	didClose bool
 
-	submitted  atomic.Uint64 // accepted into the queue
+	submitted atomic.Uint64 // accepted into the queue
+	// The counters below are written by the workers for each op, the
+	// fields above read or written by submitters: apart, so that one
+	// side's writes do not take the other's line.
+	_          [64]byte
 	dispatched atomic.Uint64 // f started
 	completed  atomic.Uint64 // f returned nil
 	failed     atomic.Uint64 // f returned an error or panicked
 	cancelled  atomic.Uint64 // ctx ended (or the session closed) before f started
+	groupTick  atomic.Uint32 // one-op groups run (callback.go: which are timed)
 }
 
 // chandle owns the C handle; its finalizer releases it once the VMSession
@@ -120,6 +131,7 @@ func (rt *Runtime) NewVMSession(vmID string, opts ...VMSessionOption) (*VMSessio
 	}
 	v := &VMSession{id: vmID, rt: rt, h: &chandle{c: cs, rt: rt}}
 	v.sess.v = v
+	v.groupCap.Store(rt.groupCap)
 	v.priority.Store(int64(clampPriority(cfg.priority)))
 	runtime.SetFinalizer(v.h, (*chandle).release)
 	rt.sessions[vmID] = v
@@ -195,6 +207,11 @@ func (v *VMSession) Sync() error {
 // result. Never affects another session.
 func (v *VMSession) Close() error {
 	v.closed.Store(true)
+	// No append after this (the appenders that passed the closed check
+	// above before the store either reserved a slot before this seal, and
+	// their op runs in the drain below, or fail here and submit to C,
+	// which refuses once the C close began).
+	v.postClose()
 	v.closeMu.Lock()
 	defer v.closeMu.Unlock()
 	if v.didClose {
@@ -256,6 +273,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 		}
 		return err
 	}
+	v.postClose()
 	v.submitted.Add(1)
 	// The goroutine waits in C on the record's wake word (a short spin,
 	// then a futex the worker wakes): waking a parked goroutine from a C
@@ -328,6 +346,7 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 			// Run here by this goroutine (or refused): r is clean and
 			// goes back to the slot's cache while the slot is ours.
 			if how == ranOwn {
+				v.postClose()
 				v.submitted.Add(1)
 				if held&^C.GOACCEL_IN_VISIT != 0 {
 					h.post(held)
@@ -357,6 +376,7 @@ func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func
 		}
 		return err
 	}
+	v.postClose()
 	v.submitted.Add(1)
 	// The wakes C claimed for parked workers are delivered after helping,
 	// not before: delivered first, a worker on the other P takes this op
