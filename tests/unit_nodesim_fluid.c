@@ -21,31 +21,36 @@ static ns_fluid_op *stream(size_t n, double t0, double gap, double cost, double 
     return o;
 }
 
-Test(nodesim_fluid, backlogged_chains_share_by_weight, .timeout = 10)
+/* Two chains of 1000 backlogged 1 ms ops with weights w0 and w1, served
+ * until `until` by `workers` workers of `capacity` in all: done[] is each
+ * chain's work done. */
+static void serve_two_backlogged(double w0, double w1, double capacity,
+                                 unsigned workers, double until, double done[2])
 {
     ns_fluid_op *a = stream(1000, 0, 0, 1 * MS, 1e15), *b = stream(1000, 0, 0, 1 * MS, 1e15);
-    ns_fluid_chain c[2] = {{a, 1000, 1}, {b, 1000, 3}};
+    ns_fluid_chain c[2] = {{a, 1000, w0}, {b, 1000, w1}};
+    cr_assert_eq(ns_fluid_serve(c, 2, capacity, workers, 1024, until, done, NULL), 0);
+    free(a);
+    free(b);
+}
+
+Test(nodesim_fluid, backlogged_chains_share_by_weight, .timeout = 10)
+{
     double done[2];
-    cr_assert_eq(ns_fluid_serve(c, 2, 1.0, 1, 1024, 100 * MS, done, NULL), 0);
+    serve_two_backlogged(1, 3, 1.0, 1, 100 * MS, done);
     /* 1:3 of 100 ms; the op under way at the end is not credited */
     cr_assert_float_eq(done[0], 25 * MS, 1);
     cr_assert_float_eq(done[1], 75 * MS, 1);
-    free(a);
-    free(b);
 }
 
 Test(nodesim_fluid, one_worker_per_chain, .timeout = 10)
 {
     /* Two workers: weight 100 cannot take more than one of them, the
      * other goes to weight 1 (max-min, not proportional). */
-    ns_fluid_op *a = stream(1000, 0, 0, 1 * MS, 1e15), *b = stream(1000, 0, 0, 1 * MS, 1e15);
-    ns_fluid_chain c[2] = {{a, 1000, 1}, {b, 1000, 100}};
     double done[2];
-    cr_assert_eq(ns_fluid_serve(c, 2, 2.0, 2, 1024, 100.5 * MS, done, NULL), 0);
+    serve_two_backlogged(1, 100, 2.0, 2, 100.5 * MS, done);
     cr_assert_float_eq(done[0], 100 * MS, 1);
     cr_assert_float_eq(done[1], 100 * MS, 1);
-    free(a);
-    free(b);
 }
 
 Test(nodesim_fluid, idle_share_goes_to_the_backlogged, .timeout = 10)
