@@ -25,6 +25,7 @@ static void runtime_free(accel_runtime *rt)
     accel__backends_fini(rt->backends);
     pthread_mutex_destroy(&rt->list_lock);
     pthread_mutex_destroy(&rt->table_lock);
+    accel__arena_fini(&rt->arena);
     accel__host_free(rt);
     accel__free(rt->worker_cpus);
     accel__free(rt->workers);
@@ -84,6 +85,7 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     rt->fork_gen = accel__fork_generation();
     pthread_mutex_init(&rt->list_lock, NULL);
     pthread_mutex_init(&rt->table_lock, NULL);
+    accel__arena_init(&rt->arena);
     rt->table_want = rt->table_buckets = ACCEL__TABLE_INIT_BUCKETS;
     CDS_INIT_LIST_HEAD(&rt->sessions);
     rt->workers =

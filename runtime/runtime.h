@@ -11,6 +11,7 @@
 #include <urcu/rculfhash.h>
 
 #include "accel/accel.h"
+#include "arena.h"
 #include "backend_registry.h"
 #include "fork.h"
 #include "sched_core.h"
@@ -59,6 +60,8 @@ struct accel_runtime {
      * never lands after a larger one; table_buckets is under it. */
     pthread_mutex_t table_lock;
     unsigned long table_buckets;
+    /* Session memory once there are many (arena.h); cold paths. */
+    accel__arena arena;
 
     /* Host-driven workers: one slot per worker (host.c); else NULL. */
     struct accel__host_slot *host;

@@ -74,7 +74,8 @@ void accel__session_free_now(accel_session *s)
         s->bops->session_free(s->rt->backends[s->backend].state, s,
                               s->bstate);
     accel__waitstat_fini(&s->wait);
-    accel__free(s); /* ring slots and id live in the same allocation */
+    /* the ring's slots follow the session; the stamps open its tail */
+    accel__arena_free(&s->rt->arena, s, s->stamps, s->arena_units);
 }
 
 /* Cold path: the runtime's list of session objects (destroy walks it).
@@ -152,8 +153,9 @@ static int check_config(const accel_session_config *cfg, size_t *idlen,
     return ACCEL_OK;
 }
 
-/* One allocation: the session, its ring slots, the wait stamps, the id
- * (session.h); every field set but the backend state. NULL: no memory. */
+/* The session and its ring slots, then its tail: the wait stamps and the
+ * id (session.h); every field set but the backend state. NULL: no
+ * memory. */
 static accel_session *session_alloc(accel_runtime *rt,
                                     const accel_session_config *cfg,
                                     size_t idlen, uint32_t prio,
@@ -164,13 +166,17 @@ static accel_session *session_alloc(accel_runtime *rt,
     size_t nstamps = depth >= ACCEL__WAIT_SAMPLE ? depth / ACCEL__WAIT_SAMPLE
                                                  : 1;
     size_t stamps_bytes = nstamps * sizeof(uint64_t);
-    accel_session *s = accel__calloc_aligned(
-        128, sizeof(*s) + slots_bytes + stamps_bytes + idlen + 1);
+    uint32_t units;
+    void *tail;
+    accel_session *s =
+        accel__arena_calloc(&rt->arena, sizeof(*s) + slots_bytes,
+                            stamps_bytes + idlen + 1, &tail, &units);
     if (!s)
         return NULL;
+    s->arena_units = units;
     accel__ring_slot *slots = (accel__ring_slot *)(s + 1);
     accel__ring_init(ACCEL__RING(s), slots, depth);
-    s->stamps = (uint64_t *)((char *)slots + slots_bytes);
+    s->stamps = tail;
     s->stamp_mask = (uint32_t)(nstamps - 1);
     s->id = (char *)s->stamps + stamps_bytes;
     s->rt = rt;

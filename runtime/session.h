@@ -62,6 +62,8 @@ struct accel_session {
     alignas(128) accel__ring_prod rp;
     _Atomic uint32_t priority;
     uint32_t stamp_mask;
+    uint32_t arena_units; /* this allocation's size in the runtime's arena
+                             (arena.h); 0: a plain allocation */
     /* ---- pair A, line 1: read on every op and every visit, written
      * rarely (wake_at: by closers and syncers about to sleep, and by the
      * consumer that wakes them) */
@@ -70,8 +72,8 @@ struct accel_session {
     void *bstate;
     uint64_t *stamps; /* submit time of every ACCEL__WAIT_SAMPLE-th
                          position, indexed (pos / SAMPLE) & stamp_mask;
-                         in the same allocation */
-    char *id; /* NUL-terminated, in the same allocation (after the stamps) */
+                         they open the session's tail (below) */
+    char *id; /* NUL-terminated, in the tail after the stamps */
     _Atomic uint64_t wake_at;   /* lowest `finished` a sleeper waits for;
                                    UINT64_MAX: none */
     _Atomic uint32_t event;     /* futex word, bumped on progress */
@@ -136,10 +138,13 @@ _Static_assert(offsetof(struct accel_session, table_node) == 320 &&
                "pair C, line 1: the table entry, refs, hash, id length");
 _Static_assert(sizeof(struct accel_session) == 384,
                "the session is three 128-byte pairs");
-/* One allocation holds the session, then its ring slots (128-byte
- * aligned, since sizeof(accel_session) is a multiple of 128) and the
- * ring's EX side array (ring.h), then the wait stamps, then its id: one malloc header, no second alignment pad,
- * ids paid by their length. */
+/* The session's memory (arena.h): the session, then its ring slots
+ * (128-byte aligned, since sizeof(accel_session) is a multiple of 128)
+ * and the ring's EX side array (ring.h); then its tail, the wait stamps
+ * and the id. A plain allocation holds both, the tail right after the
+ * slots (one malloc header, no second alignment pad, ids paid by their
+ * length); in the arena's huge-page chunks the tail lies apart, so that
+ * the session need not round up to 128 bytes for it. */
 
 /* Set in a hint when the next visit's first slot is the ring's last:
  * the slot after it is then the first (offset sizeof(accel_session)). */
