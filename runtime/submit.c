@@ -57,7 +57,11 @@ typedef struct submit_ex {
  * take: a host slot of take->lane will pick right after (host.c,
  * accel_host_submit_begin): a session this submit makes runnable goes to
  * it directly when its pick would return it (take->taken). */
-static int submit_ops(accel_session *s, const accel_op *ops, size_t n,
+/* Inlined: each caller passes constants (one op, no ex, no take) that
+ * fold its loop and branches away; accel_submit is then one straight
+ * path. */
+static inline __attribute__((always_inline)) int
+submit_ops(accel_session *s, const accel_op *ops, size_t n,
                       int64_t timeout_ns, size_t *accepted, submit_ex *ex,
                       accel__submit_take *take)
 {
