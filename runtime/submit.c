@@ -56,14 +56,12 @@ typedef struct submit_ex {
 /* Publishes ops[0..n), all with a valid fn. ex: n == 1, an EX op.
  * take: a host slot of take->lane will pick right after (host.c,
  * accel_host_submit_begin): a session this submit makes runnable goes to
- * it directly when its pick would return it (take->taken). */
-/* Inlined: each caller passes constants (one op, no ex, no take) that
- * fold its loop and branches away; accel_submit is then one straight
- * path. */
+ * it directly when its pick would return it (take->taken). Inlined into
+ * each caller, whose constants (one op, no ex, no take) fold the loop and
+ * branches away: accel_submit is one straight path. */
 static inline __attribute__((always_inline)) int
-submit_ops(accel_session *s, const accel_op *ops, size_t n,
-                      int64_t timeout_ns, size_t *accepted, submit_ex *ex,
-                      accel__submit_take *take)
+submit_ops(accel_session *s, const accel_op *ops, size_t n, int64_t timeout_ns,
+           size_t *accepted, submit_ex *ex, accel__submit_take *take)
 {
     if (accel__runtime_forked(s->rt)) {
         if (accepted)
