@@ -74,6 +74,38 @@ static int set_device(int device)
     return 0;
 }
 
+/* Inside an op the user's fn may have called cudaSetDevice itself, which
+ * the cache cannot see: ask CUDA (a thread-local read in the runtime) and
+ * set the device again when it differs. */
+static int set_device_checked(int device)
+{
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess || cur != device) {
+        (void)cudaGetLastError();
+        tl_device = -1;
+    }
+    return set_device(device);
+}
+
+/* A CUDA error status for a resource that could not be made: out of
+ * memory is the caller's to handle (ACCEL_ENOMEM); anything else means the
+ * device is unusable for this session (ACCEL_EBACKEND). Neither is
+ * ACCEL_ENOBACKEND, which would send AUTO to the CPU on a resource failure
+ * that is not the absence of a device. The error is cleared. */
+static int open_error(cudaError_t e)
+{
+    (void)cudaGetLastError();
+    return e == cudaErrorMemoryAllocation ? ACCEL_ENOMEM : ACCEL_EBACKEND;
+}
+
+uint64_t accel__cuda_pool_max_size(uint64_t budget, uint64_t total_mem)
+{
+    if (!budget || budget >= total_mem)
+        return 0;
+    return (budget + ACCEL__CUDA_POOL_CHUNK - 1) / ACCEL__CUDA_POOL_CHUNK *
+           ACCEL__CUDA_POOL_CHUNK;
+}
+
 int accel__cuda_priority_of(const accel__cuda_rt *rt, uint32_t weight)
 {
     int levels = rt->prio_least - rt->prio_greatest;
@@ -96,11 +128,13 @@ static int cuda_probe(void **rt_state, const accel__backend_probe_args *args)
         accel__cuda_failed())
         return ACCEL_ENOBACKEND;
     int pools = 0, least = 0, greatest = 0;
+    size_t free_mem = 0, total_mem = 0;
     if (cudaSetDevice(device) != cudaSuccess ||
         cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported,
                                device) != cudaSuccess ||
         !pools ||
-        cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
+        cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess ||
+        cudaMemGetInfo(&free_mem, &total_mem) != cudaSuccess) {
         (void)cudaGetLastError();
         return ACCEL_ENOBACKEND;
     }
@@ -109,6 +143,7 @@ static int cuda_probe(void **rt_state, const accel__backend_probe_args *args)
     if (!rt)
         return ACCEL_ENOBACKEND;
     rt->device = device;
+    rt->total_mem = total_mem;
     rt->prio_least = least;
     rt->prio_greatest = greatest;
     atomic_init(&rt->priorities, 1);
@@ -163,6 +198,8 @@ static int cuda_session_open(void *rt_state, accel_session *s,
         (void)cudaGetLastError();
         return ACCEL_ENOBACKEND;
     }
+    int rc = ACCEL_ENOMEM; /* a fault-injected failure reads as this */
+    cudaError_t e;
     accel__cuda_session *cs = accel__calloc_aligned(64, sizeof(*cs));
     if (!cs)
         return ACCEL_ENOMEM;
@@ -174,21 +211,29 @@ static int cuda_session_open(void *rt_state, accel_session *s,
     cs->cap = atomic_load_explicit(&rt->inflight_cap, memory_order_relaxed);
 
     unsigned nev = 0;
-    for (; nev < ACCEL__CUDA_INFLIGHT_MAX; nev++)
-        if (ACCEL__FAULT("cudaEventCreate") ||
-            cudaEventCreateWithFlags(&cs->ev[nev],
-                                     cudaEventDisableTiming) != cudaSuccess)
+    for (; nev < ACCEL__CUDA_INFLIGHT_MAX; nev++) {
+        if (ACCEL__FAULT("cudaEventCreate"))
             goto fail;
+        e = cudaEventCreateWithFlags(&cs->ev[nev], cudaEventDisableTiming);
+        if (e != cudaSuccess) {
+            rc = open_error(e);
+            goto fail;
+        }
+    }
 
     if (shared) {
         cs->stream = rt->shared;
         cs->stream_prio = rt->prio_least;
     } else {
         cs->stream_prio = accel__cuda_priority_of(rt, weight);
-        if (ACCEL__FAULT("cudaStreamCreate") ||
-            cudaStreamCreateWithPriority(&cs->stream, cudaStreamNonBlocking,
-                                         cs->stream_prio) != cudaSuccess)
+        if (ACCEL__FAULT("cudaStreamCreate"))
             goto fail;
+        e = cudaStreamCreateWithPriority(&cs->stream, cudaStreamNonBlocking,
+                                         cs->stream_prio);
+        if (e != cudaSuccess) {
+            rc = open_error(e);
+            goto fail;
+        }
         atomic_fetch_add_explicit(&live_streams, 1, memory_order_relaxed);
     }
 
@@ -198,22 +243,33 @@ static int cuda_session_open(void *rt_state, accel_session *s,
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = rt->device;
     /* Backstop: the pool itself cannot grow past the budget (rounded up to
-     * the physical chunk), whatever the charge accounting says. */
-    uint64_t cap = (uint64_t)args->budget_cap;
-    if (cap)
-        props.maxSize = (size_t)((cap + ACCEL__CUDA_POOL_CHUNK - 1) /
-                                 ACCEL__CUDA_POOL_CHUNK *
-                                 ACCEL__CUDA_POOL_CHUNK);
-    if (ACCEL__FAULT("cudaMemPoolCreate") ||
-        cudaMemPoolCreate(&cs->pool, &props) != cudaSuccess)
+     * the physical chunk), whatever the charge accounting says. A budget
+     * at or above the device's memory (up to INT64_MAX) bounds nothing the
+     * device does not: such a pool gets no maxSize (0, the device's limit)
+     * rather than an absurd one. */
+    props.maxSize = accel__cuda_pool_max_size((uint64_t)args->budget_cap,
+                                              rt->total_mem);
+    if (ACCEL__FAULT("cudaMemPoolCreate"))
         goto fail_stream;
-    atomic_fetch_add_explicit(&live_pools, 1, memory_order_relaxed);
-    /* Keep freed memory in the pool up to the budget (or 64 MiB when
-     * unlimited) instead of returning it at every synchronisation: the
+    e = cudaMemPoolCreate(&cs->pool, &props);
+    if (e != cudaSuccess) {
+        rc = open_error(e);
+        goto fail_stream;
+    }
+    /* Keep freed memory in the pool up to its maxSize (or 64 MiB when
+     * it has none) instead of returning it at every synchronisation: the
      * pool is the session's, so what it keeps is at most its budget. */
-    uint64_t keep = cap ? props.maxSize : (64ull << 20);
-    (void)cudaMemPoolSetAttribute(cs->pool, cudaMemPoolAttrReleaseThreshold,
-                                  &keep);
+    uint64_t keep = props.maxSize ? props.maxSize : (64ull << 20);
+    e = cudaMemPoolSetAttribute(cs->pool, cudaMemPoolAttrReleaseThreshold,
+                                &keep);
+    if (e != cudaSuccess) {
+        /* Not fatal to CUDA, but a session whose pool is not set up as
+         * documented is not opened; the error must not outlive the call. */
+        rc = open_error(e);
+        (void)cudaMemPoolDestroy(cs->pool);
+        goto fail_stream;
+    }
+    atomic_fetch_add_explicit(&live_pools, 1, memory_order_relaxed);
     *state = cs;
     return ACCEL_OK;
 
@@ -226,7 +282,7 @@ fail:
     (void)cudaGetLastError();
     destroy_events(cs, nev);
     accel__free(cs);
-    return ACCEL_ENOBACKEND;
+    return rc;
 }
 
 struct drain_arg {
@@ -244,11 +300,18 @@ static void cuda_session_free(void *rt_state, accel_session *s, void *state)
     (void)rt_state, (void)s;
     accel__cuda_session *cs = state;
     /* May run on an RCU callback thread: make the device current. Every
-     * op has completed, so the stream holds only frees from now on. */
+     * op of this session has completed, so its own stream holds only the
+     * frees from now on and waiting for them is short. The shared stream
+     * also holds other sessions' work, maybe a kernel that never ends:
+     * waiting there would stall every reclamation behind this one, and
+     * runtime destroy's barrier. Nothing needs the wait: a pool destroyed
+     * with frees still queued, and events destroyed before they fire, are
+     * released by CUDA once the device is done with them. */
     if (set_device(cs->device) == 0) {
         struct drain_arg d = {cs->stream};
         accel__cuda_ptrmap_drain(&cs->ptrs, free_left, &d);
-        (void)cudaStreamSynchronize(cs->stream);
+        if (!cs->shared)
+            (void)cudaStreamSynchronize(cs->stream);
         (void)cudaMemPoolDestroy(cs->pool);
         if (!cs->shared)
             (void)cudaStreamDestroy(cs->stream);
@@ -326,6 +389,10 @@ static int cuda_run(void *state, accel_ctx *ctx, const accel_op *op,
     } else {
         maybe_swap_stream(cs);
         p->status = op->fn(ctx, op->arg);
+        /* fn may have made another device current: the next op and this
+         * visit's poll must find the session's device again. */
+        if (set_device_checked(cs->device) != 0)
+            (void)cudaGetLastError();
     }
     cs->tail++;
     /* Even a failed or unrun op completes through poll, so that done
@@ -355,13 +422,21 @@ static uint32_t cuda_poll(void *state, accel_session *s)
     if (cs->head == cs->tail)
         return 0;
     int progressed = 0;
+    /* Every path below calls CUDA, also the bare event query of a visit
+     * that closed no batch: a worker that never ran this session's ops
+     * has not made its device current yet (with cuda_device != 0 CUDA
+     * would bind device 0 on this thread instead). */
+    if (!accel__cuda_failed() && set_device(cs->device) != 0) {
+        (void)cudaGetLastError();
+        mark_failed();
+    }
     if (cs->batch != cs->tail) {
         /* Close the batch: one event after its last op's device work. */
         uint64_t last = cs->tail - 1;
         cs->slot[last & mask].has_event = 1;
         cs->batch = cs->tail;
         progressed = 1;
-        if (accel__cuda_failed() || set_device(cs->device) != 0 ||
+        if (accel__cuda_failed() ||
             cudaEventRecord(cs->ev[last & mask], cs->stream) != cudaSuccess) {
             (void)cudaGetLastError();
             mark_failed();
@@ -373,9 +448,21 @@ static uint32_t cuda_poll(void *state, accel_session *s)
         uint64_t end = cs->head;
         while (!cs->slot[end & mask].has_event)
             end++; /* every op up to batch is covered by an event */
-        cudaError_t e = cudaEventQuery(cs->ev[end & mask]);
-        if (e == cudaErrorNotReady)
+        if (accel__cuda_failed()) {
+            /* The context is gone (maybe set_device above failed): what
+             * is pending will never be seen finished. */
+            progressed = 1;
+            complete_through(cs, s, cs->tail - 1, ACCEL_EBACKEND);
             break;
+        }
+        cudaError_t e = cudaEventQuery(cs->ev[end & mask]);
+        if (e == cudaErrorNotReady) {
+            /* Not an error, but the runtime may keep it as the thread's
+             * last error; the next op's fn, which reports
+             * cudaGetLastError() as its launch status, would read it. */
+            (void)cudaGetLastError();
+            break;
+        }
         progressed = 1;
         if (e != cudaSuccess) {
             /* Sticky or not, an event that cannot be waited for means the
@@ -414,8 +501,10 @@ static int cuda_alloc(void *state, accel_ctx *ctx, size_t bytes, void **out)
 {
     (void)ctx;
     accel__cuda_session *cs = state;
-    if (accel__cuda_failed() || set_device(cs->device) != 0)
+    if (accel__cuda_failed() || set_device_checked(cs->device) != 0) {
+        (void)cudaGetLastError();
         return ACCEL_EBACKEND;
+    }
     void *p = NULL;
     cudaError_t e = ACCEL__FAULT("cudaMallocFromPoolAsync")
                         ? cudaErrorMemoryAllocation
@@ -441,7 +530,7 @@ static size_t cuda_free(void *state, accel_ctx *ctx, void *p)
     size_t charge = 0;
     if (!accel__cuda_ptrmap_take(&cs->ptrs, (uintptr_t)p, &charge))
         return 0; /* not ours: nothing to refund, nothing freed */
-    if (set_device(cs->device) == 0 &&
+    if (set_device_checked(cs->device) != 0 ||
         cudaFreeAsync(p, cs->stream) != cudaSuccess)
         (void)cudaGetLastError();
     return charge;

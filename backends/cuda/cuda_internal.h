@@ -33,6 +33,7 @@
 
 typedef struct accel__cuda_rt {
     int device;
+    uint64_t total_mem;            /* cudaMemGetInfo at probe */
     int prio_least, prio_greatest; /* cudaDeviceGetStreamPriorityRange */
     cudaStream_t shared;           /* ACCEL_SESSION_SHARED_DEVICE sessions */
     _Atomic int priorities;        /* 1: weights map to stream priorities */
@@ -69,6 +70,11 @@ extern const accel__backend_ops accel__backend_cuda;
  * priority (weight 1) to the greatest (weight >= 100); the least for all
  * weights when priorities are off. */
 int accel__cuda_priority_of(const accel__cuda_rt *rt, uint32_t weight);
+
+/* The maxSize of a session pool for a budget (0: unlimited): the budget
+ * rounded up to ACCEL__CUDA_POOL_CHUNK, or 0 (no limit but the device's)
+ * when the budget is 0 or reaches the device's total memory. */
+uint64_t accel__cuda_pool_max_size(uint64_t budget, uint64_t total_mem);
 
 /* 1 once a sticky device error was seen in this process. */
 int accel__cuda_failed(void);
