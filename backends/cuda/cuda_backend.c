@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "fault.h"
@@ -24,6 +25,7 @@
  * runtime; its answer cannot change during the process). */
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static int detect_count; /* usable device count, 0 when none */
+static pid_t detect_pid;  /* the process that initialised CUDA */
 
 /* relaxed everywhere: a flag read by polls and opens; what it guards is
  * the driver's own state, which the driver orders. */
@@ -36,6 +38,7 @@ static _Thread_local int tl_device = -1;
 static void detect(void)
 {
     int n = 0;
+    detect_pid = getpid();
     cudaError_t e = cudaGetDeviceCount(&n);
     /* cudaErrorInsufficientDriver (35, toolkit without a driver),
      * cudaErrorStubLibrary (34), cudaErrorNoDevice (100) and anything else:
@@ -124,8 +127,10 @@ static int cuda_probe(void **rt_state, const accel__backend_probe_args *args)
 {
     int device = args->device;
     pthread_once(&detect_once, detect);
+    /* A fork child of a process that initialised CUDA cannot use it
+     * (CUDA's rule): no backend there, without calling CUDA at all. */
     if (detect_count == 0 || device < 0 || device >= detect_count ||
-        accel__cuda_failed())
+        accel__cuda_failed() || getpid() != detect_pid)
         return ACCEL_ENOBACKEND;
     int pools = 0, least = 0, greatest = 0;
     size_t free_mem = 0, total_mem = 0;

@@ -92,6 +92,7 @@ static struct {
        .idle = PTHREAD_COND_INITIALIZER};
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pid_t init_pid;
 static _Thread_local int tl_dev = -1;
 static _Thread_local cudaError_t tl_last;
 
@@ -265,6 +266,7 @@ static void init(void)
         g.rng = 1;
     fprintf(stderr, "cuda stand-in: %d device(s), ACCEL_STANDIN_SEED=%llu\n",
             g.ndev, (unsigned long long)g.rng);
+    init_pid = getpid();
     pthread_t t;
     if (pthread_create(&t, NULL, device_main, NULL) != 0)
         die("init", "cannot start the device thread");
@@ -277,6 +279,9 @@ static void init(void)
 static cudaError_t enter(const char *call, int need_dev)
 {
     pthread_once(&once, init);
+    if (getpid() != init_pid)
+        die(call, "called in a fork child of the process that initialised "
+            "CUDA (CUDA cannot be used there)");
     if (need_dev && tl_dev < 0)
         die(call, "called from a thread that never called cudaSetDevice");
     pthread_mutex_lock(&g.mu);

@@ -12,9 +12,12 @@
  *   pool_attr      a failed release-threshold set fails the open cleanly
  *   shared_free    freeing a shared session does not wait for other
  *                  sessions' work on the shared stream
+ *   fork_child     a runtime made in a fork child finds no CUDA backend and
+ *                  calls no CUDA (AUTO on the CPU)
  * A watchdog (alarm) names the step that hung.
  */
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -350,6 +353,49 @@ static void run_shared_free(void)
     CHECK_EQ(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+/* ---------------------------------------------------------- fork_child */
+
+static int op_seven(accel_ctx *ctx, void *arg)
+{
+    (void)ctx, (void)arg;
+    return 7;
+}
+
+static void run_fork_child(void)
+{
+    accel_runtime *rt = runtime(1, 0);
+    accel_session *s = open_cuda(rt, "parent", 0, 0, 0);
+    CHECK_EQ(accel_submit_wait(s, op_empty, NULL, ACCEL_FOREVER), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        alarm(30);
+        accel_runtime *c;
+        accel_runtime_config cfg = {.workers = 1};
+        CHECK_EQ(accel_runtime_create(&cfg, &c), ACCEL_OK);
+        CHECK_EQ(accel_runtime_cuda_status(c), ACCEL_ENOBACKEND);
+        accel_session *x;
+        accel_session_config xc = {.id = "child"};
+        CHECK_EQ(accel_session_open(c, &xc, &x), ACCEL_OK);
+        CHECK_EQ(accel_session_backend(x), ACCEL_BACKEND_CPU);
+        CHECK_EQ(accel_submit_wait(x, op_seven, NULL, ACCEL_FOREVER), 7);
+        accel_session_release(x);
+        xc.backend = ACCEL_BACKEND_CUDA;
+        CHECK_EQ(accel_session_open(c, &xc, &x), ACCEL_ENOBACKEND);
+        CHECK_EQ(accel_runtime_destroy(c), ACCEL_OK);
+        fflush(NULL);
+        _exit(0); /* the parent's CUDA objects are the parent's */
+    }
+    int st = 0;
+    step = "fork_child: waiting for the child";
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_EQ(accel_submit_wait(s, op_empty, NULL, ACCEL_FOREVER), 0);
+    accel_session_release(s);
+    CHECK_EQ(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGALRM, on_alarm);
@@ -369,9 +415,11 @@ int main(int argc, char **argv)
         run_pool_attr();
     else if (!strcmp(t, "shared_free"))
         run_shared_free();
+    else if (!strcmp(t, "fork_child"))
+        run_fork_child();
     else {
         fprintf(stderr, "usage: %s notready|setdevice_poll|stale_device|"
-                "pool_clamp|open_errors|pool_attr|shared_free\n", argv[0]);
+                "pool_clamp|open_errors|pool_attr|shared_free|fork_child\n", argv[0]);
         return 2;
     }
     printf("%s: ok\n", t);
