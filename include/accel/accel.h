@@ -284,7 +284,9 @@ typedef struct accel_session_config {
  * priority > 1000, memory_budget < 0, unknown backend or flags, depth above
  * the maximum); ACCEL_EEXIST (an open session has this id);
  * ACCEL_ENOBACKEND (CUDA asked for and no usable device, or the CUDA
- * backend has failed); ACCEL_ENOMEM. */
+ * backend has failed); ACCEL_ENOMEM; ACCEL_EBACKEND (the CUDA backend could
+ * not make the session's stream, events or pool for another reason than
+ * memory: AUTO does not fall back to the CPU then, docs/cuda.md). */
 ACCEL_API int accel_session_open(accel_runtime *rt,
                                  const accel_session_config *cfg,
                                  accel_session **out);
@@ -626,7 +628,8 @@ ACCEL_API accel_session *accel_ctx_session(accel_ctx *ctx);
  * CPU backend (a budget can be filled to the byte); the CUDA backend
  * charges its allocation granularity (include/accel/cuda.h).
  * Returns ACCEL_OK and *out, ACCEL_EBUDGET past the cap (nothing charged),
- * ACCEL_EINVAL (NULL ctx/out, bytes == 0), ACCEL_ENOMEM. Memory not freed
+ * ACCEL_EINVAL (NULL ctx/out, bytes == 0), ACCEL_ENOMEM, ACCEL_EBACKEND (a
+ * CUDA session whose backend has failed, docs/cuda.md). Memory not freed
  * by the op stays charged until accel_ctx_free() from a later op of the
  * same session; the backend releases what is left when the session is
  * freed. */

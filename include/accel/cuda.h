@@ -28,9 +28,10 @@ extern "C" {
  * size rounded up to this many bytes (the pool's suballocation alignment).
  * A budget of B bytes therefore admits floor(B / 256) allocations of 1 byte.
  * The pool's physical reservation may exceed the charge by fragmentation;
- * the pool's maxSize (the budget rounded up to 2 MiB) bounds it: an
- * allocation the budget admits but the pool cannot place gets ACCEL_ENOMEM
- * and is refunded. */
+ * the pool's maxSize (the budget rounded up to 2 MiB; none when the budget
+ * reaches the device's memory) bounds it: an allocation the budget admits
+ * but the pool cannot place gets ACCEL_ENOMEM and is refunded. Once the
+ * CUDA backend has failed, accel_ctx_alloc returns ACCEL_EBACKEND. */
 #define ACCEL_CUDA_ALLOC_GRANULARITY 256u
 
 /* The stream of the running op's session (its own, or the runtime's shared
@@ -42,7 +43,8 @@ ACCEL_API void *accel_ctx_cuda_stream(accel_ctx *ctx);
 
 /* The CUDA device of the running op's session; -1 when ctx is NULL or its
  * session is not bound to CUDA. The worker has made it the current device
- * of the calling thread before the op runs. */
+ * of the calling thread before the op runs (also after an earlier op made
+ * another device current). */
 ACCEL_API int accel_ctx_cuda_device(accel_ctx *ctx);
 
 /* ACCEL_CUDA_ALLOC_GRANULARITY, for callers that prefer a function. */
@@ -50,8 +52,9 @@ ACCEL_API size_t accel_cuda_alloc_granularity(void);
 
 /* Whether rt can open CUDA sessions now: ACCEL_OK; ACCEL_ENOBACKEND (no
  * driver, a stub driver, no device, or the configured device does not
- * exist or lacks memory pools); ACCEL_EBACKEND (the CUDA backend failed in
- * this process: a sticky device error was seen, see docs/cuda.md);
+ * exist or lacks memory pools, or this is a fork child of a process that
+ * initialised CUDA); ACCEL_EBACKEND (the CUDA backend failed in this
+ * process: a sticky device error was seen, see docs/cuda.md);
  * ACCEL_EINVAL (rt NULL). Thread-safe. */
 ACCEL_API int accel_runtime_cuda_status(accel_runtime *rt);
 
