@@ -71,6 +71,8 @@ static accel_session *open_cuda(accel_runtime *rt, const char *id,
 
 /* ------------------------------------------------------------- helpers */
 
+/* seq_cst: gate pairs with the stand-in device's load (standin.c, ready);
+ * gated_ran is set by the device and read by the test after waiting. */
 static _Atomic int gate;
 static _Atomic int gated_ran;
 
@@ -102,6 +104,8 @@ static int op_empty(accel_ctx *ctx, void *arg)
     return accel_k_empty(accel_ctx_cuda_stream(ctx));
 }
 
+/* Set on a worker, read by the test thread: seq_cst; status is read only
+ * after sync, which orders every done before it returns. */
 typedef struct rec {
     _Atomic int ran;
     _Atomic int status; /* -1 until done */

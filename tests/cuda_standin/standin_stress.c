@@ -41,6 +41,8 @@ static const char *volatile step = "start";
 static int fault_mode;
 static _Atomic int faulted;
 static _Atomic int stop_chaos;
+/* Violation counters: seq_cst, read after the producers are joined
+ * (pthread_join orders every increment before the reads). */
 static _Atomic long bad_once, bad_fifo, bad_cap, bad_budget, bad_status;
 
 typedef struct slot slot;
@@ -50,7 +52,8 @@ typedef struct opx {
     uint32_t seq;
     int kind; /* 0 log, 1 alloc/free, 2 spin, 3 fault, 4 cpu */
     int accepted, ran;
-    _Atomic int done_count;
+    _Atomic int done_count; /* read by the producer after close returned
+                               (close waits for every done: orders them) */
     int status;
 } opx;
 
@@ -61,6 +64,9 @@ struct slot {
     int64_t budget;
     unsigned *count;
     uint32_t *log;
+    /* Touched by fn and done, which run on the session's consumer one at a
+     * time; atomic because the consumer may change between visits (the
+     * runtime's hand-off orders one visit before the next). */
     _Atomic int inflight;
     _Atomic uint32_t next_done;
     void *held[HELD];
