@@ -36,11 +36,12 @@ typedef struct log_args {
 static void k_log_append(void *arg)
 {
     log_args *a = arg;
-    /* Only the device thread writes the log; the host reads it in done
-     * callbacks after the op's event fired, and the stand-in's mutex
-     * (event fired and queried under it) orders this write before them.
-     * Atomic as atomicAdd is in kernels.cu: the same count may be shared. */
-    unsigned i = atomic_fetch_add((_Atomic unsigned *)a->count, 1);
+    /* relaxed: only the device thread writes the log, and the host reads
+     * it in done callbacks after the op's event fired; the stand-in's
+     * mutex (the event fires and is queried under it) orders this write
+     * before them. Atomic as atomicAdd is in kernels.cu. */
+    unsigned i = atomic_fetch_add_explicit((_Atomic unsigned *)a->count, 1,
+                                           memory_order_relaxed);
     if (i < a->cap)
         a->log[i] = a->value;
 }

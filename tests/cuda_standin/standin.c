@@ -138,11 +138,10 @@ static void leak_report(void)
 
 static int ready(const item *it)
 {
-    /* seq_cst load, pairs with the test's store that opens the gate
-     * (standin_checks.c, open_gate); what the kernel then reads was
-     * written before that store. The device looks again at least every
-     * millisecond, so a missed kick only delays it. */
-    if (it->gate && !atomic_load(it->gate))
+    /* [G2] acquire: pairs with [G1] in standin_checks.c (open_gate), so
+     * what the test wrote before opening is seen by the kernel. The device
+     * looks again at least every millisecond: a missed kick only delays. */
+    if (it->gate && !atomic_load_explicit(it->gate, memory_order_acquire))
         return 0;
     if (it->kind == IT_WAIT && it->ev->done < it->seq)
         return 0;

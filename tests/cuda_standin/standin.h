@@ -9,8 +9,8 @@
  * event or pool, on a double or unknown free, on a call from a thread that
  * never set the device and on an object used while another device is
  * current, and on any call in a fork child of the process that initialised
- * it (CUDA cannot be used there); at exit it reports what was never destroyed or freed (exit 3),
- * unless a sticky fault lost the context. It proves the backend's logic
+ * it (CUDA cannot be used there). At exit it reports what was never
+ * destroyed or freed (exit 3), unless a sticky fault lost the context. It proves the backend's logic
  * against the API's contract, not anything about real CUDA.
  *
  * Environment: ACCEL_STANDIN_DEVICES (1..4, default 1),

@@ -71,8 +71,8 @@ static accel_session *open_cuda(accel_runtime *rt, const char *id,
 
 /* ------------------------------------------------------------- helpers */
 
-/* seq_cst: gate pairs with the stand-in device's load (standin.c, ready);
- * gated_ran is set by the device and read by the test after waiting. */
+/* gate: see [G1]/[G2]. gated_ran (seq_cst) is set by the device and read
+ * by the test. */
 static _Atomic int gate;
 static _Atomic int gated_ran;
 
@@ -94,7 +94,8 @@ static int op_gated(accel_ctx *ctx, void *arg)
 
 static void open_gate(void)
 {
-    atomic_store(&gate, 1);
+    /* [G1] release: pairs with [G2] in standin.c (ready). */
+    atomic_store_explicit(&gate, 1, memory_order_release);
     accel_standin_kick();
 }
 

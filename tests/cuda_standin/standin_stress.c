@@ -37,7 +37,14 @@
 #define BUDGET (64 << 10)
 #define HELD 8
 
-static const char *volatile step = "start";
+/* The step the watchdog names; relaxed: producers set it concurrently and
+ * the handler only needs some recent value. */
+static _Atomic(const char *) step = "start";
+
+static void set_step(const char *what)
+{
+    atomic_store_explicit(&step, what, memory_order_relaxed);
+}
 static int fault_mode;
 static _Atomic int faulted;
 static _Atomic int stop_chaos;
@@ -82,7 +89,8 @@ static void on_alarm(int sig)
     (void)sig;
     static const char msg[] = "watchdog: stuck at: ";
     (void)!write(2, msg, sizeof(msg) - 1);
-    (void)!write(2, step, strlen(step));
+    const char *at = atomic_load_explicit(&step, memory_order_relaxed);
+    (void)!write(2, at, strlen(at));
     (void)!write(2, "\n", 1);
     _exit(1);
 }
@@ -202,10 +210,10 @@ static int free_held(accel_ctx *ctx, void *arg)
 static void slot_close(slot *sl, unsigned flags, uint32_t submitted)
 {
     if (!atomic_load(&faulted) && !flags) {
-        step = "close: freeing held memory";
+        set_step("close: freeing held memory");
         (void)accel_submit_wait(sl->s, free_held, sl, ACCEL_FOREVER);
     }
-    step = flags ? "CANCEL close with device work pending" : "DRAIN close";
+    set_step(flags ? "CANCEL close with device work pending" : "DRAIN close");
     CHECK_EQ(accel_session_close(sl->s, flags), ACCEL_OK);
     /* close returned: every accepted op completed, done returned. */
     for (uint32_t i = 0; i < submitted; i++) {
@@ -265,7 +273,7 @@ static void *producer(void *arg)
                 sl->gen++;
                 slot_open(sl);
             } else {
-                step = "sync at the end of a generation";
+                set_step("sync at the end of a generation");
                 CHECK_EQ(accel_session_sync(sl->s, ACCEL_FOREVER), ACCEL_OK);
                 if (gen == 1 || fault_mode) {
                     slot_close(sl, k % 2 ? ACCEL_CLOSE_CANCEL : 0, i);
@@ -335,7 +343,7 @@ int main(int argc, char **argv)
     CHECK_EQ(atomic_load(&bad_status), 0);
     CHECK_EQ(accel_runtime_cuda_status(rt),
              fault_mode ? ACCEL_EBACKEND : ACCEL_OK);
-    step = "runtime destroy";
+    set_step("runtime destroy");
     CHECK_EQ(accel_runtime_destroy(rt), ACCEL_OK);
     printf("stress%s: ok\n", fault_mode ? " (fault)" : "");
     return 0;
