@@ -93,6 +93,7 @@ static void run_fifo(int nsess, unsigned flags, int change_prio)
         log_init(&lb[k], N);
     }
     const uint32_t weights[] = {1, 5, 10, 100, 1000};
+    cuda_step("fifo: submitting (the log kernel writes mapped host memory)");
     for (unsigned i = 0; i < N; i++) {
         for (int k = 0; k < nsess; k++) {
             ops[k][i] = (logop){.lb = &lb[k], .value = i, .index = i};
@@ -103,6 +104,7 @@ static void run_fifo(int nsess, unsigned flags, int change_prio)
                              s[k], weights[(i / 50 + k) % 5]), ACCEL_OK);
         }
     }
+    cuda_step("fifo: sync (waits for every op's device work)");
     for (int k = 0; k < nsess; k++) {
         CHECK_EQ(accel_session_sync(s[k], ACCEL_FOREVER), ACCEL_OK);
         CHECK_EQ(atomic_load(&lb[k].done_bad), 0);
@@ -190,6 +192,7 @@ static void run_budget(void)
     static budget_arg b;
     CHECK_EQ(cudaHostAlloc((void **)&b.host, PIECE, 0), cudaSuccess);
     memset(b.host, 0, PIECE);
+    cuda_step("budget: fill to EBUDGET from the 2 MiB pool");
     CHECK_EQ(accel_submit_wait(s, op_fill, &b, ACCEL_FOREVER), 0);
     const int64_t charge = (PIECE + 255) / 256 * 256;
     CHECK_EQ(b.stop_status, ACCEL_EBUDGET);
@@ -201,6 +204,7 @@ static void run_budget(void)
         CHECK_EQ(b.host[i], 0xab);
     CHECK_EQ(accel_submit_wait(s, op_free_all, &b, ACCEL_FOREVER), 0);
     CHECK_EQ(accel_session_memory_used(s), 0);
+    cuda_step("budget: 1 MiB contiguous after the frees");
     CHECK_EQ(accel_submit_wait(s, op_edges, NULL, ACCEL_FOREVER), 0);
     CHECK_EQ(accel_session_memory_used(s), 0);
     accel_session_release(s);
@@ -240,6 +244,7 @@ static void run_close(void)
             CHECK_EQ(accel_session_close(s[k], 0), ACCEL_OK);
             accel_session_release(s[k]);
         }
+        cuda_step("close: waiting for the closed sessions to be freed");
         /* Session objects are freed after a grace period, once the worker
          * also dropped its reference: wait for it, boundedly. */
         for (int t = 0; t < 1000 && (accel__cuda_live_streams() != streams0 ||
@@ -297,10 +302,12 @@ static void run_sessions17(void)
         log_init(&lb17[k], NP * PER);
     }
     pthread_t th[NP];
+    cuda_step("sessions17: submitting from 4 threads");
     for (int p = 0; p < NP; p++)
         CHECK_EQ(pthread_create(&th[p], NULL, producer17, (void *)(intptr_t)p), 0);
     for (int p = 0; p < NP; p++)
         pthread_join(th[p], NULL);
+    cuda_step("sessions17: close (waits for every op)");
     for (int k = 0; k < NS; k++) {
         CHECK_EQ(accel_session_close(s17[k], 0), ACCEL_OK);
         accel_session_stats st;
@@ -326,6 +333,8 @@ static void run_sessions17(void)
 int main(int argc, char **argv)
 {
     const char *t = argc > 1 ? argv[1] : "";
+    cuda_watchdog(20); /* under gpu-check.sh's 25 s for each sub-test */
+    cuda_step(t);
     if (!strcmp(t, "fifo"))
         run_fifo(1, 0, 0);
     else if (!strcmp(t, "shared"))

@@ -9,7 +9,6 @@
  * against pool allocations; close and destroy return. Exit 77 (skipped)
  * without a usable device.
  */
-#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -76,6 +75,7 @@ static void run_log(accel_runtime *rt, const char *id, unsigned flags,
     CHECK_EQ(cudaHostGetDevicePointer((void **)&lb.dlog, lb.hlog, 0),
              cudaSuccess);
     *lb.hcount = 0;
+    cuda_step(id);
     accel_session *s;
     accel_session_config c = {.id = id, .flags = flags};
     CHECK_EQ(accel_session_open(rt, &c, &s), ACCEL_OK);
@@ -102,13 +102,14 @@ static void run_log(accel_runtime *rt, const char *id, unsigned flags,
 
 int main(void)
 {
-    alarm(50); /* a hang fails (SIGALRM) before the step's timeout */
+    cuda_watchdog(25); /* under gpu-check.sh's 30 s for this step */
     accel_runtime *rt = cuda_runtime_or_skip(2);
     /* The program's own CUDA runtime must see the device too. */
     CHECK_EQ(cudaSetDevice(0), cudaSuccess);
     run_log(rt, "own", 0, 0);
     run_log(rt, "shared", ACCEL_SESSION_SHARED_DEVICE, 0);
     run_log(rt, "prio", 0, 1);
+    cuda_step("budget");
     accel_session *b;
     accel_session_config bc = {.id = "budget", .memory_budget = (1 << 20) + 100};
     CHECK_EQ(accel_session_open(rt, &bc, &b), ACCEL_OK);
