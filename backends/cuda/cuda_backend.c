@@ -516,8 +516,11 @@ static int cuda_alloc(void *state, accel_ctx *ctx, size_t bytes, void **out)
                         : cudaMallocFromPoolAsync(&p, bytes, cs->pool,
                                                   cs->stream);
     if (e != cudaSuccess) {
-        (void)cudaGetLastError(); /* out of memory is not sticky */
-        return ACCEL_ENOMEM;
+        /* Out of memory is the caller's to handle and not sticky; any
+         * other error is the device's (a sticky fault the next poll will
+         * see, a lost context): not ENOMEM, which would invite a retry. */
+        (void)cudaGetLastError();
+        return e == cudaErrorMemoryAllocation ? ACCEL_ENOMEM : ACCEL_EBACKEND;
     }
     if (accel__cuda_ptrmap_put(&cs->ptrs, (uintptr_t)p,
                                cuda_alloc_charge(cs, bytes)) != ACCEL_OK) {

@@ -629,7 +629,8 @@ ACCEL_API accel_session *accel_ctx_session(accel_ctx *ctx);
  * charges its allocation granularity (include/accel/cuda.h).
  * Returns ACCEL_OK and *out, ACCEL_EBUDGET past the cap (nothing charged),
  * ACCEL_EINVAL (NULL ctx/out, bytes == 0), ACCEL_ENOMEM, ACCEL_EBACKEND (a
- * CUDA session whose backend has failed, docs/cuda.md). Memory not freed
+ * CUDA session whose backend has failed or whose device allocation failed
+ * for another reason than memory, docs/cuda.md). Memory not freed
  * by the op stays charged until accel_ctx_free() from a later op of the
  * same session; the backend releases what is left when the session is
  * freed. */

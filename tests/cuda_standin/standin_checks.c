@@ -14,6 +14,9 @@
  *                  sessions' work on the shared stream
  *   fork_child     a runtime made in a fork child finds no CUDA backend and
  *                  calls no CUDA (AUTO on the CPU)
+ *   alloc_error    a device allocation failing with another error than out
+ *                  of memory is ACCEL_EBACKEND, out of memory ACCEL_ENOMEM;
+ *                  both refund the charge and leave no error set
  * A watchdog (alarm) names the step that hung.
  */
 #include <signal.h>
@@ -358,6 +361,43 @@ static void run_shared_free(void)
     CHECK_EQ(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+/* --------------------------------------------------------- alloc_error */
+
+static int op_alloc_fails(accel_ctx *ctx, void *arg)
+{
+    const int *e = arg;
+    void *p;
+    accel_standin_fail_next("cudaMallocFromPoolAsync", 1, *e);
+    int rc = accel_ctx_alloc(ctx, 1000, &p);
+    accel_standin_fail_next("cudaMallocFromPoolAsync", 0, 0);
+    if (accel_session_memory_used(accel_ctx_session(ctx)) != 0)
+        return 1000; /* the charge was not refunded */
+    if (rc == ACCEL_OK)
+        return 1001;
+    /* The next allocation works, and no error is left for the launch. */
+    void *q;
+    if (accel_ctx_alloc(ctx, 1000, &q) != ACCEL_OK)
+        return 1002;
+    accel_ctx_free(ctx, q);
+    int le = accel_k_empty(accel_ctx_cuda_stream(ctx));
+    return le ? 2000 + le : rc;
+}
+
+static void run_alloc_error(void)
+{
+    accel_runtime *rt = runtime(1, 0);
+    accel_session *s = open_cuda(rt, "m", 0, 0, 1 << 20);
+    int e = cudaErrorInvalidValue;
+    CHECK_EQ(accel_submit_wait(s, op_alloc_fails, &e, ACCEL_FOREVER),
+             ACCEL_EBACKEND);
+    e = cudaErrorMemoryAllocation;
+    CHECK_EQ(accel_submit_wait(s, op_alloc_fails, &e, ACCEL_FOREVER),
+             ACCEL_ENOMEM);
+    CHECK_EQ(accel_runtime_cuda_status(rt), ACCEL_OK);
+    accel_session_release(s);
+    CHECK_EQ(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
 /* ---------------------------------------------------------- fork_child */
 
 static int op_seven(accel_ctx *ctx, void *arg)
@@ -422,9 +462,12 @@ int main(int argc, char **argv)
         run_shared_free();
     else if (!strcmp(t, "fork_child"))
         run_fork_child();
+    else if (!strcmp(t, "alloc_error"))
+        run_alloc_error();
     else {
         fprintf(stderr, "usage: %s notready|setdevice_poll|stale_device|"
-                "pool_clamp|open_errors|pool_attr|shared_free|fork_child\n", argv[0]);
+                "pool_clamp|open_errors|pool_attr|shared_free|fork_child|"
+                "alloc_error\n", argv[0]);
         return 2;
     }
     printf("%s: ok\n", t);

@@ -138,6 +138,8 @@ static int op_fn(accel_ctx *ctx, void *arg)
             if (fits || after != before)
                 atomic_fetch_add(&bad_budget, 1);
         } else if (!(rc == ACCEL_EBACKEND && atomic_load(&faulted))) {
+            /* Before the fault nothing but EBUDGET may refuse; after it
+             * the device's errors read as EBACKEND, never ENOMEM. */
             atomic_fetch_add(&bad_budget, 1);
         }
         if (sl->budget && after > sl->budget)
