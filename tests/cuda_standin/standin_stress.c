@@ -51,6 +51,8 @@ static _Atomic int stop_chaos;
 /* Violation counters: seq_cst, read after the producers are joined
  * (pthread_join orders every increment before the reads). */
 static _Atomic long bad_once, bad_fifo, bad_cap, bad_budget, bad_status;
+/* For the log line only (relaxed: read after the joins). */
+static _Atomic long n_ran, n_cancelled, n_failed, n_swaps;
 
 typedef struct slot slot;
 
@@ -166,6 +168,10 @@ static void op_done(void *arg, int status)
     if (want != o->seq)
         atomic_fetch_add(&bad_fifo, 1);
     o->status = status;
+    atomic_fetch_add_explicit(o->ran && status == 0 ? &n_ran
+                              : status == ACCEL_ECLOSED ? &n_cancelled
+                                                        : &n_failed,
+                              1, memory_order_relaxed);
     int ok = (o->ran && status == 0) || (!o->ran && status == ACCEL_ECLOSED) ||
              (fault_mode && !sl->cpu && status == ACCEL_EBACKEND) ||
              (o->kind == 3 && status != 0);
@@ -301,6 +307,8 @@ static void *chaos(void *arg)
         if (sl->s) {
             int rc = accel_session_set_priority(sl->s, w[rnd(&r) % 6]);
             CHECK(rc == ACCEL_OK || rc == ACCEL_ECLOSED);
+            atomic_fetch_add_explicit(&n_swaps, rc == ACCEL_OK,
+                                      memory_order_relaxed);
         }
         pthread_mutex_unlock(&sl->mu);
         struct timespec ts = {0, 100000};
@@ -338,6 +346,9 @@ int main(int argc, char **argv)
            atomic_load(&bad_once), atomic_load(&bad_fifo),
            atomic_load(&bad_cap), atomic_load(&bad_budget),
            atomic_load(&bad_status), fault_mode ? "injected" : "none");
+    printf("ops ran %ld, cancelled unrun %ld, failed %ld; priority changes "
+           "%ld\n", atomic_load(&n_ran), atomic_load(&n_cancelled),
+           atomic_load(&n_failed), atomic_load(&n_swaps));
     CHECK_EQ(atomic_load(&bad_once), 0);
     CHECK_EQ(atomic_load(&bad_fifo), 0);
     CHECK_EQ(atomic_load(&bad_cap), 0);
