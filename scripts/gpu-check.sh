@@ -56,7 +56,7 @@ step() {
   local t0 rc v
   t0=$(date +%s%N)
   echo "gpu-check step $name start (limit ${limit}s)"
-  timeout -k 5 "$limit" "${lb[@]}" "$@" 2>&1 | tee "$logs/$name.log" |
+  timeout -k 5 "$limit" ${lb[@]+"${lb[@]}"} "$@" 2>&1 | tee "$logs/$name.log" |
     sed -u 's/^/    /'
   rc=${PIPESTATUS[0]}
   case $rc in
