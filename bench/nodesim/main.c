@@ -141,12 +141,6 @@ static double probe_s = 1.0;
 static void run_scenario(const scen *sc, ns_scenario_runs *out)
 {
     double before = 0, after = 0;
-    /* The co-tenant runs through the probes too: the capacity is what this
-     * process can get beside it. */
-    if (sc->cotenant && ns_cotenant_start(sc->cotenant) != 0) {
-        fprintf(stderr, "accel-nodesim: cannot start the co-tenant processes\n");
-        exit(1);
-    }
     if (measured) {
         before = measure_capacity(probe_s);
         /* A probe that found the machine all but taken by other processes
@@ -165,6 +159,13 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
                    before / 1e9);
             fflush(stdout);
         }
+    }
+    /* The co-tenant runs between the probes, not during them: the capacity
+     * is the machine's without it, so "work done x capacity" says how much
+     * of the machine each system kept beside it. */
+    if (sc->cotenant && ns_cotenant_start(sc->cotenant) != 0) {
+        fprintf(stderr, "accel-nodesim: cannot start the co-tenant processes\n");
+        exit(1);
     }
     out->name = sc->name;
     out->load = sc->load;
@@ -213,15 +214,14 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
         }
     }
     char title[512], cap[160];
+    ns_cotenant_stop();
     if (measured) {
         after = measure_capacity(probe_s);
-        ns_cotenant_stop();
         double drift = 100 * (after - before) / before;
         snprintf(cap, sizeof cap, "capacity %.2f CPU measured before, %.2f after (%+.0f%%%s)",
                  before / 1e9, after / 1e9, drift,
                  drift > 15 || drift < -15 ? ": the machine's other load moved, rerun" : "");
     } else {
-        ns_cotenant_stop();
         snprintf(cap, sizeof cap, "capacity %.2f CPU given by --capacity", opt.capacity / 1e9);
     }
     bench_result res;
@@ -299,8 +299,9 @@ int main(int argc, char **argv)
         {"metrics-port", BENCH_OPT_U64, &opt.metrics_port,
          "serve Prometheus metrics on 127.0.0.1:PORT while accel runs (0: off)"},
         {"cotenant", BENCH_OPT_U64, &opt.cotenant,
-         "busy co-tenant processes (one spinning thread each) beside the node: in the "
-         "cotenant scenario (0 there: 1), and in every scenario when given (1..64)"},
+         "busy co-tenant processes (one spinning thread each) beside the node while the "
+         "systems run (not during the capacity probes): in the cotenant scenario (0 "
+         "there: 1), and in every scenario when given (1..64)"},
         {"modelled", BENCH_OPT_FLAG, &opt.modelled,
          "run every chain's modelled spin loop, even where the chains file names a real "
          "body"},
