@@ -588,6 +588,20 @@ func pct(a, b uint64) string {
 	return fmt.Sprintf("%.1f%%", p)
 }
 
+func lat(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= 10*time.Millisecond:
+		return fmt.Sprintf("%.0f ms", float64(d)/1e6)
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.0f us", float64(d)/1e3)
+}
+
 func printTable(sc scenario, capNs float64, d time.Duration, res [2]result) {
 	what := ""
 	if sc.blocking {
@@ -604,11 +618,11 @@ func printTable(sc scenario, capNs float64, d time.Duration, res [2]result) {
 		if r.cpu > 0 {
 			perCPU = r.workAll / float64(r.cpu)
 		}
-		fmt.Printf("%-14s %8s %9s %8s %8s %8s %8s %9v %9v %9.2fx %8.2f\n", r.system,
+		fmt.Printf("%-14s %8s %9s %8s %8s %8s %8s %9s %9s %9.2fx %8.2f\n", r.system,
 			pct(r.ontime, judged), pct(r.classOn[0], r.classAll[0]), pct(r.classOn[1], r.classAll[1]),
 			pct(r.classOn[2], r.classAll[2]), pct(r.classOn[3], r.classAll[3]),
-			pct(r.dropped+r.expired+r.late, judged), r.p99[critical].Round(100*time.Microsecond),
-			r.p99[high].Round(100*time.Microsecond), r.work/float64(d)/capNs, perCPU)
+			pct(r.dropped+r.expired+r.late, judged), lat(r.p99[critical]), lat(r.p99[high]),
+			r.work/float64(d)/capNs, perCPU)
 	}
 }
 
