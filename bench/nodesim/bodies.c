@@ -331,8 +331,8 @@ void ns_bodies_print(const ns_chainset *cs)
                 snprintf(calls, sizeof calls, "%u call%s", n0, n0 > 1 ? "s" : "");
             else
                 snprintf(calls, sizeof calls, "%u-%u calls", n0, n1);
-            snprintf(chains + u, sizeof chains - u, "\n      %-16s assumed %4.0f-%-4.0f us per op: %s",
-                     c->name, (double)c->cost_lo_ns / 1e3, (double)c->cost_hi_ns / 1e3, calls);
+            snprintf(chains + u, sizeof chains - u,
+                     "\n      %-16s assumed %4.0f-%-4.0f us per op: %s", c->name, (double)c->cost_lo_ns / 1e3, (double)c->cost_hi_ns / 1e3, calls);
         }
         if (!chains[0])
             continue;
@@ -357,7 +357,8 @@ void ns_bodies_print(const ns_chainset *cs)
     if (missing && !forced_model)
         printf("  (built without %s%s%s: scripts/deps.sh installs libsodium-dev and "
                "libsecp256k1-dev)\n",
-               NS_HAVE_SODIUM ? "" : "libsodium", !NS_HAVE_SODIUM && !NS_HAVE_SECP256K1 ? " and " : "",
+               NS_HAVE_SODIUM ? "" : "libsodium",
+               !NS_HAVE_SODIUM && !NS_HAVE_SECP256K1 ? " and " : "",
                NS_HAVE_SECP256K1 ? "" : "libsecp256k1");
 }
 
