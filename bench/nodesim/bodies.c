@@ -332,7 +332,8 @@ void ns_bodies_print(const ns_chainset *cs)
             else
                 snprintf(calls, sizeof calls, "%u-%u calls", n0, n1);
             snprintf(chains + u, sizeof chains - u,
-                     "\n      %-16s assumed %4.0f-%-4.0f us per op: %s", c->name, (double)c->cost_lo_ns / 1e3, (double)c->cost_hi_ns / 1e3, calls);
+                     "\n      %-16s assumed %4.0f-%-4.0f us per op: %s", c->name,
+                     (double)c->cost_lo_ns / 1e3, (double)c->cost_hi_ns / 1e3, calls);
         }
         if (!chains[0])
             continue;
