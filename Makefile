@@ -81,11 +81,15 @@ package: deps
 test-package: package
 	scripts/package-test.sh $(BUILD)-pkg
 
-# The node simulation: all scenarios, ~2 minutes; charts (PNG) into
-# $(BUILD)-release/nodesim-charts, JSON lines beside them.
+# The node simulation: all scenarios (real op bodies where libsodium and
+# libsecp256k1 are installed, scripts/deps.sh installs them), ~3 minutes;
+# charts (PNG) into $(BUILD)-release/nodesim-charts, JSON lines beside
+# them. The build's sub-makes do not print their "Entering directory"
+# lines (--no-print-directory, through GNUMAKEFLAGS: MAKEFLAGS ends with
+# the command line's variables, where a flag appended would be ignored).
 bench: deps
-	cmake -S . -B $(BUILD)-release -DCMAKE_BUILD_TYPE=Release -DACCEL_BUILD_TESTS=OFF $(CMAKE_FLAGS)
-	cmake --build $(BUILD)-release -j $(JOBS)
+	@cmake -S . -B $(BUILD)-release -DCMAKE_BUILD_TYPE=Release -DACCEL_BUILD_TESTS=OFF $(CMAKE_FLAGS) >/dev/null
+	@GNUMAKEFLAGS=--no-print-directory cmake --build $(BUILD)-release -j $(JOBS)
 	$(BUILD)-release/bench/accel-nodesim --out $(BUILD)-release/nodesim-charts \
 	    --json $(BUILD)-release/nodesim-charts/results.jsonl $(NODESIM_ARGS)
 

@@ -5,9 +5,11 @@ set -euo pipefail
 # clang + its sanitizer/fuzzer runtimes (libclang-rt-14-dev is only a
 # "Recommends" of clang, and we install without recommends) for the TSan
 # tier and the fuzzer; spin for the protocol models; systemtap-sdt-dev for
-# the USDT probes (<sys/sdt.h>); gnuplot (no X) for the charts of make bench.
+# the USDT probes (<sys/sdt.h>); gnuplot (no X) for the charts of make bench;
+# libsodium-dev and libsecp256k1-dev for the real op bodies of make bench
+# (ed25519, BLAKE2b, SHA-256; secp256k1 ECDSA).
 pkgs=(build-essential cmake pkg-config liburcu-dev libck-dev libcriterion-dev
-      clang libclang-rt-14-dev spin systemtap-sdt-dev "$@")
+      clang libclang-rt-14-dev spin systemtap-sdt-dev libsodium-dev libsecp256k1-dev "$@")
 # Any gnuplot with the pngcairo terminal will do (gnuplot-qt or -x11 too).
 command -v gnuplot >/dev/null 2>&1 || pkgs+=(gnuplot-nox)
 missing=()

@@ -49,8 +49,34 @@ static int parse_priority(const char *s, uint32_t *out)
     return 0;
 }
 
+/* "-", or "storage:LO-HI" / "signer:LO-HI" in ms. */
+static int parse_wait(const char *s, ns_chain_cfg *c)
+{
+    if (strcmp(s, "-") == 0)
+        return 0;
+    const char *colon = strchr(s, ':');
+    if (!colon)
+        return -1;
+    size_t n = (size_t)(colon - s);
+    if (n == 7 && strncmp(s, "storage", 7) == 0)
+        c->wait = NS_WAIT_STORAGE;
+    else if (n == 6 && strncmp(s, "signer", 6) == 0)
+        c->wait = NS_WAIT_SIGNER;
+    else
+        return -1;
+    double lo, hi;
+    char tail;
+    if (sscanf(colon + 1, "%lf-%lf%c", &lo, &hi, &tail) != 2 || !(lo > 0) || !(hi >= lo) ||
+        hi > 1000)
+        return -1;
+    c->wait_lo_ns = (uint64_t)(lo * 1e6);
+    c->wait_hi_ns = (uint64_t)(hi * 1e6);
+    return 0;
+}
+
 /* One chain per line:
  *   name role priority cost_lo_us cost_hi_us share period_us deadline_ms scratch_kb
+ *   [body [wait]]
  * "#:" lines are the description, other '#' text a comment. Shares are
  * normalised to sum to 1. */
 int ns_chains_parse(const char *text, const char *name, ns_chainset *out)
@@ -88,19 +114,22 @@ int ns_chains_parse(const char *text, const char *name, ns_chainset *out)
             s++;
         if (!*s)
             continue;
-        char cname[64], role[64], prio[32], extra[8];
+        char cname[64], role[64], prio[32], body[32] = "model", wait[32] = "-", extra[8];
         double lo, hi, share, period, deadline, scratch;
-        int k = sscanf(s, "%63s %63s %31s %lf %lf %lf %lf %lf %lf %7s", cname, role, prio, &lo,
-                       &hi, &share, &period, &deadline, &scratch, extra);
+        int k = sscanf(s, "%63s %63s %31s %lf %lf %lf %lf %lf %lf %31s %31s %7s", cname, role,
+                       prio, &lo, &hi, &share, &period, &deadline, &scratch, body, wait, extra);
         ns_chain_cfg c = {0};
-        if (k != 9 || strlen(cname) >= NS_NAME_MAX || strlen(role) >= NS_NAME_MAX ||
+        if (k < 9 || k > 11 || ns_body_parse(body, &c.body) != 0 || parse_wait(wait, &c) != 0 ||
+            strlen(cname) >= NS_NAME_MAX || strlen(role) >= NS_NAME_MAX ||
             parse_priority(prio, &c.priority) != 0 || !(lo > 0) || !(hi >= lo) ||
             hi > 4e6 || !(share > 0) || !(period >= 0) || !(deadline > 0) ||
             !(scratch >= 0) || scratch > 65536 || out->n == NS_MAX_CHAINS) {
             fprintf(stderr,
-                    "accel-nodesim: %s:%d: bad chain line (want 9 columns: name role "
+                    "accel-nodesim: %s:%d: bad chain line (want 9-11 columns: name role "
                     "priority cost_lo_us cost_hi_us share period_us deadline_ms "
-                    "scratch_kb; at most %d chains)\n",
+                    "scratch_kb [body [wait]]; body: model ed25519 secp256k1-verify "
+                    "secp256k1-recover blake2b sha256; wait: - storage:LO-HI signer:LO-HI "
+                    "(ms); at most %d chains)\n",
                     name, lineno, NS_MAX_CHAINS);
             return -1;
         }

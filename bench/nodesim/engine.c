@@ -28,9 +28,13 @@
 #include "nodesim.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 const char *const ns_system_name[NS_NSYS] = {"accel (node)", "accel (default)",
                                              "mutex/session", "FIFO pool", "priority pool"};
@@ -103,7 +107,15 @@ static int ns_op(accel_ctx *ctx, void *arg)
         if (scratch)
             memset(scratch, 0, 64);
     }
-    bench_burn_ns(rec->cost);
+    if (rec->wait_us) {
+        /* a storage read or a remote signer's round trip: the thread
+         * sleeps, the CPU is free (blocking scenario only) */
+        bench_sleep_ns((uint64_t)rec->wait_us * 1000u);
+    }
+    if (rec->calls)
+        ns_body_run(cr->cfg->body, rec->item, rec->calls); /* a wrong answer fails the run */
+    else
+        bench_burn_ns(rec->cost);
     if (scratch) {
         if (ctx)
             accel_ctx_free(ctx, scratch);
@@ -240,7 +252,7 @@ static int gen_arrivals(ns_run *r, ns_chain_run *cr)
     const ns_chain_cfg *c = cr->cfg;
     bench_rng rng;
     bench_rng_seed(&rng, r->seed, 1000u * r->slice + cr->index + 1);
-    double dur = (double)r->duration_ns, mean = ns_mean_cost(c);
+    double dur = (double)r->duration_ns, mean = ns_op_mean_cost(c);
     size_t cap = 1024, n = 0;
     ns_op_rec *ops = malloc(cap * sizeof *ops);
     if (!ops)
@@ -269,7 +281,21 @@ static int gen_arrivals(ns_run *r, ns_chain_run *cr)
                 cap *= 2;
             }
             uint64_t cost = bench_rng_range(&rng, c->cost_lo_ns, c->cost_hi_ns);
-            ops[n++] = (ns_op_rec){.cr = cr, .t_sched = (uint64_t)t, .cost = (uint32_t)cost};
+            ns_op_rec o = {.cr = cr, .t_sched = (uint64_t)t, .cost = (uint32_t)cost};
+            /* Drawn whether used or not, so the arrival and cost streams are
+             * the same with and without real bodies and waits. */
+            uint64_t item = bench_rng_next(&rng), wait = 0;
+            if (c->wait)
+                wait = bench_rng_range(&rng, c->wait_lo_ns, c->wait_hi_ns);
+            if (c->body != NS_BODY_MODEL && ns_body_available(c->body) &&
+                ns_body_unit_ns(c->body)) {
+                o.calls = ns_body_calls(c->body, cost);
+                o.item = (uint32_t)item;
+                o.cost = (uint32_t)(o.calls * ns_body_unit_ns(c->body));
+            }
+            if (r->blocking)
+                o.wait_us = (uint32_t)(wait / 1000u);
+            ops[n++] = o;
         }
         if (c->period_ns)
             t += (double)c->period_ns;
@@ -593,4 +619,49 @@ void ns_run_free(ns_run *r)
         free((void *)r->chain[i].b_miss);
     }
     free(r);
+}
+
+/* The co-tenant (--cotenant N): what else a node's machine runs (the Go
+ * runtime's GC, networking, the database), as N processes of one thread
+ * each spinning on the CPU. Other processes, so their CPU is not in this
+ * process's CPU time (work per CPU-second) and the kernel shares the CPUs
+ * between them and every thread of every system here by its per-thread
+ * fairness. The child only spins (fork from a threaded process allows
+ * nothing else): no allocation, no locks; it dies with its parent. */
+#define NS_MAX_COTENANT 64
+static pid_t cotenant_pid[NS_MAX_COTENANT];
+static unsigned cotenant_n;
+
+int ns_cotenant_start(unsigned n)
+{
+    if (n > NS_MAX_COTENANT)
+        return -1;
+    pid_t self = getpid();
+    for (unsigned i = 0; i < n; i++) {
+        pid_t p = fork();
+        if (p < 0) {
+            ns_cotenant_stop();
+            return -1;
+        }
+        if (p == 0) {
+            /* the parent may have died before the signal was armed */
+            if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != self)
+                _exit(0);
+            volatile uint64_t x = 1;
+            for (;;)
+                x = x * 6364136223846793005u + 1;
+        }
+        cotenant_pid[cotenant_n++] = p;
+    }
+    return 0;
+}
+
+void ns_cotenant_stop(void)
+{
+    for (unsigned i = 0; i < cotenant_n; i++) {
+        kill(cotenant_pid[i], SIGKILL);
+        while (waitpid(cotenant_pid[i], NULL, 0) < 0 && errno == EINTR) {
+        }
+    }
+    cotenant_n = 0;
 }

@@ -8,7 +8,8 @@
  * rule and one op body.
  *
  * Files: main.c (flags, scenarios, capacity), chains.c (chain-set files,
- * weighted max-min shares), engine.c (the five systems, arrivals, ops),
+ * weighted max-min shares), bodies.c (real and modelled op bodies),
+ * engine.c (the five systems, arrivals, ops, the co-tenant),
  * report.c (live table, final tables, JSON), plot.c (gnuplot charts).
  */
 #ifndef ACCEL_NODESIM_H
@@ -22,6 +23,20 @@
 #define NS_DESC_MAX 1024
 #define NS_MAX_BUCKETS 512
 
+/* What an op runs (bodies.c). */
+enum ns_body {
+    NS_BODY_MODEL,        /* calibrated spin loop of the assumed cost */
+    NS_BODY_ED25519,      /* libsodium crypto_sign_verify_detached */
+    NS_BODY_SECP_VERIFY,  /* libsecp256k1 secp256k1_ecdsa_verify */
+    NS_BODY_SECP_RECOVER, /* libsecp256k1 secp256k1_ecdsa_recover + key compare */
+    NS_BODY_BLAKE2B,      /* libsodium crypto_generichash of 1 KiB */
+    NS_BODY_SHA256,       /* libsodium crypto_hash_sha256 of 1 KiB */
+    NS_NBODY
+};
+
+/* A wait with little CPU inside an op, in the blocking scenario only. */
+enum ns_wait { NS_WAIT_NONE, NS_WAIT_STORAGE, NS_WAIT_SIGNER };
+
 typedef struct ns_chain_cfg {
     char name[NS_NAME_MAX];
     char role[NS_NAME_MAX];
@@ -31,6 +46,9 @@ typedef struct ns_chain_cfg {
     uint64_t period_ns;              /* > 0: ops arrive in batches on this cadence */
     uint64_t deadline_ns;            /* per op, from its arrival */
     uint32_t scratch_kb;             /* allocated and freed by each op */
+    enum ns_body body;               /* column 10; absent: modelled */
+    enum ns_wait wait;               /* column 11; absent or "-": none */
+    uint64_t wait_lo_ns, wait_hi_ns; /* uniform per op */
 } ns_chain_cfg;
 
 typedef struct ns_chainset {
@@ -54,7 +72,10 @@ int ns_class(uint32_t priority);
 typedef struct ns_op_rec {
     struct ns_chain_run *cr;
     uint64_t t_sched, deadline, t_end;
-    uint32_t cost;
+    uint32_t cost;   /* ns credited when done: assumed (modelled) or calls x measured */
+    uint32_t calls;  /* real body: calls in the batch; 0: modelled */
+    uint32_t item;   /* real body: first input item */
+    uint32_t wait_us; /* blocking scenario: the wait before the body */
     uint8_t outcome; /* enum ns_outcome, written by the op or at admission */
 } ns_op_rec;
 
@@ -103,6 +124,7 @@ typedef struct ns_run {
     unsigned slice, slices_done;        /* a run may be split in slices */
     uint64_t cpu0, cpu_ns, wall_ns;     /* process CPU time used over the slices */
     bool no_deadlines;     /* capacity probe: nothing expires */
+    bool blocking;         /* the chains' waits (column 11) happen */
     ns_burst burst;
     uint64_t t_start, t_end, t_cut; /* arrivals in [start, end); stats cut at t_cut */
     uint64_t bucket_ns;
@@ -130,7 +152,32 @@ void ns_waterfill(const ns_chain_cfg *c, size_t n, const double *demand, double 
                   unsigned workers, double *out);
 const char *ns_priority_name(uint32_t p);
 
+/* bodies.c */
+int ns_body_parse(const char *s, enum ns_body *out);
+const char *ns_body_key(enum ns_body b);
+/* Generates the inputs of every real body cs uses and measures one call of
+ * each (before any run); model_only: every chain runs its spin loop;
+ * sabotage: one expected answer per body is flipped (the test that a wrong
+ * result fails the run). */
+int ns_bodies_init(const ns_chainset *cs, uint64_t seed, bool model_only, bool sabotage);
+void ns_bodies_print(const ns_chainset *cs);
+void ns_bodies_free(void);
+bool ns_body_available(enum ns_body b); /* built in, inputs made, not --modelled */
+uint64_t ns_body_unit_ns(enum ns_body b);
+uint32_t ns_body_calls(enum ns_body b, uint64_t cost_ns); /* batch for that cost, >= 1 */
+/* The mean op work a chain's op is credited with: the assumed mean for a
+ * modelled body, the mean batch x the measured call for a real one. The
+ * arrival rates use it, so --load stays relative to the measured capacity. */
+double ns_op_mean_cost(const ns_chain_cfg *c);
+/* Runs calls checks on items first.. (mod the pool); false if any answer
+ * was wrong. Thread-safe. */
+bool ns_body_run(enum ns_body b, uint32_t first, uint32_t calls);
+uint64_t ns_body_checked(void), ns_body_wrong(void); /* totals so far */
+
 /* engine.c */
+/* The co-tenant: n single-threaded processes burning CPU until stopped. */
+int ns_cotenant_start(unsigned n);
+void ns_cotenant_stop(void);
 /* A run is one or more slices of duration_ns, each with fresh arrivals
  * (seed stream of the slice), runtime or pool and threads; measurements
  * add up over the slices (systems interleaved slice by slice see the same
@@ -151,6 +198,7 @@ typedef struct ns_summary {
     double work_per_s;                      /* op-cost ns/s done in the window */
     double share_error;                     /* pts, against the fluid reference */
     double share_error_maxmin;              /* pts, the earlier reference (JSON) */
+    double work_per_cpu_s;                  /* window op work / process CPU time */
 } ns_summary;
 void ns_summarize(const ns_run *r, ns_summary *s);
 double ns_chain_ontime(const ns_run *r, unsigned i); /* %, -1 if no ops */

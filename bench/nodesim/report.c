@@ -62,7 +62,7 @@ void ns_summarize(const ns_run *r, ns_summary *s)
     memset(s, 0, sizeof *s);
     uint64_t cn[NS_NCLASS] = {0}, co[NS_NCLASS] = {0};
     bench_hist *h = calloc(NS_NCLASS, sizeof *h);
-    double err = 0, err_mm = 0, work = 0;
+    double err = 0, err_mm = 0, work = 0, work_all = 0;
     for (unsigned i = 0; i < r->nchains; i++) {
         const ns_chain_run *cr = &r->chain[i];
         int k = ns_class(cr->cfg->priority);
@@ -79,6 +79,7 @@ void ns_summarize(const ns_run *r, ns_summary *s)
         err += fabs(ns_share(r, i) - r->ideal[i]);
         err_mm += fabs(share_run(r, i) - r->ideal_maxmin[i]);
         work += (double)window_service(r, i);
+        work_all += (double)ld(&cr->service_ns);
     }
     s->completed = s->ontime + s->late;
     uint64_t n = s->offered - s->censored;
@@ -94,6 +95,11 @@ void ns_summarize(const ns_run *r, ns_summary *s)
     s->work_per_s = work / ((double)r->duration_ns * sl / 1e9);
     s->share_error = 50.0 * err; /* half the L1 distance, in percentage points */
     s->share_error_maxmin = 50.0 * err_mm;
+    /* all op work done (the drain after the arrivals included) over the
+     * process's CPU time from the start of the arrivals to the cut, which
+     * covers the same span: workers, submitters, scheduling, everything
+     * the system spent */
+    s->work_per_cpu_s = r->cpu_ns ? work_all / (double)r->cpu_ns : 0;
 }
 
 void ns_fmt_lat(char *b, size_t n, uint64_t ns)
@@ -252,9 +258,7 @@ void ns_emit_json(const ns_run *r, const char *scenario)
      * which one the OS gave less */
     double cpu = r->wall_ns ? (double)r->cpu_ns / (double)r->wall_ns : 0;
     bench_result_f64(&res, "process_cpus", cpu);
-    bench_result_f64(&res, "work_per_cpu_s",
-                     r->cpu_ns ? s.work_per_s * ((double)r->duration_ns * r->slices_done /
-                                                 1e9) / ((double)r->cpu_ns) : 0);
+    bench_result_f64(&res, "work_per_cpu_s", s.work_per_cpu_s);
     bench_result_emit(&res);
     for (unsigned i = 0; i < r->nchains; i++) {
         const ns_chain_run *cr = &r->chain[i];
@@ -284,11 +288,12 @@ void ns_emit_json(const ns_run *r, const char *scenario)
 void ns_print_comparison(ns_run *const *runs, size_t n, const char *title)
 {
     printf("\n== %s ==\n", title);
-    printf("%-16s %8s %9s %8s %8s %8s %9s %9s %9s %10s %7s\n", "system", "on time", "critical",
-           "high", "normal", "low", "missed", "crit p99", "high p99", "work done",
-           "share");
-    printf("%-16s %8s %9s %8s %8s %8s %9s %9s %9s %10s %7s\n", "", "(all)", "on time",
-           "on time", "on time", "on time", "drop+exp", "", "", "x capacity", "error");
+    printf("%-16s %8s %9s %8s %8s %8s %9s %9s %9s %10s %8s %7s\n", "system", "on time",
+           "critical", "high", "normal", "low", "missed", "crit p99", "high p99", "work done",
+           "work per", "share");
+    printf("%-16s %8s %9s %8s %8s %8s %9s %9s %9s %10s %8s %7s\n", "", "(all)", "on time",
+           "on time", "on time", "on time", "drop+exp", "", "", "x capacity", "CPU-s",
+           "error");
     for (size_t k = 0; k < n; k++) {
         ns_summary s;
         ns_summarize(runs[k], &s);
@@ -298,9 +303,9 @@ void ns_print_comparison(ns_run *const *runs, size_t n, const char *title)
             fmt_pct(c[j], sizeof c[j], s.class_ontime[j]);
         ns_fmt_lat(p0, sizeof p0, s.class_p99[NS_CRIT]);
         ns_fmt_lat(p1, sizeof p1, s.class_p99[NS_HIGH]);
-        printf("%-16s %8s %9s %8s %8s %8s %8.1f%% %9s %9s %9.2fx %3.1f pts\n",
+        printf("%-16s %8s %9s %8s %8s %8s %8.1f%% %9s %9s %9.2fx %8.2f %3.1f pts\n",
                ns_system_name[runs[k]->sys], all, c[0], c[1], c[2], c[3], s.drop_pct, p0, p1,
-               s.work_per_s / runs[k]->capacity, s.share_error);
+               s.work_per_s / runs[k]->capacity, s.work_per_cpu_s, s.share_error);
     }
     const ns_run *r0 = runs[0];
     printf("\nPer chain: on time %% (missed = dropped + expired + late) and p99 of completed "

@@ -1,6 +1,7 @@
 # ctest bench_smoke_nodesim: a short run must exit 0 and write JSON lines
-# that parse, with a summary for each of the five systems.
-#   cmake -DEXE=path/to/accel-nodesim -DOUT=dir -P smoke.cmake
+# that parse, with a summary for each of the five systems; built with the
+# real bodies (REAL=1), its checked real-op results must be many, none wrong.
+#   cmake -DEXE=path/to/accel-nodesim -DOUT=dir [-DREAL=1] -P smoke.cmake
 file(MAKE_DIRECTORY ${OUT})
 set(json ${OUT}/nodesim.jsonl)
 file(REMOVE ${json})
@@ -19,9 +20,19 @@ foreach(line IN LISTS lines)
   if(name STREQUAL "summary")
     string(JSON pct GET "${line}" ontime_pct)
     math(EXPR summaries "${summaries} + 1")
+  elseif(name STREQUAL "bodies")
+    string(JSON checked GET "${line}" checked)
+    string(JSON wrong GET "${line}" wrong)
   endif()
 endforeach()
 if(NOT summaries EQUAL 5)
   message(FATAL_ERROR "expected 5 summaries (one per system), found ${summaries}")
 endif()
-message(STATUS "accel-nodesim smoke: ${summaries} system summaries parse")
+if(NOT DEFINED checked OR NOT wrong EQUAL 0)
+  message(FATAL_ERROR "no bodies line, or wrong real-op results: ${wrong}")
+endif()
+if(REAL AND checked LESS 1000)
+  message(FATAL_ERROR "built with the real bodies, but only ${checked} results were checked")
+endif()
+message(STATUS "accel-nodesim smoke: ${summaries} system summaries parse; "
+               "${checked} real-op results checked, none wrong")

@@ -1,138 +1,653 @@
-// Command node is a node hosting 17 VMs, written against the old
-// accel.VMSession API only (NewVMSession, its options, Submit, Stats,
-// Sync, Close): switching it to this package took nothing but its import
-// path. Each VM opens a session with its priority and budget, and several
-// goroutines per VM submit work to it; a summary is printed at the end.
+// Command node is the Go twin of accel-nodesim (bench/nodesim): one node
+// process hosting 17 VMs with the priorities, op costs, cadences and
+// deadlines of bench/chains/default.conf, driven open-loop at a load
+// relative to the capacity it measures first, through accel and through
+// the old VMSession's design (a mutex per VM, f run on the caller's
+// goroutine; re-implemented below as oldVM) in the same run. It prints,
+// side by side, the ops on time per priority class, the p99 latency, the
+// work done and the work per CPU-second the process used.
 //
-//	go run ./examples/node [-ops 200] [-producers 4]
+// The ops do real work with Go's standard library: consensus votes verify
+// ed25519 signatures (crypto/ed25519), EVM, DEX, KMS and bridge ops verify
+// ECDSA P-256 signatures (crypto/ecdsa: the standard library has no
+// secp256k1, which the C program uses), oracles hash 1 KiB blocks
+// (crypto/sha256); proof and FHE work, which no standard library does, is
+// a calibrated spin loop ("modelled"). Inputs are made before the run and
+// one in 16 is corrupted, so every check must sometimes say "invalid"; a
+// wrong answer fails the run.
+//
+//	go run ./examples/node [-scenario all|steady|overload|blocking] [-duration 4s] [-load 0]
+//
+// docs/go.md ("The node example's numbers") says what each number means.
 package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
+	"math"
+	"math/rand"
 	"os"
+	"runtime"
+	"sort"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"accel"
 )
 
-type vmSpec struct {
-	id    string
-	opts  []accel.VMSessionOption
-	work  int // sha256 rounds per op: the op's cost
-	fails bool
+// What an op runs.
+type body int
+
+const (
+	model    body = iota // calibrated spin loop of the op's assumed cost
+	ed25519V             // ed25519.Verify
+	ecdsaV               // ecdsa.VerifyASN1, P-256
+	sha256H              // sha256.Sum256 of 1 KiB, compared with the expected digest
+	nBodies
+)
+
+var bodyName = [nBodies]string{"modelled (spin loop)", "ed25519 verify", "ECDSA P-256 verify", "SHA-256 of 1 KiB"}
+
+const (
+	critical = iota
+	high
+	normal
+	low
+	nClasses
+)
+
+var className = [nClasses]string{"critical", "high", "normal", "low"}
+var classPrio = [nClasses]accel.Priority{accel.PriorityCritical, accel.PriorityHigh, accel.PriorityNormal, accel.PriorityLow}
+
+// chain is one VM: a row of bench/chains/default.conf. waits: in the
+// blocking scenario its ops first wait 1-5 ms with little CPU (a storage
+// read, a remote signer; sources in the chains file).
+type chain struct {
+	name       string
+	class      int
+	loUs, hiUs float64       // the op's assumed cost, uniform
+	share      float64       // of the offered op work
+	period     time.Duration // > 0: ops arrive in batches on this cadence
+	deadline   time.Duration
+	body       body
+	waits      bool
 }
 
-func vms() []vmSpec {
-	mb := int64(1 << 20)
-	return []vmSpec{
-		{"consensus", []accel.VMSessionOption{accel.WithPriority(accel.PriorityCritical), accel.WithQueueDepth(4096)}, 20, false},
-		{"platform", []accel.VMSessionOption{accel.WithPriority(accel.PriorityHigh)}, 50, false},
-		{"evm", []accel.VMSessionOption{accel.WithPriority(accel.PriorityHigh), accel.WithMemoryBudget(512 * mb)}, 200, false},
-		{"exchange", []accel.VMSessionOption{accel.WithPriority(accel.PriorityHigh)}, 100, false},
-		{"dex", []accel.VMSessionOption{accel.WithPriority(accel.PriorityHigh), accel.WithMemoryBudget(256 * mb)}, 100, false},
-		{"ai-inference", []accel.VMSessionOption{accel.WithPriority(accel.PriorityNormal), accel.WithMemoryBudget(1024 * mb), accel.WithVMBackend(accel.BackendAuto)}, 400, false},
-		{"ai-training", []accel.VMSessionOption{accel.WithPriority(accel.PriorityNormal), accel.WithMemoryBudget(2048 * mb), accel.WithVMBackend(accel.BackendAuto)}, 800, false},
-		{"ai-agents", []accel.VMSessionOption{accel.WithPriority(accel.PriorityNormal), accel.WithSharedDevice()}, 300, false},
-		{"bridge", []accel.VMSessionOption{accel.WithPriority(accel.PriorityNormal)}, 150, false},
-		{"oracle", []accel.VMSessionOption{accel.WithPriority(accel.PriorityNormal), accel.WithSharedDevice()}, 60, false},
-		{"zk", []accel.VMSessionOption{accel.WithPriority(accel.PriorityNormal), accel.WithMemoryBudget(256 * mb)}, 600, false},
-		{"threshold", []accel.VMSessionOption{accel.WithPriority(accel.PriorityNormal)}, 120, false},
-		{"fhe", []accel.VMSessionOption{accel.WithPriority(accel.PriorityLow), accel.WithMemoryBudget(128 * mb)}, 1000, false},
-		{"quantum", []accel.VMSessionOption{accel.WithPriority(accel.PriorityLow)}, 300, false},
-		{"identity", []accel.VMSessionOption{accel.WithPriority(accel.PriorityLow), accel.WithQueueDepth(256)}, 80, true},
-		{"graph", []accel.VMSessionOption{accel.WithPriority(accel.PriorityLow), accel.WithSharedDevice()}, 200, false},
-		{"archive", []accel.VMSessionOption{accel.WithPriority(accel.PriorityLow), accel.WithQueueDepth(128)}, 100, false},
-	}
+var chains = []chain{
+	{"consensus-votes", critical, 20, 50, 0.02, 0, 50 * time.Millisecond, ed25519V, false},
+	{"consensus-certs", critical, 400, 600, 0.03, 0, 100 * time.Millisecond, model, false}, // BLS
+	{"evm-c", high, 100, 300, 0.10, 0, 500 * time.Millisecond, ecdsaV, false},
+	{"dex-orderbook", high, 50, 200, 0.12, 10 * time.Millisecond, 100 * time.Millisecond, ecdsaV, false},
+	{"kms-threshold", high, 400, 600, 0.04, 0, 200 * time.Millisecond, ecdsaV, true},
+	{"evm-subnet", high, 100, 300, 0.06, 0, 500 * time.Millisecond, ecdsaV, true},
+	{"ai-fhe-infer", normal, 5000, 20000, 0.09, 0, 2 * time.Second, model, false},
+	{"ai-zkml", normal, 2000, 5000, 0.07, 0, 2 * time.Second, model, false},
+	{"identity-did", normal, 2000, 5000, 0.05, 0, time.Second, model, false},
+	{"identity-fhe", normal, 5000, 20000, 0.07, 0, 2 * time.Second, model, false},
+	{"zk-rollup", normal, 2000, 5000, 0.06, 0, 2 * time.Second, model, false},
+	{"privacy-fhe", normal, 5000, 20000, 0.05, 0, 2 * time.Second, model, false},
+	{"bridge-eth", low, 400, 600, 0.06, 0, 5 * time.Second, ecdsaV, true},
+	{"bridge-btc", low, 20, 50, 0.05, 0, 5 * time.Second, ecdsaV, false},
+	{"oracle-price", low, 20, 50, 0.05, 0, time.Second, sha256H, false},
+	{"oracle-vrf", low, 2000, 5000, 0.04, 0, 2 * time.Second, model, false},
+	{"oracle-feeds", low, 20, 50, 0.04, 0, time.Second, sha256H, false},
 }
 
-var errInvalidTx = errors.New("invalid transaction")
+// ---------------------------------------------------------------- bodies
 
-// run opens the VMs, floods them from producers goroutines each, closes
-// them and prints a summary. It returns an error if any VM's counts are off.
-func run(ops, producers int) error {
-	specs := vms()
-	sessions := make([]*accel.VMSession, len(specs))
-	for i, s := range specs {
-		vm, err := accel.NewVMSession(s.id, s.opts...)
-		if err != nil {
-			return fmt.Errorf("open %s: %w", s.id, err)
-		}
-		sessions[i] = vm
-	}
-	start := time.Now()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	stale := make(map[string]int)
-	for i, vm := range sessions {
-		spec := specs[i]
-		for p := 0; p < producers; p++ {
-			wg.Add(1)
-			go func(vm *accel.VMSession, p int) {
-				defer wg.Done()
-				for k := 0; k < ops; k++ {
-					ctx, cancel := context.Background(), context.CancelFunc(func() {})
-					if spec.id == "consensus" {
-						// A vote not started within its round is stale.
-						ctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
-					}
-					err := vm.Submit(ctx, func(*accel.Session) error {
-						sum := sha256.Sum256([]byte(spec.id))
-						for r := 0; r < spec.work; r++ {
-							sum = sha256.Sum256(sum[:])
-						}
-						if spec.fails && (k+p)%10 == 0 {
-							return errInvalidTx
-						}
-						return nil
-					})
-					cancel()
-					if errors.Is(err, context.DeadlineExceeded) {
-						mu.Lock()
-						stale[spec.id]++
-						mu.Unlock()
-					} else if err != nil && !errors.Is(err, errInvalidTx) {
-						fmt.Fprintf(os.Stderr, "%s: %v\n", spec.id, err)
-					}
+const nItems = 64 // inputs per body; item i is corrupted when i%16 == 15
+
+type item struct {
+	msg    []byte
+	digest [32]byte
+	sig    []byte
+	edPub  ed25519.PublicKey
+	ecPub  *ecdsa.PublicKey
+	valid  bool // the answer the check must give
+}
+
+var (
+	items     [nBodies][nItems]item
+	unitNs    [nBodies]float64 // one call, measured at start-up
+	spinPerNs float64          // spin-loop iterations per ns
+	// sabotage flips one expected answer per body after the self-check:
+	// the test that a wrong answer fails the run.
+	sabotage       bool
+	checked, wrong atomic.Uint64
+	sink           atomic.Uint64
+)
+
+func prepare(seed uint64) error {
+	rng := rand.New(rand.NewSource(int64(seed)))
+	for b := ed25519V; b < nBodies; b++ {
+		for i := range items[b] {
+			it := &items[b][i]
+			it.msg = make([]byte, 1024)
+			for k := range it.msg {
+				it.msg[k] = byte(rng.Uint32())
+			}
+			it.valid = i%16 != 15
+			switch b {
+			case ed25519V:
+				var s [ed25519.SeedSize]byte
+				for k := range s {
+					s[k] = byte(rng.Uint32())
 				}
-			}(vm, p)
+				key := ed25519.NewKeyFromSeed(s[:])
+				it.edPub = key.Public().(ed25519.PublicKey)
+				it.sig = ed25519.Sign(key, it.msg[:64])
+				if !it.valid {
+					it.sig[5] ^= 1
+				}
+			case ecdsaV:
+				// crypto/ecdsa draws its own randomness: the keys are made
+				// before the run, not from the seed.
+				key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+				if err != nil {
+					return err
+				}
+				it.ecPub = &key.PublicKey
+				it.digest = sha256.Sum256(it.msg)
+				if it.sig, err = ecdsa.SignASN1(crand.Reader, key, it.digest[:]); err != nil {
+					return err
+				}
+				if !it.valid {
+					it.digest[7] ^= 1 // the signed tx was altered
+				}
+			case sha256H:
+				it.digest = sha256.Sum256(it.msg)
+				if !it.valid {
+					it.digest[3] ^= 0x80
+				}
+			}
+			if !call(b, it) {
+				return fmt.Errorf("%s: self-check of item %d failed", bodyName[b], i)
+			}
 		}
+		best := math.Inf(1)
+		for pass := 0; pass < 5; pass++ {
+			t0 := time.Now()
+			for i := range items[b] {
+				call(b, &items[b][i])
+			}
+			best = math.Min(best, float64(time.Since(t0).Nanoseconds())/nItems)
+		}
+		unitNs[b] = best
+		if sabotage {
+			items[b][0].valid = !items[b][0].valid
+		}
+	}
+	// The spin loop: the fastest of several timed runs.
+	const n = 200000
+	best := math.Inf(1)
+	for t := 0; t < 10; t++ {
+		t0 := time.Now()
+		spin(n)
+		best = math.Min(best, float64(time.Since(t0).Nanoseconds()))
+	}
+	spinPerNs = n / best
+	return nil
+}
+
+// call runs one check and reports whether its answer was the expected one.
+func call(b body, it *item) bool {
+	switch b {
+	case ed25519V:
+		return ed25519.Verify(it.edPub, it.msg[:64], it.sig) == it.valid
+	case ecdsaV:
+		return ecdsa.VerifyASN1(it.ecPub, it.digest[:], it.sig) == it.valid
+	case sha256H:
+		return (sha256.Sum256(it.msg) == it.digest) == it.valid
+	}
+	return false
+}
+
+func spin(iters int) {
+	x := uint64(iters) | 1
+	for i := 0; i < iters; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	sink.Add(x & 1)
+}
+
+// ------------------------------------------------------------------ ops
+
+type outcome int32
+
+const (
+	pending  outcome = iota
+	done             // f ran
+	expired          // its deadline passed before f started: a miss
+	dropped          // admission: the VM had depth ops outstanding: a miss
+	censored         // the run ended before f started, deadline not passed
+)
+
+type op struct {
+	chain int
+	at    time.Duration // scheduled arrival, from the start
+	work  float64       // ns of op work credited when done
+	calls int           // real body: checks in the batch; 0: modelled
+	first int
+	wait  time.Duration // blocking scenario: the wait before the body
+	out   atomic.Int32
+	end   time.Duration // when f returned, from the start
+}
+
+func (o *op) run(blocking bool) {
+	if blocking && o.wait > 0 {
+		time.Sleep(o.wait)
+	}
+	c := &chains[o.chain]
+	if o.calls == 0 {
+		spin(int(o.work * spinPerNs))
+		return
+	}
+	bad := uint64(0)
+	for k := 0; k < o.calls; k++ {
+		if !call(c.body, &items[c.body][(o.first+k)%nItems]) {
+			bad++
+		}
+	}
+	checked.Add(uint64(o.calls))
+	wrong.Add(bad)
+}
+
+// meanWork is the mean op work of chain c, as credited: the arrival
+// rates use it, so -load is relative to the measured capacity.
+func meanWork(c *chain) float64 {
+	if c.body == model {
+		return (c.loUs + c.hiUs) / 2 * 1e3
+	}
+	s := 0.0
+	for k := 0; k < 256; k++ {
+		s += float64(batch(c, (c.loUs+(c.hiUs-c.loUs)*(float64(k)+0.5)/256)*1e3))
+	}
+	return s / 256 * unitNs[c.body]
+}
+
+func batch(c *chain, costNs float64) int {
+	n := int(math.Round(costNs / unitNs[c.body]))
+	return max(n, 1)
+}
+
+// arrivals makes one system's ops: Poisson gaps or batches on the chain's
+// cadence, the same for every system (same seed).
+func arrivals(seed uint64, load, capacity float64, d time.Duration) []*op {
+	var ops []*op
+	for i := range chains {
+		c := &chains[i]
+		rng := rand.New(rand.NewSource(int64(seed)*1000 + int64(i) + 1))
+		rate := load * capacity * c.share / meanWork(c) // ops per ns
+		t, carry := 0.0, 0.0
+		if c.period > 0 {
+			t = rng.Float64() * float64(c.period)
+		}
+		for {
+			if c.period == 0 {
+				t += rng.ExpFloat64() / rate
+				carry = 1
+			} else {
+				carry += rate * float64(c.period)
+			}
+			if t >= float64(d) {
+				break
+			}
+			for ; carry >= 1; carry-- {
+				cost := (c.loUs + (c.hiUs-c.loUs)*rng.Float64()) * 1e3
+				o := &op{chain: i, at: time.Duration(t), work: cost, first: rng.Intn(nItems),
+					wait: time.Duration(1e6 + rng.Float64()*4e6)}
+				if c.body != model {
+					o.calls = batch(c, cost)
+					o.work = float64(o.calls) * unitNs[c.body]
+				}
+				ops = append(ops, o)
+			}
+			if c.period > 0 {
+				t += float64(c.period)
+			}
+		}
+	}
+	sort.Slice(ops, func(a, b int) bool { return ops[a].at < ops[b].at })
+	return ops
+}
+
+// ---------------------------------------------------------------- systems
+
+// submitter is what the node calls for each op: accel's VMSession.Submit,
+// or oldVM.Submit.
+type submitter interface {
+	Submit(ctx context.Context, f func(*accel.Session) error) error
+}
+
+// oldVM is the design of the old Go VMSession: a mutex per VM, taken in
+// arrival order, and f run on the caller's goroutine, so the Go scheduler
+// time-slices every VM's goroutines alike, whatever their priority. ctx is
+// honoured while waiting for the mutex, as there.
+type oldVM struct{ mu sync.Mutex }
+
+func (v *oldVM) Submit(ctx context.Context, f func(*accel.Session) error) error {
+	acquired := make(chan struct{})
+	go func() { v.mu.Lock(); close(acquired) }()
+	select {
+	case <-acquired:
+	case <-ctx.Done():
+		go func() { <-acquired; v.mu.Unlock() }() // the lock is released once taken
+		return ctx.Err()
+	}
+	defer v.mu.Unlock()
+	return f(nil)
+}
+
+type result struct {
+	system                                            string
+	offered, ontime, late, expired, dropped, censored uint64
+	classOn, classAll                                 [nClasses]uint64
+	p99                                               [nClasses]time.Duration
+	work                                              float64 // op work done in the window, ns
+	workAll                                           float64 // all op work done, the backlog after it too
+	cpu                                               time.Duration
+	wrong                                             uint64
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runSystem drives ops through one system: each arrival is a goroutine
+// calling Submit at its time (a node's handler for a message or a tx),
+// with the op's deadline as its context, unless the VM already has depth
+// ops outstanding (dropped, the same rule for both systems).
+func runSystem(name string, vms []submitter, ops []*op, d time.Duration, depth int64, blocking bool) result {
+	outstanding := make([]atomic.Int64, len(chains))
+	stop, cancelAll := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wrong0, cpu0 := wrong.Load(), cpuTime()
+	start := time.Now().Add(10 * time.Millisecond)
+	for _, o := range ops {
+		time.Sleep(time.Until(start.Add(o.at)))
+		if outstanding[o.chain].Add(1) > depth {
+			outstanding[o.chain].Add(-1)
+			o.out.Store(int32(dropped))
+			continue
+		}
+		wg.Add(1)
+		go func(o *op) {
+			defer wg.Done()
+			defer outstanding[o.chain].Add(-1)
+			ctx, cancel := context.WithDeadline(stop, start.Add(o.at+chains[o.chain].deadline))
+			defer cancel()
+			err := vms[o.chain].Submit(ctx, func(*accel.Session) error {
+				o.run(blocking)
+				o.end = time.Since(start)
+				return nil
+			})
+			switch {
+			case err == nil:
+				o.out.Store(int32(done))
+			case errors.Is(err, context.DeadlineExceeded):
+				o.out.Store(int32(expired))
+			default:
+				o.out.Store(int32(censored))
+			}
+		}(o)
+	}
+	// The arrivals are over: a grace second for the backlog, then the ops
+	// not started are censored (their submitters return at once).
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(time.Until(start.Add(d + time.Second))):
+		cancelAll()
+		<-finished
+	}
+	cancelAll()
+	r := result{system: name, cpu: cpuTime() - cpu0, wrong: wrong.Load() - wrong0}
+	lat := make([][]time.Duration, nClasses)
+	for _, o := range ops {
+		c := &chains[o.chain]
+		r.offered++
+		out := outcome(o.out.Load())
+		if out == censored && o.at+c.deadline > time.Since(start) {
+			r.censored++
+			continue
+		}
+		r.classAll[c.class]++
+		switch out {
+		case done:
+			lat[c.class] = append(lat[c.class], o.end-o.at)
+			r.workAll += o.work
+			if o.end < d {
+				r.work += o.work
+			}
+			if o.end-o.at <= c.deadline {
+				r.ontime++
+				r.classOn[c.class]++
+			} else {
+				r.late++
+			}
+		case dropped:
+			r.dropped++
+		default: // expired, or censored after its deadline
+			r.expired++
+		}
+	}
+	for k := range lat {
+		if n := len(lat[k]); n > 0 {
+			sort.Slice(lat[k], func(a, b int) bool { return lat[k][a] < lat[k][b] })
+			r.p99[k] = lat[k][min(n-1, n*99/100)]
+		}
+	}
+	return r
+}
+
+// capacity runs the op mix closed-loop on GOMAXPROCS goroutines: op work
+// done per ns (CPUs), with no scheduler's policy in it.
+func capacity(seed uint64, d time.Duration) float64 {
+	ops := arrivals(seed^0xcafe, 1, 1, 2*time.Second) // a sample of the mix: 2 CPU-s of ops
+	var next atomic.Int64
+	var work atomic.Uint64
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				o := ops[int(next.Add(1))%len(ops)]
+				o.run(false)
+				work.Add(uint64(o.work))
+			}
+		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	return float64(work.Load()) / float64(d)
+}
 
-	fmt.Printf("%-13s %-4s %10s %10s %7s %6s\n", "vm", "prio", "dispatched", "completed", "failed", "stale")
-	var total uint64
-	var bad error
-	for _, vm := range sessions {
-		if err := vm.Sync(); err != nil {
-			return err
+// ---------------------------------------------------------------- the run
+
+type scenario struct {
+	name     string
+	load     float64
+	blocking bool
+}
+
+// run measures the bodies and the capacity, then runs each scenario
+// through both systems and prints the table; it returns the results and
+// an error if an op is unaccounted for or a check said the wrong thing.
+func run(scenarios []scenario, d time.Duration, seed uint64, depth int64, print bool) ([][2]result, error) {
+	if err := prepare(seed); err != nil {
+		return nil, err
+	}
+	if print {
+		fmt.Printf("node: 17 VMs (bench/chains/default.conf), GOMAXPROCS %d, %v per system per scenario\n",
+			runtime.GOMAXPROCS(0), d)
+		fmt.Println("Op bodies, one call measured here (the chains file assumes per op):")
+		for b := ed25519V; b < nBodies; b++ {
+			fmt.Printf("  %-20s %6.1f us:", bodyName[b], unitNs[b]/1e3)
+			for i := range chains {
+				if c := &chains[i]; c.body == b {
+					fmt.Printf(" %s (%.0f-%.0f us: %d-%d calls)", c.name, c.loUs, c.hiUs,
+						batch(c, c.loUs*1e3), batch(c, c.hiUs*1e3))
+				}
+			}
+			fmt.Println()
 		}
-		d, c, f := vm.Stats()
-		total += d
-		fmt.Printf("%-13s %-4d %10d %10d %7d %6d\n", vm.ID(), vm.Priority(), d, c, f, stale[vm.ID()])
-		if d != c+f || d+uint64(stale[vm.ID()]) != uint64(ops*producers) {
-			bad = fmt.Errorf("%s: counts do not add up", vm.ID())
+		fmt.Print("  modelled (spin loop):")
+		for _, c := range chains {
+			if c.body == model {
+				fmt.Print(" ", c.name)
+			}
 		}
-		if err := vm.Close(); err != nil {
-			return err
+		fmt.Println()
+	}
+	rt, err := accel.NewRuntime(accel.RuntimeConfig{})
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	var all [][2]result
+	for si, sc := range scenarios {
+		capNs := capacity(seed, 500*time.Millisecond)
+		ops := [2][]*op{}
+		for k := range ops {
+			ops[k] = arrivals(seed+uint64(si), sc.load, capNs, d)
+		}
+		vmsAccel := make([]submitter, len(chains))
+		vmsOld := make([]submitter, len(chains))
+		for i, c := range chains {
+			vm, err := rt.NewVMSession(fmt.Sprintf("%s-%d", c.name, si), accel.WithPriority(classPrio[c.class]),
+				accel.WithQueueDepth(int(depth)))
+			if err != nil {
+				return nil, err
+			}
+			vmsAccel[i], vmsOld[i] = vm, &oldVM{}
+		}
+		var res [2]result
+		// Alternate which system goes first, so a drift of the machine
+		// falls on both alike over the scenarios.
+		order := [2]int{0, 1}
+		if si%2 == 1 {
+			order = [2]int{1, 0}
+		}
+		for _, k := range order {
+			if k == 0 {
+				res[0] = runSystem("accel", vmsAccel, ops[0], d, depth, sc.blocking)
+			} else {
+				res[1] = runSystem("old VMSession", vmsOld, ops[1], d, depth, sc.blocking)
+			}
+		}
+		for _, r := range res {
+			if got := r.ontime + r.late + r.expired + r.dropped + r.censored; got != r.offered || r.offered == 0 {
+				return all, fmt.Errorf("%s/%s: %d ops offered, %d accounted for", sc.name, r.system, r.offered, got)
+			}
+			if r.wrong != 0 {
+				return all, fmt.Errorf("%s/%s: %d checks gave the wrong answer", sc.name, r.system, r.wrong)
+			}
+		}
+		for _, vm := range vmsAccel {
+			if err := vm.(*accel.VMSession).Close(); err != nil {
+				return all, err
+			}
+		}
+		all = append(all, res)
+		if print {
+			printTable(sc, capNs, d, res)
 		}
 	}
-	fmt.Printf("%d VMs, %d ops in %v (%.0f ops/s)\n", len(sessions), total,
-		elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds())
-	return bad
+	if checked.Load() == 0 {
+		return all, errors.New("no real check ran")
+	}
+	if print {
+		fmt.Printf("\nChecks run: %d, all gave the expected answer (1 input in 16 is invalid).\n", checked.Load())
+	}
+	return all, nil
+}
+
+func pct(a, b uint64) string {
+	if b == 0 {
+		return "-"
+	}
+	p := 100 * float64(a) / float64(b)
+	if p >= 99.95 && a < b {
+		return "99.9%" // never round a miss up to 100
+	}
+	return fmt.Sprintf("%.1f%%", p)
+}
+
+func lat(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= 10*time.Millisecond:
+		return fmt.Sprintf("%.0f ms", float64(d)/1e6)
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.0f us", float64(d)/1e3)
+}
+
+func printTable(sc scenario, capNs float64, d time.Duration, res [2]result) {
+	what := ""
+	if sc.blocking {
+		what = " (3 VMs' ops wait 1-5 ms on storage or a signer)"
+	}
+	fmt.Printf("\n== %s: load %.2f of %.2f CPUs measured%s ==\n", sc.name, sc.load, capNs, what)
+	fmt.Printf("%-14s %8s %9s %8s %8s %8s %8s %9s %9s %10s %8s\n", "system", "on time", "critical",
+		"high", "normal", "low", "missed", "crit p99", "high p99", "work done", "work per")
+	fmt.Printf("%-14s %8s %9s %8s %8s %8s %8s %9s %9s %10s %8s\n", "", "(all)", "", "", "", "",
+		"", "", "", "x capacity", "CPU-s")
+	for _, r := range res {
+		judged := r.offered - r.censored
+		perCPU := 0.0
+		if r.cpu > 0 {
+			perCPU = r.workAll / float64(r.cpu)
+		}
+		fmt.Printf("%-14s %8s %9s %8s %8s %8s %8s %9s %9s %9.2fx %8.2f\n", r.system,
+			pct(r.ontime, judged), pct(r.classOn[0], r.classAll[0]), pct(r.classOn[1], r.classAll[1]),
+			pct(r.classOn[2], r.classAll[2]), pct(r.classOn[3], r.classAll[3]),
+			pct(r.dropped+r.expired+r.late, judged), lat(r.p99[critical]), lat(r.p99[high]),
+			r.work/float64(d)/capNs, perCPU)
+	}
 }
 
 func main() {
-	ops := flag.Int("ops", 200, "ops per producer goroutine")
-	producers := flag.Int("producers", 4, "producer goroutines per VM")
+	name := flag.String("scenario", "all", "all | steady (load 0.9) | overload (1.2) | blocking (0.9, 3 VMs' ops wait 1-5 ms)")
+	load := flag.Float64("load", 0, "offered load as a fraction of the measured capacity; 0: the scenario's")
+	d := flag.Duration("duration", 4*time.Second, "arrivals per system per scenario")
+	seed := flag.Uint64("seed", 42, "seed of the arrivals and inputs")
+	depth := flag.Int64("depth", 1024, "ops a VM may have outstanding; more are dropped (both systems)")
 	flag.Parse()
-	if err := run(*ops, *producers); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	var list []scenario
+	for _, s := range []scenario{{"steady", 0.9, false}, {"overload", 1.2, false}, {"blocking", 0.9, true}} {
+		if *name == "all" || *name == s.name {
+			if *load > 0 {
+				s.load = *load
+			}
+			list = append(list, s)
+		}
+	}
+	if len(list) == 0 || *d < 200*time.Millisecond || *load < 0 || *depth < 1 {
+		fmt.Fprintln(os.Stderr, "node: bad -scenario, -duration (>= 200ms), -load or -depth (try -help)")
+		os.Exit(2)
+	}
+	if _, err := run(list, *d, *seed, *depth, true); err != nil {
+		fmt.Fprintln(os.Stderr, "node:", err)
 		os.Exit(1)
 	}
 }

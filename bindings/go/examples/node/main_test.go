@@ -1,9 +1,48 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
+// A short run of both scenario kinds through both systems: every op is
+// accounted for (run checks offered == on time + late + expired + dropped
+// + censored), every check gave the expected answer, and each system did
+// real work. Timing is not asserted: under -race on a shared machine the
+// on-time figures mean nothing, the accounting must hold anyway.
 func TestNodeExample(t *testing.T) {
-	if err := run(20, 3); err != nil {
+	before := checked.Load()
+	res, err := run([]scenario{{"steady", 0.5, false}, {"blocking", 0.5, true}},
+		400*time.Millisecond, 7, 1024, false)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(res) != 2 {
+		t.Fatalf("%d scenarios ran, want 2", len(res))
+	}
+	for _, pair := range res {
+		for _, r := range pair {
+			if r.ontime+r.late == 0 || r.workAll <= 0 {
+				t.Errorf("%s: no op completed (%+v)", r.system, r)
+			}
+			if r.wrong != 0 {
+				t.Errorf("%s: %d wrong answers", r.system, r.wrong)
+			}
+		}
+	}
+	if checked.Load() == before {
+		t.Fatal("no real check ran")
+	}
+}
+
+// The check of every answer is live: with one expected answer flipped per
+// body, the same run must fail.
+func TestNodeExampleWrongAnswerFails(t *testing.T) {
+	sabotage = true
+	defer func() { sabotage = false }()
+	_, err := run([]scenario{{"steady", 0.5, false}}, 300*time.Millisecond, 7, 1024, false)
+	if err == nil || !strings.Contains(err.Error(), "wrong answer") {
+		t.Fatalf("run with a flipped expected answer returned %v, want a wrong-answer error", err)
 	}
 }
