@@ -67,13 +67,14 @@ void accel__comp_fini(accel_runtime *rt)
     pthread_mutex_destroy(&rt->comp.lock);
 }
 
-/* Something is queued for a general worker (a peek: lock-free, read-only,
- * and never dereferenced). */
+/* Something is queued (a peek of each class, as a general worker's pick
+ * looks at both: lock-free, read-only, and never dereferenced). */
 static bool work_waits(accel_runtime *rt)
 {
     accel__sched_entity *e;
     uint32_t hint;
-    return accel__sched_peek(rt->sched, 0, &e, &hint, 1) > 0;
+    return accel__sched_peek(rt->sched, 0, &e, &hint, 1) > 0 ||
+           accel__sched_peek(rt->sched, 1, &e, &hint, 1) > 0;
 }
 
 static void *extra_entry(void *arg)

@@ -623,9 +623,14 @@ static void worker_loop(accel__worker *w)
         if (__builtin_expect(w->block_depth != 0, 0))
             accel__comp_visit_done(w); /* a hint left open by the op */
         /* An extra worker more than the blocked ones need leaves after
-         * its visit (not after a wake: it may hold a wake's claim). */
-        if (w->extra && accel__comp_surplus(rt))
+         * its visit (not after a wake: it may hold a wake's claim). It
+         * will not pick again, so a session it re-queued wakes a worker
+         * (as accel_host_visit_end_stop). */
+        if (w->extra && accel__comp_surplus(rt)) {
+            if (lanes)
+                accel__runtime_wake_lanes(rt, lanes);
             break;
+        }
         /* Re-queued for lanes we are not in (a short-lane worker's session
          * turned long): a worker that may run it must not stay parked. */
         if (lanes && !(lanes & (1u << w->lane)))
