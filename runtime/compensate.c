@@ -137,6 +137,16 @@ static void spawn_if_owed(accel_runtime *rt)
 {
     if (atomic_load_explicit(&rt->stopping, memory_order_relaxed))
         return;
+    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
+        /* The host starts the driver; its accel_host_slot_add counts it
+         * (relaxed: the same counts, read only). */
+        uint32_t a =
+            atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
+        if (rt->cfg.host_grow && a < rt->comp.extra_max &&
+            a < atomic_load_explicit(&rt->blocked, memory_order_relaxed))
+            rt->cfg.host_grow(rt->cfg.host_wake_arg);
+        return;
+    }
     uint32_t a = atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
     do {
         if (a >= atomic_load_explicit(&rt->blocked, memory_order_relaxed) ||
@@ -274,6 +284,88 @@ int accel_blocking_end(void)
         return ACCEL_EINVAL; /* no begin open: nothing changes */
     tls_hints--;
     accel__block_end();
+    return ACCEL_OK;
+}
+
+/* ---- host-driven slots (host.c checks the slot) */
+
+void accel__comp_set_ops(accel_runtime *rt, const accel__comp_ops *ops)
+{
+    rt->comp.ops = *ops;
+}
+
+int accel__comp_host_block(accel_runtime *rt, accel__worker *w, bool begin)
+{
+    w->rt = rt; /* host slots are not started as threads: set here */
+    if (begin) {
+        if (w->block_depth == UINT32_MAX)
+            return ACCEL_EINVAL;
+        own_begin(w);
+        return ACCEL_OK;
+    }
+    if (w->block_depth == 0)
+        return ACCEL_EINVAL;
+    own_end(w);
+    return ACCEL_OK;
+}
+
+int accel__comp_host_add(accel_runtime *rt, unsigned *worker)
+{
+    accel__comp *c = &rt->comp;
+    /* relaxed: counts, as spawn_if_owed. */
+    uint32_t a = atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
+    do {
+        if (a >= atomic_load_explicit(&rt->blocked, memory_order_relaxed) ||
+            a >= c->extra_max)
+            return ACCEL_EAGAIN;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &rt->extra_active, &a, a + 1, memory_order_relaxed,
+        memory_order_relaxed));
+    int rc = ACCEL_EAGAIN;
+    pthread_mutex_lock(&c->lock); /* cold: a host slot added */
+    for (unsigned i = 0; i < c->extra_max; i++) {
+        accel__worker *w = &rt->workers[rt->nworkers + i];
+        if (w->slot != ACCEL__SLOT_FREE)
+            continue;
+        w->slot = ACCEL__SLOT_RUN;
+        w->rt = rt;
+        w->index = rt->nworkers + i;
+        w->extra = true;
+        *worker = w->index;
+        rc = ACCEL_OK;
+        /* relaxed: a statistic. */
+        atomic_fetch_add_explicit(&c->started, 1, memory_order_relaxed);
+        /* compensate(worker index, workers blocked now) */
+        ACCEL_TRACE2(compensate, w->index,
+                     atomic_load_explicit(&rt->blocked, memory_order_relaxed));
+        break;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (rc != ACCEL_OK)
+        atomic_fetch_sub_explicit(&rt->extra_active, 1, memory_order_relaxed);
+    return rc;
+}
+
+int accel__comp_host_leave(accel_runtime *rt, accel__worker *w,
+                           bool surplus_only)
+{
+    if (surplus_only) {
+        if (!accel__comp_surplus(rt))
+            return ACCEL_EAGAIN;
+    } else {
+        accel__comp_retire_idle(rt);
+    }
+    if (w->block_depth) { /* a begin left open: closed with the slot */
+        w->block_depth = 1;
+        own_end(w);
+    }
+    /* retire(worker index, extra workers still active) */
+    ACCEL_TRACE2(retire, w->index,
+                 atomic_load_explicit(&rt->extra_active, memory_order_relaxed));
+    atomic_fetch_add_explicit(&rt->comp.retired, 1, memory_order_relaxed);
+    pthread_mutex_lock(&rt->comp.lock); /* cold: a host slot leaves */
+    w->slot = ACCEL__SLOT_FREE;
+    pthread_mutex_unlock(&rt->comp.lock);
     return ACCEL_OK;
 }
 

@@ -98,4 +98,15 @@ void accel__comp_retire_idle(accel_runtime *rt);
 /* After an op's visit: a hint the op left open is closed (accel.h). */
 void accel__comp_visit_done(struct accel__worker *w);
 
+/* Host-driven runtimes (host.c): the hooks without a monitor; a blocked
+ * slot's begin/end (ACCEL_EINVAL: an end with no begin); an extra slot
+ * taken (ACCEL_OK and *worker, or ACCEL_EAGAIN: none owed) and given
+ * back (surplus_only: only if surplus, else ACCEL_EAGAIN). */
+void accel__comp_set_ops(accel_runtime *rt, const accel__comp_ops *ops);
+int accel__comp_host_block(accel_runtime *rt, struct accel__worker *w,
+                           bool begin);
+int accel__comp_host_add(accel_runtime *rt, unsigned *worker);
+int accel__comp_host_leave(accel_runtime *rt, struct accel__worker *w,
+                           bool surplus_only);
+
 #endif

@@ -82,7 +82,8 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
         return ACCEL_EINVAL;
     if ((c.flags & ACCEL_RUNTIME_HOST_WORKERS)
             ? !c.host_wake || c.worker_cpus_count
-            : c.host_wake != NULL || c.host_wake_arg != NULL)
+            : c.host_wake != NULL || c.host_wake_arg != NULL ||
+                  c.host_grow != NULL)
         return ACCEL_EINVAL;
 
     accel__fence_init();

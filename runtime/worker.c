@@ -656,10 +656,15 @@ void accel__workers_run_queued(accel_runtime *rt)
     }
 }
 
+static const accel__comp_ops comp_ops = {.run_extra = worker_loop,
+                                         .wake_parked = wake_parked_general};
+
 int accel__workers_start(accel_runtime *rt)
 {
-    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS)
+    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
+        accel__comp_set_ops(rt, &comp_ops); /* no monitor: host threads */
         return ACCEL_OK; /* the host drives the slots (host.c) */
+    }
     for (unsigned i = 0; i < rt->nworkers; i++) {
         accel__worker *w = &rt->workers[i];
         w->rt = rt;
@@ -673,9 +678,7 @@ int accel__workers_start(accel_runtime *rt)
         }
         accel__worker_setup_thread(rt, w);
     }
-    static const accel__comp_ops ops = {.run_extra = worker_loop,
-                                        .wake_parked = wake_parked_general};
-    if (accel__comp_start(rt, &ops) != ACCEL_OK) {
+    if (accel__comp_start(rt, &comp_ops) != ACCEL_OK) {
         accel__workers_stop(rt);
         return ACCEL_ENOMEM;
     }

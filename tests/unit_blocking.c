@@ -395,3 +395,171 @@ Test(blocking, sync_of_another_session_inside_an_op_one_worker,
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
     wd_stop();
 }
+
+/* ---- host-driven: a blocked slot's place goes to a slot the host adds */
+
+#include <semaphore.h>
+
+static accel_runtime *hrt;
+static sem_t lane_sem, grow_sem;
+static _Atomic int h_stop, b_ran, a_done, grow_calls;
+static _Thread_local unsigned my_slot;
+
+static void h_wake(void *arg, unsigned lane)
+{
+    (void)arg;
+    (void)lane;
+    sem_post(&lane_sem);
+}
+
+static void h_grow(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&grow_calls, 1);
+    sem_post(&grow_sem);
+}
+
+static int h_a(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    if (accel_host_blocking_begin(hrt, my_slot) != ACCEL_OK)
+        return 1;
+    while (!atomic_load(&b_ran))
+        tu_nap_us(200);
+    if (accel_host_blocking_end(hrt, my_slot) != ACCEL_OK)
+        return 2;
+    atomic_store(&a_done, 1);
+    return 0;
+}
+
+static int h_b(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    atomic_store(&b_ran, 1);
+    return 0;
+}
+
+/* One visit of slot w, if any: true if it ran one. */
+static bool h_visit(unsigned w, bool stop)
+{
+    accel_op ops[ACCEL_HOST_VISIT_MAX];
+    int st[ACCEL_HOST_VISIT_MAX];
+    unsigned n;
+    if (accel_host_visit_begin(hrt, w, ops, ACCEL_HOST_VISIT_MAX, &n) != ACCEL_OK)
+        return false;
+    my_slot = w;
+    for (unsigned i = 0; i < n; i++)
+        st[i] = ops[i].fn(NULL, ops[i].arg);
+    if (stop)
+        accel_host_visit_end_stop(hrt, w, st, n);
+    else
+        accel_host_visit_end(hrt, w, st, n);
+    return true;
+}
+
+static void *h_driver(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&h_stop)) {
+        if (h_visit(0, false))
+            continue;
+        accel_host_idle_begin(hrt, 0);
+        if (h_visit(0, false)) {
+            accel_host_idle_end(hrt, 0, true);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        sem_timedwait(&lane_sem, &ts);
+        accel_host_idle_end(hrt, 0, false);
+    }
+    return NULL;
+}
+
+static _Atomic int extra_slot = -1, leave_rc = 1;
+
+static void *h_grower(void *arg)
+{
+    (void)arg;
+    while (sem_wait(&grow_sem) != 0)
+        ;
+    if (atomic_load(&h_stop))
+        return NULL;
+    unsigned w;
+    if (accel_host_slot_add(hrt, &w) != ACCEL_OK)
+        return NULL;
+    atomic_store(&extra_slot, (int)w);
+    for (;;) {
+        if (h_visit(w, true)) {
+            int rc = accel_host_slot_leave(hrt, w, ACCEL_HOST_LEAVE_IF_SURPLUS);
+            if (rc == ACCEL_OK) {
+                atomic_store(&leave_rc, rc);
+                return NULL;
+            }
+            continue;
+        }
+        if (atomic_load(&a_done)) { /* idle, nothing blocked: leave */
+            atomic_store(&leave_rc, accel_host_slot_leave(hrt, w, 0));
+            return NULL;
+        }
+        tu_nap_us(200);
+    }
+}
+
+Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
+{
+    wd_start(30);
+    sem_init(&lane_sem, 0, 0);
+    sem_init(&grow_sem, 0, 0);
+    accel_runtime_config c = {.workers = 1,
+                              .struct_size = sizeof(c),
+                              .flags = ACCEL_RUNTIME_HOST_WORKERS,
+                              .host_wake = h_wake,
+                              .host_grow = h_grow};
+    cr_assert_eq(accel_runtime_create(&c, &hrt), ACCEL_OK);
+    unsigned w;
+    cr_expect_eq(accel_host_slot_add(hrt, &w), ACCEL_EAGAIN,
+                 "no slot is owed while nothing blocks");
+    cr_expect_eq(accel_host_blocking_end(hrt, 0), ACCEL_EINVAL);
+    cr_expect_eq(accel_host_slot_leave(hrt, 0, 0), ACCEL_EINVAL,
+                 "a base slot never leaves");
+    accel_session *a = open_s(hrt, 0), *b = open_s(hrt, 1);
+    pthread_t d, g;
+    pthread_create(&d, NULL, h_driver, NULL);
+    pthread_create(&g, NULL, h_grower, NULL);
+    wd_step("a's op blocks on slot 0 until b's op ran");
+    accel_op oa = {.fn = h_a}, ob = {.fn = h_b};
+    cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
+    while (accel_runtime_get_stats(hrt, &(accel_runtime_stats){0},
+                                   sizeof(accel_runtime_stats)) == ACCEL_OK &&
+           stats_of(hrt).blocked == 0)
+        tu_nap_us(200);
+    cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
+    cr_expect_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    cr_expect_eq(atomic_load(&a_done), 1);
+    wd_step("the added slot leaves");
+    pthread_join(g, NULL);
+    cr_expect_geq(atomic_load(&grow_calls), 1);
+    cr_expect_geq(atomic_load(&extra_slot), 1);
+    cr_expect_eq(atomic_load(&leave_rc), ACCEL_OK);
+    accel_runtime_stats st = stats_of(hrt);
+    cr_expect_eq(st.blocked, 0);
+    cr_expect_eq(st.extra_workers, 0);
+    wd_step("stop and destroy");
+    atomic_store(&h_stop, 1);
+    sem_post(&lane_sem);
+    pthread_join(d, NULL);
+    accel_session_release(a);
+    accel_session_release(b);
+    cr_expect_eq(accel_runtime_destroy(hrt), ACCEL_OK);
+    sem_destroy(&lane_sem);
+    sem_destroy(&grow_sem);
+    wd_stop();
+}

@@ -199,6 +199,12 @@ typedef struct accel_runtime_config {
      * under half of it on a CPU or waiting for one, counts as blocked;
      * 0: 2 ms. */
     uint64_t block_detect_ns;
+    /* Host-driven workers only (optional; NULL: a blocked host slot keeps
+     * its place): called with (host_wake_arg) when a host slot counted
+     * blocked (accel_host_blocking_begin) is owed another driver: the
+     * host starts one, which calls accel_host_slot_add. Same rules as
+     * host_wake (it runs inside accel calls; it must only signal). */
+    void (*host_grow)(void *arg);
 } accel_runtime_config;
 
 /* accel_runtime_config.flags */
@@ -598,6 +604,37 @@ ACCEL_API int accel_host_idle_begin(accel_runtime *rt, unsigned worker);
  * (bad rt or worker, not idle). */
 ACCEL_API int accel_host_idle_end(accel_runtime *rt, unsigned worker,
                                   bool found_work);
+
+/* Blocked host slots ("Ops that block" above, for host-driven runtimes).
+ * accel cannot see a host thread's waits, so the host says when the op
+ * it runs for slot `worker` blocks (Go: the binding's own waits, a nested
+ * Submit or Sync, a blocking call an op announces):
+ * accel_host_blocking_begin(rt, w) ... accel_host_blocking_end(rt, w),
+ * from the thread driving the slot, with its visit open; pairs nest.
+ * Begin counts the slot blocked and hands its place on: it wakes a
+ * parked slot (host_wake), else, when work is queued and fewer extra
+ * slots are active than slots blocked (and under max_extra_workers),
+ * calls host_grow. The host's new driver then calls
+ * accel_host_slot_add(rt, &w2), which gives it an extra slot w2
+ * (general lane, index >= workers) or ACCEL_EAGAIN when none is owed any
+ * more (it then just exits), and drives w2 with the loop above. After
+ * each visit of an extra slot (ended with accel_host_visit_end_stop, as
+ * it may leave) the driver calls accel_host_slot_leave(rt, w2,
+ * ACCEL_HOST_LEAVE_IF_SURPLUS): ACCEL_OK when the slot was surplus (more
+ * extras than blocked slots) and is gone; ACCEL_EAGAIN: it stays. An
+ * extra slot idle for a while leaves with flags 0. A submit that finds
+ * no parked slot while slots are owed calls host_grow too. Same bounds as
+ * accel's own threads: at most workers + blocked slots run ops that are
+ * not blocked once surplus slots have left. Returns ACCEL_OK, or
+ * ACCEL_EINVAL (rt not host-driven or NULL, worker not a slot in use, for
+ * _end no begin open, for _leave a visit open or the slot idle-announced
+ * or not an extra slot; nothing changed), ACCEL_EAGAIN as said. */
+#define ACCEL_HOST_LEAVE_IF_SURPLUS 0x1u
+ACCEL_API int accel_host_blocking_begin(accel_runtime *rt, unsigned worker);
+ACCEL_API int accel_host_blocking_end(accel_runtime *rt, unsigned worker);
+ACCEL_API int accel_host_slot_add(accel_runtime *rt, unsigned *worker);
+ACCEL_API int accel_host_slot_leave(accel_runtime *rt, unsigned worker,
+                                    unsigned flags);
 
 /* --------------------------------------------------------------- budget */
 
