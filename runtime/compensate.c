@@ -118,6 +118,9 @@ static void spawn(accel_runtime *rt)
             break;
         w->slot = ACCEL__SLOT_RUN;
         ok = true;
+        char name[16];
+        snprintf(name, sizeof(name), "accel-x%u", i % 10000u);
+        pthread_setname_np(w->thread, name); /* a name, or the spawner's */
         /* relaxed: a statistic. */
         atomic_fetch_add_explicit(&c->started, 1, memory_order_relaxed);
         /* compensate(worker index, workers blocked now) */
@@ -545,6 +548,7 @@ int accel__comp_start(accel_runtime *rt, const accel__comp_ops *ops)
     c->ops = *ops;
     if (pthread_create(&c->monitor, NULL, monitor_main, rt) != 0)
         return ACCEL_ENOMEM;
+    pthread_setname_np(c->monitor, "accel-monitor");
     c->monitor_started = true;
     return ACCEL_OK;
 }

@@ -172,7 +172,8 @@ typedef struct accel_runtime_config {
      * worker_cpus[i % worker_cpus_count] (CPU numbers as sched_setaffinity
      * takes them; each must be in the process's affinity mask, else
      * ACCEL_EINVAL). NULL or count 0: no pinning. Copied. Workers are named
-     * accel-w0.. (general) and accel-short0.. (short lane) either way. */
+     * accel-w0.. (general) and accel-short0.. (short lane) either way;
+     * extra workers ("Ops that block") accel-x0.., never pinned. */
     const unsigned *worker_cpus;
     unsigned worker_cpus_count;
     /* 0, or sizeof(accel_runtime_config) when using fields added after it
