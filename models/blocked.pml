@@ -4,8 +4,9 @@
  * the surplus rule.
  *
  * The base worker W runs op A, which blocks until session C's op has run
- * (A waits for something C's op does: a submit_wait, a sync, a hint and a
- * sleep). A submitter S queues C's op meanwhile. Two extra workers from
+ * (A waits for something C's ops do: a submit_wait, a sync, a hint and a
+ * sleep). C has two ops, and a visit runs one, re-queueing C for the
+ * visiting worker's next pick. A submitter S queues C's op meanwhile. Two extra workers from
  * an earlier burst are around (extras = 2, both surplus: nothing is
  * blocked yet); they may park, time out and retire at any moment.
  *
@@ -33,6 +34,9 @@
  *  surplus, before it picks: the wake it was sent for C is dropped and
  *  A waits forever (the rule is checked after a visit, never after a
  *  wake).
+ * -DBROKEN_LEAVE_NOWAKE: a surplus extra leaves after a visit that
+ *  re-queued C (one op left) without waking anyone: the re-queue was
+ *  meant for its own next pick, so C's second op waits forever.
  */
 #define CAP 3
 
@@ -42,7 +46,7 @@ byte claimed = 0;
 byte seq = 0;        /* the general lane's futex word */
 byte blocked = 0;
 byte extras = 2;     /* extra workers counted extras */
-bit c_done = 0;
+byte c_left = 2;     /* C's ops (one visit runs one) */
 
 inline pick(got) {
     atomic {
@@ -98,7 +102,7 @@ inline unpark(took) {
 
 proctype extra()
 {
-    bit got, took, done, sp;
+    bit got, took, done, sp, requeue, leave;
     byte myseq;
 loop:
     pick(got);
@@ -142,14 +146,28 @@ loop:
         goto out
     fi;
 work:
-    c_done = 1;                     /* C's op */
+    c_left--;                       /* a visit runs one of C's ops */
+    if
+    :: c_left > 0 -> requeue = 1; q++  /* re-queued for its own next */
+    :: else -> requeue = 0             /* pick: no wake */
+    fi;
     atomic {                        /* after a visit: surplus leaves */
         if
-        :: extras > blocked -> extras--; goto out
-        :: else
+        :: extras > blocked -> extras--; leave = 1
+        :: else -> leave = 0
         fi
     };
-    goto loop;
+    if
+    :: leave ->
+#ifndef BROKEN_LEAVE_NOWAKE
+        if                          /* it will not pick again: wake */
+        :: requeue -> wake_or_starved()
+        :: else
+        fi;
+#endif
+        goto out
+    :: else -> goto loop
+    fi;
 out:
     skip
 }
@@ -170,14 +188,14 @@ proctype base()                     /* W, inside op A */
     :: !done && seen -> spawn_if_owed()
     :: else
     fi;
-    (c_done == 1);                  /* the wait */
+    (c_left == 0);                  /* the wait */
     blocked--
 }
 
 proctype submitter()
 {
     bit done, sp;
-    q++;
+    q++;                            /* C's two ops: one enqueue */
     wake_or_starved()
 }
 

@@ -96,6 +96,7 @@ check cancel.pml 'fail:assertion violated (cancel_ok[p]==' -DBROKEN_NOPOS
 check blocked.pml pass
 check blocked.pml 'fail:invalid end state' -DBROKEN_LOOK_FIRST
 check blocked.pml 'fail:invalid end state' -DBROKEN_SURPLUS_ON_WAKE
+check blocked.pml 'fail:invalid end state' -DBROKEN_LEAVE_NOWAKE
 
 if [ $fail = 0 ]; then echo "models: all correct models verified, all broken variants rejected"
 else echo "models: FAILED"; fi
