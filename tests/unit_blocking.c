@@ -563,3 +563,80 @@ Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
     sem_destroy(&grow_sem);
     wd_stop();
 }
+
+/* ---- idle is idle: once the work is done, the monitor and the workers
+ * sleep (their CPU clocks stop), the extras are gone */
+
+#include <dirent.h>
+
+/* Sum of on-CPU ns of this process's threads whose name starts with
+ * "accel-" (workers, extras, the monitor); *n: how many. */
+static uint64_t accel_threads_cpu(int *n)
+{
+    uint64_t sum = 0;
+    *n = 0;
+    DIR *d = opendir("/proc/self/task");
+    cr_assert(d != NULL);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[300], buf[128];
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        bool ours = fgets(buf, sizeof(buf), f) && strncmp(buf, "accel-", 6) == 0;
+        fclose(f);
+        if (!ours)
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", de->d_name);
+        f = fopen(path, "r");
+        unsigned long long on_cpu = 0;
+        if (f && fscanf(f, "%llu", &on_cpu) == 1) {
+            sum += on_cpu;
+            (*n)++;
+        }
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return sum;
+}
+
+Test(blocking, idle_after_blocking_uses_no_cpu, .timeout = 60)
+{
+    wd_start(30);
+    accel_runtime *rt = make_rt(1, 8, 1000000);
+    accel_session *s[4];
+    for (int i = 0; i < 4; i++)
+        s[i] = open_s(rt, i);
+    wd_step("hinted naps and unhinted naps on 4 sessions");
+    for (int i = 0; i < 4; i++) {
+        accel_op op = {.fn = capped_nap};
+        cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
+    }
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
+    wd_step("the extras retire");
+    while (stats_of(rt).extra_workers != 0)
+        tu_nap_us(1000);
+    /* The monitor disarms at its first tick with nothing queued; then no
+     * accel thread runs at all: their CPU clocks stand still. */
+    wd_step("every accel thread's CPU clock stands still for 200 ms");
+    int n0, n1;
+    uint64_t c0 = accel_threads_cpu(&n0), c1;
+    for (;;) {
+        tu_nap_us(200000);
+        c1 = accel_threads_cpu(&n1);
+        if (c1 == c0 && n1 == n0)
+            break;
+        c0 = c1;
+        n0 = n1;
+    }
+    cr_expect_eq(n1, 2, "the worker and the monitor (%d threads)", n1);
+    for (int i = 0; i < 4; i++)
+        accel_session_release(s[i]);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
