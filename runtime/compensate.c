@@ -118,6 +118,8 @@ static void spawn(accel_runtime *rt)
             break;
         w->slot = ACCEL__SLOT_RUN;
         ok = true;
+        if (i >= c->slots_used)
+            c->slots_used = i + 1;
         char name[16];
         snprintf(name, sizeof(name), "accel-x%u", i % 10000u);
         pthread_setname_np(w->thread, name); /* a name, or the spawner's */
@@ -522,7 +524,7 @@ static void *monitor_main(void *arg)
         bool waits = work_waits(rt);
         bool busy = false;
         pthread_mutex_lock(&c->lock); /* cold: one tick; extras stay put */
-        for (unsigned i = 0; i < rt->nworkers + c->extra_max; i++) {
+        for (unsigned i = 0; i < rt->nworkers + c->slots_used; i++) {
             accel__worker *w = &rt->workers[i];
             if (i >= rt->nworkers && w->slot != ACCEL__SLOT_RUN)
                 continue;

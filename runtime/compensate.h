@@ -54,6 +54,8 @@ typedef struct accel__comp {
      * child never takes it (fork.c). */
     pthread_mutex_t lock;
     bool stopping;           /* under lock: no more spawns */
+    unsigned slots_used;     /* under lock: extra slots ever started
+                                (the monitor scans no further) */
     bool monitor_started;
     pthread_t monitor;
     _Atomic uint32_t monitor_stop; /* futex word of the monitor's tick */
