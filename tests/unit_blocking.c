@@ -643,3 +643,48 @@ Test(blocking, idle_after_blocking_uses_no_cpu, .timeout = 60)
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
     wd_stop();
 }
+
+/* ---- a submit from inside an op waiting for room in another session's
+ * full ring, one worker: only another worker can make the room */
+
+static accel_session *room_target;
+static _Atomic int room_ran;
+
+static int room_leaf(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    atomic_fetch_add(&room_ran, 1);
+    return 0;
+}
+
+static int room_filler(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    accel_op op = {.fn = room_leaf};
+    /* depth 1: the second submit waits for the first to be taken */
+    for (int i = 0; i < 8; i++)
+        if (accel_submit(room_target, &op, ACCEL_FOREVER) != ACCEL_OK)
+            return 1;
+    return 0;
+}
+
+Test(blocking, submit_waiting_for_room_inside_an_op_one_worker,
+     .timeout = 60)
+{
+    wd_start(30);
+    accel_runtime *rt = make_rt(1, 0, UINT64_C(60000000000));
+    accel_session *a = open_s(rt, 0);
+    accel_session_config c = {.id = "room", .queue_depth = 1};
+    cr_assert_eq(accel_session_open(rt, &c, &room_target), ACCEL_OK);
+    wd_step("a's op submits 8 ops to a ring of depth 1");
+    cr_expect_eq(accel_submit_wait(a, room_filler, NULL, ACCEL_FOREVER), 0);
+    cr_expect_eq(accel_session_sync(room_target, ACCEL_FOREVER), ACCEL_OK);
+    cr_expect_eq(atomic_load(&room_ran), 8);
+    wd_step("destroy");
+    accel_session_release(a);
+    accel_session_release(room_target);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
