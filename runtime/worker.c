@@ -98,7 +98,8 @@ static inline bool ring_ready_soon(accel_session *s, uint64_t h)
 void accel__visit_begin(accel__visit *v, accel_runtime *rt, accel_session *s,
                         uint64_t now)
 {
-    *v = (accel__visit){.rt = rt, .s = s, .t0 = now};
+    *v = (accel__visit){.rt = rt, .s = s, .t0 = now,
+                        .outer = accel__tls_current};
     v->budget = accel__sched_visit_ops(rt->sched, &s->se);
     if (s->bops->capacity) {
         uint32_t room = s->bops->capacity(s->bstate);
@@ -327,7 +328,7 @@ unsigned accel__visit_end(accel__visit *v, uint64_t *now)
     uint32_t pending = 0;
     if (s->bops->poll)
         pending = s->bops->poll(s->bstate, s);
-    accel__tls_current = NULL;
+    accel__tls_current = v->outer;
     *now = accel__now_ns();
     uint64_t service = *now - v->t0;
     /* visit_end(session, ops run, service ns, ops pending on a device) */

@@ -74,6 +74,11 @@ typedef struct accel__visit {
     uint32_t every;       /* ops between clock checks */
     uint32_t until_check;
     uint32_t run_max;     /* ops one run of takes may hold */
+    /* accel__tls_current when the visit began, put back at its end: a
+     * visit may nest inside an op of another session on this thread
+     * (destroy running a host-driven runtime's ops, a second host slot),
+     * and that op must still be known as its session's. */
+    accel_session *outer;
 } accel__visit;
 
 /* Most ops one run of takes copies out (on the stack) before it releases
