@@ -60,6 +60,11 @@ static int check_id(const char *id, size_t *len)
 static void session_reclaim(struct rcu_head *head)
 {
     accel_session *s = caa_container_of(head, accel_session, rcu);
+    /* A reclamation the parent queued, run by liburcu in a fork child:
+     * the parent's arena (and its backend's state) may be locked by a
+     * thread the child does not have. The copy is left as it is. */
+    if (accel__runtime_forked(s->rt))
+        return;
     accel__rcu_reclaim_begin();
     accel__session_free_now(s);
     /* relaxed: a statistic. */
@@ -128,6 +133,10 @@ void accel__session_unref(accel_session *s)
      * that the final decrement starts. */
     if (accel__session_refs_of(atomic_fetch_sub_explicit(
             &s->refs, ACCEL__SESSION_REF, memory_order_acq_rel)) != 1)
+        return;
+    /* The parent's session released in a fork child: its list lock and
+     * arena may be held by a thread the child does not have; leave it. */
+    if (accel__runtime_forked(s->rt))
         return;
     list_del(s->rt, s);
     accel__rcu_defer(&s->rcu, session_reclaim);

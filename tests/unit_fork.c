@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "core_util.h"
+#include "backend_registry.h"
+#include "runtime.h"
 
 /* In a child: a hang hits the alarm, which prints where the child was
  * stuck (for the log) and exits with 99. */
@@ -245,5 +247,83 @@ Test(fork, fork_during_session_churn, .timeout = 240)
     atomic_store(&churn_stop, 1);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* ---- a fork while another thread holds one of the runtime's mutexes */
+
+typedef struct holder {
+    pthread_mutex_t *m; /* NULL: the backend-module lock */
+    _Atomic int held, forking;
+} holder;
+
+/* Takes the lock, says so, and keeps it until the main thread is about
+ * to fork, then a little longer: the fork is called while it is held (a
+ * fork that waits for it is what makes the child safe). */
+static void *hold_main(void *arg)
+{
+    holder *h = arg;
+    if (h->m)
+        pthread_mutex_lock(h->m);
+    else
+        accel__backend_module_lock_hold(true);
+    atomic_store(&h->held, 1);
+    while (!atomic_load(&h->forking))
+        sched_yield();
+    tu_nap_us(200000);
+    if (h->m)
+        pthread_mutex_unlock(h->m);
+    else
+        accel__backend_module_lock_hold(false);
+    return NULL;
+}
+
+static pid_t fork_while_held(holder *h, pthread_t *th)
+{
+    cr_assert_eq(pthread_create(th, NULL, hold_main, h), 0);
+    while (!atomic_load(&h->held))
+        sched_yield();
+    atomic_store(&h->forking, 1);
+    return fork();
+}
+
+/* The backend-module lock (taken by every runtime creation): a child
+ * forked while a thread holds it still creates and destroys runtimes. */
+Test(fork, fork_while_the_module_lock_is_held, .timeout = 120)
+{
+    holder h = {0};
+    pthread_t th;
+    pid_t pid = fork_while_held(&h, &th);
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        child_arm_alarm();
+        _exit(child_fresh_runtime());
+    }
+    expect_child(pid);
+    pthread_join(th, NULL);
+}
+
+/* The session arena's lock: in a child forked while a parent thread holds
+ * it, the parent's session released in the child (and any reclamation
+ * liburcu carries over) must not wait for it, and a fresh runtime's
+ * destroy (whose barrier waits for every reclamation) returns. */
+Test(fork, fork_while_the_arena_lock_is_held, .timeout = 120)
+{
+    accel_runtime *rt = tu_runtime(2);
+    accel_session *s = tu_open(rt, "parent", 8, 0);
+    cr_assert_not_null(s);
+    cr_assert_eq(accel_submit_wait(s, op_seven, NULL, ACCEL_FOREVER), 7);
+    holder h = {.m = &rt->arena.lock};
+    pthread_t th;
+    pid_t pid = fork_while_held(&h, &th);
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        child_arm_alarm();
+        accel_session_release(s);
+        _exit(child_fresh_runtime());
+    }
+    expect_child(pid);
+    pthread_join(th, NULL);
+    accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
