@@ -134,10 +134,6 @@ void accel__session_unref(accel_session *s)
     if (accel__session_refs_of(atomic_fetch_sub_explicit(
             &s->refs, ACCEL__SESSION_REF, memory_order_acq_rel)) != 1)
         return;
-    /* The parent's session released in a fork child: its list lock and
-     * arena may be held by a thread the child does not have; leave it. */
-    if (accel__runtime_forked(s->rt))
-        return;
     list_del(s->rt, s);
     accel__rcu_defer(&s->rcu, session_reclaim);
 }

@@ -17,6 +17,7 @@
 
 #include "core_util.h"
 #include "backend_registry.h"
+#include "rcu.h"
 #include "runtime.h"
 
 /* In a child: a hang hits the alarm, which prints where the child was
@@ -253,13 +254,14 @@ Test(fork, fork_during_session_churn, .timeout = 240)
 /* ---- a fork while another thread holds one of the runtime's mutexes */
 
 typedef struct holder {
-    pthread_mutex_t *m; /* NULL: the backend-module lock */
-    _Atomic int held, forking;
+    pthread_mutex_t *m;  /* NULL: the backend-module lock */
+    bool until_forked;   /* keep it until the fork returned (else a nap) */
+    _Atomic int held, forking, forked;
 } holder;
 
 /* Takes the lock, says so, and keeps it until the main thread is about
- * to fork, then a little longer: the fork is called while it is held (a
- * fork that waits for it is what makes the child safe). */
+ * to fork and then a nap longer (a fork that waits for the lock is the
+ * fix), or until the fork has returned in the parent. */
 static void *hold_main(void *arg)
 {
     holder *h = arg;
@@ -268,9 +270,10 @@ static void *hold_main(void *arg)
     else
         accel__backend_module_lock_hold(true);
     atomic_store(&h->held, 1);
-    while (!atomic_load(&h->forking))
+    while (!atomic_load(h->until_forked ? &h->forked : &h->forking))
         sched_yield();
-    tu_nap_us(200000);
+    if (!h->until_forked)
+        tu_nap_us(200000);
     if (h->m)
         pthread_mutex_unlock(h->m);
     else
@@ -284,7 +287,10 @@ static pid_t fork_while_held(holder *h, pthread_t *th)
     while (!atomic_load(&h->held))
         sched_yield();
     atomic_store(&h->forking, 1);
-    return fork();
+    pid_t pid = fork();
+    if (pid > 0)
+        atomic_store(&h->forked, 1);
+    return pid;
 }
 
 /* The backend-module lock (taken by every runtime creation): a child
@@ -303,27 +309,49 @@ Test(fork, fork_while_the_module_lock_is_held, .timeout = 120)
     pthread_join(th, NULL);
 }
 
-/* The session arena's lock: in a child forked while a parent thread holds
- * it, the parent's session released in the child (and any reclamation
- * liburcu carries over) must not wait for it, and a fresh runtime's
- * destroy (whose barrier waits for every reclamation) returns. */
+/* Keeps liburcu's call_rcu thread busy until the fork is under way, so the
+ * reclamations queued behind it are still pending when the fork pauses
+ * that thread: liburcu runs them in the child. */
+static struct rcu_head busy_head;
+static _Atomic int busy_running;
+static holder *busy_until;
+
+static void busy_cb(struct rcu_head *head)
+{
+    (void)head;
+    atomic_store(&busy_running, 1);
+    while (!atomic_load(&busy_until->forking))
+        sched_yield();
+    tu_nap_us(200000); /* the fork's prepare asks the thread to pause */
+}
+
+/* The session arena's lock: a child forked while a parent thread holds it
+ * (a session being opened) gets the parent's pending reclamation of a
+ * session run by liburcu; it must not wait for that lock, or every later
+ * reclamation waits behind it and a fresh runtime's destroy (whose
+ * barrier waits for them) never returns. */
 Test(fork, fork_while_the_arena_lock_is_held, .timeout = 120)
 {
     accel_runtime *rt = tu_runtime(2);
     accel_session *s = tu_open(rt, "parent", 8, 0);
     cr_assert_not_null(s);
     cr_assert_eq(accel_submit_wait(s, op_seven, NULL, ACCEL_FOREVER), 7);
-    holder h = {.m = &rt->arena.lock};
+    holder h = {.m = &rt->arena.lock, .until_forked = true};
+    busy_until = &h;
+    accel__rcu_defer(&busy_head, busy_cb);
+    while (!atomic_load(&busy_running))
+        sched_yield();
+    /* queued behind busy_cb: pending at the fork */
+    cr_assert_eq(accel_session_close(s, ACCEL_CLOSE_DRAIN), ACCEL_OK);
+    accel_session_release(s);
     pthread_t th;
     pid_t pid = fork_while_held(&h, &th);
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         child_arm_alarm();
-        accel_session_release(s);
         _exit(child_fresh_runtime());
     }
     expect_child(pid);
     pthread_join(th, NULL);
-    accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
