@@ -340,3 +340,60 @@ Test(metrics, scrapes_race_open_and_close, .timeout = 60)
     cr_assert_eq(atomic_load(&c.bad), 0);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
+
+/* An open that fails with EEXIST must never show in a scrape: an id
+ * listed twice (the copy all zeros) is an invalid exposition. Scrapes run
+ * while another thread's opens of an open id fail; no scrape may list
+ * that id more than once. */
+typedef struct dup_opener {
+    accel_runtime *rt;
+    _Atomic int done;
+    _Atomic long failed;
+} dup_opener;
+
+static void *dup_open_main(void *arg)
+{
+    dup_opener *d = arg;
+    accel_session_config cfg = {.id = "dup"};
+    for (int i = 0; i < 200000; i++) {
+        accel_session *s = NULL;
+        if (accel_session_open(d->rt, &cfg, &s) == ACCEL_EEXIST)
+            atomic_fetch_add(&d->failed, 1);
+        else if (s)
+            accel_session_release(s);
+    }
+    atomic_store(&d->done, 1);
+    return NULL;
+}
+
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+Test(metrics, an_open_failing_eexist_is_never_listed, .timeout = 120)
+{
+    accel_runtime *rt = tu_runtime(1);
+    accel_session *s = tu_open(rt, "dup", 4, 0);
+    dup_opener d = {.rt = rt};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, dup_open_main, &d), 0);
+    long scrapes = 0, twice = 0;
+    while (!atomic_load(&d.done)) {
+        size_t len;
+        char *t = scrape(rt, &len);
+        if (count_of(t, "accel_session_ops_submitted_total{session=\"dup\"") != 1)
+            twice++;
+        free(t);
+        scrapes++;
+    }
+    pthread_join(th, NULL);
+    cr_assert_eq(d.failed, 200000, "every open of the open id: EEXIST");
+    cr_assert_eq(twice, 0, "%ld of %ld scrapes listed the id other than once",
+                 twice, scrapes);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
