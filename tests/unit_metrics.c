@@ -3,11 +3,14 @@
  * the exposition format (HELP/TYPE before samples, families contiguous,
  * names and escaped label values well-formed, values numbers), the values
  * of a known session, escaping, snprintf-like truncation, and scrapes
- * racing opens and closes (ASan: no use after free).
+ * racing opens and closes (ASan: no use after free), an id listed once
+ * while opens of it fail, non-UTF-8 ids replaced.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 
+#include <errno.h>
+#include <iconv.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -395,5 +398,55 @@ Test(metrics, an_open_failing_eexist_is_never_listed, .timeout = 120)
     cr_assert_eq(twice, 0, "%ld of %ld scrapes listed the id other than once",
                  twice, scrapes);
     accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* Well-formed UTF-8, as glibc's iconv decides (not the code under test). */
+static bool utf8_ok(const char *t, size_t len)
+{
+    iconv_t cd = iconv_open("UTF-32LE", "UTF-8");
+    cr_assert_neq(cd, (iconv_t)-1);
+    char *in = (char *)t;
+    size_t inleft = len;
+    bool ok = true;
+    while (inleft && ok) {
+        char buf[4096], *outp = buf;
+        size_t outleft = sizeof(buf);
+        if (iconv(cd, &in, &inleft, &outp, &outleft) == (size_t)-1 &&
+            errno != E2BIG)
+            ok = false;
+    }
+    iconv_close(cd);
+    return ok;
+}
+
+/* Ids are bytes, the exposition is UTF-8: each byte that does not begin
+ * a well-formed sequence becomes U+FFFD, well-formed ones (é, 😀) stay. */
+Test(metrics, non_utf8_ids_are_replaced, .timeout = 30)
+{
+    accel_runtime *rt = tu_runtime(1);
+    /* a lone 0xff, a lead byte without its continuation, an overlong '/',
+     * a surrogate, a truncated 4-byte sequence at the end */
+    const char *bad = "b\xff" "a\xc3(" "\xc0\xaf" "\xed\xa0\x80" "\xf0\x9f\x98";
+    const char *good = "caf\xc3\xa9-\xf0\x9f\x98\x80";
+    accel_session *s1 = tu_open(rt, bad, 4, 0);
+    accel_session *s2 = tu_open(rt, good, 4, 0);
+    cr_assert(s1 && s2);
+    size_t len;
+    char *t = scrape(rt, &len);
+    cr_assert(utf8_ok(t, len), "the scrape is UTF-8:\n%s", t);
+    prom p;
+    cr_assert_eq(parse(&p, t, len), 0, "%s", p.err);
+    const char *want_bad = "session=\"b\xef\xbf\xbd" "a\xef\xbf\xbd("
+                           "\xef\xbf\xbd\xef\xbf\xbd"
+                           "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                           "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"";
+    cr_assert_not_null(strstr(t, want_bad), "replaced per byte:\n%s", t);
+    char want_good[64];
+    snprintf(want_good, sizeof(want_good), "session=\"%s\"", good);
+    cr_assert_not_null(strstr(t, want_good), "kept:\n%s", t);
+    free(t);
+    accel_session_release(s1);
+    accel_session_release(s2);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
