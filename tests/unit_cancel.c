@@ -338,6 +338,17 @@ Test(cancel, fifo_of_done_with_cancels, .timeout = 30)
     accel_session_stats st = stats(f.s);
     cr_assert_eq(st.cancelled, (uint64_t)ncancel);
     cr_assert_eq(st.expired, N / 4);
+    /* promise 1 (docs/contract.md): drained, every accepted op is in
+     * exactly one of the four; expired ones are not in cancelled */
+    cr_assert_eq(st.completed + st.failed + st.cancelled + st.expired,
+                 st.submitted, "%llu + %llu + %llu + %llu != %llu",
+                 (unsigned long long)st.completed,
+                 (unsigned long long)st.failed,
+                 (unsigned long long)st.cancelled,
+                 (unsigned long long)st.expired,
+                 (unsigned long long)st.submitted);
+    cr_assert_eq(st.completed, (uint64_t)(N - ncancel - N / 4 + 1),
+                 "the ops that ran, and the gate");
     teardown(&f);
 }
 
