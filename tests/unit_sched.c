@@ -263,13 +263,15 @@ Test(sched, exactly_once_under_close, .timeout = 120)
         pthread_create(&t[i], NULL, c_producer, (void *)i);
     for (int i = 0; i < CN; i++) {
         tu_nap_us(20000);
-        accel_session_close(CS[i], i % 2 ? ACCEL_CLOSE_CANCEL : 0);
+        cr_assert_eq(accel_session_close(CS[i], i % 2 ? ACCEL_CLOSE_CANCEL : 0),
+                     ACCEL_OK, "close of session %d", i);
     }
     atomic_store(&stop, 1);
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
     for (int i = 0; i < CN; i++) {
-        accel_session_sync(CS[i], ACCEL_FOREVER);
+        cr_assert_eq(accel_session_sync(CS[i], ACCEL_FOREVER), ACCEL_OK,
+                     "sync of closed session %d", i);
         accel_session_release(CS[i]);
     }
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
