@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "core_util.h"
+#include "rcu.h"
+#include "session.h"
 
 static _Atomic int counter;
 
@@ -253,8 +255,21 @@ Test(lifecycle, release_after_explicit_close, .timeout = 10)
         cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_close(s, ACCEL_CLOSE_DRAIN), ACCEL_OK);
     cr_assert_eq(atomic_load(&counter), 10);
+    uint64_t before = atomic_load(&accel__sessions_reclaimed);
     accel_session_release(s);
     accel_session_release(NULL); /* ignored */
+    /* the closed session's last handle gone: it is reclaimed after a
+     * grace period, not only at destroy. The worker may still hold the
+     * scheduler's reference for the end of its last visit: wait for it
+     * (a 10 s watchdog, not a threshold). */
+    for (int i = 0; i < 10000; i++) {
+        accel__rcu_barrier();
+        if (atomic_load(&accel__sessions_reclaimed) > before)
+            break;
+        tu_nap_us(1000);
+    }
+    cr_assert_eq(atomic_load(&accel__sessions_reclaimed), before + 1,
+                 "reclaimed after its release");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
