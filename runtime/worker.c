@@ -473,6 +473,8 @@ static accel__sched_entity *spin_pick(accel_runtime *rt, unsigned lane)
     return NULL;
 }
 
+void (*_Atomic accel__park_window_hook)(accel_runtime *rt, unsigned lane);
+
 static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
 {
     unsigned lane = w->lane;
@@ -483,6 +485,11 @@ static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
      * must reach a general worker. */
     _Atomic uint32_t *word = lane ? &rt->park_seq_short : &rt->park_seq;
     uint32_t seq = atomic_load_explicit(word, memory_order_acquire);
+    /* relaxed: a test sets it before it creates the runtime. */
+    void (*hook)(accel_runtime *, unsigned) =
+        atomic_load_explicit(&accel__park_window_hook, memory_order_relaxed);
+    if (__builtin_expect(hook != NULL, 0))
+        hook(rt, lane);
     accel__park_announce(rt, lane);
     e = accel__sched_pick(rt->sched, lane);
     /* acquire: pairs with accel__workers_stop's release store of stopping. */

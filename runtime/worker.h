@@ -111,6 +111,11 @@ unsigned accel__visit_end(accel__visit *v, uint64_t *now);
  * itself parked, then a full barrier (pairs with a waker's fence_hot);
  * it must pick once more before it sleeps. */
 void accel__park_announce(accel_runtime *rt, unsigned lane);
+/* Test seam (unit_regressions.c): when set, called by a parking worker
+ * after its last pick and before it announces itself, the window where a
+ * submit finds no parked worker to wake. NULL outside tests. */
+extern void (*_Atomic accel__park_window_hook)(accel_runtime *rt,
+                                               unsigned lane);
 /* A parked worker leaves (found: its pick after the announcement found
  * work, so a claim it takes is passed on). */
 void accel__park_leave(accel_runtime *rt, unsigned lane, bool found);
