@@ -721,14 +721,14 @@ int main(int argc, char **argv)
             break;
     }
     atomic_store(&stop, 1);
-    watchdog_step("join the producers", 300);
+    watchdog_step("join the producers", 120);
     for (int i = 0; i < nproducers; i++)
         pthread_join(pt[i], NULL);
-    watchdog_step("join the chaos threads", 300);
+    watchdog_step("join the chaos threads", 120);
     for (int i = 0; i < CHAOS_THREADS; i++)
         pthread_join(ct[i], NULL);
     pthread_join(prt, NULL);
-    watchdog_step("end game: burst and close every session", 300);
+    watchdog_step("end game: burst and close every session", 120);
 
     /* End game: queue a burst everywhere, then close (DRAIN or CANCEL),
      * release only, or leave open for runtime destroy. */
@@ -775,7 +775,7 @@ int main(int argc, char **argv)
     }
     /* The left sessions' ops may still run: their cur stays until destroy
      * has drained everything. */
-    watchdog_step("runtime destroy", 300);
+    watchdog_step("runtime destroy", 120);
     int drc = accel_runtime_destroy(rt);
     watchdog_step("verify", 120);
     CHECK(drc == ACCEL_OK, "runtime_destroy: %d", drc);
