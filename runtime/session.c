@@ -60,12 +60,14 @@ static int check_id(const char *id, size_t *len)
 static void session_reclaim(struct rcu_head *head)
 {
     accel_session *s = caa_container_of(head, accel_session, rcu);
+    accel__rcu_reclaim_begin(); /* before the first read of s (TSan) */
     /* A reclamation the parent queued, run by liburcu in a fork child:
      * the parent's arena (and its backend's state) may be locked by a
      * thread the child does not have. The copy is left as it is. */
-    if (accel__runtime_forked(s->rt))
+    if (accel__runtime_forked(s->rt)) {
+        accel__rcu_reclaim_end();
         return;
-    accel__rcu_reclaim_begin();
+    }
     accel__session_free_now(s);
     /* relaxed: a statistic. */
     atomic_fetch_add_explicit(&accel__sessions_reclaimed, 1,
