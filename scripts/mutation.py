@@ -106,9 +106,10 @@ MUTANTS = [
 
 
 def run(cmd, cwd, timeout=None):
+    # errors="replace": a mutant may print bytes that are not UTF-8
     return subprocess.run(cmd, cwd=cwd, shell=True, timeout=timeout,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True)
+                          encoding="utf-8", errors="replace")
 
 
 def main(argv):
