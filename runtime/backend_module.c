@@ -2,12 +2,18 @@
  * Loading a backend built as a module (docs/backends.md): the file
  * libaccel-backend-<name>.so is looked for in $ACCEL_BACKEND_DIR, then
  * next to the object that holds this code (libaccel.so, or the program
- * when libaccel is linked statically). Loaded at most once per process,
+ * when libaccel is linked statically). Never in the working directory:
+ * dladdr names the program by argv[0], which is bare when it was started
+ * through $PATH and relative after a chdir, so a name that is not
+ * absolute is replaced by the file the kernel mapped (/proc/self/maps);
+ * and a setuid program ignores $ACCEL_BACKEND_DIR (secure_getenv): its
+ * caller must not choose the code it runs. Loaded at most once per process,
  * on the first runtime creation that probes its kind, and never unloaded
  * (its ops stay referenced). A module that is missing, fails to load or
  * answers for another kind or version is as if not built.
  */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <limits.h>
 #include <stdio.h>
@@ -57,10 +63,37 @@ static const accel__backend_ops *try_dir(const char *dir, size_t dirlen,
     return ops; /* h stays open for the process */
 }
 
+/* The absolute path of the file mapped at addr, from /proc/self/maps,
+ * into buf; false if it is not found there. */
+static bool mapped_file(const void *addr, char *buf, size_t len)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return false;
+    char line[PATH_MAX + 128];
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), f)) {
+        unsigned long lo, hi;
+        int at = 0;
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) < 2 ||
+            at == 0 || (uintptr_t)addr < lo || (uintptr_t)addr >= hi)
+            continue;
+        char *path = line + at;
+        path[strcspn(path, "\n")] = '\0';
+        if (path[0] == '/' && strlen(path) < len) {
+            memcpy(buf, path, strlen(path) + 1);
+            found = true;
+        }
+        break;
+    }
+    fclose(f);
+    return found;
+}
+
 const accel__backend_ops *accel__backend_module_load(const char *name,
                                                      accel_backend kind)
 {
-    const char *env = getenv("ACCEL_BACKEND_DIR");
+    const char *env = secure_getenv("ACCEL_BACKEND_DIR");
     if (env && *env) {
         const accel__backend_ops *ops = try_dir(env, strlen(env), name, kind);
         if (ops)
@@ -68,12 +101,14 @@ const accel__backend_ops *accel__backend_module_load(const char *name,
     }
     Dl_info info;
     void *self = (void *)(uintptr_t)&accel__backend_module_load;
-    if (dladdr(self, &info) && info.dli_fname) {
-        const char *slash = strrchr(info.dli_fname, '/');
-        if (slash)
-            return try_dir(info.dli_fname, (size_t)(slash - info.dli_fname),
-                           name, kind);
-        return try_dir(".", 1, name, kind);
-    }
-    return NULL;
+    char buf[PATH_MAX];
+    const char *file = NULL;
+    if (dladdr(self, &info) && info.dli_fname && info.dli_fname[0] == '/')
+        file = info.dli_fname;
+    else if (mapped_file(self, buf, sizeof(buf)))
+        file = buf;
+    if (!file)
+        return NULL; /* nowhere known: not the working directory */
+    const char *slash = strrchr(file, '/');
+    return try_dir(file, (size_t)(slash - file), name, kind);
 }

@@ -11,10 +11,47 @@
 #include "session.h"
 
 /* Modules are loaded once per process, under this lock (cold path: the
- * first runtime creation that looks for them). */
+ * first runtime creation that looks for them; every creation takes it).
+ * A fork waits for it (its own atfork handlers), so a child never
+ * inherits it held by a thread that is not there: the child's runtime
+ * creations would block on it forever. Registered at the first use, before
+ * the lock is ever taken. The loader holds no runtime lock meanwhile, so
+ * taking it ahead of fork.c's prepare cannot invert an order. */
 static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t module_once = PTHREAD_ONCE_INIT;
 static const accel__backend_ops *module_ops[ACCEL__BACKEND_KINDS];
 static int module_tried[ACCEL__BACKEND_KINDS];
+
+static void module_prepare(void)
+{
+    pthread_mutex_lock(&module_lock); /* cold: fork */
+}
+
+static void module_parent(void)
+{
+    pthread_mutex_unlock(&module_lock);
+}
+
+static void module_child(void)
+{
+    /* re-initialised, not unlocked: the owner was the forking thread of
+     * the parent (as in fork.c) */
+    pthread_mutex_init(&module_lock, NULL);
+}
+
+static void module_init(void)
+{
+    (void)pthread_atfork(module_prepare, module_parent, module_child);
+}
+
+void accel__backend_module_lock_hold(bool hold)
+{
+    pthread_once(&module_once, module_init);
+    if (hold)
+        pthread_mutex_lock(&module_lock); /* cold: tests */
+    else
+        pthread_mutex_unlock(&module_lock);
+}
 
 const accel__backend_ops *accel__backend_ops_of(accel_backend kind)
 {
@@ -25,6 +62,7 @@ const accel__backend_ops *accel__backend_ops_of(accel_backend kind)
             return *p;
     if (!accel__module_backends[kind])
         return NULL;
+    pthread_once(&module_once, module_init);
     pthread_mutex_lock(&module_lock); /* cold path: module loading */
     if (!module_tried[kind]) {
         module_tried[kind] = 1;

@@ -9,6 +9,8 @@
 #ifndef ACCEL_RUNTIME_BACKEND_REGISTRY_H
 #define ACCEL_RUNTIME_BACKEND_REGISTRY_H
 
+#include <stdbool.h>
+
 #include "backend.h"
 
 typedef struct accel__backend_slot {
@@ -26,6 +28,9 @@ extern const char *const accel__module_backends[ACCEL__BACKEND_KINDS];
 /* The ops of kind: built in, else loaded from its module (once per
  * process); NULL when neither. Thread-safe. */
 const accel__backend_ops *accel__backend_ops_of(accel_backend kind);
+/* Tests (unit_fork.c): takes (hold) or drops the module lock, as a thread
+ * in the middle of loading a module holds it. */
+void accel__backend_module_lock_hold(bool hold);
 
 /* Fills slots[ACCEL__BACKEND_KINDS]: finds and probes every backend. */
 void accel__backends_probe(accel__backend_slot *slots,

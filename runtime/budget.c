@@ -3,6 +3,8 @@
 #include "accel/accel.h"
 #include "yield.h"
 
+void (*_Atomic accel__budget_window_hook)(accel__budget *b);
+
 int accel__budget_charge(accel__budget *b, int64_t bytes)
 {
     if (bytes < 0)
@@ -13,7 +15,13 @@ int accel__budget_charge(accel__budget *b, int64_t bytes)
         if (bytes > limit - cur)
             return ACCEL_EBUDGET;
         ACCEL__YIELD_POINT();
-        /* LP: the successful CAS; cur is reloaded on failure. */
+        /* relaxed: a test sets it before its threads start. */
+        void (*hook)(accel__budget *) = atomic_load_explicit(
+            &accel__budget_window_hook, memory_order_relaxed);
+        if (__builtin_expect(hook != NULL, 0))
+            hook(b);
+        /* LP: the successful CAS; cur is reloaded on failure (a charge
+         * that landed since the check makes this one check again). */
         if (atomic_compare_exchange_weak_explicit(&b->used, &cur, cur + bytes,
                                                   memory_order_relaxed,
                                                   memory_order_relaxed))

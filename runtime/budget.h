@@ -17,6 +17,10 @@ typedef struct accel__budget {
 
 /* ACCEL_OK, ACCEL_EBUDGET (nothing charged), ACCEL_EINVAL (bytes < 0). */
 int accel__budget_charge(accel__budget *b, int64_t bytes);
+/* Test seam (unit_budget.c): when set, called by a charge between its
+ * check against the cap and its CAS, so a test can run a racing charge in
+ * exactly that window. NULL outside tests. */
+extern void (*_Atomic accel__budget_window_hook)(accel__budget *b);
 /* ACCEL_OK, ACCEL_EINVAL (bytes < 0 or more than used; nothing refunded). */
 int accel__budget_refund(accel__budget *b, int64_t bytes);
 

@@ -31,6 +31,13 @@
  *   A host thread that registered itself with liburcu directly is not
  *   known here (accel.h says so).
  *
+ * - The other mutexes a child can reach: the backend-module lock (every
+ *   runtime creation takes it) has atfork handlers of its own in
+ *   backend_registry.c; a runtime's arena and list locks belong to the
+ *   parent's runtimes, which the child does not touch (a reclamation the
+ *   parent queued and liburcu runs in the child returns at once:
+ *   session.c).
+ *
  * The mutex and rwlock are re-initialised in the child rather than
  * unlocked: glibc's rwlock identifies its writer by thread id, and the
  * forking thread has a new one in the child.

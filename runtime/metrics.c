@@ -86,10 +86,54 @@ static void put_secs(out *o, uint64_t ns)
     put(o, frac, sizeof(frac));
 }
 
-/* A label value: backslash, double quote and newline escaped. */
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629: no
+ * overlong forms, no surrogates, nothing past U+10FFFF), 0 if there is
+ * none. p is NUL-terminated, so a truncated sequence stops at the NUL. */
+static size_t utf8_len(const unsigned char *p)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xbf; /* the second byte's range */
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        if (c == 0xe0)
+            lo = 0xa0;
+        else if (c == 0xed)
+            hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        if (c == 0xf0)
+            lo = 0x90;
+        else if (c == 0xf4)
+            hi = 0x8f;
+    } else
+        return 0;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return n;
+}
+
+/* A label value: backslash, double quote and newline escaped. The format
+ * is UTF-8 (a scrape with anything else is rejected whole): each byte
+ * that does not begin a well-formed sequence is replaced with U+FFFD
+ * (docs/metrics.md). */
 static void put_label(out *o, const char *s)
 {
-    for (const char *p = s; *p; p++) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = utf8_len(p);
+        if (n == 0) {
+            put(o, "\xef\xbf\xbd", 3);
+            p++;
+            continue;
+        }
         if (*p == '\\')
             put(o, "\\\\", 2);
         else if (*p == '"')
@@ -97,7 +141,8 @@ static void put_label(out *o, const char *s)
         else if (*p == '\n')
             put(o, "\\n", 2);
         else
-            put(o, p, 1);
+            put(o, (const char *)p, n);
+        p += n;
     }
 }
 

@@ -180,16 +180,23 @@ int accel_runtime_destroy(accel_runtime *rt)
 
     /* Close every session, walking the list with a reference on the
      * current one (so it stays linked while we wait on it). No allocation:
-     * destroy cannot fail half-way. */
-    accel_session *cur = NULL;
-    for (;;) {
-        accel_session *next = next_live_session(rt, cur);
-        if (cur)
-            accel__session_unref(cur);
-        if (!next)
-            break;
-        accel_session_close(next, ACCEL_CLOSE_DRAIN);
-        cur = next;
+     * destroy cannot fail half-way. An op drained meanwhile may open a
+     * session, which is linked at the head, behind the walk: walk again
+     * until a pass finds every session already closed. */
+    for (bool again = true; again;) {
+        again = false;
+        accel_session *cur = NULL;
+        for (;;) {
+            accel_session *next = next_live_session(rt, cur);
+            if (cur)
+                accel__session_unref(cur);
+            if (!next)
+                break;
+            if (!accel_session_is_closed(next))
+                again = true;
+            accel_session_close(next, ACCEL_CLOSE_DRAIN);
+            cur = next;
+        }
     }
     accel__block_begin(); /* inside an op of another runtime: joins */
     accel__workers_stop(rt);

@@ -60,7 +60,14 @@ static int check_id(const char *id, size_t *len)
 static void session_reclaim(struct rcu_head *head)
 {
     accel_session *s = caa_container_of(head, accel_session, rcu);
-    accel__rcu_reclaim_begin();
+    accel__rcu_reclaim_begin(); /* before the first read of s (TSan) */
+    /* A reclamation the parent queued, run by liburcu in a fork child:
+     * the parent's arena (and its backend's state) may be locked by a
+     * thread the child does not have. The copy is left as it is. */
+    if (accel__runtime_forked(s->rt)) {
+        accel__rcu_reclaim_end();
+        return;
+    }
     accel__session_free_now(s);
     /* relaxed: a statistic. */
     atomic_fetch_add_explicit(&accel__sessions_reclaimed, 1,
@@ -78,19 +85,21 @@ void accel__session_free_now(accel_session *s)
     accel__arena_free(&s->rt->arena, s, s->stamps, s->arena_units);
 }
 
-/* Cold path: the runtime's list of session objects (destroy walks it).
+/* Cold path: the runtime's list of session objects (destroy walks it,
+ * a scrape copies it). A session is counted first (list_reserve), linked
+ * only once its id is in the table (list_link): a session whose insert
+ * fails is never seen in the list, so a scrape never shows its id twice.
  * *grow: the bucket count the id table should now have, 0 if it has
  * enough: once the sessions outnumber the buckets, the next power of two
  * (a chain of at most one node on average; 16 bytes a bucket, so at most
  * 32 bytes a session). */
-static int list_add(accel_runtime *rt, accel_session *s, unsigned long *grow)
+static int list_reserve(accel_runtime *rt, unsigned long *grow)
 {
     pthread_mutex_lock(&rt->list_lock); /* cold: session open */
     if (rt->nsessions >= ACCEL__SESSIONS_MAX) {
         pthread_mutex_unlock(&rt->list_lock);
         return ACCEL_ENOMEM;
     }
-    cds_list_add(&s->rt_link, &rt->sessions);
     rt->nsessions++;
     *grow = 0;
     if (rt->nsessions > rt->table_want) {
@@ -102,7 +111,21 @@ static int list_add(accel_runtime *rt, accel_session *s, unsigned long *grow)
     return ACCEL_OK;
 }
 
-/* Cold path: resizes the id table for list_add's request, in the opening
+static void list_link(accel_runtime *rt, accel_session *s)
+{
+    pthread_mutex_lock(&rt->list_lock); /* cold: session open */
+    cds_list_add(&s->rt_link, &rt->sessions);
+    pthread_mutex_unlock(&rt->list_lock);
+}
+
+static void list_unreserve(accel_runtime *rt)
+{
+    pthread_mutex_lock(&rt->list_lock); /* cold: failed session open */
+    rt->nsessions--;
+    pthread_mutex_unlock(&rt->list_lock);
+}
+
+/* Cold path: resizes the id table for list_reserve's request, in the opening
  * thread (outside the read-side section; lookups go on meanwhile). */
 static void table_grow(accel_runtime *rt, unsigned long buckets)
 {
@@ -228,18 +251,26 @@ static int backend_open(accel_runtime *rt, accel_session *s,
     return rc;
 }
 
-/* Makes the session known: the runtime's list, then the id table. */
+/* Makes the session known: counted, in the id table, then listed. */
 static int session_register(accel_runtime *rt, accel_session *s)
 {
     unsigned long grow;
-    if (list_add(rt, s, &grow) != ACCEL_OK)
+    if (list_reserve(rt, &grow) != ACCEL_OK)
         return ACCEL_ENOMEM;
     accel__rcu_read_lock();
     int rc = accel__table_insert(rt->table, s);
     accel__rcu_read_unlock();
-    if (rc != ACCEL_OK)
-        list_del(rt, s);
-    else if (grow)
+    /* Not before the insert: a lookup finds s only once it is in the
+     * table, and the handle the opener holds keeps the last release (the
+     * list_del) from running before list_link. */
+    if (rc == ACCEL_OK)
+        list_link(rt, s);
+    else
+        list_unreserve(rt);
+    /* Even when the insert failed: table_want has already moved, and a
+     * request dropped here would leave the table at half its size until
+     * the count doubled again. */
+    if (grow)
         table_grow(rt, grow);
     return rc;
 }

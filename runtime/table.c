@@ -1,5 +1,7 @@
 #include "table.h"
 
+#include <assert.h>
+
 #include <string.h>
 
 #include "fault.h"
@@ -36,11 +38,27 @@ void accel__table_resize(struct cds_lfht *t, unsigned long buckets)
 
 void accel__table_destroy(struct cds_lfht *t)
 {
-    if (t) {
-        accel__fork_cold_begin();
-        (void)cds_lfht_destroy(t, NULL);
-        accel__fork_cold_end();
-    }
+    if (!t)
+        return;
+    accel__fork_cold_begin();
+    int rc = cds_lfht_destroy(t, NULL);
+    accel__fork_cold_end();
+    if (rc == 0)
+        return;
+    /* Nodes left in it (cds_lfht_destroy refuses a table that is not
+     * empty, and leaks it): unlink them (the sessions are freed by the
+     * caller's walk, not here), then destroy again. */
+    struct cds_lfht_iter it;
+    struct cds_lfht_node *n;
+    accel__rcu_read_lock();
+    cds_lfht_for_each(t, &it, n)
+        (void)cds_lfht_del(t, n);
+    accel__rcu_read_unlock();
+    accel__fork_cold_begin();
+    rc = cds_lfht_destroy(t, NULL);
+    accel__fork_cold_end();
+    assert(rc == 0 && "cds_lfht_destroy of an emptied table");
+    (void)rc;
 }
 
 /* FNV-1a: ids are short; good enough spread for cds_lfht's split order. */

@@ -20,9 +20,11 @@
 #define ACCEL__TABLE_INIT_BUCKETS 64ul
 
 struct cds_lfht *accel__table_create(void);
-/* Resizes t to `buckets` (a power of two) now, in the caller: synchronous,
- * it waits for grace periods. Caller registered with RCU and outside any
- * read-side section; cold path only. */
+/* Resizes t to `buckets` (a power of two) now, in the caller: synchronous
+ * (liburcu's cds_lfht_resize, which starts helper threads for a large
+ * table). A growth, as session.c asks for, waits for no grace period
+ * (only a shrink's freeing of old buckets would). Caller registered with
+ * RCU and outside any read-side section; cold path only. */
 void accel__table_resize(struct cds_lfht *t, unsigned long buckets);
 void accel__table_destroy(struct cds_lfht *t);
 unsigned long accel__table_hash(const char *id, size_t len);

@@ -99,7 +99,8 @@ static inline bool ring_ready_soon(accel_session *s, uint64_t h)
 void accel__visit_begin(accel__visit *v, accel_runtime *rt, accel_session *s,
                         uint64_t now)
 {
-    *v = (accel__visit){.rt = rt, .s = s, .t0 = now};
+    *v = (accel__visit){.rt = rt, .s = s, .t0 = now,
+                        .outer = accel__tls_current};
     v->budget = accel__sched_visit_ops(rt->sched, &s->se);
     if (s->bops->capacity) {
         uint32_t room = s->bops->capacity(s->bstate);
@@ -328,7 +329,7 @@ unsigned accel__visit_end(accel__visit *v, uint64_t *now)
     uint32_t pending = 0;
     if (s->bops->poll)
         pending = s->bops->poll(s->bstate, s);
-    accel__tls_current = NULL;
+    accel__tls_current = v->outer;
     *now = accel__now_ns();
     uint64_t service = *now - v->t0;
     /* visit_end(session, ops run, service ns, ops pending on a device) */
@@ -494,6 +495,8 @@ static accel__sched_entity *spin_pick(accel_runtime *rt, unsigned lane)
     return NULL;
 }
 
+void (*_Atomic accel__park_window_hook)(accel_runtime *rt, unsigned lane);
+
 /* *timed_out: an extra worker's park (timeout_ns >= 0) ran out. */
 static accel__sched_entity *park(accel_runtime *rt, accel__worker *w,
                                  int64_t timeout_ns, bool *timed_out)
@@ -506,6 +509,11 @@ static accel__sched_entity *park(accel_runtime *rt, accel__worker *w,
      * must reach a general worker. */
     _Atomic uint32_t *word = lane ? &rt->park_seq_short : &rt->park_seq;
     uint32_t seq = atomic_load_explicit(word, memory_order_acquire);
+    /* relaxed: a test sets it before it creates the runtime. */
+    void (*hook)(accel_runtime *, unsigned) =
+        atomic_load_explicit(&accel__park_window_hook, memory_order_relaxed);
+    if (__builtin_expect(hook != NULL, 0))
+        hook(rt, lane);
     accel__park_announce(rt, lane);
     e = accel__sched_pick(rt->sched, lane);
     /* acquire: pairs with accel__workers_stop's release store of stopping. */

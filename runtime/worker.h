@@ -74,6 +74,11 @@ typedef struct accel__visit {
     uint32_t every;       /* ops between clock checks */
     uint32_t until_check;
     uint32_t run_max;     /* ops one run of takes may hold */
+    /* accel__tls_current when the visit began, put back at its end: a
+     * visit may nest inside an op of another session on this thread
+     * (destroy running a host-driven runtime's ops, a second host slot),
+     * and that op must still be known as its session's. */
+    accel_session *outer;
 } accel__visit;
 
 /* Most ops one run of takes copies out (on the stack) before it releases
@@ -106,6 +111,11 @@ unsigned accel__visit_end(accel__visit *v, uint64_t *now);
  * itself parked, then a full barrier (pairs with a waker's fence_hot);
  * it must pick once more before it sleeps. */
 void accel__park_announce(accel_runtime *rt, unsigned lane);
+/* Test seam (unit_regressions.c): when set, called by a parking worker
+ * after its last pick and before it announces itself, the window where a
+ * submit finds no parked worker to wake. NULL outside tests. */
+extern void (*_Atomic accel__park_window_hook)(accel_runtime *rt,
+                                               unsigned lane);
 /* A parked worker leaves (found: its pick after the announcement found
  * work, so a claim it takes is passed on). */
 void accel__park_leave(accel_runtime *rt, unsigned lane, bool found);

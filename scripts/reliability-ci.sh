@@ -8,6 +8,9 @@
 #                         plain tsan asan clang yield models fuzz
 #   RELIABILITY_FUZZ_SECONDS  fuzz run length (default 120; quick 20)
 #   JOBS                  build parallelism (default nproc)
+#   RELIABILITY_YIELD_SEEDS   random-yield seeds (default 200; quick 20)
+#   RELIABILITY_SEED_TIMEOUT  seconds a stress seed may take (default 600;
+#                         random-yield seeds: RELIABILITY_YIELD_TIMEOUT, 60)
 #   RELIABILITY_ALLOW_SKIP=1  a tier whose tool is missing (clang, spin)
 #                         reports SKIPPED and does not fail the run; by
 #                         default a missing tool fails it (deps.sh installs
@@ -25,6 +28,9 @@ if [ "$Q" = 1 ]; then
 else
   PLAIN_OPS=3400000; SAN_OPS=2000000; YIELD_SEEDS=200; FUZZ_S=${RELIABILITY_FUZZ_SECONDS:-120}
 fi
+YIELD_SEEDS=${RELIABILITY_YIELD_SEEDS:-$YIELD_SEEDS}
+SEED_T=${RELIABILITY_SEED_TIMEOUT:-600}
+YIELD_T=${RELIABILITY_YIELD_TIMEOUT:-60}
 STRESS=tests/accel_stress_exactly_once
 COMMON=(-DACCEL_WITH_CUDA=OFF -DACCEL_BUILD_BENCH=OFF)
 export TSAN_OPTIONS="halt_on_error=1 suppressions=$root/tests/tsan.supp"
@@ -54,14 +60,37 @@ build() { # dir cmake-args...
     grep -E "error|warning" ; return "${PIPESTATUS[0]}"
 }
 
+# Every stress run must end well AND print its result: a run that hangs,
+# crashes or says nothing fails its tier by name (an empty count must never
+# reach the arithmetic, where bash would abandon the whole tier loop).
+ran_ok() { # label rc output: 0 if the run exited 0 and printed its count
+  local label=$1 rc=$2 out=$3
+  case $rc in
+    0) ;;
+    124) echo "$label: FAILED: hung (killed by timeout)"; return 1 ;;
+    *) if [ "$rc" -gt 128 ]; then
+         echo "$label: FAILED: killed by signal $((rc - 128))"
+       else echo "$label: FAILED: exit status $rc"; fi
+       return 1 ;;
+  esac
+  ops_of "$out" >/dev/null || { echo "$label: FAILED: no \"ops accepted\" result"; return 1; }
+}
+
+ops_of() { # output: prints its "N ops accepted" count; fails without one
+  local n
+  n=$(printf '%s\n' "$1" | sed -n 's/.*: \([0-9][0-9]*\) ops accepted.*/\1/p' | head -1)
+  [ -n "$n" ] && echo "$n"
+}
+
 stress_seeds() { # dir ops-per-seed seeds...
   local d=$1 ops=$2; shift 2
-  local total=0 s out
+  local total=0 s out rc
   for s in "$@"; do
     # timeout: a lost wake-up shows as a hang; fail it instead of CI
-    out=$(timeout 600 "$d/$STRESS" --ops "$ops" --seconds 900 --seed "$s" --quiet) || { echo "$out"; return 1; }
+    out=$(timeout "$SEED_T" "$d/$STRESS" --ops "$ops" --seconds 900 --seed "$s" --quiet); rc=$?
     echo "$out"
-    total=$((total + $(echo "$out" | sed -n 's/.*: \([0-9]*\) ops accepted.*/\1/p')))
+    ran_ok "seed $s" "$rc" "$out" || return 1
+    total=$((total + $(ops_of "$out")))
   done
   echo "total ops accepted: $total"
 }
@@ -105,18 +134,21 @@ t_clang() { # clang TSan, then clang ASan+UBSan
 t_yield() {
   EXTRA_TARGETS=(accel_stress_cancel)
   build build-rel-yield -DACCEL_RANDOM_YIELD=ON -DACCEL_WERROR=ON || return 1
-  local s fails=0 ops=0 out
+  local s fails=0 ops=0 out rc
   for s in $(seq 1 "$YIELD_SEEDS"); do
-    if ! out=$(ACCEL_YIELD_SEED=$s timeout 60 build-rel-yield/$STRESS --seconds 0.25 --seed "$s" --quiet); then
-      echo "yield seed $s FAILED:"; echo "$out"; fails=$((fails + 1))
+    out=$(ACCEL_YIELD_SEED=$s timeout "$YIELD_T" build-rel-yield/$STRESS --seconds 0.25 --seed "$s" --quiet); rc=$?
+    if ran_ok "yield seed $s" "$rc" "$out"; then
+      ops=$((ops + $(ops_of "$out")))
+    else
+      echo "$out"; fails=$((fails + 1))
     fi
-    ops=$((ops + $(echo "$out" | sed -n 's/.*: \([0-9]*\) ops accepted.*/\1/p' | head -1)))
   done
   echo "random-yield: $YIELD_SEEDS seeds, $ops ops accepted, $fails failed"
   # cancel vs take: the yields widen the window between the two RMWs
   for s in 1 2 3 4; do
-    if ! out=$(ACCEL_YIELD_SEED=$s ACCEL_STRESS_SECONDS=0.5 timeout 60 build-rel-yield/tests/accel_stress_cancel); then
-      echo "yield cancel seed $s FAILED:"; echo "$out"; fails=$((fails + 1))
+    out=$(ACCEL_YIELD_SEED=$s ACCEL_STRESS_SECONDS=0.5 timeout "$YIELD_T" build-rel-yield/tests/accel_stress_cancel); rc=$?
+    if [ $rc != 0 ]; then
+      echo "$out"; ran_ok "yield cancel seed $s" "$rc" "$out"; fails=$((fails + 1))
     fi
   done
   echo "random-yield cancel: 4 seeds, $fails failed in all"
@@ -132,6 +164,13 @@ t_fuzz() {
 for t in $TIERS; do tier "$t" "t_$t"; done
 echo "=== reliability summary (quick=$Q)"
 printf '%s\n' "${summary[@]}"
+# A tier loop cut short (an expansion error abandons it in bash) leaves
+# tiers without a line: that is a failure, never "all passed".
+want=$(echo $TIERS | wc -w)
+if [ ${#summary[@]} != "$want" ]; then
+  echo "reliability: FAILED: ${#summary[@]} of $want tiers reported a result"
+  exit 1
+fi
 if [ ${#failed[@]} -gt 0 ]; then echo "reliability: FAILED tiers: ${failed[*]}"; exit 1; fi
 if [ ${#skipped[@]} -gt 0 ]; then
   echo "reliability: SKIPPED tiers (tool missing): ${skipped[*]}"

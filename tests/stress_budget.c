@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "core_util.h"
+#include "stress_watchdog.h"
 
 #define SESSIONS 2
 #define RESERVERS 2 /* per session */
@@ -98,6 +99,8 @@ static int op_alloc(accel_ctx *ctx, void *arg)
 int main(void)
 {
     double secs = tu_stress_seconds();
+    watchdog_start("stress_budget");
+    watchdog_step("setup", 120);
     accel_runtime *rt = tu_runtime(2);
     if (!rt)
         return 1;
@@ -121,6 +124,7 @@ int main(void)
 
     /* This thread feeds both sessions allocating ops. The op's seed carries
      * the session's cap in its top bits. */
+    watchdog_step("run: submitting allocating ops", secs + 120);
     double end = tu_now_s() + secs;
     uint64_t seed = 5, submitted = 0;
     while (tu_now_s() < end) {
@@ -133,9 +137,11 @@ int main(void)
             submitted++;
         }
     }
+    watchdog_step("sync every session", 120);
     for (int i = 0; i < SESSIONS; i++)
         accel_session_sync(ss[i].s, ACCEL_FOREVER);
     atomic_store(&stop, 1);
+    watchdog_step("join the reservers and the watcher", 120);
     long errors = 0;
     int64_t held[SESSIONS] = {0};
     for (int i = 0; i < SESSIONS * RESERVERS; i++) {
@@ -157,6 +163,7 @@ int main(void)
             fail = 1;
         accel_session_release(ss[i].s);
     }
+    watchdog_step("runtime destroy", 120);
     if (accel_runtime_destroy(rt) != ACCEL_OK)
         fail = 1;
     if (errors || atomic_load(&violations) || atomic_load(&op_errors)) {

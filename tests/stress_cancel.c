@@ -27,6 +27,7 @@
 
 #include "core_util.h"
 #include "stress_fail.h"
+#include "stress_watchdog.h"
 
 #define NPROD 2
 #define NSESS 4
@@ -249,6 +250,9 @@ static void *canceller(void *p)
 
 int main(void)
 {
+    watchdog_start("stress_cancel");
+    double secs = tu_stress_seconds();
+    watchdog_step("setup", 120);
     accel_runtime *rt = tu_runtime(2);
     if (!rt)
         return 1;
@@ -266,12 +270,15 @@ int main(void)
         pthread_create(&pt[i], NULL, producer, &pa[i]);
         pthread_create(&ct[i], NULL, canceller, &pa[i]);
     }
-    double end = tu_now_s() + tu_stress_seconds();
+    watchdog_step("run", secs + 120);
+    double end = tu_now_s() + secs;
     while (tu_now_s() < end)
         tu_nap_us(10000);
     atomic_store(&stop_prod, 1);
+    watchdog_step("join the producers", 120);
     for (int i = 0; i < NPROD; i++)
         pthread_join(pt[i], NULL);
+    watchdog_step("close every session (DRAIN or CANCEL)", 120);
     /* Close while the cancellers may still be working through tickets. */
     atomic_store(&closing, 1);
     for (int i = 0; i < NSESS; i++)
@@ -279,6 +286,7 @@ int main(void)
                                                : ACCEL_CLOSE_DRAIN) != ACCEL_OK)
             failf("close s%d", i);
     atomic_store(&stop_cancel, 1);
+    watchdog_step("join the cancellers", 120);
     for (int i = 0; i < NPROD; i++)
         pthread_join(ct[i], NULL);
     for (int p = 0; p < NPROD; p++)
@@ -293,7 +301,9 @@ int main(void)
         stat_submitted += st.submitted;
         accel_session_release(sess[i]);
     }
+    watchdog_step("runtime destroy", 120);
     accel_runtime_destroy(rt);
+    watchdog_step("verify", 60);
     uint64_t ops = atomic_load(&n_ops), cok = atomic_load(&n_cancel_ok);
     uint64_t lost = atomic_load(&n_cancel_lost), exp = atomic_load(&n_expired);
     uint64_t closed = atomic_load(&n_closed);

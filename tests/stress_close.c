@@ -22,6 +22,7 @@
 
 #include "core_util.h"
 #include "runtime.h" /* rt->arena.from */
+#include "stress_watchdog.h"
 
 #define IDS 6
 #define PRODUCERS 3
@@ -177,12 +178,14 @@ static void closer_loop(accel_session **open_h, uint64_t *seed, double until)
 int main(void)
 {
     double secs = tu_stress_seconds(), end = tu_now_s() + secs;
+    watchdog_start("stress_close");
     uint64_t seed = 42;
     long rounds = 0, accepted = 0, ran = 0, cancelled = 0;
     producer pr[PRODUCERS];
     for (int i = 0; i < PRODUCERS; i++)
         pr[i].recs = malloc(PER_PRODUCER * sizeof(rec));
     do {
+        watchdog_step("round: create, open, start producers", 120);
         rt = tu_runtime(2);
         if (!rt)
             return 1;
@@ -203,10 +206,13 @@ int main(void)
             pthread_create(&th[i], NULL, producer_main, &pr[i]);
         }
         /* The closer runs on this thread until the round ends. */
+        watchdog_step("round: closes and reopens racing the producers", 120);
         closer_loop(open_h, &seed, tu_now_s() + 0.25);
         atomic_store(&stop, 1);
+        watchdog_step("round: join the producers", 120);
         for (int i = 0; i < PRODUCERS; i++)
             pthread_join(th[i], NULL);
+        watchdog_step("round: release and runtime destroy", 120);
         /* Leave half the open handles unreleased: destroy frees them. */
         for (int i = 0; i < IDS; i += 2)
             accel_session_release(open_h[i]);

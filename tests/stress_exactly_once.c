@@ -44,6 +44,7 @@
 #include <accel/accel.h>
 
 #include "stress_fail.h"
+#include "stress_watchdog.h"
 #include "yield.h"
 
 #define MAX_SESSIONS 256
@@ -659,6 +660,8 @@ int main(int argc, char **argv)
     if (seconds < 0)
         seconds = target_ops ? 3600 : (env ? atof(env) : 2);
 
+    watchdog_start("stress_exactly_once");
+    watchdog_step("runtime create and session setup", 120);
     accel_runtime_config rc_cfg = {.workers = (unsigned)nworkers};
     if (accel_runtime_create(&rc_cfg, &rt) != ACCEL_OK) {
         fprintf(stderr, "runtime_create failed\n");
@@ -700,23 +703,32 @@ int main(int argc, char **argv)
     }
     pthread_create(&prt, NULL, prio_main, &prio_seed);
 
-    uint64_t accepted = 0;
+    uint64_t accepted = 0, seen = UINT64_MAX;
     for (;;) {
         usleep(10000);
         accepted = 0;
         for (int i = 0; i < nproducers; i++)
             accepted += atomic_load_explicit(&producers[i].accepted,
                                              memory_order_relaxed);
+        /* re-armed while ops get accepted: the limit is on a run with no
+         * progress at all */
+        if (accepted != seen) {
+            seen = accepted;
+            watchdog_step("run: producers submitting (no op accepted)", 120);
+        }
         double el = (double)(now_ns() - t0) / 1e9;
         if ((target_ops && accepted >= target_ops) || el >= seconds)
             break;
     }
     atomic_store(&stop, 1);
+    watchdog_step("join the producers", 120);
     for (int i = 0; i < nproducers; i++)
         pthread_join(pt[i], NULL);
+    watchdog_step("join the chaos threads", 120);
     for (int i = 0; i < CHAOS_THREADS; i++)
         pthread_join(ct[i], NULL);
     pthread_join(prt, NULL);
+    watchdog_step("end game: burst and close every session", 120);
 
     /* End game: queue a burst everywhere, then close (DRAIN or CANCEL),
      * release only, or leave open for runtime destroy. */
@@ -763,7 +775,9 @@ int main(int argc, char **argv)
     }
     /* The left sessions' ops may still run: their cur stays until destroy
      * has drained everything. */
+    watchdog_step("runtime destroy", 120);
     int drc = accel_runtime_destroy(rt);
+    watchdog_step("verify", 120);
     CHECK(drc == ACCEL_OK, "runtime_destroy: %d", drc);
     for (int k = 0; k < nleft; k++) {
         inst_verify(left[k], false);

@@ -29,6 +29,7 @@
 
 #include "core_util.h"
 #include "stress_fail.h"
+#include "stress_watchdog.h"
 
 #define NPROD 3
 #define NSESS 3
@@ -193,6 +194,7 @@ static void round_(uint64_t seed)
                               .struct_size = sizeof(c),
                               .flags = ACCEL_RUNTIME_HOST_WORKERS,
                               .host_wake = host_wake, .host_wake_arg = &h};
+    watchdog_step("host round: create, open, start producers", 120);
     if (accel_runtime_create(&c, &h.rt) != ACCEL_OK) {
         failf("create");
         return;
@@ -220,11 +222,15 @@ static void round_(uint64_t seed)
         pthread_create(&pt[i], NULL, prod_main, &p[i]);
     }
     tu_nap_us(500 + (long)(seed % 2000));
+    watchdog_step("host round: close(CANCEL) while producing", 120);
     accel_session_close(s[NSESS - 1], ACCEL_CLOSE_CANCEL);
+    watchdog_step("host round: join the producers", 120);
     for (int i = 0; i < NPROD; i++)
         pthread_join(pt[i], NULL);
+    watchdog_step("host round: close(DRAIN) every session", 120);
     for (int i = 0; i < NSESS; i++)
         accel_session_close(s[i], ACCEL_CLOSE_DRAIN);
+    watchdog_step("host round: join the host slot threads", 120);
     atomic_store(&h.stop, 1);
     for (int i = 0; i < 2; i++) {
         sem_post(&h.lane[0]);
@@ -255,6 +261,7 @@ static void round_(uint64_t seed)
         }
     for (int i = 0; i < NSESS; i++)
         accel_session_release(s[i]);
+    watchdog_step("host round: runtime destroy", 120);
     if (accel_runtime_destroy(h.rt) != ACCEL_OK)
         failf("destroy");
     sem_destroy(&h.lane[0]);
@@ -264,6 +271,7 @@ static void round_(uint64_t seed)
 int main(void)
 {
     double secs = tu_stress_seconds();
+    watchdog_start("stress_host");
     int64_t end = accel_now_ns() + (int64_t)(secs * 1e9);
     uint64_t rounds = 0;
     do

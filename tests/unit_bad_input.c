@@ -990,5 +990,12 @@ Test(bad_input, release_last_handle_from_inside, .init = fx_setup,
         accel_session_release(h);
         sched_yield();
     }
-    /* destroy (in fini) drains the rest */
+    /* The close is DRAIN: both ops behind the releasing one run. No handle
+     * is left to sync on, so wait for them (a 10 s watchdog, not a
+     * threshold: they run as soon as the worker reaches them). */
+    for (int i = 0; i < 10000 && atomic_load(&ran_after) < 2; i++)
+        tu_nap_us(1000);
+    cr_assert_eq(atomic_load(&ran_after), 2,
+                 "the ops behind the last release ran (%d of 2)",
+                 atomic_load(&ran_after));
 }

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "budget.h"
 #include "core_util.h"
 
 Test(budget, reserve_release_cap, .timeout = 5)
@@ -352,4 +353,32 @@ Test(budget, ctx_alloc_races_with_reservers, .timeout = 20)
                  "op allocations were all refunded exactly");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* The charge's check and its CAS are not one step: a charge that lands
+ * between them (run there by the test seam, on this thread: no luck
+ * involved) must make the first one check again. 60 + 60 against a cap
+ * of 100: exactly one is accepted, and the counter never passes the cap. */
+static int window_calls;
+static int window_rc;
+
+static void charge_in_window(accel__budget *b)
+{
+    if (window_calls++ == 0)
+        window_rc = accel__budget_charge(b, 60); /* nested: calls 2+ no-op */
+}
+
+Test(budget, charge_racing_in_the_check_window, .timeout = 5)
+{
+    accel__budget b;
+    memset(&b, 0, sizeof(b));
+    b.cap = 100;
+    window_calls = 0;
+    atomic_store(&accel__budget_window_hook, charge_in_window);
+    int rc = accel__budget_charge(&b, 60);
+    atomic_store(&accel__budget_window_hook, NULL);
+    cr_assert_eq(window_rc, ACCEL_OK, "the charge in the window got in");
+    cr_assert_eq(rc, ACCEL_EBUDGET, "the first one, checked again, did not");
+    cr_assert_eq(atomic_load(&b.used), 60, "used %lld of cap 100",
+                 (long long)atomic_load(&b.used));
 }

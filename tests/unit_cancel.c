@@ -338,6 +338,17 @@ Test(cancel, fifo_of_done_with_cancels, .timeout = 30)
     accel_session_stats st = stats(f.s);
     cr_assert_eq(st.cancelled, (uint64_t)ncancel);
     cr_assert_eq(st.expired, N / 4);
+    /* promise 1 (docs/contract.md): drained, every accepted op is in
+     * exactly one of the four; expired ones are not in cancelled */
+    cr_assert_eq(st.completed + st.failed + st.cancelled + st.expired,
+                 st.submitted, "%llu + %llu + %llu + %llu != %llu",
+                 (unsigned long long)st.completed,
+                 (unsigned long long)st.failed,
+                 (unsigned long long)st.cancelled,
+                 (unsigned long long)st.expired,
+                 (unsigned long long)st.submitted);
+    cr_assert_eq(st.completed, (uint64_t)(N - ncancel - N / 4 + 1),
+                 "the ops that ran, and the gate");
     teardown(&f);
 }
 
@@ -400,9 +411,10 @@ Test(cancel, from_inside_an_op, .timeout = 30)
 
 /* ---------------------------------------------------------------- race */
 
-/* Cancel right after submit, with the worker free: each op either ran
- * (cancel said EALREADY) or did not (cancel said OK), and its done ran
- * once with the matching status. */
+/* Cancel right after submit, with the worker free, or once the worker
+ * is into the batch: each op either ran (cancel said EALREADY) or did not
+ * (cancel said OK), and its done ran once with the matching status. Both
+ * outcomes must come up. */
 Test(cancel, racing_the_worker, .timeout = 120)
 {
     enum { BATCH = 64, N = 320 * BATCH };
@@ -420,6 +432,11 @@ Test(cancel, racing_the_worker, .timeout = 120)
             if (i % 2) /* cancel half at once, the rest after the batch */
                 crc[base + i] = accel_cancel(&t[i]);
         }
+        /* The later half once the worker has started the batch (its
+         * first op is among them): those at its front have run, the rest
+         * race the worker. Without the wait every cancel won here. */
+        while (!atomic_load(&r[base].fn_calls))
+            sched_yield();
         for (int i = 0; i < BATCH; i += 2)
             crc[base + i] = accel_cancel(&t[i]);
     }
@@ -441,6 +458,10 @@ Test(cancel, racing_the_worker, .timeout = 120)
     cr_assert_eq(st.cancelled, (uint64_t)won);
     cr_assert_eq(st.dispatched, (uint64_t)lost);
     cr_log_info("racing_the_worker: %d cancelled, %d ran", won, lost);
+    /* the race was run: both outcomes came up (each batch's first op
+     * always runs before its cancel) */
+    cr_assert(won > 0 && lost > 0, "only one outcome: %d cancelled, %d ran",
+              won, lost);
     teardown(&f);
 }
 

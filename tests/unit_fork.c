@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #include "core_util.h"
+#include "backend_registry.h"
+#include "rcu.h"
+#include "runtime.h"
 
 /* In a child: a hang hits the alarm, which prints where the child was
  * stuck (for the log) and exits with 99. */
@@ -245,5 +248,110 @@ Test(fork, fork_during_session_churn, .timeout = 240)
     atomic_store(&churn_stop, 1);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* ---- a fork while another thread holds one of the runtime's mutexes */
+
+typedef struct holder {
+    pthread_mutex_t *m;  /* NULL: the backend-module lock */
+    bool until_forked;   /* keep it until the fork returned (else a nap) */
+    _Atomic int held, forking, forked;
+} holder;
+
+/* Takes the lock, says so, and keeps it until the main thread is about
+ * to fork and then a nap longer (a fork that waits for the lock is the
+ * fix), or until the fork has returned in the parent. */
+static void *hold_main(void *arg)
+{
+    holder *h = arg;
+    if (h->m)
+        pthread_mutex_lock(h->m);
+    else
+        accel__backend_module_lock_hold(true);
+    atomic_store(&h->held, 1);
+    while (!atomic_load(h->until_forked ? &h->forked : &h->forking))
+        sched_yield();
+    if (!h->until_forked)
+        tu_nap_us(200000);
+    if (h->m)
+        pthread_mutex_unlock(h->m);
+    else
+        accel__backend_module_lock_hold(false);
+    return NULL;
+}
+
+static pid_t fork_while_held(holder *h, pthread_t *th)
+{
+    cr_assert_eq(pthread_create(th, NULL, hold_main, h), 0);
+    while (!atomic_load(&h->held))
+        sched_yield();
+    atomic_store(&h->forking, 1);
+    pid_t pid = fork();
+    if (pid > 0)
+        atomic_store(&h->forked, 1);
+    return pid;
+}
+
+/* The backend-module lock (taken by every runtime creation): a child
+ * forked while a thread holds it still creates and destroys runtimes. */
+Test(fork, fork_while_the_module_lock_is_held, .timeout = 120)
+{
+    holder h = {0};
+    pthread_t th;
+    pid_t pid = fork_while_held(&h, &th);
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        child_arm_alarm();
+        _exit(child_fresh_runtime());
+    }
+    expect_child(pid);
+    pthread_join(th, NULL);
+}
+
+/* Keeps liburcu's call_rcu thread busy until the fork is under way, so the
+ * reclamations queued behind it are still pending when the fork pauses
+ * that thread: liburcu runs them in the child. */
+static struct rcu_head busy_head;
+static _Atomic int busy_running;
+static holder *busy_until;
+
+static void busy_cb(struct rcu_head *head)
+{
+    (void)head;
+    atomic_store(&busy_running, 1);
+    while (!atomic_load(&busy_until->forking))
+        sched_yield();
+    tu_nap_us(200000); /* the fork's prepare asks the thread to pause */
+}
+
+/* The session arena's lock: a child forked while a parent thread holds it
+ * (a session being opened) gets the parent's pending reclamation of a
+ * session run by liburcu; it must not wait for that lock, or every later
+ * reclamation waits behind it and a fresh runtime's destroy (whose
+ * barrier waits for them) never returns. */
+Test(fork, fork_while_the_arena_lock_is_held, .timeout = 120)
+{
+    accel_runtime *rt = tu_runtime(2);
+    accel_session *s = tu_open(rt, "parent", 8, 0);
+    cr_assert_not_null(s);
+    cr_assert_eq(accel_submit_wait(s, op_seven, NULL, ACCEL_FOREVER), 7);
+    holder h = {.m = &rt->arena.lock, .until_forked = true};
+    busy_until = &h;
+    accel__rcu_defer(&busy_head, busy_cb);
+    while (!atomic_load(&busy_running))
+        sched_yield();
+    /* queued behind busy_cb: pending at the fork */
+    cr_assert_eq(accel_session_close(s, ACCEL_CLOSE_DRAIN), ACCEL_OK);
+    accel_session_release(s);
+    pthread_t th;
+    pid_t pid = fork_while_held(&h, &th);
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        child_arm_alarm();
+        _exit(child_fresh_runtime());
+    }
+    expect_child(pid);
+    pthread_join(th, NULL);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }

@@ -482,6 +482,94 @@ Test(host, sync_inside_host_op_edeadlk, .timeout = 30)
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+/* A visit that nests inside an op of another session on the same thread
+ * puts the thread's "current op" back when it ends: the outer op is still
+ * known as its session's (accel_current_session, EDEADLK for a sync or a
+ * destroy of its own from inside). Two ways to nest within the contract
+ * follow. */
+typedef struct nest {
+    accel_session *s1;
+    accel_runtime *rt1, *rt2;
+    _Atomic int destroy2, current, sync, destroy1;
+} nest;
+
+static int destroy_other(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    nest *x = arg;
+    /* rt2 is host-driven with ops queued: its destroy runs them here */
+    atomic_store(&x->destroy2, accel_runtime_destroy(x->rt2));
+    atomic_store(&x->current, accel_current_session() == x->s1);
+    /* finite waits: with the marker lost they time out instead of
+     * hanging the suite */
+    atomic_store(&x->sync, accel_session_sync(x->s1, 2000000000));
+    /* with the marker lost this destroy would wait for this very op */
+    atomic_store(&x->destroy1, atomic_load(&x->current)
+                                   ? accel_runtime_destroy(x->rt1)
+                                   : 12345);
+    return 0;
+}
+
+Test(host, destroy_inside_an_op_keeps_the_op_current, .timeout = 30)
+{
+    host h = {0};
+    nest x = {.rt2 = host_runtime(&h, 1, 0)};
+    atomic_store(&x.destroy2, 99);
+    accel_session *s2 = tu_open(x.rt2, "queued", 16, 0);
+    tu_rec r[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        accel_op op = tu_rec_op(&r[i]);
+        cr_assert_eq(accel_submit(s2, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    }
+    /* s2 stays open (a release would drain it): destroy takes it */
+    x.rt1 = tu_runtime(1);
+    x.s1 = tu_open(x.rt1, "outer", 16, 0);
+    cr_assert_eq(accel_submit_wait(x.s1, destroy_other, &x, ACCEL_FOREVER), 0);
+    cr_assert_eq(x.destroy2, ACCEL_OK);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(r[i].done_calls, 1, "rt2's op %d ran in its destroy", i);
+    cr_assert_eq(x.current, 1, "the outer op is still s1's");
+    cr_assert_eq(x.sync, ACCEL_EDEADLK, "sync of s1 from its own op");
+    cr_assert_eq(x.destroy1, ACCEL_EDEADLK, "destroy of rt1 from its op");
+    accel_session_release(x.s1);
+    cr_assert_eq(accel_runtime_destroy(x.rt1), ACCEL_OK);
+}
+
+/* Slot 0's visit open on this thread, a whole visit on slot 1 inside it
+ * ("different slots are independent"): slot 0's op is current again. */
+Test(host, visit_on_another_slot_keeps_the_op_current, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 2, 0);
+    accel_session *s0 = tu_open(rt, "s0", 16, 0);
+    accel_session *s1 = tu_open(rt, "s1", 16, 0);
+    tu_rec r0 = {0}, r1 = {0};
+    accel_op op0 = tu_rec_op(&r0), op1 = tu_rec_op(&r1);
+    cr_assert_eq(accel_submit(s0, &op0, ACCEL_NO_WAIT), ACCEL_OK);
+    accel_op ops[ACCEL_HOST_VISIT_MAX];
+    int st[ACCEL_HOST_VISIT_MAX];
+    unsigned n = 0;
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, ACCEL_HOST_VISIT_MAX, &n),
+                 ACCEL_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(accel_current_session(), s0);
+    cr_assert_eq(accel_submit(s1, &op1, ACCEL_NO_WAIT), ACCEL_OK);
+    unsigned ran = 0;
+    cr_assert_eq(drive_once(rt, 1, &ran), ACCEL_OK);
+    cr_assert_eq(ran, 1);
+    cr_assert_eq(r1.done_calls, 1);
+    cr_assert_eq(accel_current_session(), s0, "slot 0's op is current again");
+    cr_assert_eq(accel_session_sync(s0, 2000000000), ACCEL_EDEADLK,
+                 "sync of s0 from inside its own op");
+    st[0] = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end(rt, 0, st, n), ACCEL_OK);
+    cr_assert_null(accel_current_session());
+    cr_assert_eq(r0.done_calls, 1);
+    accel_session_release(s0);
+    accel_session_release(s1);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
 /* ------------------------------------------------ threads racing */
 
 typedef struct slot_thread {

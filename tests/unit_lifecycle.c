@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "core_util.h"
+#include "rcu.h"
+#include "session.h"
 
 static _Atomic int counter;
 
@@ -253,8 +255,21 @@ Test(lifecycle, release_after_explicit_close, .timeout = 10)
         cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_close(s, ACCEL_CLOSE_DRAIN), ACCEL_OK);
     cr_assert_eq(atomic_load(&counter), 10);
+    uint64_t before = atomic_load(&accel__sessions_reclaimed);
     accel_session_release(s);
     accel_session_release(NULL); /* ignored */
+    /* the closed session's last handle gone: it is reclaimed after a
+     * grace period, not only at destroy. The worker may still hold the
+     * scheduler's reference for the end of its last visit: wait for it
+     * (a 10 s watchdog, not a threshold). */
+    for (int i = 0; i < 10000; i++) {
+        accel__rcu_barrier();
+        if (atomic_load(&accel__sessions_reclaimed) > before)
+            break;
+        tu_nap_us(1000);
+    }
+    cr_assert_eq(atomic_load(&accel__sessions_reclaimed), before + 1,
+                 "reclaimed after its release");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
@@ -540,4 +555,77 @@ Test(lifecycle, closed_means_id_free_and_lookup_enoent, .timeout = 20)
     cr_assert_eq(found, 0, "lookup found a session already seen closed");
     cr_assert_eq(eexist, 0, "id of a session seen closed was not free");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* A session opened by an op that runs while destroy drains another one
+ * (it is linked at the head of the list, behind destroy's walk) is still
+ * closed by destroy: its op sees it closed. The op waits for that at most
+ * 10 s (a watchdog, not a threshold: with the walk fixed it sees it as
+ * soon as the close begins; without, never). */
+typedef struct opener {
+    accel_runtime *rt;
+    accel_session *late;
+    _Atomic int opened, submitted, saw_closed, ran;
+} opener;
+
+static int wait_closed(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    opener *o = arg;
+    for (int i = 0; i < 10000 && !accel_session_is_closed(o->late); i++)
+        tu_nap_us(1000);
+    atomic_store(&o->saw_closed, accel_session_is_closed(o->late));
+    atomic_fetch_add(&o->ran, 1);
+    return 0;
+}
+
+static int open_during_destroy(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    opener *o = arg;
+    accel_session_config c = {.id = "late"};
+    if (accel_session_open(o->rt, &c, &o->late) != ACCEL_OK)
+        return 0;
+    atomic_store(&o->opened, 1);
+    accel_op op = {.fn = wait_closed, .arg = o};
+    atomic_store(&o->submitted,
+                 accel_submit(o->late, &op, ACCEL_NO_WAIT) == ACCEL_OK);
+    return 0; /* the handle is left to destroy */
+}
+
+typedef struct gate_when_closed {
+    accel_session *s;
+    tu_latch *gate;
+} gate_when_closed;
+
+/* Opens the gate once destroy has begun closing s: the op behind it then
+ * runs inside destroy's drain. */
+static void *gate_when_closed_main(void *arg)
+{
+    gate_when_closed *g = arg;
+    while (!accel_session_is_closed(g->s))
+        sched_yield();
+    tu_latch_open(g->gate);
+    return NULL;
+}
+
+Test(lifecycle, destroy_closes_sessions_opened_during_its_walk, .timeout = 60)
+{
+    accel_runtime *rt = tu_runtime(2);
+    accel_session *s = tu_open(rt, "first", 16, 0);
+    tu_blocker b = {0};
+    accel_op hold = tu_blocker_op(&b);
+    cr_assert_eq(accel_submit(s, &hold, ACCEL_NO_WAIT), ACCEL_OK);
+    opener o = {.rt = rt};
+    accel_op op = {.fn = open_during_destroy, .arg = &o};
+    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    gate_when_closed g = {.s = s, .gate = &b.gate};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, gate_when_closed_main, &g), 0);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    pthread_join(th, NULL);
+    cr_assert_eq(o.opened, 1);
+    cr_assert_eq(o.submitted, 1);
+    cr_assert_eq(o.ran, 1, "the late session's op ran once");
+    cr_assert_eq(o.saw_closed, 1, "destroy closed the late session");
 }

@@ -3,11 +3,14 @@
  * the exposition format (HELP/TYPE before samples, families contiguous,
  * names and escaped label values well-formed, values numbers), the values
  * of a known session, escaping, snprintf-like truncation, and scrapes
- * racing opens and closes (ASan: no use after free).
+ * racing opens and closes (ASan: no use after free), an id listed once
+ * while opens of it fail, non-UTF-8 ids replaced.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 
+#include <errno.h>
+#include <iconv.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,5 +341,112 @@ Test(metrics, scrapes_race_open_and_close, .timeout = 60)
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
     cr_assert_eq(atomic_load(&c.bad), 0);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* An open that fails with EEXIST must never show in a scrape: an id
+ * listed twice (the copy all zeros) is an invalid exposition. Scrapes run
+ * while another thread's opens of an open id fail; no scrape may list
+ * that id more than once. */
+typedef struct dup_opener {
+    accel_runtime *rt;
+    _Atomic int done;
+    _Atomic long failed;
+} dup_opener;
+
+static void *dup_open_main(void *arg)
+{
+    dup_opener *d = arg;
+    accel_session_config cfg = {.id = "dup"};
+    for (int i = 0; i < 200000; i++) {
+        accel_session *s = NULL;
+        if (accel_session_open(d->rt, &cfg, &s) == ACCEL_EEXIST)
+            atomic_fetch_add(&d->failed, 1);
+        else if (s)
+            accel_session_release(s);
+    }
+    atomic_store(&d->done, 1);
+    return NULL;
+}
+
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+Test(metrics, an_open_failing_eexist_is_never_listed, .timeout = 120)
+{
+    accel_runtime *rt = tu_runtime(1);
+    accel_session *s = tu_open(rt, "dup", 4, 0);
+    dup_opener d = {.rt = rt};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, dup_open_main, &d), 0);
+    long scrapes = 0, twice = 0;
+    while (!atomic_load(&d.done)) {
+        size_t len;
+        char *t = scrape(rt, &len);
+        if (count_of(t, "accel_session_ops_submitted_total{session=\"dup\"") != 1)
+            twice++;
+        free(t);
+        scrapes++;
+    }
+    pthread_join(th, NULL);
+    cr_assert_eq(d.failed, 200000, "every open of the open id: EEXIST");
+    cr_assert_eq(twice, 0, "%ld of %ld scrapes listed the id other than once",
+                 twice, scrapes);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* Well-formed UTF-8, as glibc's iconv decides (not the code under test). */
+static bool utf8_ok(const char *t, size_t len)
+{
+    iconv_t cd = iconv_open("UTF-32LE", "UTF-8");
+    cr_assert_neq(cd, (iconv_t)-1);
+    char *in = (char *)t;
+    size_t inleft = len;
+    bool ok = true;
+    while (inleft && ok) {
+        char buf[4096], *outp = buf;
+        size_t outleft = sizeof(buf);
+        if (iconv(cd, &in, &inleft, &outp, &outleft) == (size_t)-1 &&
+            errno != E2BIG)
+            ok = false;
+    }
+    iconv_close(cd);
+    return ok;
+}
+
+/* Ids are bytes, the exposition is UTF-8: each byte that does not begin
+ * a well-formed sequence becomes U+FFFD, well-formed ones (é, 😀) stay. */
+Test(metrics, non_utf8_ids_are_replaced, .timeout = 30)
+{
+    accel_runtime *rt = tu_runtime(1);
+    /* a lone 0xff, a lead byte without its continuation, an overlong '/',
+     * a surrogate, a truncated 4-byte sequence at the end */
+    const char *bad = "b\xff" "a\xc3(" "\xc0\xaf" "\xed\xa0\x80" "\xf0\x9f\x98";
+    const char *good = "caf\xc3\xa9-\xf0\x9f\x98\x80";
+    accel_session *s1 = tu_open(rt, bad, 4, 0);
+    accel_session *s2 = tu_open(rt, good, 4, 0);
+    cr_assert(s1 && s2);
+    size_t len;
+    char *t = scrape(rt, &len);
+    cr_assert(utf8_ok(t, len), "the scrape is UTF-8:\n%s", t);
+    prom p;
+    cr_assert_eq(parse(&p, t, len), 0, "%s", p.err);
+    const char *want_bad = "session=\"b\xef\xbf\xbd" "a\xef\xbf\xbd("
+                           "\xef\xbf\xbd\xef\xbf\xbd"
+                           "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                           "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"";
+    cr_assert_not_null(strstr(t, want_bad), "replaced per byte:\n%s", t);
+    char want_good[64];
+    snprintf(want_good, sizeof(want_good), "session=\"%s\"", good);
+    cr_assert_not_null(strstr(t, want_good), "kept:\n%s", t);
+    free(t);
+    accel_session_release(s1);
+    accel_session_release(s2);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }

@@ -579,3 +579,49 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
+
+/* park(): a submit that lands after the worker's last pick and before it
+ * announces itself finds no parked worker to wake; the pick after the
+ * announcement is what finds it. The seam runs that submit in exactly
+ * that window, on the worker's own thread, so the schedule does not
+ * depend on luck. Without the second pick the worker sleeps on the op;
+ * the wait for it has a 10 s watchdog. */
+static _Atomic(accel_session *) window_s;
+static _Atomic int window_fired;
+static tu_rec window_rec;
+
+static void submit_in_park_window(accel_runtime *rt, unsigned lane)
+{
+    (void)rt, (void)lane;
+    accel_session *s = atomic_load(&window_s);
+    if (!s || atomic_exchange(&window_fired, 1))
+        return;
+    accel_op op = tu_rec_op(&window_rec);
+    if (accel_submit(s, &op, ACCEL_NO_WAIT) != ACCEL_OK)
+        atomic_store(&window_fired, 2); /* reported below */
+}
+
+Test(regressions, submit_in_the_park_window_is_not_lost, .timeout = 60)
+{
+    memset(&window_rec, 0, sizeof(window_rec));
+    atomic_store(&window_fired, 0);
+    atomic_store(&accel__park_window_hook, submit_in_park_window);
+    accel_runtime *rt = tu_runtime(1);
+    accel_session *s = tu_open(rt, "window", 16, 0);
+    atomic_store(&window_s, s);
+    /* one op to wake the worker: after it, the worker parks again, and
+     * the seam submits in its window */
+    tu_rec first = {0};
+    accel_op op = tu_rec_op(&first);
+    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    for (int i = 0; i < 10000 && !atomic_load(&window_rec.done_calls); i++)
+        tu_nap_us(1000);
+    cr_assert_eq(atomic_load(&window_fired), 1, "the seam submitted");
+    cr_assert_eq(atomic_load(&window_rec.done_calls), 1,
+                 "the op submitted in the park window ran (worker parked "
+                 "on it otherwise)");
+    atomic_store(&window_s, NULL);
+    atomic_store(&accel__park_window_hook, NULL);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}

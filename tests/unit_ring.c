@@ -457,3 +457,30 @@ Test(ring, cached_closed_tail_refuses, .timeout = 5)
     cr_assert_eq(tail_word(&f) & ACCEL__RING_POS, 1);
     fx_fini(&f);
 }
+
+/* The room check a sleeping producer makes, at its boundary: exactly one
+ * free slot is room (a waiter must not sleep on it), none is not; one
+ * taken makes room again. */
+Test(ring, room_at_exactly_one_free_slot, .timeout = 5)
+{
+    ring_fixture f;
+    fx_init(&f, 8);
+    uint64_t first;
+    bool owner;
+    cr_assert(accel__ring_has_room_or_closed(&f.r.prod, &f.r.cons), "empty");
+    cr_assert_eq(accel__ring_mp_reserve(&f.r.prod, &f.r.cons, 7, &first, &owner), 7);
+    cr_assert(accel__ring_has_room_or_closed(&f.r.prod, &f.r.cons),
+              "7 of 8 used: one free slot is room");
+    cr_assert_eq(accel__ring_mp_reserve(&f.r.prod, &f.r.cons, 1, &first, &owner), 1);
+    cr_assert_not(accel__ring_has_room_or_closed(&f.r.prod, &f.r.cons),
+                  "8 of 8 used: no room");
+    cr_assert_eq(accel__ring_mp_reserve(&f.r.prod, &f.r.cons, 1, &first, &owner), 0);
+    for (int i = 0; i < 8; i++) {
+        accel_op o = op_with(i);
+        accel__ring_mp_publish(&f.r.prod, &f.r.cons, (uint64_t)i, &o);
+    }
+    cr_assert_eq(take_value(&f), 0);
+    cr_assert(accel__ring_has_room_or_closed(&f.r.prod, &f.r.cons),
+              "one taken: one free slot again");
+    fx_fini(&f);
+}

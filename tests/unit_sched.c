@@ -11,6 +11,9 @@
 #include <accel/accel.h>
 
 #include "core_util.h"
+#include "runtime.h"
+#include "sched_core.h"
+#include "session.h"
 
 static uint64_t now_ns(void)
 {
@@ -260,13 +263,15 @@ Test(sched, exactly_once_under_close, .timeout = 120)
         pthread_create(&t[i], NULL, c_producer, (void *)i);
     for (int i = 0; i < CN; i++) {
         tu_nap_us(20000);
-        accel_session_close(CS[i], i % 2 ? ACCEL_CLOSE_CANCEL : 0);
+        cr_assert_eq(accel_session_close(CS[i], i % 2 ? ACCEL_CLOSE_CANCEL : 0),
+                     ACCEL_OK, "close of session %d", i);
     }
     atomic_store(&stop, 1);
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
     for (int i = 0; i < CN; i++) {
-        accel_session_sync(CS[i], ACCEL_FOREVER);
+        cr_assert_eq(accel_session_sync(CS[i], ACCEL_FOREVER), ACCEL_OK,
+                     "sync of closed session %d", i);
         accel_session_release(CS[i]);
     }
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -275,4 +280,59 @@ Test(sched, exactly_once_under_close, .timeout = 120)
         sum += atomic_load(&calls[i]);
     cr_assert_eq(atomic_load(&cdup), 0);
     cr_assert_eq(sum, atomic_load(&caccepted));
+}
+
+/* accel_session_set_priority reaches the scheduler, not just the getter:
+ * two backlogged sessions driven through the scheduler itself (pick,
+ * charge a fixed 1 ms, re-queue; no clock, no threads) get picks in the
+ * ratio of their weights after one is raised from 5 to 20 (1:4). Before
+ * the change they alternate 1:1. */
+static void no_wake(void *arg, unsigned lane)
+{
+    (void)arg, (void)lane;
+}
+
+Test(sched, set_priority_changes_the_scheduler_share, .timeout = 30)
+{
+    /* host-driven and never driven: only this thread touches the
+     * scheduler */
+    accel_runtime_config c = {.workers = 1,
+                              .struct_size = sizeof(c),
+                              .flags = ACCEL_RUNTIME_HOST_WORKERS,
+                              .host_wake = no_wake};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_session *a = tu_open(rt, "a", 4, 0), *b = tu_open(rt, "b", 4, 0);
+    cr_assert(a && b);
+    accel__sched *sc = rt->sched;
+    cr_assert_eq(accel__sched_enqueue(sc, &a->se, true) != 0, true);
+    cr_assert_eq(accel__sched_enqueue(sc, &b->se, true) != 0, true);
+    int n[2] = {0, 0};
+    for (int round = 0; round < 2; round++) {
+        if (round == 1)
+            cr_assert_eq(accel_session_set_priority(b, 4 * ACCEL_PRIORITY_NORMAL),
+                         ACCEL_OK);
+        n[0] = n[1] = 0;
+        for (int i = 0; i < 2000; i++) {
+            accel__sched_entity *e = accel__sched_pick(sc, 0);
+            cr_assert(e == &a->se || e == &b->se, "pick %d: one of the two", i);
+            accel__sched_charge(sc, e, 1000000, 1);
+            n[e == &b->se]++;
+            accel__sched_enqueue(sc, e, false);
+        }
+        if (round == 0)
+            cr_assert(n[1] >= 900 && n[1] <= 1100,
+                      "equal weights: a %d b %d picks", n[0], n[1]);
+    }
+    /* 1:4 of 2000 is 400:1600; the first picks after the change still
+     * carry the old deadlines */
+    cr_assert(n[1] >= 3 * n[0] && n[1] <= 5 * n[0],
+              "weights 5 and 20: a %d b %d picks", n[0], n[1]);
+    /* leave the scheduler empty, as a visit's end would */
+    cr_assert_not_null(accel__sched_pick(sc, 0));
+    cr_assert_not_null(accel__sched_pick(sc, 0));
+    cr_assert_null(accel__sched_pick(sc, 0));
+    accel_session_release(a);
+    accel_session_release(b);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }

@@ -8,8 +8,10 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core_util.h"
+#include "runtime.h"
 
 #define OPENERS 2
 #define PER_OPENER 3000 /* 6,000 sessions: resizes at 65, 129, ... 4097 */
@@ -118,4 +120,33 @@ Test(table_grow, lookups_find_every_open_id_through_resizes, .timeout = 60)
                          ACCEL_OK, "a closed id can be opened again");
         }
     cr_assert_eq(accel_runtime_destroy(sh.rt), ACCEL_OK);
+}
+
+/* The open that crosses a power of two asks for a larger table; when that
+ * open fails with EEXIST the request must still be carried out (else the
+ * table stays at half size until the count doubles again). */
+Test(table_grow, a_failed_open_at_the_growth_point_still_grows, .timeout = 60)
+{
+    accel_runtime *rt = tu_runtime(1);
+    unsigned long b0 = rt->table_buckets;
+    char id[32];
+    accel_session **s = calloc(b0, sizeof(*s));
+    cr_assert_not_null(s);
+    for (unsigned long i = 0; i < b0; i++) {
+        snprintf(id, sizeof(id), "g-%lu", i);
+        s[i] = tu_open(rt, id, 4, 0);
+        cr_assert_not_null(s[i]);
+    }
+    cr_assert_eq(rt->table_buckets, b0, "no growth up to one per bucket");
+    /* session b0 + 1, an id already open: EEXIST */
+    accel_session_config c = {.id = "g-0"};
+    accel_session *dup = NULL;
+    cr_assert_eq(accel_session_open(rt, &c, &dup), ACCEL_EEXIST);
+    cr_assert_gt(rt->table_want, b0);
+    cr_assert_eq(rt->table_buckets, rt->table_want,
+                 "the failed open's resize request was carried out");
+    for (unsigned long i = 0; i < b0; i++)
+        accel_session_release(s[i]);
+    free(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }

@@ -1,6 +1,7 @@
 # ctest bench_smoke_nodesim: a short run must exit 0 and write JSON lines
-# that parse, with a summary for each of the five systems; built with the
-# real bodies (REAL=1), its checked real-op results must be many, none wrong.
+# that parse, with a summary for each of the five systems whose ontime_pct
+# is a percentage (0-100); built with the real bodies (REAL=1), its checked
+# real-op results must be many, none wrong.
 #   cmake -DEXE=path/to/accel-nodesim -DOUT=dir [-DREAL=1] -P smoke.cmake
 file(MAKE_DIRECTORY ${OUT})
 set(json ${OUT}/nodesim.jsonl)
@@ -19,6 +20,16 @@ foreach(line IN LISTS lines)
   string(JSON name GET "${line}" name)
   if(name STREQUAL "summary")
     string(JSON pct GET "${line}" ontime_pct)
+    string(JSON sys ERROR_VARIABLE serr GET "${line}" system)
+    # a percentage, 0 to 100: anything else is a broken run, not a figure
+    # (%.6g: a tiny value may come as 1e-05; a positive exponent is over 100)
+    if(NOT pct MATCHES "^[0-9]+(\\.[0-9]*)?(e-[0-9]+)?$")
+      message(FATAL_ERROR "summary ${sys}: ontime_pct '${pct}' is not a percentage: ${line}")
+    endif()
+    string(REGEX REPLACE "\\..*$" "" pct_int "${pct}")
+    if(pct_int GREATER 100 OR (pct_int EQUAL 100 AND NOT pct MATCHES "^100(\\.0*)?$"))
+      message(FATAL_ERROR "summary ${sys}: ontime_pct ${pct} is over 100: ${line}")
+    endif()
     math(EXPR summaries "${summaries} + 1")
   elseif(name STREQUAL "bodies")
     string(JSON checked GET "${line}" checked)

@@ -21,6 +21,10 @@ type SessionStats struct {
 	Cancelled  uint64 // ctx ended (or the session closed) before f started
 
 	Submitted uint64 // accepted into the queue (cancelled ops too)
+	// Once drained, Completed + Failed + Cancelled == Submitted: this
+	// package gives the C runtime no deadlines (a ctx that ends is
+	// Cancelled), so the C counter of expired ops, the fourth term of
+	// promise 1 in docs/contract.md, stays 0 for Go ops.
 
 	// From the C runtime.
 	Queued       uint64        // queue slots in use: ops (or groups: SubmitAsyncBatch, combined SubmitAsyncs) not yet started

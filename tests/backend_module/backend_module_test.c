@@ -10,10 +10,17 @@
  *   real    ACCEL_BACKEND_DIR holds the real CUDA module: it loads; with no
  *           device it answers ACCEL_ENOBACKEND and AUTO is CPU (with a
  *           device, AUTO is CUDA: either is accepted, the status decides).
+ *   cwd DIR DIR holds the stand-in module, and the test runs itself again
+ *           from DIR with a bare argv[0] (as if started through $PATH) and
+ *           no ACCEL_BACKEND_DIR: the module in the working directory must
+ *           not load (AUTO is CPU, CUDA is ACCEL_ENOBACKEND).
  * Exit 0 on success, 1 with a message otherwise.
  */
+#define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <accel/accel.h>
 #include <accel/cuda.h>
@@ -49,6 +56,14 @@ static int open_as(accel_runtime *rt, const char *id, accel_backend b,
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
+    if (strcmp(mode, "cwd") == 0) {
+        CHECK(argc > 2 && chdir(argv[2]) == 0);
+        CHECK(unsetenv("ACCEL_BACKEND_DIR") == 0);
+        char *args[] = {"accel_backend_module_test", "absent", NULL};
+        execv("/proc/self/exe", args);
+        perror("execv");
+        return 1;
+    }
     accel_runtime_config rc = {.workers = 1};
     accel_runtime *rt;
     CHECK(accel_runtime_create(&rc, &rt) == ACCEL_OK);

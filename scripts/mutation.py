@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""The mutation run of docs/reliability.md: plants small, plausible bugs
+one at a time in a scratch copy of the committed tree and checks that the
+test named for each one fails.
+
+Usage: scripts/mutation.py [--list] [--keep] [NAME...]
+  (no NAME: every mutant; JOBS=n for the build, default 2)
+
+Each mutant is one exact text replacement in one file. A mutant whose
+text is not found fails the run (the code moved: update the table). A
+mutant that survives (its test passes) fails the run. Exit 0 only when
+every mutant run was killed by its test.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# name, file, old text, new text, ctest target, command (from the build
+# dir), what it plants
+MUTANTS = [
+    ("room-off-by-one", "runtime/ring.h",
+     "return (t & ACCEL__RING_POS) - h <= p->mask;",
+     "return (t & ACCEL__RING_POS) - h < p->mask;",
+     "accel_unit_ring",
+     "tests/accel_unit_ring --jobs 1 --filter ring/room_at_exactly_one_free_slot",
+     "a room waiter with exactly one free slot sees the ring full"),
+    ("park-no-second-pick", "runtime/worker.c",
+     "    accel__park_announce(rt, lane);\n    e = accel__sched_pick(rt->sched, lane);",
+     "    accel__park_announce(rt, lane);\n    e = NULL;",
+     "accel_unit_regressions",
+     "tests/accel_unit_regressions --jobs 1 --filter regressions/submit_in_the_park_window_is_not_lost",
+     "park() sleeps without picking again after announcing itself"),
+    ("set-priority-no-weight", "runtime/session.c",
+     "    atomic_store_explicit(&s->se.weight, priority, memory_order_relaxed);\n",
+     "",
+     "accel_unit_sched",
+     "tests/accel_unit_sched --jobs 1 --filter sched/set_priority_changes_the_scheduler_share",
+     "set_priority stores the priority but not the scheduler's weight"),
+    ("budget-check-then-add", "runtime/budget.c",
+     "        if (atomic_compare_exchange_weak_explicit(&b->used, &cur, cur + bytes,\n"
+     "                                                  memory_order_relaxed,\n"
+     "                                                  memory_order_relaxed))\n"
+     "            return ACCEL_OK;\n    }\n}\n\nint accel__budget_refund",
+     "        atomic_fetch_add_explicit(&b->used, bytes, memory_order_relaxed);\n"
+     "        return ACCEL_OK;\n    }\n}\n\nint accel__budget_refund",
+     "accel_unit_budget",
+     "tests/accel_unit_budget --jobs 1 --filter budget/charge_racing_in_the_check_window",
+     "the budget charge as check-then-add, no CAS retry"),
+    ("visit-no-requeue", "runtime/worker.c",
+     "    if (pending || accel__ring_sc_ready(ACCEL__RING(s), h))\n"
+     "        return accel__sched_enqueue(rt->sched, &s->se, false);",
+     "    if (pending || accel__ring_sc_ready(ACCEL__RING(s), h))\n"
+     "        return 0;",
+     "accel_stress_exactly_once",
+     "tests/accel_stress_exactly_once --seconds 1 --quiet",
+     "a visit that does not re-queue a session with ops left (a hang: the "
+     "stress watchdog names the step and exits 124)"),
+    ("visit-clears-current", "runtime/worker.c",
+     "    accel__tls_current = v->outer;",
+     "    accel__tls_current = NULL;",
+     "accel_unit_host",
+     "tests/accel_unit_host --jobs 1 --filter host/*keeps_the_op_current",
+     "a visit clears the thread's current op instead of restoring it"),
+    ("eexist-listed", "runtime/session.c",
+     "    if (rc == ACCEL_OK)\n        list_link(rt, s);\n    else\n        list_unreserve(rt);",
+     "    list_link(rt, s);\n    if (rc != ACCEL_OK)\n        list_del(rt, s);\n"
+     "    (void)list_unreserve;",
+     "accel_unit_metrics",
+     "tests/accel_unit_metrics --jobs 1 --filter metrics/an_open_failing_eexist_is_never_listed",
+     "an open failing with EEXIST is listed before its insert fails"),
+    ("label-raw-bytes", "runtime/metrics.c",
+     "        if (n == 0) {\n            put(o, \"\\xef\\xbf\\xbd\", 3);",
+     "        if (n == 0) {\n            put(o, (const char *)p, 1);",
+     "accel_unit_metrics",
+     "tests/accel_unit_metrics --jobs 1 --filter metrics/non_utf8_ids_are_replaced",
+     "non-UTF-8 bytes of an id written raw into the label"),
+    ("module-from-cwd", "runtime/backend_module.c",
+     "    if (!file)\n        return NULL; /* nowhere known: not the working directory */",
+     "    if (!file)\n        return try_dir(\".\", 1, name, kind);\n"
+     "    if (info.dli_fname && !strchr(info.dli_fname, '/'))\n"
+     "        return try_dir(\".\", 1, name, kind);",
+     "accel_backend_module_test",
+     "ctest -R backend_module_not_from_cwd --output-on-failure",
+     "a bare argv[0] makes the loader look in the working directory"),
+    ("fork-module-lock", "runtime/backend_registry.c",
+     "    (void)pthread_atfork(module_prepare, module_parent, module_child);",
+     "    (void)module_prepare, (void)module_parent, (void)module_child;",
+     "accel_unit_fork",
+     "tests/accel_unit_fork --jobs 1 --filter fork/fork_while_the_module_lock_is_held",
+     "the backend-module lock left out of the fork handlers"),
+    ("fork-arena-reclaim", "runtime/session.c",
+     "    if (accel__runtime_forked(s->rt)) {\n        accel__rcu_reclaim_end();\n        return;\n    }\n",
+     "",
+     "accel_unit_fork",
+     "tests/accel_unit_fork --jobs 1 --filter fork/fork_while_the_arena_lock_is_held",
+     "a fork child runs the parent's reclamation into the parent's arena lock"),
+    ("destroy-one-walk", "runtime/runtime.c",
+     "            if (!accel_session_is_closed(next))\n                again = true;\n",
+     "",
+     "accel_unit_lifecycle",
+     "tests/accel_unit_lifecycle --jobs 1 --filter lifecycle/destroy_closes_sessions_opened_during_its_walk",
+     "destroy walks the session list once"),
+]
+
+
+def run(cmd, cwd, timeout=None):
+    # errors="replace": a mutant may print bytes that are not UTF-8
+    return subprocess.run(cmd, cwd=cwd, shell=True, timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          encoding="utf-8", errors="replace")
+
+
+def main(argv):
+    keep = "--keep" in argv
+    names = [a for a in argv if not a.startswith("--")]
+    if "--list" in argv:
+        for m in MUTANTS:
+            print(f"{m[0]:24} {m[1]:28} {m[6]}")
+        return 0
+    chosen = [m for m in MUTANTS if not names or m[0] in names]
+    root = subprocess.run(["git", "rev-parse", "--show-toplevel"],
+                          stdout=subprocess.PIPE, text=True,
+                          check=True).stdout.strip()
+    tmp = tempfile.mkdtemp(prefix="accel-mutation-")
+    src, build = os.path.join(tmp, "src"), os.path.join(tmp, "build")
+    os.makedirs(src)
+    subprocess.run(f"git -C {root} archive HEAD | tar -x -C {src}",
+                   shell=True, check=True)
+    jobs = os.environ.get("JOBS", "2")
+    r = run(f"cmake -S {src} -B {build} -DACCEL_WERROR=ON "
+            "-DACCEL_WITH_CUDA=OFF -DACCEL_BUILD_BENCH=OFF", tmp)
+    if r.returncode:
+        print(r.stdout)
+        return 1
+    bad = 0
+    for name, f, old, new, target, cmd, what in chosen:
+        path = os.path.join(src, f)
+        text = open(path).read()
+        if text.count(old) != 1:
+            print(f"{name}: NOT PLANTED: its text is not in {f} once")
+            bad += 1
+            continue
+        open(path, "w").write(text.replace(old, new))
+        try:
+            b = run(f"cmake --build {build} -j{jobs} --target {target}", tmp)
+            if b.returncode:
+                print(f"{name}: does not build (a mutant must):\n{b.stdout[-2000:]}")
+                bad += 1
+                continue
+            try:
+                t = run(cmd, build, timeout=600)
+                rc = t.returncode
+                tail = "\n".join(t.stdout.strip().splitlines()[-4:])
+            except subprocess.TimeoutExpired:
+                rc, tail = -1, "(over 600 s)"
+            if rc == 0:
+                print(f"{name}: SURVIVED ({what}): {cmd}")
+                bad += 1
+            else:
+                print(f"{name}: killed (exit {rc}) by: {cmd}\n    {what}\n    "
+                      + tail.replace("\n", "\n    "))
+        finally:
+            open(path, "w").write(text)
+    if not keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        print(f"scratch tree kept: {tmp}")
+    print(f"mutation: {len(chosen) - bad} of {len(chosen)} killed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
