@@ -68,9 +68,6 @@ func (o *oldSession) Submit(ctx context.Context, f func(*Session) error) error {
 // the combining of SubmitAsyncs into groups (docs/go.md), for A/B pairs of
 // the same binary.
 func init() {
-	if os.Getenv("ACCEL_BENCH_HELP") == "0" {
-		helpEnabled = false
-	}
 	if os.Getenv("ACCEL_BENCH_COMBINE") == "0" {
 		combineEnabled = false
 	}
@@ -382,8 +379,6 @@ func BenchmarkCriticalLatency(b *testing.B) {
 // ---- crossing costs ---------------------------------------------------------
 
 func BenchmarkCrossing(b *testing.B) {
-	b.Run("go-to-c", func(b *testing.B) { b.ReportMetric(float64(benchGoToC(b.N))/float64(b.N), "ns/call") })
-	b.Run("c-to-go", func(b *testing.B) { b.ReportMetric(float64(benchCToGo(b.N))/float64(b.N), "ns/call") })
 	b.Run("submit-1goroutine", func(b *testing.B) {
 		rt := benchRuntime(b, 0)
 		defer rt.Close()
@@ -427,9 +422,9 @@ func TestBenchTable(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("ACCEL_BENCH_REPS")); err == nil && n > 0 {
 		reps = n
 	}
-	var subA, subCtx, subOld, asyncA, asyncB, asyncChan, subT, asyncT []float64
-	var latA, latOld, latT []latencyResult
-	var g2c, c2g, sub1 []float64
+	var subA, subCtx, subOld, asyncA, asyncB, asyncChan []float64
+	var latA, latOld []latencyResult
+	var sub1 []float64
 	for r := 0; r < reps; r++ {
 		subA = append(subA, opsPerSec(benchSubmitAccel))
 		subOld = append(subOld, opsPerSec(benchSubmitOld))
@@ -439,14 +434,6 @@ func TestBenchTable(t *testing.T) {
 		asyncB = append(asyncB, opsPerSec(benchAsyncBatchAccel))
 		latA = append(latA, latencyAccel(time.Second))
 		latOld = append(latOld, latencyOld(time.Second))
-		subT = append(subT, opsPerSec(withThreads(benchSubmitAccel)))
-		asyncT = append(asyncT, opsPerSec(withThreads(benchAsyncAccel)))
-		benchThreads = true
-		latT = append(latT, latencyAccel(time.Second))
-		benchThreads = false
-		const n = 2000000
-		g2c = append(g2c, float64(benchGoToC(n))/n)
-		c2g = append(c2g, float64(benchCToGo(n))/n)
 		sub1 = append(sub1, 1e9/opsPerSec(func(b *testing.B) {
 			rt := benchRuntime(b, 0)
 			defer rt.Close()
@@ -468,7 +455,6 @@ func TestBenchTable(t *testing.T) {
 	}
 	la99, la50 := p99(latA)
 	lo99, lo50 := p99(latOld)
-	lt99, lt50 := p99(latT)
 	mops := func(x []float64) string { return fmt.Sprintf("%.2f Mops/s", median(x)/1e6) }
 	fmt.Printf("\naccel Go binding, %d workers, GOMAXPROCS=%d, median of %d interleaved repetitions\n\n", benchWorkers, runtimeGOMAXPROCS(), reps)
 	fmt.Printf("| benchmark | accel | baseline (same run) | ratio | target |\n| --- | --- | --- | --- | --- |\n")
@@ -476,18 +462,11 @@ func TestBenchTable(t *testing.T) {
 		mops(subA), 1e9/median(subA), mops(subOld), 1e9/median(subOld), median(subA)/median(subOld))
 	fmt.Printf("| a') the same with a cancellable ctx | %s (%.0f ns/op) | %s old design | %.2fx | |\n",
 		mops(subCtx), 1e9/median(subCtx), mops(subOld), median(subCtx)/median(subOld))
-	fmt.Printf("| b) async submit, empty ops, 4 goroutines | %s | %s buffered Go channel | %.2fx | >= 0.5x |\n",
+	fmt.Printf("| b) async submit, empty ops, 4 goroutines | %s | %s buffered Go channel | %.2fx | >= 1x |\n",
 		mops(asyncA), mops(asyncChan), median(asyncA)/median(asyncChan))
 	fmt.Printf("| b') async submit in batches of 32 | %s | %s buffered Go channel | %.2fx | |\n",
 		mops(asyncB), mops(asyncChan), median(asyncB)/median(asyncChan))
 	fmt.Printf("| c) Critical Submit p99 under 6 Low x 2 ms flood | %.2f ms (p50 %.3f ms) = %.2f x op | %.2f ms (p50 %.3f ms) old design | | p99 <= 1.5 x op |\n",
 		la99/1e6, la50/1e6, la99/float64(floodOp), lo99/1e6, lo50/1e6)
-	fmt.Printf("| a-thr) a) with OSThreadWorkers (C threads calling into Go) | %s (%.0f ns/op) | %s old design | %.2fx | |\n",
-		mops(subT), 1e9/median(subT), mops(subOld), median(subT)/median(subOld))
-	fmt.Printf("| b-thr) b) with OSThreadWorkers | %s | %s buffered Go channel | %.2fx | |\n",
-		mops(asyncT), mops(asyncChan), median(asyncT)/median(asyncChan))
-	fmt.Printf("| c-thr) c) with OSThreadWorkers | %.2f ms (p50 %.3f ms) = %.2f x op | %.2f ms old design | | |\n",
-		lt99/1e6, lt50/1e6, lt99/float64(floodOp), lo99/1e6)
-	fmt.Printf("\nper-op crossing costs: Go->C call %.1f ns, C->Go callback %.1f ns, whole Submit (1 goroutine, round trip) %.0f ns\n",
-		median(g2c), median(c2g), median(sub1))
+	fmt.Printf("\nwhole Submit (1 goroutine, round trip) %.0f ns\n", median(sub1))
 }
