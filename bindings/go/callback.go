@@ -38,15 +38,21 @@ func callF(f func(*Session) error, s *Session, d *driver, r *opRec, op int) (err
 	if d != nil {
 		d.phase, d.cur, d.curOp = phaseF, r, op
 	}
+	returned := false
 	defer func() {
-		if v := recover(); v != nil {
+		v := recover()
+		if v != nil {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
-		if d != nil {
+		// Neither returned nor panicked: runtime.Goexit, which goes on
+		// up to the driver's check; the phase tells it so.
+		if d != nil && (returned || v != nil) {
 			d.phase, d.cur = phaseOut, nil
 		}
 	}()
-	return f(s)
+	err = f(s)
+	returned = true
+	return err
 }
 
 // callDone runs an async completion. A panic in it is not recovered: it
