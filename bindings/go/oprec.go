@@ -1,3 +1,5 @@
+//go:build cgo && linux
+
 package accel
 
 // Op records: what C knows of a Go op is the integer index of its record,

@@ -11,7 +11,10 @@
 #include <stdlib.h>
 
 #include "_cgo_export.h"
-#include "session.h" /* accel__tls_current (goaccel_visit_move) */
+
+/* session.h's (not included here: it needs liburcu's headers, which only
+ * csources.c should ask for). */
+extern _Thread_local accel_session *accel__tls_current;
 
 /* C asks for a parked worker goroutine to be woken: hand it to Go now
  * (shim.h). The call into Go only posts to a buffered channel. */
