@@ -6,9 +6,11 @@ package accel
 // OS thread, no C thread calls into Go for an op, and waiting and waking
 // are goroutine switches Go's scheduler sees (docs/go.md).
 //
-// Only these goroutines run ops (f and the completions): a submitting
-// goroutine never runs an op, its own or another session's, so a caller
-// that holds a lock around Submit, or whose ctx ends, is never held up by
+// These goroutines run the ops (f and the completions). A submitting
+// goroutine runs at most its own op, and only when the scheduler hands it
+// its session directly (submitOwn: the session was idle and would be
+// picked first); it never runs another session's op, so a caller that
+// holds a lock around Submit, or whose ctx ends, is never held up by
 // someone else's op.
 //
 // A driver goroutine is started per C worker slot by startHostWorkers, and
@@ -28,6 +30,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // hostWorkers are a runtime's worker goroutines, one per C worker slot.
@@ -37,6 +40,18 @@ type hostWorkers struct {
 	id    uintptr          // the runtime's wake id (goAccelWake)
 	quit  chan struct{}    // closed by stop
 	wg    sync.WaitGroup   // one per driver goroutine running
+	// helpers are C slots 0..len-1 (short lane, never idle-announced, so
+	// never woken) on which a synchronous Submit may run its own op
+	// (submitOwn); the drivers' slots come after them.
+	helpers []helperSlot
+}
+
+// helperSlot is one helper slot: its busy word (taken by CAS: one driver
+// of a slot at a time) and batch, on cache lines of their own.
+type helperSlot struct {
+	busy atomic.Uint32
+	d    driver
+	_    [64]byte
 }
 
 // slotBuf is a slot's batch, which the C step reads and fills (C keeps
@@ -56,8 +71,12 @@ var (
 
 // startHostWorkers starts the driver goroutines of rt, whose runtime was
 // created with wake id id.
-func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short int) *hostWorkers {
+func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int) *hostWorkers {
 	h := &hostWorkers{rt: rt, id: id, quit: make(chan struct{})}
+	h.helpers = make([]helperSlot, nhelp)
+	for w := range h.helpers {
+		h.helpers[w].d = driver{h: h, w: w, lane: 1, b: new(slotBuf)}
+	}
 	// A lane's channel holds at most one token per slot of the lane: C
 	// claims at most one wake per parked slot, and a full channel already
 	// wakes every slot that parks (post drops what does not fit).
@@ -69,7 +88,7 @@ func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short int) *host
 		if w < short {
 			lane = 1
 		}
-		h.startDriver(&driver{h: h, w: w, lane: lane, b: new(slotBuf)})
+		h.startDriver(&driver{h: h, w: nhelp + w, lane: lane, b: new(slotBuf)})
 	}
 	return h
 }
@@ -110,6 +129,13 @@ func (h *hostWorkers) post(lane int) {
 // stop makes the worker goroutines return once they find no work, and
 // waits for them.
 func (h *hostWorkers) stop() {
+	// Take every helper slot: no submitter drives one from here on, and
+	// one driving one now (running its op) finishes first.
+	for w := range h.helpers {
+		for !h.helpers[w].busy.CompareAndSwap(0, 1) {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
 	close(h.quit)
 	h.wg.Wait()
 	hostRuntimes.Delete(h.id)
@@ -249,6 +275,93 @@ func (d *driver) exited() {
 		n: d.n, i: d.i + 1, open: true, sess: d.sess}
 	d.h.startDriver(nd)
 	d.h.wg.Done()
+}
+
+// submitOwn submits r (a synchronous Submit of v without a ctx that can
+// end) on a free helper slot, and if the scheduler hands v to the slot
+// directly, runs the visit's op here, on the submitter's goroutine: its
+// own op (or, if another submitter of v raced it into the ring, that
+// one, which is first in v's order). Either way r's outcome then comes
+// through r.wch as for a queued op. queued: r is in (or through) the
+// queue; false with a nil error: no slot was free or the queue was full,
+// nothing submitted.
+func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec) (queued bool, err error) {
+	hs := h.takeHelpSlot()
+	if hs == nil {
+		return false, nil
+	}
+	d := &hs.d
+	runtime.LockOSThread() // begin and end of the visit on one thread
+	var begun C.int
+	rc := int(C.goaccel_submit_own(h.rt, c, C.uintptr_t(r.idx), C.uint(d.w),
+		&d.b.recs[0], &d.b.n, &begun))
+	if rc != C.ACCEL_OK || begun != C.ACCEL_OK {
+		runtime.UnlockOSThread()
+		hs.busy.Store(0)
+		if rc == C.ACCEL_EAGAIN {
+			return false, nil // full: the caller waits for room
+		}
+		return rc == C.ACCEL_OK, statusErr(rc)
+	}
+	normal := false
+	defer func() {
+		if !normal {
+			d.ownExited(hs, r)
+		}
+	}()
+	d.n, d.i, d.open = int(d.b.n), 0, true
+	d.runVisit()
+	C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP,
+		&d.b.status[0], d.b.n, nil, 0, nil)
+	normal = true
+	runtime.UnlockOSThread()
+	// Release: the next taker's CAS acquires this slot's C state (the
+	// visit ended) and its batch.
+	hs.busy.Store(0)
+	return true, nil
+}
+
+// ownExited: f of the op run by its submitter (submitOwn) called
+// runtime.Goexit. The op fails; the visit ends here, on its thread (cap 1:
+// it had no other op), the slot goes back, and the Goexit goes on, ending
+// the submitter's goroutine as f run there would. A panic elsewhere is
+// left to go on.
+func (d *driver) ownExited(hs *helperSlot, own *opRec) {
+	if d.phase != phaseF {
+		return
+	}
+	d.phase = phaseOut
+	r := d.cur
+	d.b.status[d.i] = 1
+	if r == own {
+		// Its submitter is this goroutine, which is ending: no one
+		// receives the outcome, so the record is freed here.
+		r.vs.failed.Add(1)
+		r.reset()
+		freeRec(r)
+	} else {
+		salvageGoexit(r, d.curOp, &d.fl)
+	}
+	d.fl.flush()
+	d.open = false
+	C.goaccel_host_step(d.h.rt, C.uint(d.w), C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP,
+		&d.b.status[0], d.b.n, nil, 0, nil)
+	runtime.UnlockOSThread()
+	hs.busy.Store(0)
+}
+
+// takeHelpSlot takes a free helper slot (nil: none). LP: the CAS 0 -> 1
+// of the slot's word (a load first, so that a busy slot's line is not
+// written); seq-cst, so it also acquires what the slot's last driver did
+// before its release store.
+func (h *hostWorkers) takeHelpSlot() *helperSlot {
+	for w := range h.helpers {
+		f := &h.helpers[w].busy
+		if f.Load() == 0 && f.CompareAndSwap(0, 1) {
+			return &h.helpers[w]
+		}
+	}
+	return nil
 }
 
 func chanDone(done <-chan struct{}) bool {

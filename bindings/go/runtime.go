@@ -6,6 +6,7 @@ package accel
 import "C"
 
 import (
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -64,12 +65,24 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	cc.quantum_ns = C.uint64_t(cfg.Quantum)
 	id := hostNextID.Add(1)
 	var rt *C.accel_runtime
+	w := cfg.Workers
+	if w == 0 {
+		// The library sizes the pool from the CPU affinity mask and the
+		// cgroup CPU quota: ask it (a host-driven runtime starts no
+		// threads, so the extra create costs little).
+		if rc := int(C.goaccel_runtime_create(&cc, C.uintptr_t(id), &rt)); rc != C.ACCEL_OK {
+			return nil, statusErr(rc)
+		}
+		w = int(C.accel_runtime_workers(rt))
+		C.accel_runtime_destroy(rt)
+	}
+	// The helper slots (hostworker.go, submitOwn) come first, short lane.
+	nhelp := helperSlots()
+	cc.workers = C.uint(w + nhelp)
+	cc.short_lane_workers += C.uint(nhelp)
 	if rc := int(C.goaccel_runtime_create(&cc, C.uintptr_t(id), &rt)); rc != C.ACCEL_OK {
 		return nil, statusErr(rc)
 	}
-	// With Workers == 0 the library sizes the pool from the CPU affinity
-	// mask and the cgroup CPU quota.
-	w := int(C.accel_runtime_workers(rt))
 	r := &Runtime{c: rt, workers: w, byID: make(map[string][]*VMSession),
 		all: make(map[*VMSession]struct{}), groupCap: groupMax, shortNs: int64(cfg.ShortOp)}
 	if cfg.QuantumOps > 0 && cfg.QuantumOps < groupMax {
@@ -78,7 +91,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if r.shortNs == 0 {
 		r.shortNs = int64(100 * time.Microsecond) // the library's default
 	}
-	r.host = startHostWorkers(rt, uintptr(id), w, int(cc.short_lane_workers))
+	r.host = startHostWorkers(rt, uintptr(id), w, int(cc.short_lane_workers)-nhelp, nhelp)
 	return r, nil
 }
 
@@ -204,4 +217,15 @@ func (rt *Runtime) Close() error {
 // worker would wait for itself). rt.mu is held.
 func (rt *Runtime) insideOpLocked() bool {
 	return C.goaccel_in_visit(rt.c) != 0
+}
+
+// helperSlots is how many synchronous submitters may run their own op at
+// once (submitOwn): one per P and one more, at most 17. More submitters
+// than that queue their ops for the worker goroutines.
+func helperSlots() int {
+	n := runtime.GOMAXPROCS(0)
+	if n > 16 {
+		n = 16
+	}
+	return n + 1
 }

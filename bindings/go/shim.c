@@ -111,6 +111,32 @@ int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
     return accel_submit_ex(s, &op, deadline_ns, timeout_ns, ticket);
 }
 
+int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
+                       unsigned w, uintptr_t *recs, unsigned *n, int *begun)
+{
+    *begun = ACCEL_EAGAIN;
+    *n = 0;
+    if (accel_current_session() == s)
+        return ACCEL_EDEADLK;
+    accel_op op = {.fn = goaccel_op_fn, .done = goaccel_op_done,
+                   .arg = (void *)rec};
+    /* A thread that runs an op (a visit open on it) opens no second one:
+     * the thread-locals that tell an op's session are the first one's. */
+    if (goaccel_visiting != NULL)
+        return accel_submit(s, &op, ACCEL_NO_WAIT);
+    accel_op ops[1];
+    goaccel_visiting = rt; /* a device visit runs its ops in begin */
+    int rc = accel_host_submit_own(rt, w, s, &op, ACCEL_NO_WAIT, ops, 1, n,
+                                   begun);
+    if (rc != ACCEL_OK || *begun != ACCEL_OK) {
+        goaccel_visiting = NULL;
+        return rc;
+    }
+    for (unsigned i = 0; i < *n; i++)
+        recs[i] = (uintptr_t)ops[i].arg;
+    return rc;
+}
+
 int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
                          int64_t timeout_ns, size_t *accepted)
 {

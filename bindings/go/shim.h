@@ -28,6 +28,15 @@ int goaccel_runtime_create(accel_runtime_config *c, uintptr_t id,
 int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
                    int64_t timeout_ns, int sync, accel_ticket *ticket);
 
+/* A synchronous submit of rec on s that, on helper slot w, begins a visit
+ * only by the direct hand-off (accel_host_submit_own, cap 1): *begun
+ * ACCEL_OK with the visit's op in recs[0..*n), else the op is queued (or
+ * refused: the status; ACCEL_EAGAIN when full, nothing queued). From
+ * inside an op of s: ACCEL_EDEADLK; on a thread that runs an op: a plain
+ * submit. */
+int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
+                       unsigned w, uintptr_t *recs, unsigned *n, int *begun);
+
 /* Queues recs[0..n) in order; *accepted = how many were (a prefix). */
 int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
                          int64_t timeout_ns, size_t *accepted);

@@ -424,9 +424,12 @@ func (v *VMSession) closeResult(rc int) error {
 	return v.closeErr
 }
 
-// Submit runs f(s) on one of the runtime's worker goroutines, after the
-// ops submitted before it to this session, and returns f's error. The
-// calling goroutine only waits: it never runs f, nor any other op.
+// Submit runs f(s) after the ops submitted before it to this session, and
+// returns f's error. f runs on one of the runtime's worker goroutines, or,
+// with a ctx that cannot end (context.Background()), when the session is
+// idle and the scheduler would pick it first, on the calling goroutine
+// (the direct hand-off: no goroutine switch). The calling goroutine never
+// runs another session's op.
 //
 // A panic in f comes back as a *PanicError (the op counts as failed and
 // the session goes on). If f calls runtime.Goexit (t.Fatal does), the op
@@ -468,10 +471,26 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	}
 	r.state.Store(recQueued)
 	var t C.accel_ticket
-	if err := v.enqueue(r, ctx, done, &t); err != nil {
-		r.reset()
-		freeRec(r)
-		return err
+	queued := false
+	if done == nil {
+		// Its own op on this goroutine if the scheduler hands the session
+		// over directly; else queued, or nothing done (no free helper
+		// slot, queue full). Not with a ctx that can end: that op must
+		// be cancellable in the queue (ticket, deadline).
+		var err error
+		queued, err = v.submitOwn(r)
+		if err != nil {
+			r.reset()
+			freeRec(r)
+			return err
+		}
+	}
+	if !queued {
+		if err := v.enqueue(r, ctx, done, &t); err != nil {
+			r.reset()
+			freeRec(r)
+			return err
+		}
 	}
 	v.postClose()
 	v.submitted.Add(1)
@@ -503,6 +522,17 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 		runtime.Goexit()
 	}
 	return err
+}
+
+// submitOwn is hostWorkers.submitOwn under the handle's guard, left also
+// if f ends the goroutine (runtime.Goexit).
+func (v *VMSession) submitOwn(r *opRec) (bool, error) {
+	c := v.h.enter()
+	if c == nil {
+		return false, nil // closed: enqueue says so
+	}
+	defer v.h.exit()
+	return v.rt.host.submitOwn(v, c, r)
 }
 
 // roomSlice is how long one wait in C for queue room lasts while a ctx
