@@ -11,7 +11,7 @@ CMAKE_FLAGS ?=
 NODESIM_ARGS ?=
 
 .PHONY: all deps build check test test-plain test-asan test-tsan test-reliability \
-        test-go bench-go test-package package bench bench-suite gpu-check install clean
+        test-go test-go-asan bench-go test-package package bench bench-suite gpu-check install clean
 
 # The Go binding's commands: the Go that scripts/deps.sh installed (if it
 # had to) comes first; no toolchain switching and no module downloads (the
@@ -31,7 +31,7 @@ build: deps
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test: check test-asan test-tsan test-reliability test-package test-go
+test: check test-asan test-tsan test-reliability test-package test-go test-go-asan
 	@echo "make test: all tiers passed"
 
 test-plain: check
@@ -58,6 +58,12 @@ test-reliability: deps
 # side (the C side has its own TSan tier).
 test-go: deps
 	cd bindings/go && $(GO_ENV) go vet ./... && $(GO_ENV) go test -race -count=1 ./...
+
+# The Go tests once more with the C side (and cgo's checks of Go memory)
+# under AddressSanitizer: a use of a freed session or runtime from Go is
+# caught here (go test -asan; not combinable with -race).
+test-go-asan: deps
+	cd bindings/go && $(GO_ENV) CC=$${CC:-gcc} go test -asan -count=1 -timeout 20m ./...
 
 # The Go benchmarks against their same-run baselines, as a table: once
 # with Go's default GOMAXPROCS, once with 2 more Ps for the 2 workers'

@@ -164,10 +164,11 @@ static int begin_session(accel_runtime *rt, unsigned worker,
  * then: the slot runs it, and whatever its visit leaves re-queued is the
  * end's to wake for (a helper that stops ends with _end_stop). Otherwise
  * the submit enqueues and wakes as accel_submit, and the begin picks. */
-int accel_host_submit_begin(accel_runtime *rt, unsigned worker,
-                            accel_session *s, const accel_op *op,
-                            int64_t timeout_ns, accel_op *ops, unsigned cap,
-                            unsigned *n, int *begun)
+/* own_only: a visit is begun only by the direct hand-off, never by the
+ * slot's own pick (accel_host_submit_own). */
+static int submit_begin(accel_runtime *rt, unsigned worker, accel_session *s,
+                        const accel_op *op, int64_t timeout_ns, accel_op *ops,
+                        unsigned cap, unsigned *n, int *begun, bool own_only)
 {
     accel__host_slot *h = slot_of(rt, worker);
     if (!h || !s || s->rt != rt || !op || !op->fn ||
@@ -183,10 +184,29 @@ int accel_host_submit_begin(accel_runtime *rt, unsigned worker,
     if (t.taken) {
         accel__bump(&rt->workers[worker].picks, 1);
         *begun = begin_session(rt, worker, h, s, ops, cap, n);
-    } else {
+    } else if (!own_only) {
         *begun = accel_host_visit_begin(rt, worker, ops, cap, n);
     }
+    /* else: queued and woken for as accel_submit; no visit. */
     return ACCEL_OK;
+}
+
+int accel_host_submit_begin(accel_runtime *rt, unsigned worker,
+                            accel_session *s, const accel_op *op,
+                            int64_t timeout_ns, accel_op *ops, unsigned cap,
+                            unsigned *n, int *begun)
+{
+    return submit_begin(rt, worker, s, op, timeout_ns, ops, cap, n, begun,
+                        false);
+}
+
+int accel_host_submit_own(accel_runtime *rt, unsigned worker,
+                          accel_session *s, const accel_op *op,
+                          int64_t timeout_ns, accel_op *ops, unsigned cap,
+                          unsigned *n, int *begun)
+{
+    return submit_begin(rt, worker, s, op, timeout_ns, ops, cap, n, begun,
+                        true);
 }
 
 /* stop: the slot will not begin again soon (accel_host_visit_end_stop). */

@@ -227,7 +227,7 @@ static const sess_family sess_families[] = {
 };
 #undef F
 
-static uint64_t ld(_Atomic uint64_t *p)
+static uint64_t metrics_ld(_Atomic uint64_t *p)
 {
     return atomic_load_explicit(p, memory_order_relaxed);
 }
@@ -237,13 +237,13 @@ static void take_snap(accel_session *s, snap *d)
     /* Relaxed loads as in accel_session_get_stats: each counter exact,
      * the set not one instant. Completion side first, so queued never
      * underflows. */
-    d->completed = ld(&s->completed);
-    d->failed = ld(&s->failed);
-    d->cancelled = ld(&s->cancelled);
-    d->expired = ld(&s->expired);
+    d->completed = metrics_ld(&s->completed);
+    d->failed = metrics_ld(&s->failed);
+    d->cancelled = metrics_ld(&s->cancelled);
+    d->expired = metrics_ld(&s->expired);
     d->queued = accel__ring_count(ACCEL__RING(s));
     d->submitted = accel__ring_submitted(ACCEL__RING(s));
-    d->service_ns = ld(&s->service_ns);
+    d->service_ns = metrics_ld(&s->service_ns);
     d->wait_p50_ns = accel__waitstat_quantile(&s->wait, 0.50);
     d->wait_p99_ns = accel__waitstat_quantile(&s->wait, 0.99);
     d->mem_used = accel__budget_used(&s->budget);

@@ -134,7 +134,7 @@ static inline uint64_t vnow(const accel__sched *s)
 
 /* The enqueue's bookkeeping before the push: weight, class, start tag
  * and deadline. Returns the class. */
-static unsigned prepare(accel__sched *s, accel__sched_entity *e, bool woke)
+static unsigned wfq_prepare(accel__sched *s, accel__sched_entity *e, bool woke)
 {
     /* relaxed: set_priority's store; read once per visit. */
     uint32_t w = atomic_load_explicit(&e->weight, memory_order_relaxed);
@@ -174,7 +174,7 @@ static inline unsigned lanes_of(unsigned cls)
 unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
                               bool woke)
 {
-    unsigned cls = prepare(s, e, woke);
+    unsigned cls = wfq_prepare(s, e, woke);
     /* The window of calendar k is laid out from V_k; a deadline beyond it
      * (V_k stale behind vnow) waits in its last bucket and pick moves V_k
      * on. */
@@ -227,7 +227,7 @@ static bool would_pick(accel__sched *s, unsigned lane, unsigned cls,
 unsigned accel__sched_enqueue_or_take(accel__sched *s, accel__sched_entity *e,
                                       bool woke, unsigned lane, bool *taken)
 {
-    unsigned cls = prepare(s, e, woke);
+    unsigned cls = wfq_prepare(s, e, woke);
     uint64_t V = atomic_load_explicit(&s->V[cls].v, memory_order_relaxed);
     uint64_t base = V >> s->shift;
     uint64_t b = e->deadline >> s->shift;

@@ -247,6 +247,14 @@ static int r_host_submit_begin_null_rt(void)
     return accel_host_submit_begin(NULL, 0, F.a, &op, ACCEL_NO_WAIT, ops, 1,
                                    &n, &begun);
 }
+static int r_host_submit_own_null_rt(void)
+{
+    accel_op op = {.fn = bi_nop_fn}, ops[1];
+    unsigned n;
+    int begun;
+    return accel_host_submit_own(NULL, 0, F.a, &op, ACCEL_NO_WAIT, ops, 1, &n,
+                                 &begun);
+}
 static int r_host_idle_begin_threaded_rt(void)
 {
     return accel_host_idle_begin(F.rt, 0);
@@ -665,6 +673,7 @@ static const row rows[] = {
     ROW(r_host_end_stop_null_rt, ACCEL_EINVAL),
     ROW(r_host_submit_begin_threaded_rt, ACCEL_EINVAL),
     ROW(r_host_submit_begin_null_rt, ACCEL_EINVAL),
+    ROW(r_host_submit_own_null_rt, ACCEL_EINVAL),
     ROW(r_host_idle_begin_threaded_rt, ACCEL_EINVAL),
     ROW(r_host_idle_end_null_rt, ACCEL_EINVAL),
     ROW(r_rt_destroy_null, ACCEL_EINVAL),

@@ -429,6 +429,54 @@ Test(host, submit_begin_keeps_pick_order, .timeout = 30)
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+/* accel_host_submit_own never hands out another session's op: where
+ * accel_host_submit_begin begins the pick's choice (above), it queues the
+ * op and begins nothing; the pick then runs both in order. When the
+ * session goes to the slot directly, the visit holds its op. */
+Test(host, submit_own_never_foreign, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 1, 0);
+    accel_session_config cs = {.id = "slow", .queue_depth = 16,
+                               .priority = 1, .backend = ACCEL_BACKEND_CPU};
+    accel_session *slow = NULL, *fast = tu_open(rt, "fast", 16, 0);
+    cr_assert_eq(accel_session_open(rt, &cs, &slow), ACCEL_OK);
+    tu_rec rs = {0}, rf = {0};
+    accel_op sop = {.fn = sleep5ms, .arg = &rs}, fop = tu_rec_op(&rf);
+    cr_assert_eq(accel_submit(slow, &sop, ACCEL_NO_WAIT), ACCEL_OK);
+    drive_until_idle(rt, 0);
+    accel_op ops[4], nofn = {0};
+    int st[4];
+    unsigned n = 7;
+    int begun = 7;
+    cr_assert_eq(accel_host_submit_own(rt, 0, slow, &nofn, ACCEL_NO_WAIT, ops,
+                                       4, &n, &begun), ACCEL_EINVAL, "fn");
+    cr_assert_eq(n, 7);
+    cr_assert_eq(begun, 7);
+
+    cr_assert_eq(accel_submit(fast, &fop, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_eq(accel_host_submit_own(rt, 0, slow, &sop, ACCEL_NO_WAIT, ops,
+                                       4, &n, &begun), ACCEL_OK);
+    cr_assert_eq(begun, ACCEL_EAGAIN, "fast's op is not the submitter's");
+    cr_assert_eq(n, 0);
+    drive_until_idle(rt, 0);
+    cr_assert_eq(rf.fn_calls, 1);
+    cr_assert_eq(rs.fn_calls, 2);
+
+    /* Nothing queued before it: slow goes to the slot directly. */
+    cr_assert_eq(accel_host_submit_own(rt, 0, fast, &fop, ACCEL_NO_WAIT, ops,
+                                       1, &n, &begun), ACCEL_OK);
+    cr_assert_eq(begun, ACCEL_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(ops[0].arg, &rf);
+    st[0] = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end_stop(rt, 0, st, 1), ACCEL_OK);
+    cr_assert_eq(rf.fn_calls, 2);
+    accel_session_release(slow);
+    accel_session_release(fast);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
 /* Destroy with ops queued and no host worker driving: destroy's thread
  * runs them (through fn), each done once. (The handle is not released
  * first: a release closes with DRAIN and waits for a worker.) */

@@ -5,7 +5,6 @@ import "C"
 
 import (
 	"context"
-	"runtime"
 	"sync/atomic"
 )
 
@@ -26,6 +25,11 @@ func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error 
 	if v.closed.Load() {
 		return ErrSessionClosed
 	}
+	if v.h == nil {
+		v.dispatched.Add(1)
+		v.failed.Add(1)
+		return ErrNoBackends
+	}
 	if combineEnabled {
 		// Join the session's open group (no crossing, no ring slot), or
 		// start one that the next SubmitAsyncs can join (combine.go).
@@ -43,16 +47,25 @@ func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error 
 	r := allocRec()
 	r.vs, r.f, r.cb = v, f, done
 	r.state.Store(recQueued)
-	rc := v.rt.wakesFrom(int64(C.goaccel_submit(v.h.c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 0)))
-	runtime.KeepAlive(v.h)
-	if rc != C.ACCEL_OK {
-		r.vs, r.f, r.cb = nil, nil, nil
+	if rc := v.submitRec(r); rc != C.ACCEL_OK {
+		r.reset()
 		freeRec(r)
 		return statusErr(rc)
 	}
 	v.postClose()
 	v.submitted.Add(1)
 	return nil
+}
+
+// submitRec queues r without waiting (an async op or group); the C status.
+func (v *VMSession) submitRec(r *opRec) int {
+	c := v.sess.enter()
+	if c == nil {
+		return C.ACCEL_ECLOSED
+	}
+	rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), 0, C.ACCEL_NO_WAIT, 0, nil))
+	v.h.exit()
+	return rc
 }
 
 // SubmitAsyncBatch queues fs in order and returns at once; done(i, err)
@@ -66,6 +79,9 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 	const group = groupMax
 	if v.closed.Load() {
 		return 0, ErrSessionClosed
+	}
+	if v.h == nil {
+		return 0, ErrNoBackends
 	}
 	var buf [64]C.uintptr_t
 	var recs [64]*opRec
@@ -111,8 +127,11 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 			break
 		}
 		var got C.size_t
-		rc := v.rt.wakesFrom(int64(C.goaccel_submit_batch(v.h.c, &buf[0], C.size_t(n), C.ACCEL_NO_WAIT, &got)))
-		runtime.KeepAlive(v.h)
+		rc := C.ACCEL_ECLOSED
+		if c := v.sess.enter(); c != nil {
+			rc = int(C.goaccel_submit_batch(c, &buf[0], C.size_t(n), C.ACCEL_NO_WAIT, &got))
+			v.h.exit()
+		}
 		k := 0
 		for i := 0; i < int(got); i++ {
 			k += sizes[i]
@@ -127,7 +146,7 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 			for j := 0; j < sizes[int(got)+i]; j++ {
 				g.ops[j] = groupOp{}
 			}
-			r.vs, r.gdone, r.grouped = nil, nil, false
+			r.reset()
 			freeRec(r)
 		}
 		if rc != C.ACCEL_OK {
@@ -155,9 +174,11 @@ func (b *batchWait) arrive() {
 
 // SubmitBatch runs fs in order on the session, as len(fs) Submits would,
 // with one crossing into C per 64 ops, and returns each f's error. ctx is
-// honoured per op until it starts: ops not started when ctx ends get
-// ctx.Err() and never run. If the session closes part-way, the ops not
-// queued get ErrSessionClosed.
+// honoured per op until it starts, also while the batch waits for queue
+// room: ops not started when ctx ends get ctx.Err() and never run. If the
+// session closes part-way, the ops not queued get ErrSessionClosed. From
+// inside one of the session's own ops every op gets ErrDeadlock (the
+// batch would wait for itself), as with Submit.
 func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) []error {
 	errs := make([]error, len(fs))
 	if len(fs) == 0 {
@@ -167,53 +188,85 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	if ctx != nil {
 		done = ctx.Done()
 	}
+	fail := func(from int, err error) []error {
+		for i := from; i < len(errs); i++ {
+			errs[i] = err
+		}
+		return errs
+	}
+	for _, f := range fs {
+		if f == nil {
+			return fail(0, ErrInvalidArgument)
+		}
+	}
+	switch {
+	case ctx != nil && ctx.Err() != nil:
+		return fail(0, ctx.Err())
+	case v.closed.Load():
+		return fail(0, ErrSessionClosed)
+	case v.h == nil:
+		v.dispatched.Add(uint64(len(fs)))
+		v.failed.Add(uint64(len(fs)))
+		return fail(0, ErrNoBackends)
+	}
+	c := v.h.enter()
+	if c == nil {
+		return fail(0, ErrSessionClosed)
+	}
+	if C.accel_current_session() == c {
+		v.h.exit()
+		return fail(0, ErrDeadlock)
+	}
 	b := &batchWait{errs: errs, done: make(chan struct{}, 1)}
 	b.left.Store(int32(len(fs)) + 1) // +1: the submitter's own, dropped below
 	recs := make([]*opRec, len(fs))
 	cids := make([]C.uintptr_t, len(fs))
-	n := 0
-	var stop error
 	for i, f := range fs {
-		if f == nil {
-			stop = ErrInvalidArgument
-			break
-		}
 		r := allocRec()
 		r.vs, r.f, r.batch, r.slot = v, f, b, i
+		if done != nil {
+			r.ctx, r.cdone = ctx, done
+		}
 		r.state.Store(recQueued)
 		recs[i] = r
 		cids[i] = C.uintptr_t(r.idx)
-		n++
 	}
-	if stop == nil && ctx != nil && ctx.Err() != nil {
-		stop = ctx.Err()
-		n = 0
-	} else if stop == nil && v.closed.Load() {
-		stop = ErrSessionClosed
-		n = 0
-	}
+	// Queue them, waiting for room: without limit if ctx cannot end, else
+	// in slices between which ctx is looked at.
 	queued := 0
-	if n > 0 {
-		var got C.size_t
-		rc := v.rt.wakesFrom(int64(C.goaccel_submit_batch(v.h.c, &cids[0], C.size_t(n), C.ACCEL_FOREVER, &got)))
-		runtime.KeepAlive(v.h)
-		queued = int(got)
-		if queued > 0 {
-			v.postClose()
+	var stop error
+	for queued < len(fs) {
+		timeout := C.int64_t(C.ACCEL_FOREVER)
+		if done != nil {
+			timeout = C.int64_t(roomSlice)
 		}
-		v.submitted.Add(uint64(queued))
-		if rc != C.ACCEL_OK {
+		var got C.size_t
+		rc := int(C.goaccel_submit_batch(c, &cids[queued], C.size_t(len(fs)-queued), timeout, &got))
+		queued += int(got)
+		if rc == C.ACCEL_OK {
+			continue
+		}
+		if rc == C.ACCEL_ETIMEDOUT && !chanDone(done) {
+			continue
+		}
+		if rc == C.ACCEL_ETIMEDOUT {
+			stop = ctx.Err()
+		} else {
 			stop = statusErr(rc)
 		}
+		break
 	}
+	v.h.exit()
+	if queued > 0 {
+		v.postClose()
+	}
+	v.submitted.Add(uint64(queued))
 	// Ops never queued: fail them here and give their records back.
 	for i := queued; i < len(fs); i++ {
 		errs[i] = stop
-		if recs[i] != nil {
-			recs[i].vs, recs[i].f, recs[i].batch = nil, nil, nil
-			freeRec(recs[i])
-			recs[i] = nil
-		}
+		recs[i].reset()
+		freeRec(recs[i])
+		recs[i] = nil
 	}
 	b.left.Add(int32(queued - len(fs)))
 	cancelled := make([]bool, queued)
@@ -244,7 +297,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	}
 	for i := 0; i < queued; i++ {
 		if !cancelled[i] {
-			recs[i].vs, recs[i].f, recs[i].batch = nil, nil, nil
+			recs[i].reset()
 			freeRec(recs[i])
 		}
 	}

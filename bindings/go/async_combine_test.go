@@ -323,7 +323,7 @@ func TestAsyncCombinePanic(t *testing.T) {
 // (a group is one op to the scheduler: combined long ops would leave the
 // short lane and overrun visits), and QuantumOps 1 turns combining off.
 func TestAsyncCombineOnlyShortOps(t *testing.T) {
-	rt, err := NewRuntime(RuntimeConfig{Workers: 1, ShortOp: time.Millisecond, OSThreadWorkers: testThreads})
+	rt, err := NewRuntime(RuntimeConfig{Workers: 1, ShortOp: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestAsyncCombineOnlyShortOps(t *testing.T) {
 	}
 	release()
 
-	q1, err := NewRuntime(RuntimeConfig{Workers: 1, QuantumOps: 1, OSThreadWorkers: testThreads})
+	q1, err := NewRuntime(RuntimeConfig{Workers: 1, QuantumOps: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

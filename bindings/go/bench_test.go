@@ -64,13 +64,9 @@ func (o *oldSession) Submit(ctx context.Context, f func(*Session) error) error {
 
 // ---- shared set-up -------------------------------------------------------
 
-// ACCEL_BENCH_HELP=0 switches caller helping off, ACCEL_BENCH_COMBINE=0
-// the combining of SubmitAsyncs into groups (docs/go.md), for A/B pairs of
-// the same binary.
+// ACCEL_BENCH_COMBINE=0 switches the combining of SubmitAsyncs into
+// groups off (docs/go.md), for A/B pairs of the same binary.
 func init() {
-	if os.Getenv("ACCEL_BENCH_HELP") == "0" {
-		helpEnabled = false
-	}
 	if os.Getenv("ACCEL_BENCH_COMBINE") == "0" {
 		combineEnabled = false
 	}
@@ -78,21 +74,8 @@ func init() {
 
 const benchWorkers = 2
 
-// benchThreads: the benchmarks' runtimes use accel's own worker threads
-// (OSThreadWorkers) instead of worker goroutines; the table measures both.
-var benchThreads bool
-
-// withThreads runs f with benchThreads set.
-func withThreads(f func(*testing.B)) func(*testing.B) {
-	return func(b *testing.B) {
-		benchThreads = true
-		defer func() { benchThreads = false }()
-		f(b)
-	}
-}
-
 func benchRuntime(b *testing.B, shortLane int) *Runtime {
-	rt, err := NewRuntime(RuntimeConfig{Workers: benchWorkers, ShortLaneWorkers: shortLane, OSThreadWorkers: benchThreads})
+	rt, err := NewRuntime(RuntimeConfig{Workers: benchWorkers, ShortLaneWorkers: shortLane})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -306,23 +289,36 @@ func spinOp(*Session) error { spin(floodOp); return nil }
 // from the worker), a Critical session submitting one empty op at a time.
 // A short-lane worker is what keeps short ops from waiting behind long
 // ones (docs/scheduler.md).
-func latencyAccel(dur time.Duration) latencyResult {
-	rt, err := NewRuntime(RuntimeConfig{Workers: benchWorkers, ShortLaneWorkers: 1, OSThreadWorkers: benchThreads})
+func latencyAccel(dur time.Duration) latencyResult { return latencyAccelWith(dur, false) }
+
+// latencyAccelLocked: the same with the Critical caller holding a mutex
+// around each Submit that every Low op also takes (a lock the node's VMs
+// share): a design that ran a Low op on the Critical caller's goroutine
+// would wait there for a whole 2 ms op, or deadlock.
+func latencyAccelLocked(dur time.Duration) latencyResult { return latencyAccelWith(dur, true) }
+
+func latencyAccelWith(dur time.Duration, locked bool) latencyResult {
+	rt, err := NewRuntime(RuntimeConfig{Workers: benchWorkers, ShortLaneWorkers: 1})
 	if err != nil {
 		panic(err)
 	}
 	defer rt.Close()
 	var stop atomic.Bool
+	var mu sync.Mutex
+	low := spinOp
+	if locked {
+		low = func(s *Session) error { mu.Lock(); mu.Unlock(); return spinOp(s) }
+	}
 	for i := 0; i < 6; i++ {
 		v, _ := rt.NewVMSession("low-"+strconv.Itoa(i), WithPriority(PriorityLow))
 		var again func(error)
 		again = func(error) {
 			if !stop.Load() {
-				v.SubmitAsync(spinOp, again)
+				v.SubmitAsync(low, again)
 			}
 		}
 		for k := 0; k < 4; k++ {
-			v.SubmitAsync(spinOp, again)
+			v.SubmitAsync(low, again)
 		}
 	}
 	crit, _ := rt.NewVMSession("critical", WithPriority(PriorityCritical))
@@ -330,7 +326,13 @@ func latencyAccel(dur time.Duration) latencyResult {
 	ctx := context.Background()
 	for end := time.Now().Add(dur); time.Now().Before(end); {
 		t := time.Now()
+		if locked {
+			mu.Lock()
+		}
 		crit.Submit(ctx, emptyOp)
+		if locked {
+			mu.Unlock()
+		}
 		lat = append(lat, time.Since(t))
 		time.Sleep(500 * time.Microsecond)
 	}
@@ -382,8 +384,6 @@ func BenchmarkCriticalLatency(b *testing.B) {
 // ---- crossing costs ---------------------------------------------------------
 
 func BenchmarkCrossing(b *testing.B) {
-	b.Run("go-to-c", func(b *testing.B) { b.ReportMetric(float64(benchGoToC(b.N))/float64(b.N), "ns/call") })
-	b.Run("c-to-go", func(b *testing.B) { b.ReportMetric(float64(benchCToGo(b.N))/float64(b.N), "ns/call") })
 	b.Run("submit-1goroutine", func(b *testing.B) {
 		rt := benchRuntime(b, 0)
 		defer rt.Close()
@@ -427,9 +427,9 @@ func TestBenchTable(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("ACCEL_BENCH_REPS")); err == nil && n > 0 {
 		reps = n
 	}
-	var subA, subCtx, subOld, asyncA, asyncB, asyncChan, subT, asyncT []float64
-	var latA, latOld, latT []latencyResult
-	var g2c, c2g, sub1 []float64
+	var subA, subCtx, subOld, asyncA, asyncB, asyncChan []float64
+	var latA, latL, latOld []latencyResult
+	var sub1 []float64
 	for r := 0; r < reps; r++ {
 		subA = append(subA, opsPerSec(benchSubmitAccel))
 		subOld = append(subOld, opsPerSec(benchSubmitOld))
@@ -438,15 +438,8 @@ func TestBenchTable(t *testing.T) {
 		asyncChan = append(asyncChan, opsPerSec(benchAsyncChan))
 		asyncB = append(asyncB, opsPerSec(benchAsyncBatchAccel))
 		latA = append(latA, latencyAccel(time.Second))
+		latL = append(latL, latencyAccelLocked(time.Second))
 		latOld = append(latOld, latencyOld(time.Second))
-		subT = append(subT, opsPerSec(withThreads(benchSubmitAccel)))
-		asyncT = append(asyncT, opsPerSec(withThreads(benchAsyncAccel)))
-		benchThreads = true
-		latT = append(latT, latencyAccel(time.Second))
-		benchThreads = false
-		const n = 2000000
-		g2c = append(g2c, float64(benchGoToC(n))/n)
-		c2g = append(c2g, float64(benchCToGo(n))/n)
 		sub1 = append(sub1, 1e9/opsPerSec(func(b *testing.B) {
 			rt := benchRuntime(b, 0)
 			defer rt.Close()
@@ -468,7 +461,7 @@ func TestBenchTable(t *testing.T) {
 	}
 	la99, la50 := p99(latA)
 	lo99, lo50 := p99(latOld)
-	lt99, lt50 := p99(latT)
+	ll99, ll50 := p99(latL)
 	mops := func(x []float64) string { return fmt.Sprintf("%.2f Mops/s", median(x)/1e6) }
 	fmt.Printf("\naccel Go binding, %d workers, GOMAXPROCS=%d, median of %d interleaved repetitions\n\n", benchWorkers, runtimeGOMAXPROCS(), reps)
 	fmt.Printf("| benchmark | accel | baseline (same run) | ratio | target |\n| --- | --- | --- | --- | --- |\n")
@@ -476,18 +469,13 @@ func TestBenchTable(t *testing.T) {
 		mops(subA), 1e9/median(subA), mops(subOld), 1e9/median(subOld), median(subA)/median(subOld))
 	fmt.Printf("| a') the same with a cancellable ctx | %s (%.0f ns/op) | %s old design | %.2fx | |\n",
 		mops(subCtx), 1e9/median(subCtx), mops(subOld), median(subCtx)/median(subOld))
-	fmt.Printf("| b) async submit, empty ops, 4 goroutines | %s | %s buffered Go channel | %.2fx | >= 0.5x |\n",
+	fmt.Printf("| b) async submit, empty ops, 4 goroutines | %s | %s buffered Go channel | %.2fx | >= 1x |\n",
 		mops(asyncA), mops(asyncChan), median(asyncA)/median(asyncChan))
 	fmt.Printf("| b') async submit in batches of 32 | %s | %s buffered Go channel | %.2fx | |\n",
 		mops(asyncB), mops(asyncChan), median(asyncB)/median(asyncChan))
 	fmt.Printf("| c) Critical Submit p99 under 6 Low x 2 ms flood | %.2f ms (p50 %.3f ms) = %.2f x op | %.2f ms (p50 %.3f ms) old design | | p99 <= 1.5 x op |\n",
 		la99/1e6, la50/1e6, la99/float64(floodOp), lo99/1e6, lo50/1e6)
-	fmt.Printf("| a-thr) a) with OSThreadWorkers (C threads calling into Go) | %s (%.0f ns/op) | %s old design | %.2fx | |\n",
-		mops(subT), 1e9/median(subT), mops(subOld), median(subT)/median(subOld))
-	fmt.Printf("| b-thr) b) with OSThreadWorkers | %s | %s buffered Go channel | %.2fx | |\n",
-		mops(asyncT), mops(asyncChan), median(asyncT)/median(asyncChan))
-	fmt.Printf("| c-thr) c) with OSThreadWorkers | %.2f ms (p50 %.3f ms) = %.2f x op | %.2f ms old design | | |\n",
-		lt99/1e6, lt50/1e6, lt99/float64(floodOp), lo99/1e6)
-	fmt.Printf("\nper-op crossing costs: Go->C call %.1f ns, C->Go callback %.1f ns, whole Submit (1 goroutine, round trip) %.0f ns\n",
-		median(g2c), median(c2g), median(sub1))
+	fmt.Printf("| c') c) with the Critical caller holding a lock the Low ops take | %.2f ms (p50 %.3f ms) = %.2f x op | | | p99 <= 1.5 x op |\n",
+		ll99/1e6, ll50/1e6, ll99/float64(floodOp))
+	fmt.Printf("\nwhole Submit (1 goroutine, round trip) %.0f ns\n", median(sub1))
 }

@@ -1,20 +1,22 @@
 package accel
 
-// The C->Go side: a worker thread of the C runtime calls goAccelRun for
-// each Go op (shim.c). Since Go 1.21 a C thread keeps its Go M between
-// callbacks, so the crossing costs tens of nanoseconds, not microseconds.
+// Running one Go op: on a worker goroutine (hostworker.go), or, for ops
+// still queued when a runtime is destroyed, in a callback into Go from
+// accel_runtime_destroy's thread (goAccelRun).
 
 // #include <stdint.h>
+// #include "shim.h"
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"runtime/debug"
 	"time"
 )
 
 // PanicError is what Submit returns when f panicked: the worker recovered,
-// the op counts as failed, and the worker goes on.
+// the op counts as failed, and the session and the worker go on.
 type PanicError struct {
 	Value any    // what f panicked with
 	Stack []byte // the goroutine's stack at the panic
@@ -22,64 +24,126 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("accel: op panicked: %v", e.Value) }
 
-// callF runs f and turns a panic into a *PanicError.
-func callF(f func(*Session) error, s *Session) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return f(s)
+// Unwrap returns the panic value if it is an error, so that errors.Is and
+// errors.As see through the panic.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
 }
 
-// callDone runs an async completion; a panic there is dropped (the op is
-// already counted), never allowed to unwind into the C worker.
-func callDone(cb func(error), err error) {
-	defer func() { _ = recover() }()
+// callF runs f and turns a panic into a *PanicError. d (nil on the destroy
+// path) records that user code runs, for its exit check (driver.exited:
+// only runtime.Goexit leaves f other than by returning here).
+func callF(f func(*Session) error, s *Session, d *driver, r *opRec, op int) (err error) {
+	if d != nil {
+		d.phase, d.cur, d.curOp = phaseF, r, op
+	}
+	returned := false
+	defer func() {
+		v := recover()
+		if v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+		// Neither returned nor panicked: runtime.Goexit, which goes on
+		// up to the driver's check; the phase tells it so.
+		if d != nil && (returned || v != nil) {
+			d.phase, d.cur = phaseOut, nil
+		}
+	}()
+	err = f(s)
+	returned = true
+	return err
+}
+
+// callDone runs an async completion. A panic in it is not recovered: it
+// ends the program as a panic in a goroutine of the caller's would
+// (driver.exited re-raises it with a note), never silently.
+func callDone(cb func(error), err error, d *driver) {
+	if d != nil {
+		d.phase = phaseDone
+	}
 	cb(err)
+	if d != nil {
+		d.phase = phaseOut
+	}
+}
+
+func callGroupDone(done func(int, error), i int, err error, d *driver) {
+	if d != nil {
+		d.phase = phaseDone
+	}
+	done(i, err)
+	if d != nil {
+		d.phase = phaseOut
+	}
 }
 
 //export goAccelRun
 func goAccelRun(idx C.uintptr_t) C.int { return runRec(uint32(idx), nil) }
 
-// runRec runs the op of record idx (on a host worker goroutine, or in a
-// callback from a C worker thread) and returns its C status: 0, or 1 if
-// it failed. Records it is done with go to fl (nil: back to the free
-// stack at once).
-func runRec(idx uint32, fl *recList) C.int {
+// runRec runs the op of record idx and returns its C status: 0, or 1 if it
+// failed. d: the driver running it (nil: destroy's thread); the records it
+// is done with go to d's list.
+func runRec(idx uint32, d *driver) C.int {
 	r := recAt(idx)
+	var fl *recList
+	if d != nil {
+		fl = &d.fl
+	}
 	// LP of the cancel race (oprec.go): whoever moves the state off queued
 	// owns the outcome.
 	if !r.state.CompareAndSwap(recQueued, recRunning) {
-		r.f, r.vs, r.cb, r.batch = nil, nil, nil, nil
-		r.cwait, r.chwait = false, false
+		r.reset()
 		fl.free(r) // the submitter gave the record up when it cancelled
 		return 0
 	}
 	s := r.vs
 	if r.grouped {
-		return runGroup(r, s, fl)
+		return runGroup(r, s, d)
+	}
+	// f never starts after its ctx ended: the C deadline drops an op
+	// unstarted only up to the take, and a cancel may come after it.
+	if chanDone(r.cdone) {
+		s.cancelled.Add(1)
+		finish(r, ctxErr(r.ctx, C.ACCEL_ECANCELED), d)
+		return 0
 	}
 	s.dispatched.Add(1)
-	err := callF(r.f, &s.sess)
+	err := callF(r.f, &s.sess, d, r, 0)
 	if err != nil {
 		s.failed.Add(1)
 	} else {
 		s.completed.Add(1)
 	}
-	finish(r, err, fl)
+	finish(r, err, d)
 	if err != nil {
 		return 1 // counted as failed by the C stats too
 	}
 	return 0
 }
 
+// ctxErr is the error of an op that its ctx stopped: ctx.Err(), or, if
+// the C clock ran out the deadline before Go's timer fired, the error it
+// is about to have.
+func ctxErr(ctx context.Context, status C.int) error {
+	if ctx != nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if status == C.ACCEL_EEXPIRED {
+		return context.DeadlineExceeded
+	}
+	return context.Canceled
+}
+
 // runGroup runs the ops of a group in order (SubmitAsyncBatch's, or
 // SubmitAsyncs combined: combine.go): one crossing for the lot (they are
 // consecutive in the session's FIFO order; the scheduler sees one op and
 // charges its whole measured time). Sealing it first ends appends.
-func runGroup(r *opRec, s *VMSession, fl *recList) C.int {
+func runGroup(r *opRec, s *VMSession, d *driver) C.int {
 	n := sealGroup(r)
+	r.gn = n
 	done, base := r.gdone, r.gbase
 	var g *asyncGroup
 	if n > 1 || r.f == nil {
@@ -102,7 +166,7 @@ func runGroup(r *opRec, s *VMSession, fl *recList) C.int {
 			g.ops[i] = groupOp{}
 		}
 		s.dispatched.Add(1)
-		err := callF(op.f, &s.sess)
+		err := callF(op.f, &s.sess, d, r, i)
 		if err != nil {
 			bad++
 			failed = true
@@ -115,9 +179,9 @@ func runGroup(r *opRec, s *VMSession, fl *recList) C.int {
 		if done != nil || op.cb != nil {
 			s.countOutcomes(&ok, &bad)
 			if done != nil {
-				callGroupDone(done, base+i, err)
+				callGroupDone(done, base+i, err, d)
 			} else {
-				callDone(op.cb, err)
+				callDone(op.cb, err, d)
 			}
 		}
 	}
@@ -126,12 +190,48 @@ func runGroup(r *opRec, s *VMSession, fl *recList) C.int {
 		s.adaptCap(n, time.Since(t0))
 	}
 	// Freed after the ops: the group's holder goes with the record.
-	r.vs, r.f, r.cb, r.gdone, r.grouped = nil, nil, nil, nil, false
-	fl.free(r)
+	r.reset()
+	if d != nil {
+		d.fl.free(r)
+	} else {
+		freeRec(r)
+	}
 	if failed {
 		return 1
 	}
 	return 0
+}
+
+// salvageGoexit completes the op of record r whose f (op i of a group)
+// called runtime.Goexit: it failed with errGoexit; a group's later ops
+// never run and complete with errGoexit too (counted cancelled). Runs in
+// the exiting driver's deferred check.
+func salvageGoexit(r *opRec, i int, fl *recList) {
+	s := r.vs
+	s.failed.Add(1)
+	if !r.grouped {
+		finish(r, errGoexit, nil)
+		return
+	}
+	done, base, n := r.gdone, r.gbase, r.gn
+	g := r.grp.Load()
+	for j := i; j < n; j++ {
+		op := groupOp{r.f, r.cb}
+		if j > 0 || op.f == nil {
+			op = g.ops[j]
+			g.ops[j] = groupOp{}
+		}
+		if j > i {
+			s.cancelled.Add(1)
+		}
+		if done != nil {
+			done(base+j, errGoexit)
+		} else if op.cb != nil {
+			op.cb(errGoexit)
+		}
+	}
+	r.reset()
+	fl.free(r)
 }
 
 // countOutcomes adds *ok completed and *bad failed ops to s's counters and
@@ -147,22 +247,22 @@ func (s *VMSession) countOutcomes(ok, bad *uint64) {
 	}
 }
 
-func callGroupDone(done func(int, error), i int, err error) {
-	defer func() { _ = recover() }()
-	done(i, err)
-}
-
-// goAccelUnrun finishes an op that C completed without running it (its
-// session was closed with ACCEL_CLOSE_CANCEL).
+// goAccelUnrun finishes an op that C completed without running it: its
+// session was closed with ACCEL_CLOSE_CANCEL, its deadline passed
+// (ACCEL_EEXPIRED) or it was cancelled (ACCEL_ECANCELED, after its
+// submitter gave it up).
 //
 //export goAccelUnrun
 func goAccelUnrun(idx C.uintptr_t, status C.int) {
 	r := recAt(uint32(idx))
 	if !r.state.CompareAndSwap(recQueued, recRunning) {
-		r.f, r.vs, r.cb, r.batch = nil, nil, nil, nil
-		r.cwait, r.chwait = false, false
+		r.reset()
 		freeRec(r)
 		return
+	}
+	err := statusErr(int(status))
+	if status == C.ACCEL_EEXPIRED || status == C.ACCEL_ECANCELED {
+		err = ctxErr(r.ctx, status)
 	}
 	if r.grouped {
 		s, done, base := r.vs, r.gdone, r.gbase
@@ -172,7 +272,6 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 			g = r.grp.Load()
 		}
 		s.cancelled.Add(uint64(n))
-		err := statusErr(int(status))
 		for i := 0; i < n; i++ {
 			op := groupOp{r.f, r.cb}
 			if i > 0 || op.f == nil {
@@ -180,39 +279,40 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 				g.ops[i] = groupOp{}
 			}
 			if done != nil {
-				callGroupDone(done, base+i, err)
+				done(base+i, err)
 			} else if op.cb != nil {
-				callDone(op.cb, err)
+				op.cb(err)
 			}
 		}
-		r.vs, r.f, r.cb, r.gdone, r.grouped = nil, nil, nil, nil, false
+		r.reset()
 		freeRec(r)
 		return
 	}
 	r.vs.cancelled.Add(1)
-	finish(r, statusErr(int(status)), nil)
+	finish(r, err, nil)
 }
 
 // finish hands the outcome of a record the worker owns to its submitter.
 // The record must not be touched after the hand-off.
-func finish(r *opRec, err error, fl *recList) {
+func finish(r *opRec, err error, d *driver) {
 	switch {
-	case r.chwait:
-		// The submitter of a host-worker Submit (vmsession.go, submitHost):
-		// r.err, then the done handshake on r.wake (doneAnnounce).
+	case r.sync:
+		// The submitter waits on r.wch (Submit): r.err, then the send,
+		// which orders r.err before its receive.
 		r.err = err
-		doneAnnounce(r)
-	case r.cwait:
-		r.err = err
-		setWake(r, r.wakeGen, wakeDone) // the submitter waits in waitWake
+		r.wch <- struct{}{}
 	case r.cb != nil:
 		cb := r.cb
-		r.f, r.vs, r.cb = nil, nil, nil
-		fl.free(r)
-		callDone(cb, err)
+		r.reset()
+		if d != nil {
+			d.fl.free(r)
+		} else {
+			freeRec(r)
+		}
+		callDone(cb, err, d)
 	case r.batch != nil:
-		b := r.batch
-		b.errs[r.slot] = err
+		b, slot := r.batch, r.slot
+		b.errs[slot] = err
 		b.arrive()
 	}
 }

@@ -159,8 +159,7 @@ func (v *VMSession) submitGroup(f func(*Session) error, done func(error)) int {
 	// started its SubmitAsync before ours returns (concurrent with ours:
 	// either order is right). Sealing it here would cost a line the
 	// worker wrote.
-	rc := v.rt.wakesFrom(int64(C.goaccel_submit(v.h.c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 0)))
-	runtime.KeepAlive(v.h)
+	rc := v.submitRec(r)
 	if rc != C.ACCEL_OK {
 		// Never queued and never published: no appender reached it.
 		v.open.CompareAndSwap(tok|openPend, 0)

@@ -1,10 +1,23 @@
 package accel
 
-// Host-driven workers (the default): the runtime's workers are goroutines
-// that take batches of ops from the C scheduler (accel_host_visit_begin),
-// run the Go ops here, and report back (accel_host_visit_end). No op
-// moves to another OS thread and no C thread calls into Go; waiting and
-// waking are goroutine switches Go's scheduler sees (docs/go.md).
+// Host-driven workers: the runtime's workers are goroutines that take
+// batches of ops from the C scheduler (accel_host_visit_begin), run the Go
+// ops here, and report back (accel_host_visit_end). No op moves to another
+// OS thread, no C thread calls into Go for an op, and waiting and waking
+// are goroutine switches Go's scheduler sees (docs/go.md).
+//
+// These goroutines run the ops (f and the completions). A submitting
+// goroutine runs at most its own op, and only when the scheduler hands it
+// its session directly (submitOwn: the session was idle and would be
+// picked first); it never runs another session's op, so a caller that
+// holds a lock around Submit, or whose ctx ends, is never held up by
+// someone else's op.
+//
+// A driver goroutine is started per C worker slot by startHostWorkers, and
+// again by the driver that replaces one whose op called runtime.Goexit
+// (startDriver): the one place that starts a driver, so that another
+// reason to start one (a slot C adds while a worker is blocked) is one
+// more call of it.
 
 /*
 #include <stdlib.h>
@@ -13,110 +26,119 @@ package accel
 import "C"
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // hostWorkers are a runtime's worker goroutines, one per C worker slot.
 type hostWorkers struct {
 	rt    *C.accel_runtime
 	lanes [2]chan struct{} // parked slots of lane 0 (general), 1 (short) wait here
+	id    uintptr          // the runtime's wake id (goAccelWake)
 	quit  chan struct{}    // closed by stop
-	wg    sync.WaitGroup
-	// helpers[w] is helper slot w (slots 0..nhelp-1; the worker
-	// goroutines drive the slots after them): its busy word on a cache
-	// line of its own, taken by CAS from the P's own slots on
-	// (takeHelpSlot): one channel, or one word for all slots, was a line
-	// every helped Submit wrote twice, bouncing between the CPUs (a
-	// profile put a quarter of a helped op on it).
+	wg    sync.WaitGroup   // one per driver goroutine running
+	// helpers are C slots 0..len-1 (short lane, never idle-announced, so
+	// never woken) on which a synchronous Submit may run its own op
+	// (submitOwn); the drivers' slots come after them.
 	helpers []helperSlot
-	nhelp   int
+}
+
+// helperSlot is one helper slot: its busy word (taken by CAS: one driver
+// of a slot at a time) and batch, on cache lines of their own.
+type helperSlot struct {
+	busy atomic.Uint32
+	d    driver
+	_    [64]byte
 }
 
 // slotBuf is a slot's batch, which the C step reads and fills (C keeps
-// no pointer to it): Go heap memory for a worker goroutine, C memory for
-// a helper slot (helperSlot.buf).
+// no pointer to it).
 type slotBuf struct {
 	recs   [C.ACCEL_HOST_VISIT_MAX]C.uintptr_t
 	status [C.ACCEL_HOST_VISIT_MAX]C.int
 	n      C.uint
-	begun  C.int // goaccel_submit_help: a visit is open
 }
 
-func startHostWorkers(rt *C.accel_runtime, workers, short, helpers int) *hostWorkers {
-	h := &hostWorkers{rt: rt, quit: make(chan struct{}), nhelp: helpers}
-	h.helpers = make([]helperSlot, helpers)
+// hostRuntimes maps a runtime's wake id (its host_wake_arg) to its
+// workers, for goAccelWake: read on every wake, written at start and stop.
+var (
+	hostRuntimes sync.Map // uintptr -> *hostWorkers
+	hostNextID   atomic.Uintptr
+)
+
+// startHostWorkers starts the driver goroutines of rt, whose runtime was
+// created with wake id id.
+func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int) *hostWorkers {
+	h := &hostWorkers{rt: rt, id: id, quit: make(chan struct{})}
+	h.helpers = make([]helperSlot, nhelp)
 	for w := range h.helpers {
-		// C memory: the crossings pass pointers into it, which cgo then
-		// need not check (a Go pointer argument is checked per call).
-		h.helpers[w].buf = (*slotBuf)(C.calloc(1, C.size_t(unsafe.Sizeof(slotBuf{}))))
+		h.helpers[w].d = driver{h: h, w: w, lane: 1, b: new(slotBuf)}
 	}
 	// A lane's channel holds at most one token per slot of the lane: C
 	// claims at most one wake per parked slot, and a full channel already
 	// wakes every slot that parks (post drops what does not fit).
-	h.lanes[0] = make(chan struct{}, workers-short)
+	h.lanes[0] = make(chan struct{}, workers-short+1)
 	h.lanes[1] = make(chan struct{}, short+1)
-	h.wg.Add(workers)
+	hostRuntimes.Store(id, h)
 	for w := 0; w < workers; w++ {
 		lane := 0
 		if w < short {
 			lane = 1
 		}
-		go h.loop(helpers+w, lane)
+		h.startDriver(&driver{h: h, w: nhelp + w, lane: lane, b: new(slotBuf)})
 	}
 	return h
 }
 
-// post wakes parked slots as C asked: packed is a shim result (wakes in
-// the high 32 bits: general lane bits 32-46, short lane 48-63).
-func (h *hostWorkers) post(packed int64) {
-	w := uint32(uint64(packed) >> 32)
-	for g := w & 0x7fff; g > 0; g-- { // bit 15: GOACCEL_IN_VISIT
-		select {
-		case h.lanes[0] <- struct{}{}:
-		default: // full: every slot that parks returns at once anyway
-		}
-	}
-	for s := w >> 16; s > 0; s-- {
-		select {
-		case h.lanes[1] <- struct{}{}:
-		default:
-		}
+// startDriver starts a goroutine that drives d's slot (from the open
+// visit d holds, if any).
+func (h *hostWorkers) startDriver(d *driver) {
+	h.wg.Add(1)
+	go d.loop()
+}
+
+// goAccelWake is the runtime's host_wake: C claimed a parked slot of lane
+// (ACCEL_HOST_LANE_*) of the runtime with wake id id and asks for it to be
+// woken. Called from inside whatever C call made work runnable, on that
+// call's thread, so the wake is in the lane's channel before that call
+// goes on (and possibly blocks).
+//
+//export goAccelWake
+func goAccelWake(id C.uintptr_t, lane C.uint) {
+	if h, ok := hostRuntimes.Load(uintptr(id)); ok {
+		h.(*hostWorkers).post(int(lane))
 	}
 }
 
-// wakesFrom posts the wakes of a shim result and returns its status.
-func (rt *Runtime) wakesFrom(packed int64) int {
-	if packed>>32 != 0 && rt.host != nil {
-		rt.host.post(packed)
+// post wakes one parked slot of lane (a token it finds when it parks or
+// is parked on).
+func (h *hostWorkers) post(lane int) {
+	ch := h.lanes[0]
+	if lane == C.ACCEL_HOST_LANE_SHORT {
+		ch = h.lanes[1]
 	}
-	return int(int32(packed))
+	select {
+	case ch <- struct{}{}:
+	default: // full: every slot that parks returns at once anyway
+	}
 }
 
 // stop makes the worker goroutines return once they find no work, and
 // waits for them.
 func (h *hostWorkers) stop() {
 	// Take every helper slot: no submitter drives one from here on, and
-	// those driving one now finish first (they may be running an op: poll
-	// gently).
+	// one driving one now (running its op) finishes first.
 	for w := range h.helpers {
-		hs := &h.helpers[w]
-		for !hs.busy.CompareAndSwap(0, 1) {
+		for !h.helpers[w].busy.CompareAndSwap(0, 1) {
 			time.Sleep(50 * time.Microsecond)
 		}
-		for hs.nrec > 0 { // the slot's cached records back to the slab
-			hs.nrec--
-			freeRec(hs.recs[hs.nrec])
-			hs.recs[hs.nrec] = nil
-		}
-		C.free(unsafe.Pointer(hs.buf)) // no one drives the slot any more
-		hs.buf = nil
 	}
 	close(h.quit)
 	h.wg.Wait()
+	hostRuntimes.Delete(h.id)
 }
 
 // Idle slots spin this many times (a Gosched each, so that submitters on
@@ -124,33 +146,69 @@ func (h *hostWorkers) stop() {
 // costs a process-wide barrier (futex.h).
 const hostSpins = 6
 
-// loop drives slot w: begin a visit, run its ops, end it (ended and the
+// Where a driver is in its op: what the exit of its goroutine in the
+// middle of a visit means (driver.loop's deferred check).
+const (
+	phaseOut  uint8 = iota // not in user code
+	phaseF                 // in f: a panic is recovered there, so only runtime.Goexit gets out
+	phaseDone              // in a completion callback: a panic or Goexit is the caller's bug
+)
+
+// driver is one goroutine's drive of a worker slot: its batch, the open
+// visit (n ops, op i running) and the records it is done with.
+type driver struct {
+	h     *hostWorkers
+	w     int
+	lane  int
+	b     *slotBuf
+	fl    recList
+	n, i  int
+	open  bool         // a visit is open (b.recs[0..n) its ops, i the next to run)
+	sess  *C.accel_session // the open visit's session (for goaccel_visit_move)
+	phase uint8
+	// The op running, for the Goexit salvage: its record, and for a
+	// group the index of its op in it.
+	cur    *opRec
+	curOp  int
+}
+
+// errGoexit is the outcome of an op whose f called runtime.Goexit (as
+// t.Fatal does): it counts as failed. A synchronous Submit that gets it
+// calls runtime.Goexit on its own goroutine, as f running there would
+// have; an async completion gets it as the op's error.
+var errGoexit = errors.New("accel: op called runtime.Goexit")
+
+// loop drives the slot: begin a visit, run its ops, end it (ended and the
 // next begun in one crossing), park when there is none.
-func (h *hostWorkers) loop(w, lane int) {
-	defer h.wg.Done()
-	b := new(slotBuf)
-	var fl recList
+func (d *driver) loop() {
+	h := d.h
+	normal := false
+	defer func() {
+		if !normal {
+			d.exited()
+		}
+	}()
+	// Locked during visits: begin and end of a visit run on one thread
+	// (accel.h), and C tells an op's own session by the thread (EDEADLK
+	// from Sync, Close from inside an op).
+	runtime.LockOSThread()
 	var mode C.uint
 	var nprev C.uint
 	spins := 0
-	// Locked during visits: begin and end of a visit run on one thread
-	// (accel.h), and C tells an op's own session by the thread
-	// (EDEADLK from Sync, Close from inside an op).
-	runtime.LockOSThread()
+	if d.open {
+		// Taking over a visit whose driver ended in one of its ops.
+		C.goaccel_visit_move(h.rt, d.sess)
+		d.runVisit()
+		mode, nprev = C.GOACCEL_STEP_END, C.uint(d.n)
+	}
 	for {
-		packed := int64(C.goaccel_host_step(h.rt, C.uint(w), mode, &b.status[0], nprev,
-			&b.recs[0], C.ACCEL_HOST_VISIT_MAX, &b.n))
-		if packed>>32 != 0 {
-			h.post(packed)
-		}
-		rc := int(int32(packed))
+		rc := int(C.goaccel_host_step(h.rt, C.uint(d.w), mode, &d.b.status[0], nprev,
+			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n))
 		if rc == C.ACCEL_OK {
-			n := int(b.n)
-			for i := 0; i < n; i++ {
-				b.status[i] = runRec(uint32(b.recs[i]), &fl)
-			}
-			fl.flush()
-			mode, nprev, spins = C.GOACCEL_STEP_END, b.n, 0
+			d.n, d.i, d.open = int(d.b.n), 0, true
+			d.sess = C.accel_current_session()
+			d.runVisit()
+			mode, nprev, spins = C.GOACCEL_STEP_END, d.b.n, 0
 			continue
 		}
 		// No visit open.
@@ -172,10 +230,12 @@ func (h *hostWorkers) loop(w, lane int) {
 		// a wake for this lane (a wake posted since the announcement is
 		// in the channel: none is lost).
 		select {
-		case <-h.lanes[lane]:
+		case <-h.lanes[d.lane]:
 		case <-h.quit:
-			C.goaccel_host_step(h.rt, C.uint(w), C.GOACCEL_STEP_UNIDLE|C.GOACCEL_STEP_STOP,
+			C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_UNIDLE|C.GOACCEL_STEP_STOP,
 				nil, 0, nil, 0, nil)
+			normal = true
+			h.wg.Done()
 			return
 		}
 		runtime.LockOSThread()
@@ -183,223 +243,126 @@ func (h *hostWorkers) loop(w, lane int) {
 	}
 }
 
-// Caller helps (sync Submit). The C runtime has a few slots more than
-// worker goroutines: helper slots 0..nhelp-1, short lane (so a helper
-// runs only sessions whose ops are short: a Critical submitter helping
-// never runs a 2 ms op of a flood before its own), never idle-announced
-// and never woken (C wakes only slots that announced idle, so a slot no
-// one drives is invisible to the wake protocol). A submitter takes a free
-// helper slot after its submit and drives it as a worker would: begin
-// (the scheduler's own pick, whatever session that is: FIFO, shares and
-// latency order are the scheduler's), run the ops, end; after each visit
-// (one visit, at most a quantum) it looks whether its own op is done or
-// its ctx ended, and it stops at the first begin that finds nothing.
-// Then submit, begin, f and end run on the submitting goroutine: no
-// goroutine switch on the common path.
-//
-// No stranded work: a helper only takes work; every op it leaves queued
-// was queued by a submit that woke a parked worker if there was one (C's
-// protocol, unchanged: helper slots never count as parked). The one
-// exception is the end of a visit: accel_host_visit_end re-queues the
-// session for the ending slot's next begin without a wake. So a helper
-// stops either after an end whose begin found nothing (nothing was
-// runnable after its end), or with accel_host_visit_end_stop, which
-// wakes a parked worker for a re-queued session (the submitter's side of
-// the parking protocol: either that worker's pick after its announcement
-// sees the session, or the end sees it parked and wakes it).
-
-// help runs visits on a free helper slot for the submitter of r (done:
-// its ctx's channel, may be nil) until r's op is done, ctx ends or
-// nothing is runnable. Returns whether r's op finished (opDone). No
-// helper slot free: returns false at once.
-func (h *hostWorkers) help(r *opRec, done <-chan struct{}) bool {
-	w, ok := h.takeHelpSlot()
-	if !ok {
-		return false
+// runVisit runs the open visit's ops from d.i on.
+func (d *driver) runVisit() {
+	for ; d.i < d.n; d.i++ {
+		d.b.status[d.i] = runRec(uint32(d.b.recs[d.i]), d)
 	}
-	b := h.helpers[w].buf
-	runtime.LockOSThread() // begin and end of a visit on one thread
-	own := h.drive(w, b, r, done, false)
-	runtime.UnlockOSThread()
-	h.putHelpSlot(w)
-	return own != notDone
+	d.fl.flush()
+	d.open = false
 }
 
-// submitHelp submits r (a synchronous Submit of v) and, in the same
-// crossing, begins a visit on helper slot w, which the caller holds
-// (goaccel_submit_help: v's session goes to the slot directly when the
-// scheduler's pick would return it first), then helps as help does.
-// ok: r was accepted (held: its wakes, for the caller to post; own:
-// whether and how r's op finished). !ok with a nil err: the queue was full; nothing was
-// submitted.
-func (h *hostWorkers) submitHelp(w int, b *slotBuf, v *VMSession, r *opRec, done <-chan struct{}) (held int64, own ownDone, ok bool, err error) {
-	runtime.LockOSThread() // the visit may begin in the call
-	packed := int64(C.goaccel_submit_help(h.rt, v.h.c, C.uintptr_t(r.idx), C.uint(w),
-		&b.recs[0], C.ACCEL_HOST_VISIT_MAX, &b.n, &b.begun))
-	runtime.KeepAlive(v.h)
-	switch rc := int(int32(packed)); rc {
-	case C.ACCEL_OK:
-		ok = true
-		held = packed &^ (1<<32 - 1)
-		if b.begun == C.ACCEL_OK {
-			own = h.drive(w, b, r, done, true)
-		}
-	case C.ACCEL_EAGAIN: // full: the caller waits for room (enqueue)
-		if packed>>32 != 0 {
-			h.post(packed)
-		}
+// exited runs when the driver's goroutine ends other than by stop: f
+// called runtime.Goexit (a panic in f is recovered in callF). The op
+// fails, and a new goroutine takes the slot over with the rest of the
+// visit; this goroutine, still locked to its thread, takes the thread
+// with it (the thread's C state says it runs the visit). A panic or
+// Goexit in a completion callback is not recovered: it ends the program,
+// as it would in a goroutine of the caller's.
+func (d *driver) exited() {
+	switch d.phase {
+	case phaseF:
+	case phaseDone:
+		panic("accel: a completion callback (SubmitAsync, SubmitAsyncBatch) panicked or called runtime.Goexit")
 	default:
-		if packed>>32 != 0 {
-			h.post(packed)
-		}
-		err = statusErr(rc)
+		return // the package's own panic: let it go on
 	}
+	d.phase = phaseOut
+	r := d.cur
+	d.b.status[d.i] = 1 // failed, for the C stats too
+	salvageGoexit(r, d.curOp, &d.fl)
+	nd := &driver{h: d.h, w: d.w, lane: d.lane, b: d.b, fl: d.fl,
+		n: d.n, i: d.i + 1, open: true, sess: d.sess}
+	d.h.startDriver(nd)
+	d.h.wg.Done()
+}
+
+// submitOwn submits r (a synchronous Submit of v without a ctx that can
+// end) on a free helper slot, and if the scheduler hands v to the slot
+// directly, runs the visit's op here, on the submitter's goroutine: its
+// own op (or, if another submitter of v raced it into the ring, that
+// one, which is first in v's order). Either way r's outcome then comes
+// through r.wch as for a queued op. queued: r is in (or through) the
+// queue; false with a nil error: no slot was free or the queue was full,
+// nothing submitted.
+func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec) (queued bool, err error) {
+	hs := h.takeHelpSlot()
+	if hs == nil {
+		return false, nil
+	}
+	d := &hs.d
+	runtime.LockOSThread() // begin and end of the visit on one thread
+	var begun C.int
+	rc := int(C.goaccel_submit_own(h.rt, c, C.uintptr_t(r.idx), C.uint(d.w),
+		&d.b.recs[0], &d.b.n, &begun))
+	if rc != C.ACCEL_OK || begun != C.ACCEL_OK {
+		runtime.UnlockOSThread()
+		hs.busy.Store(0)
+		if rc == C.ACCEL_EAGAIN {
+			return false, nil // full: the caller waits for room
+		}
+		return rc == C.ACCEL_OK, statusErr(rc)
+	}
+	normal := false
+	defer func() {
+		if !normal {
+			d.ownExited(hs, r)
+		}
+	}()
+	d.n, d.i, d.open = int(d.b.n), 0, true
+	d.runVisit()
+	C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP,
+		&d.b.status[0], d.b.n, nil, 0, nil)
+	normal = true
 	runtime.UnlockOSThread()
-	return held, own, ok, err
+	// Release: the next taker's CAS acquires this slot's C state (the
+	// visit ended) and its batch.
+	hs.busy.Store(0)
+	return true, nil
 }
 
-// ownDone says whether and how a helping submitter's own op finished.
-type ownDone uint8
-
-const (
-	notDone      ownDone = iota
-	doneByWorker         // finished through the record (finish: r.wake is recDone)
-	ranOwn               // run by its submitter (runOwn): r's state and wake untouched
-)
-
-// runOwn runs the helping submitter's own op r (drive): no one else can
-// move r's state, since only its submitter cancels and it is here, so
-// the state CAS and the done handshake of runRec are skipped (two locked
-// instructions each) and r stays queued/recNotDone: clean for the slot's
-// record cache (helperSlot).
-func runOwn(r *opRec) C.int {
-	s := r.vs
-	s.dispatched.Add(1)
-	err := callF(r.f, &s.sess)
-	r.err = err
-	if err != nil {
-		s.failed.Add(1)
-		return 1 // counted as failed by the C stats too
-	}
-	s.completed.Add(1)
-	return 0
-}
-
-// drive runs visits on helper slot w (the goroutine locked to its
-// thread) until r's op is done, ctx ends or a begin finds nothing;
-// open: a visit is open already, its ops in b. Returns whether and how
-// r's op finished.
-func (h *hostWorkers) drive(w int, b *slotBuf, r *opRec, done <-chan struct{}, open bool) ownDone {
-	var fl recList
-	own := notDone
-	mode, nprev := C.uint(0), C.uint(0)
-	for {
-		if !open {
-			packed := int64(C.goaccel_host_step(h.rt, C.uint(w), mode, &b.status[0], nprev,
-				&b.recs[0], C.ACCEL_HOST_VISIT_MAX, &b.n))
-			if packed>>32 != 0 {
-				h.post(packed)
-			}
-			if int(int32(packed)) != C.ACCEL_OK {
-				break // nothing runnable; no visit open
-			}
-		}
-		open = false
-		n := int(b.n)
-		for i := 0; i < n; i++ {
-			if uint32(b.recs[i]) == r.idx {
-				b.status[i] = runOwn(r)
-				own = ranOwn
-				continue
-			}
-			b.status[i] = runRec(uint32(b.recs[i]), &fl)
-		}
-		fl.flush()
-		if own == notDone && opDone(r) {
-			own = doneByWorker
-		}
-		mode, nprev = C.GOACCEL_STEP_END, b.n
-		if own != notDone || chanDone(done) {
-			// End and stop: a session the end re-queues wakes a parked
-			// worker (this slot will not begin again to see it).
-			h.post(int64(C.goaccel_host_step(h.rt, C.uint(w),
-				C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP, &b.status[0], b.n, nil, 0, nil)))
-			break
-		}
-	}
-	return own
-}
-
-// helperSlot is a helper slot's Go side, alone on its cache lines.
-type helperSlot struct {
-	busy atomic.Uint32 // 1 while a submitter drives the slot
-	nrec int
-	buf  *slotBuf // the driver's batch (C memory)
-	// recs caches free op records for the slot's driver (no atomics: one
-	// driver at a time). The slab's free stack head is one line every
-	// alloc and free writes, from both CPUs; a helped Submit allocates
-	// and frees its record here instead. Cached records are clean: state
-	// recQueued, wake recNotDone, wch empty, references cleared (a Submit
-	// whose own op ran in runOwn leaves them so), so a Submit that takes
-	// one writes neither atomic word.
-	recs [helperRecs]*opRec
-	_    [128 - 24 - 8*helperRecs]byte
-}
-
-const helperRecs = 8
-
-// allocRec pops a record from the slot's cache, else from the slab.
-// Only the slot's driver.
-func (hs *helperSlot) allocRec() *opRec {
-	if hs.nrec == 0 {
-		return allocRec()
-	}
-	hs.nrec--
-	r := hs.recs[hs.nrec]
-	hs.recs[hs.nrec] = nil
-	return r
-}
-
-// freeRec caches r (cleared by the caller) in the slot, else frees it to
-// the slab. Only the slot's driver.
-func (hs *helperSlot) freeRec(r *opRec) {
-	if hs.nrec == helperRecs {
-		freeRec(r)
+// ownExited: f of the op run by its submitter (submitOwn) called
+// runtime.Goexit. The op fails; the visit ends here, on its thread (cap 1:
+// it had no other op), the slot goes back, and the Goexit goes on, ending
+// the submitter's goroutine as f run there would. A panic elsewhere is
+// left to go on.
+func (d *driver) ownExited(hs *helperSlot, own *opRec) {
+	if d.phase != phaseF {
 		return
 	}
-	hs.recs[hs.nrec] = r
-	hs.nrec++
+	d.phase = phaseOut
+	r := d.cur
+	d.b.status[d.i] = 1
+	if r == own {
+		// Its submitter is this goroutine, which is ending: no one
+		// receives the outcome, so the record is freed here.
+		r.vs.failed.Add(1)
+		r.reset()
+		freeRec(r)
+	} else {
+		salvageGoexit(r, d.curOp, &d.fl)
+	}
+	d.fl.flush()
+	d.open = false
+	C.goaccel_host_step(d.h.rt, C.uint(d.w), C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP,
+		&d.b.status[0], d.b.n, nil, 0, nil)
+	runtime.UnlockOSThread()
+	hs.busy.Store(0)
 }
 
-// takeHelpSlot takes a free helper slot, trying the calling goroutine's
-// P's own first (slots P and P + helpers/2: there are two per P), so
-// that a slot's word, record cache and batch stay in one CPU's cache:
-// with one shared word, or a preference that did not follow the P, the
-// slot's lines moved between the CPUs on most ops. One goroutine drives
-// a slot at a time (accel.h). LP: the CAS 0 -> 1 of the slot's word (a
-// load first, so that a busy slot's line is not written); it is seq-cst
-// (Go's atomics), so it also acquires what the slot's last driver did
-// before putHelpSlot's store (its C slot state: the visit it ended).
-func (h *hostWorkers) takeHelpSlot() (int, bool) {
-	n := h.nhelp
-	pref := procPin()
-	procUnpin()
-	// The P's own two slots first (P mod n/2, and n/2 on), then the rest.
-	half := n / 2
-	pref %= half
-	for i := 0; i < n; i++ {
-		w := (pref + i*half + i/2) % n
+// takeHelpSlot takes a free helper slot (nil: none). LP: the CAS 0 -> 1
+// of the slot's word (a load first, so that a busy slot's line is not
+// written); seq-cst, so it also acquires what the slot's last driver did
+// before its release store.
+func (h *hostWorkers) takeHelpSlot() *helperSlot {
+	for w := range h.helpers {
 		f := &h.helpers[w].busy
 		if f.Load() == 0 && f.CompareAndSwap(0, 1) {
-			return w, true
+			return &h.helpers[w]
 		}
 	}
-	return 0, false
+	return nil
 }
-
-// putHelpSlot gives slot w back: the store releases the driver's writes
-// to the next takeHelpSlot's CAS (and to stop's).
-func (h *hostWorkers) putHelpSlot(w int) { h.helpers[w].busy.Store(0) }
 
 func chanDone(done <-chan struct{}) bool {
 	if done == nil {

@@ -1,3 +1,5 @@
+//go:build cgo && linux
+
 package accel
 
 // Op records: what C knows of a Go op is the integer index of its record,
@@ -9,7 +11,7 @@ package accel
 //
 // A record's life: Submit pops it, fills f/s and state=queued, and hands
 // its index to C. Exactly one of two parties then moves the state on:
-//   - the worker (goAccelRun): queued -> running, runs f, then wakes the
+//   - the worker (runRec): queued -> running, runs f, then wakes the
 //     submitter (sync) or calls the completion (async);
 //   - the submitter whose ctx ends first: queued -> cancelled, returns
 //     ctx.Err() at once; the worker that later pops the op sees cancelled
@@ -17,6 +19,7 @@ package accel
 // Whoever touches the record last pushes it back on the free stack.
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 )
@@ -30,7 +33,7 @@ const (
 const recChunkBits = 10
 const recChunkSize = 1 << recChunkBits
 
-// 128 bytes, two cache lines (chunks are page-aligned allocations, so a
+// 192 bytes, three cache lines (chunks are page-aligned allocations, so a
 // record never straddles more): the first holds everything an async op's
 // round trip touches (pop, fill, the worker's run, free), so a record
 // moves between the submitter's and the worker's cores as one line.
@@ -39,8 +42,7 @@ type opRec struct {
 	state   atomic.Uint32
 	next    atomic.Uint32 // free-stack link: index+1 of the next free record, 0 = none
 	idx     uint32
-	cwait   bool // a synchronous Submit waits on wake (waitWake)
-	chwait  bool // a synchronous Submit waits on wch (host workers)
+	sync    bool // a synchronous Submit waits on wch
 	grouped bool // a group (combine.go): f/cb its first op (nil in a batch's), grp the rest
 	vs      *VMSession
 	f       func(*Session) error
@@ -54,14 +56,26 @@ type opRec struct {
 	gword      atomic.Uint64
 	gcommitted atomic.Uint32
 	// ---- line 1: synchronous and batch ops
-	batch   *batchWait       // batch Submit: counts the ops still out
-	gdone   func(int, error) // SubmitAsyncBatch: completion of each op of the group
-	gbase   int              // index of the group's first op in the caller's slice
-	slot    int              // index of this op in its batch
-	err     error
-	wch     chan struct{} // cap 1: the worker's "done" to a waiting Submit; made once per record
-	wake    uint32        // cwait: gen<<3 | wakeDone/wakeCancel/wakeSleep (futex word); chwait: recNotDone/recDone/recWaiting (atomic)
-	wakeGen uint32        // generation of wake for the current use (owner only)
+	batch *batchWait       // batch Submit: counts the ops still out
+	gdone func(int, error) // SubmitAsyncBatch: completion of each op of the group
+	gbase int              // index of the group's first op in the caller's slice
+	gn    int              // ops of the group being run (sealed count)
+	slot  int              // index of this op in its batch
+	err   error
+	wch   chan struct{} // cap 1: the worker's "done" to a waiting Submit; made once per record
+	// The op's ctx (Submit, SubmitBatch) and its Done channel: the worker
+	// does not start f once it is closed.
+	ctx   context.Context
+	cdone <-chan struct{}
+	_     [192 - 64 - 88]byte // to three whole lines
+}
+
+// reset clears what a use of the record referenced (not its state, its
+// group word or wch, which carry over uses), before it is freed.
+func (r *opRec) reset() {
+	r.vs, r.f, r.cb, r.batch, r.gdone, r.err = nil, nil, nil, nil, nil, nil
+	r.ctx, r.cdone = nil, nil
+	r.sync, r.grouped = false, false
 }
 
 type recChunk [recChunkSize]opRec

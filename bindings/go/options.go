@@ -1,3 +1,5 @@
+//go:build cgo && linux
+
 package accel
 
 // Priority is a session's scheduling weight: backlogged sessions get worker

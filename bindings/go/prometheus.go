@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"runtime"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -78,8 +77,11 @@ func (rt *Runtime) cPrometheus() ([]byte, error) {
 	buf := make([]byte, 16<<10)
 	for {
 		var n C.size_t
+		if !rt.g.enter() {
+			return nil, ErrRuntimeClosed
+		}
 		rc := int(C.accel_runtime_write_prometheus(rt.c, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &n))
-		runtime.KeepAlive(rt)
+		rt.g.exit()
 		if rc != C.ACCEL_OK {
 			return nil, statusErr(rc)
 		}

@@ -187,7 +187,7 @@ func TestPrometheusParses(t *testing.T) {
 	lab := func(id string, prio int) string { return fmt.Sprintf(`{session=%q,priority="%d"}`, id, prio) }
 	dex := lab("dex", 10)
 	want := map[string]float64{
-		`accel_runtime_workers`:                           float64(2 + helperSlotsOf(rt)),
+		`accel_runtime_workers`:                           float64(2 + len(rt.host.helpers)),
 		`accel_runtime_sessions`:                          2,
 		`accel_session_ops_submitted_total` + dex:         66,
 		`accel_session_ops_completed_total` + dex:         65,
@@ -242,11 +242,3 @@ func TestPrometheusParses(t *testing.T) {
 	}
 }
 
-// helperSlotsOf: the C slots submitters help on (hostworker.go), which
-// the C runtime counts as workers.
-func helperSlotsOf(rt *Runtime) int {
-	if rt.host == nil {
-		return 0
-	}
-	return rt.host.nhelp
-}

@@ -24,31 +24,34 @@ type RuntimeConfig struct {
 	ShortOp          time.Duration // 0: 100 µs
 	QuantumOps       int           // ops per scheduler visit at most; 0: 32
 	Quantum          time.Duration // service per visit at most; 0: 2 ms
-	// OSThreadWorkers runs ops on accel's own C worker threads, which
-	// call into Go for each op, instead of on worker goroutines that take
-	// ops from the C scheduler (the default; docs/go.md compares them).
+	// OSThreadWorkers is kept for source compatibility and has no
+	// effect: ops always run on the runtime's worker goroutines.
+	//
+	// Deprecated: ignored.
 	OSThreadWorkers bool
 }
 
-// Runtime is a pool of worker threads and the sessions it schedules. Most
-// programs use the process default (DefaultRuntime), which NewVMSession
-// uses.
+// Runtime is a pool of worker goroutines and the sessions it schedules.
+// Most programs use the process default (DefaultRuntime), which
+// NewVMSession uses.
 type Runtime struct {
 	c       *C.accel_runtime
 	workers int
-	host    *hostWorkers // nil: accel's own worker threads
+	host    *hostWorkers
 	// groupCap: most ops a SubmitAsync group holds (combine.go): 32, or
 	// QuantumOps if smaller, so a visit hands out no more Go ops than
 	// separate submits would with QuantumOps <= 32; shortNs: ShortOp.
 	groupCap int32
 	shortNs  int64
+	g        guard // calls on c itself (WritePrometheus) against destroy
 
-	mu       sync.Mutex // guards sessions and closed; never held on an op path
-	sessions map[string]*VMSession
-	closed   bool
+	mu      sync.Mutex // guards the fields below; never held on an op path
+	byID    map[string][]*VMSession
+	all     map[*VMSession]struct{} // sessions whose C side is not freed yet
+	closing bool                    // Close began: no session opens
 }
 
-// NewRuntime starts a runtime with its worker threads.
+// NewRuntime starts a runtime with its worker goroutines.
 func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.Workers < 0 || cfg.ShortLaneWorkers < 0 || cfg.ShortOp < 0 ||
 		cfg.QuantumOps < 0 || cfg.Quantum < 0 {
@@ -60,47 +63,35 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	cc.short_op_ns = C.uint64_t(cfg.ShortOp)
 	cc.quantum_ops = C.uint32_t(cfg.QuantumOps)
 	cc.quantum_ns = C.uint64_t(cfg.Quantum)
-	host := C.int(1)
-	if cfg.OSThreadWorkers {
-		host = 0
-	}
+	id := hostNextID.Add(1)
 	var rt *C.accel_runtime
 	w := cfg.Workers
-	if host == 0 || w == 0 {
-		if rc := int(C.goaccel_runtime_create(&cc, host, &rt)); rc != C.ACCEL_OK {
+	if w == 0 {
+		// The library sizes the pool from the CPU affinity mask and the
+		// cgroup CPU quota: ask it (a host-driven runtime starts no
+		// threads, so the extra create costs little).
+		if rc := int(C.goaccel_runtime_create(&cc, C.uintptr_t(id), &rt)); rc != C.ACCEL_OK {
 			return nil, statusErr(rc)
 		}
-		// With Workers == 0 the library sizes the pool from the CPU
-		// affinity mask and the cgroup CPU quota.
 		w = int(C.accel_runtime_workers(rt))
+		C.accel_runtime_destroy(rt)
 	}
-	nhelp := 0
-	if host != 0 {
-		// Worker goroutines get w slots; sync submitters help on nhelp
-		// more (hostworker.go): created with them once w is known (a
-		// default-sized runtime is created once more for it: host-driven
-		// runtimes start no threads, so that costs little).
-		nhelp = helperSlots()
-		if rt != nil {
-			C.accel_runtime_destroy(rt)
-		}
-		cc.workers = C.uint(w + nhelp)
-		cc.short_lane_workers += C.uint(nhelp) // the helper slots come first
-		if rc := int(C.goaccel_runtime_create(&cc, host, &rt)); rc != C.ACCEL_OK {
-			return nil, statusErr(rc)
-		}
+	// The helper slots (hostworker.go, submitOwn) come first, short lane.
+	nhelp := helperSlots()
+	cc.workers = C.uint(w + nhelp)
+	cc.short_lane_workers += C.uint(nhelp)
+	if rc := int(C.goaccel_runtime_create(&cc, C.uintptr_t(id), &rt)); rc != C.ACCEL_OK {
+		return nil, statusErr(rc)
 	}
-	r := &Runtime{c: rt, workers: w, sessions: make(map[string]*VMSession),
-		groupCap: groupMax, shortNs: int64(cfg.ShortOp)}
+	r := &Runtime{c: rt, workers: w, byID: make(map[string][]*VMSession),
+		all: make(map[*VMSession]struct{}), groupCap: groupMax, shortNs: int64(cfg.ShortOp)}
 	if cfg.QuantumOps > 0 && cfg.QuantumOps < groupMax {
 		r.groupCap = int32(cfg.QuantumOps)
 	}
 	if r.shortNs == 0 {
 		r.shortNs = int64(100 * time.Microsecond) // the library's default
 	}
-	if host != 0 {
-		r.host = startHostWorkers(rt, w, int(cc.short_lane_workers)-nhelp, nhelp)
-	}
+	r.host = startHostWorkers(rt, uintptr(id), w, int(cc.short_lane_workers)-nhelp, nhelp)
 	return r, nil
 }
 
@@ -117,38 +108,83 @@ func DefaultRuntime() (*Runtime, error) {
 	return defaultRT, defaultRTErr
 }
 
-// Workers is the number of workers (goroutines or threads).
+// Workers is the number of worker goroutines.
 func (rt *Runtime) Workers() int { return rt.workers }
 
-// Lookup returns the open session with this id.
+// track records an opened session (rt.mu held); internal: not found by
+// Lookup under its id (the default session).
+func (rt *Runtime) track(v *VMSession, internal bool) {
+	rt.all[v] = struct{}{}
+	if !internal {
+		rt.byID[v.id] = append(rt.byID[v.id], v)
+	}
+}
+
+// untrack drops a session whose C side is freed (or that has none).
+func (rt *Runtime) untrack(v *VMSession) {
+	rt.mu.Lock()
+	delete(rt.all, v)
+	rt.mu.Unlock()
+}
+
+// forget takes a closing session out of Lookup and Sessions.
+func (rt *Runtime) forget(v *VMSession) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	l, found := rt.byID[v.id], false
+	for _, x := range l {
+		found = found || x == v
+	}
+	if !found {
+		return
+	}
+	for i, x := range l {
+		if x == v {
+			l = append(l[:i:i], l[i+1:]...)
+			break
+		}
+	}
+	if len(l) == 0 {
+		delete(rt.byID, v.id)
+	} else {
+		rt.byID[v.id] = l
+	}
+}
+
+// Lookup returns an open session with this id: with several open under
+// one id, the one opened first.
 func (rt *Runtime) Lookup(id string) (*VMSession, bool) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	v, ok := rt.sessions[id]
-	return v, ok
+	l := rt.byID[id]
+	if len(l) == 0 {
+		return nil, false
+	}
+	return l[0], true
 }
 
 // Sessions returns the open sessions, sorted by id.
 func (rt *Runtime) Sessions() []*VMSession {
 	rt.mu.Lock()
-	out := make([]*VMSession, 0, len(rt.sessions))
-	for _, v := range rt.sessions {
-		out = append(out, v)
+	out := make([]*VMSession, 0, len(rt.all))
+	for v := range rt.all {
+		if !v.closed.Load() {
+			out = append(out, v)
+		}
 	}
 	rt.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
 }
 
 // Close closes every session (their queued ops still run), then stops the
-// workers and frees the runtime. Like free(), it must not race with other
-// calls on the runtime's sessions, and the sessions' handles are invalid
-// afterwards. Calling Close
-// from inside an op returns ErrDeadlock and does nothing; a second Close
-// returns ErrRuntimeClosed.
+// workers and frees the runtime. Every method of the runtime and of its
+// sessions stays safe afterwards (ErrRuntimeClosed, ErrSessionClosed or a
+// zero value). Calling Close from inside an op returns ErrDeadlock and
+// does nothing; a second Close returns ErrRuntimeClosed.
 func (rt *Runtime) Close() error {
 	rt.mu.Lock()
-	if rt.closed {
+	if rt.closing {
 		rt.mu.Unlock()
 		return ErrRuntimeClosed
 	}
@@ -156,65 +192,40 @@ func (rt *Runtime) Close() error {
 		rt.mu.Unlock()
 		return ErrDeadlock
 	}
-	open := make([]*VMSession, 0, len(rt.sessions))
-	for _, v := range rt.sessions {
+	rt.closing = true
+	open := make([]*VMSession, 0, len(rt.all))
+	for v := range rt.all {
 		open = append(open, v)
 	}
 	rt.mu.Unlock()
 	for _, v := range open {
-		v.Close()
+		v.Close() // from outside any op: drains and frees
 	}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.closed {
-		return ErrRuntimeClosed
-	}
-	if rt.host != nil {
-		// The sessions are drained: stop the worker goroutines (destroy
-		// runs anything queued since on this thread).
-		rt.host.stop()
-	}
-	// Sessions opened during the loop above are destroyed with the runtime.
+	// A Close from inside an op that is still finishing in its own
+	// goroutine: the Close above waited for the same drain and freed.
+	// The sessions are drained: stop the worker goroutines (destroy runs
+	// anything queued since on this thread).
+	rt.host.stop()
+	rt.g.retire()
 	if rc := int(C.accel_runtime_destroy(rt.c)); rc != C.ACCEL_OK {
 		return statusErr(rc)
 	}
-	rt.closed = true
-	for _, v := range rt.sessions {
-		v.closed.Store(true)
-	}
-	rt.sessions = nil
 	return nil
 }
 
 // insideOpLocked reports whether the caller runs inside an op of rt (its
 // worker would wait for itself). rt.mu is held.
 func (rt *Runtime) insideOpLocked() bool {
-	if rt.host != nil && C.goaccel_in_visit(rt.c) != 0 {
-		return true
-	}
-	cur := C.accel_current_session()
-	if cur == nil {
-		return false
-	}
-	for _, v := range rt.sessions {
-		if v.h.c == cur {
-			return true
-		}
-	}
-	return false
+	return C.goaccel_in_visit(rt.c) != 0
 }
 
-// helperSlots is how many submitters may help at once: two per P, at
-// most 16. One per P would be enough if a helper always kept its P, but a
-// helper whose thread the OS deschedules inside a crossing loses its P
-// (sysmon hands it on) while it holds its slot; with one slot per P the
-// submitters then running on that P found every slot taken and queued
-// their ops for the worker goroutines, up to 17% of a)'s ops on the
-// loaded 2-vCPU machine, at several times the cost of a helped op.
+// helperSlots is how many synchronous submitters may run their own op at
+// once (submitOwn): one per P and one more, at most 17. More submitters
+// than that queue their ops for the worker goroutines.
 func helperSlots() int {
 	n := runtime.GOMAXPROCS(0)
-	if n > 8 {
-		n = 8
+	if n > 16 {
+		n = 16
 	}
-	return 2 * n
+	return n + 1
 }

@@ -7,7 +7,6 @@ package accel
 import "C"
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -27,13 +26,18 @@ func (s *Session) ID() string { return s.v.id }
 func (s *Session) VMSession() *VMSession { return s.v }
 
 // Reserve charges bytes to the session's budget without allocating:
-// ErrSessionBudgetExceeded if that would pass the cap (nothing charged).
+// ErrSessionBudgetExceeded if that would pass the cap (nothing charged),
+// ErrSessionClosed once the session is closed.
 func (s *Session) Reserve(bytes int64) error {
 	if bytes < 0 {
 		return ErrInvalidArgument
 	}
-	rc := int(C.accel_session_reserve(s.v.h.c, C.int64_t(bytes)))
-	runtime.KeepAlive(s.v.h)
+	c := s.enter()
+	if c == nil {
+		return ErrSessionClosed
+	}
+	rc := int(C.accel_session_reserve(c, C.int64_t(bytes)))
+	s.exit()
 	return statusErr(rc)
 }
 
@@ -42,10 +46,25 @@ func (s *Session) Release(bytes int64) error {
 	if bytes < 0 {
 		return ErrInvalidArgument
 	}
-	rc := int(C.accel_session_unreserve(s.v.h.c, C.int64_t(bytes)))
-	runtime.KeepAlive(s.v.h)
+	c := s.enter()
+	if c == nil {
+		return ErrSessionClosed
+	}
+	rc := int(C.accel_session_unreserve(c, C.int64_t(bytes)))
+	s.exit()
 	return statusErr(rc)
 }
+
+// enter returns the session's C handle for one call (then exit); nil
+// without one (closed and freed, or no backend).
+func (s *Session) enter() *C.accel_session {
+	if s == nil || s.v.h == nil {
+		return nil
+	}
+	return s.v.h.enter()
+}
+
+func (s *Session) exit() { s.v.h.exit() }
 
 // Alloc returns bytes of memory charged to the session's budget
 // (ErrSessionBudgetExceeded past the cap). The memory is outside the Go
@@ -54,9 +73,13 @@ func (s *Session) Alloc(bytes int) ([]byte, error) {
 	if bytes <= 0 {
 		return nil, ErrInvalidArgument
 	}
+	c := s.enter()
+	if c == nil {
+		return nil, ErrSessionClosed
+	}
 	var p unsafe.Pointer
-	rc := int(C.goaccel_alloc(s.v.h.c, C.size_t(bytes), &p))
-	runtime.KeepAlive(s.v.h)
+	rc := int(C.goaccel_alloc(c, C.size_t(bytes), &p))
+	s.exit()
 	if rc != C.ACCEL_OK {
 		return nil, statusErr(rc)
 	}
@@ -65,19 +88,30 @@ func (s *Session) Alloc(bytes int) ([]byte, error) {
 
 // Free releases memory from Alloc and refunds its charge. b must be the
 // slice Alloc returned (its capacity is the size refunded); nil is ignored.
+// After the session is freed the memory is still released (nothing is
+// left to refund).
 func (s *Session) Free(b []byte) {
 	if cap(b) == 0 {
 		return
 	}
 	b = b[:1]
-	C.goaccel_free(s.v.h.c, unsafe.Pointer(&b[0]), C.size_t(cap(b)))
-	runtime.KeepAlive(s.v.h)
+	c := s.enter()
+	if c == nil {
+		C.free(unsafe.Pointer(&b[0]))
+		return
+	}
+	C.goaccel_free(c, unsafe.Pointer(&b[0]), C.size_t(cap(b)))
+	s.exit()
 }
 
-// MemoryUsed returns the bytes charged to the session now.
+// MemoryUsed returns the bytes charged to the session now; 0 once closed.
 func (s *Session) MemoryUsed() int64 {
-	n := int64(C.accel_session_memory_used(s.v.h.c))
-	runtime.KeepAlive(s.v.h)
+	c := s.enter()
+	if c == nil {
+		return 0
+	}
+	n := int64(C.accel_session_memory_used(c))
+	s.exit()
 	return n
 }
 
@@ -86,8 +120,12 @@ func (s *Session) MemoryBudget() int64 { return s.v.FullStats().MemoryBudget }
 
 // Backend returns the backend the session is bound to.
 func (s *Session) Backend() BackendType {
-	b := C.accel_session_backend(s.v.h.c)
-	runtime.KeepAlive(s.v.h)
+	c := s.enter()
+	if c == nil {
+		return BackendCPU
+	}
+	b := C.accel_session_backend(c)
+	s.exit()
 	if b == C.ACCEL_BACKEND_CUDA {
 		return BackendCUDA
 	}
@@ -118,28 +156,41 @@ func NewSession(opts ...SessionOption) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !v.IsAvailable() {
+			v.Close()
+			return nil, ErrNoBackends
+		}
 		return &v.sess, nil
 	}
 }
 
 var (
-	defaultSessOnce sync.Once
-	defaultSess     *Session
-	defaultSessErr  error
+	defaultSessMu sync.Mutex
+	defaultSess   *VMSession
 )
 
-// DefaultSession returns the process-wide session "default", opened on
-// first use on the default runtime.
+// DefaultSession returns the process-wide default session (ID
+// "default"), opened on first use on the default runtime. As with the old
+// type it lives until shutdown: if someone closed it, the next call opens
+// a new one. It is apart from the users' ids: a VM of the user's named
+// "default" is another session (Lookup finds that one).
 func DefaultSession() (*Session, error) {
-	defaultSessOnce.Do(func() {
-		v, err := NewVMSession("default")
-		if err != nil {
-			defaultSessErr = err
-			return
-		}
-		defaultSess = &v.sess
-	})
-	return defaultSess, defaultSessErr
+	defaultSessMu.Lock()
+	defer defaultSessMu.Unlock()
+	if defaultSess != nil && !defaultSess.closed.Load() {
+		return &defaultSess.sess, nil
+	}
+	rt, err := DefaultRuntime()
+	if err != nil {
+		return nil, err
+	}
+	v, err := rt.open("default", vmSessionConfig{priority: PriorityNormal,
+		backend: BackendAuto, queueDepth: defaultQueueDepth}, true)
+	if err != nil {
+		return nil, err
+	}
+	defaultSess = v
+	return &v.sess, nil
 }
 
 func itoa(n uint64) string {

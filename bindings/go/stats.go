@@ -3,10 +3,7 @@ package accel
 // #include "shim.h"
 import "C"
 
-import (
-	"runtime"
-	"time"
-)
+import "time"
 
 // SessionStats is the full set of a session's counters.
 type SessionStats struct {
@@ -39,7 +36,8 @@ type SessionStats struct {
 }
 
 // FullStats returns a snapshot of every counter (each read atomically; not
-// one atomic snapshot while ops run).
+// one atomic snapshot while ops run). Once the session is closed, the C
+// runtime's fields are zero.
 func (v *VMSession) FullStats() SessionStats {
 	st := SessionStats{
 		ID:         v.id,
@@ -51,9 +49,13 @@ func (v *VMSession) FullStats() SessionStats {
 		Cancelled:  v.cancelled.Load(),
 		Submitted:  v.submitted.Load(),
 	}
+	c := v.sess.enter()
+	if c == nil {
+		return st // closed (or no backend): the Go counters only
+	}
 	var cs C.accel_session_stats
-	rc := C.accel_session_get_stats(v.h.c, &cs)
-	runtime.KeepAlive(v.h)
+	rc := C.accel_session_get_stats(c, &cs)
+	v.h.exit()
 	if rc != C.ACCEL_OK {
 		return st
 	}

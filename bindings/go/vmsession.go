@@ -9,8 +9,10 @@ import "C"
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 )
 
@@ -21,24 +23,26 @@ import (
 //   - Memory budget: a hard cap on what its ops allocate through *Session.
 //   - Isolation: closing one session never affects another.
 //
-// A VMSession is safe for concurrent use.
+// A VMSession is safe for concurrent use. Every method stays safe after
+// Close and after its Runtime's Close: those that need the session return
+// ErrSessionClosed, the others a zero value.
 type VMSession struct {
 	id   string
 	rt   *Runtime
-	h    *chandle
-	sess Session // what f is given; points back here
+	h    *chandle // nil: the backend asked for is not available (IsAvailable)
+	sess Session  // what f is given; points back here
 
-	priority atomic.Int64
+	given    atomic.Int64 // as passed to WithPriority or SetPriority (Priority)
+	priority atomic.Int64 // the weight in use, clamped to 1..1000
 	closed   atomic.Bool
 	// open: the session's most recent combining group, as a token
 	// gen<<32 | record index<<1 | openPend; 0: none (combine.go).
 	open atomic.Uint64
 	// groupCap: ops a combining group takes at most now (combine.go,
 	// adaptCap): rt.groupCap while the session's ops are short.
-	groupCap atomic.Int32
-	closeMu  sync.Mutex
-	closeErr error
-	didClose bool
+	groupCap  atomic.Int32
+	closeOnce sync.Once
+	closeErr  error
 
 	submitted atomic.Uint64 // accepted into the queue
 	// The counters below are written by the workers for each op, the
@@ -47,32 +51,82 @@ type VMSession struct {
 	_          [64]byte
 	dispatched atomic.Uint64 // f started
 	completed  atomic.Uint64 // f returned nil
-	failed     atomic.Uint64 // f returned an error or panicked
+	failed     atomic.Uint64 // f returned an error, panicked or called runtime.Goexit
 	cancelled  atomic.Uint64 // ctx ended (or the session closed) before f started
 	groupTick  atomic.Uint32 // one-op groups run (callback.go: which are timed)
 }
 
-// chandle owns the C handle; its finalizer releases it once the VMSession
-// is unreachable (a VMSession points at itself through sess, and a cycle
-// through a finalizer's object is never collected, hence the separate
-// object).
-type chandle struct {
-	c  *C.accel_session
-	rt *Runtime
+// guard keeps a C object alive under the calls that use it: every call
+// goes through enter/exit, and retire (before the object is freed) waits
+// for the calls in flight and makes later enters fail, so a method called
+// after a Close gets no handle and answers ErrSessionClosed or a zero
+// value, never freed memory.
+type guard struct {
+	inflight atomic.Int64 // calls between enter and exit
+	gone     atomic.Bool  // retired: the object must not be used
 }
 
-func (h *chandle) release() {
-	h.rt.mu.Lock()
-	defer h.rt.mu.Unlock()
-	if !h.rt.closed && h.c != nil {
+// enter reports whether the object may be used, until exit. Dekker with
+// retire: enter adds to inflight then loads gone, retire stores gone then
+// loads inflight (Go's atomics are sequentially consistent), so either
+// enter sees gone or retire sees the call and waits for its exit.
+func (g *guard) enter() bool {
+	g.inflight.Add(1)
+	if g.gone.Load() {
+		g.inflight.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (g *guard) exit() { g.inflight.Add(-1) }
+
+// retire marks the object gone and waits for the calls in flight; true
+// for the one caller that retired it. The calls are short, or end with
+// the close that comes before a retire (a submit waiting for room, a
+// sync).
+func (g *guard) retire() bool {
+	if g.gone.Swap(true) {
+		return false
+	}
+	for i := 0; g.inflight.Load() != 0; i++ {
+		if i < 100 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	return true
+}
+
+// chandle owns a session's C handle, behind its guard.
+type chandle struct {
+	c *C.accel_session
+	g guard
+}
+
+// enter returns the C handle for one call (then exit), nil once freed.
+func (h *chandle) enter() *C.accel_session {
+	if !h.g.enter() {
+		return nil
+	}
+	return h.c
+}
+
+func (h *chandle) exit() { h.g.exit() }
+
+// free releases the C session (after a drain): at once, so that its
+// memory is back when Close returns, not when a GC runs a finalizer.
+func (h *chandle) free() {
+	if h.g.retire() {
 		C.accel_session_release(h.c)
 	}
-	h.c = nil
 }
 
 // NewVMSession opens a session on the process default runtime. vmID must
-// be non-empty, at most 127 bytes and unique among open sessions; it names
-// the session in Lookup and metrics.
+// be non-empty; it names the session in Lookup and metrics. Two open
+// sessions may have the same vmID (as with the old type: a node that runs
+// two chains of one VM opens "evm" twice); they are separate sessions.
 func NewVMSession(vmID string, opts ...VMSessionOption) (*VMSession, error) {
 	if vmID == "" {
 		return nil, ErrEmptyVMID
@@ -85,22 +139,37 @@ func NewVMSession(vmID string, opts ...VMSessionOption) (*VMSession, error) {
 }
 
 // NewVMSession opens a session on rt (see the package-level NewVMSession).
+// A backend that is not available here (WithVMBackend: CUDA without a
+// device, Metal, WebGPU) gives, as with the old type, an open session
+// whose IsAvailable is false, whose Session is nil and whose Submit
+// returns ErrNoBackends (counted failed) without running f: VM code checks
+// IsAvailable to pick its CPU path. BackendAuto runs on the CPU.
 func (rt *Runtime) NewVMSession(vmID string, opts ...VMSessionOption) (*VMSession, error) {
 	if vmID == "" {
 		return nil, ErrEmptyVMID
 	}
-	cfg := vmSessionConfig{priority: PriorityNormal, backend: BackendAuto, queueDepth: 1024}
+	cfg := vmSessionConfig{priority: PriorityNormal, backend: BackendAuto, queueDepth: defaultQueueDepth}
 	for _, o := range opts {
 		o(&cfg)
 	}
+	return rt.open(vmID, cfg, false)
+}
+
+const defaultQueueDepth = 1024
+
+// seq numbers the C ids derived for sessions whose vmID cannot be the C
+// id as is (taken by another open session, too long, a NUL in it).
+var cidSeq atomic.Uint64
+
+// open opens a session; internal: the default session, whose entry in
+// the runtime's table is apart from the users' ids.
+func (rt *Runtime) open(vmID string, cfg vmSessionConfig, internal bool) (*VMSession, error) {
 	var cc C.accel_session_config
-	cid := C.CString(vmID)
-	defer C.free(unsafe.Pointer(cid))
-	cc.id = cid
 	cc.priority = C.uint32_t(clampPriority(cfg.priority))
 	if cfg.memBudget > 0 {
 		cc.memory_budget = C.int64_t(cfg.memBudget)
 	}
+	avail := true
 	switch cfg.backend {
 	case BackendAuto:
 		cc.backend = C.ACCEL_BACKEND_AUTO
@@ -109,7 +178,7 @@ func (rt *Runtime) NewVMSession(vmID string, opts ...VMSessionOption) (*VMSessio
 	case BackendCUDA:
 		cc.backend = C.ACCEL_BACKEND_CUDA
 	default:
-		return nil, ErrNoBackends
+		avail = false // Metal, WebGPU: never here
 	}
 	depth := cfg.queueDepth
 	if depth > C.ACCEL_QUEUE_DEPTH_MAX {
@@ -119,23 +188,88 @@ func (rt *Runtime) NewVMSession(vmID string, opts ...VMSessionOption) (*VMSessio
 	if cfg.shared {
 		cc.flags = C.ACCEL_SESSION_SHARED_DEVICE
 	}
-
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.closed {
-		return nil, ErrRuntimeClosed
-	}
-	var cs *C.accel_session
-	if rc := int(C.accel_session_open(rt.c, &cc, &cs)); rc != C.ACCEL_OK {
-		return nil, statusErr(rc)
-	}
-	v := &VMSession{id: vmID, rt: rt, h: &chandle{c: cs, rt: rt}}
+	v := &VMSession{id: vmID, rt: rt}
+	v.given.Store(int64(cfg.priority))
 	v.sess.v = v
 	v.groupCap.Store(rt.groupCap)
 	v.priority.Store(int64(clampPriority(cfg.priority)))
-	runtime.SetFinalizer(v.h, (*chandle).release)
-	rt.sessions[vmID] = v
+
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.closing {
+		return nil, ErrRuntimeClosed
+	}
+	if avail {
+		cs, rc := rt.openC(&cc, vmID, internal)
+		switch {
+		case rc == C.ACCEL_OK:
+			v.h = &chandle{c: cs}
+		case rc == C.ACCEL_ENOBACKEND && cfg.backend != BackendAuto && cfg.backend != BackendCPU:
+			// Unavailable, as the old type: v.h stays nil.
+		default:
+			return nil, statusErr(rc)
+		}
+	}
+	rt.track(v, internal)
 	return v, nil
+}
+
+// openC opens the C session under a C id derived from vmID: vmID itself
+// when it can be (so metrics show it), else a prefix of it and a number.
+// rt.mu is held.
+func (rt *Runtime) openC(cc *C.accel_session_config, vmID string, internal bool) (*C.accel_session, int) {
+	try := func(id string) (*C.accel_session, int) {
+		cid := C.CString(id)
+		defer C.free(unsafe.Pointer(cid))
+		cc.id = cid
+		var cs *C.accel_session
+		rc := int(C.accel_session_open(rt.c, cc, &cs))
+		return cs, rc
+	}
+	plain := !internal && len(vmID) <= C.ACCEL_ID_MAX && !hasNUL(vmID)
+	if plain {
+		cs, rc := try(vmID)
+		if rc != C.ACCEL_EEXIST && rc != C.ACCEL_EINVAL {
+			return cs, rc
+		}
+	}
+	prefix := vmID
+	if len(prefix) > 96 {
+		prefix = prefix[:96]
+	}
+	for {
+		id := prefix + "#" + strconv.FormatUint(cidSeq.Add(1), 10)
+		if internal {
+			id = "accel#" + prefix + "#" + strconv.FormatUint(cidSeq.Add(1), 10)
+		}
+		cs, rc := try(sanitize(id))
+		if rc != C.ACCEL_EEXIST {
+			return cs, rc
+		}
+	}
+}
+
+func hasNUL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// sanitize replaces NUL bytes (C ids are C strings).
+func sanitize(s string) string {
+	if !hasNUL(s) {
+		return s
+	}
+	b := []byte(s)
+	for i := range b {
+		if b[i] == 0 {
+			b[i] = '?'
+		}
+	}
+	return string(b)
 }
 
 func clampPriority(p Priority) Priority {
@@ -148,63 +282,100 @@ func clampPriority(p Priority) Priority {
 	return p
 }
 
-// ID returns the VM identifier.
+// ID returns the VM identifier, as given to NewVMSession.
 func (v *VMSession) ID() string { return v.id }
 
-// Priority returns the session's weight.
-func (v *VMSession) Priority() Priority { return Priority(v.priority.Load()) }
+// Priority returns the priority as last given (WithPriority, SetPriority);
+// the weight the scheduler uses is it clamped to 1..1000.
+func (v *VMSession) Priority() Priority {
+	return Priority(v.given.Load())
+}
 
 // SetPriority changes the session's weight from its next scheduler visit.
+// ErrSessionClosed on a closed session.
 func (v *VMSession) SetPriority(p Priority) error {
-	p = clampPriority(p)
-	rc := int(C.accel_session_set_priority(v.h.c, C.uint32_t(p)))
-	runtime.KeepAlive(v.h)
+	if v.h == nil {
+		v.given.Store(int64(p))
+		return nil
+	}
+	c := v.h.enter()
+	if c == nil {
+		return ErrSessionClosed
+	}
+	rc := int(C.accel_session_set_priority(c, C.uint32_t(clampPriority(p))))
+	v.h.exit()
 	if rc != C.ACCEL_OK {
 		return statusErr(rc)
 	}
-	v.priority.Store(int64(p))
+	v.given.Store(int64(p))
+	v.priority.Store(int64(clampPriority(p)))
 	return nil
 }
 
 // Runtime returns the runtime the session belongs to.
 func (v *VMSession) Runtime() *Runtime { return v.rt }
 
-// Session returns the session's handle: the same *Session its ops get.
-func (v *VMSession) Session() *Session { return &v.sess }
+// Session returns the session's handle: the same *Session its ops get;
+// nil if the session's backend is not available (IsAvailable).
+func (v *VMSession) Session() *Session {
+	if v.h == nil {
+		return nil
+	}
+	return &v.sess
+}
 
-// IsAvailable reports whether the session can take ops (it is open; it
-// always has a backend, the CPU one at least).
-func (v *VMSession) IsAvailable() bool { return !v.closed.Load() }
+// IsAvailable reports whether the session can take ops: it is open and
+// has its backend (false for a backend asked for that this host lacks,
+// WithVMBackend, whose Submit returns ErrNoBackends), as with the old type.
+func (v *VMSession) IsAvailable() bool { return v.h != nil && !v.closed.Load() }
 
-// IsClosed reports whether Close has been called.
+// IsClosed reports whether Close has been called (or the runtime closed).
 func (v *VMSession) IsClosed() bool { return v.closed.Load() }
 
-// MemoryUsed returns the bytes charged to the session's budget now.
+// MemoryUsed returns the bytes charged to the session's budget now; 0
+// once the session is closed.
 func (v *VMSession) MemoryUsed() int64 { return v.sess.MemoryUsed() }
 
 // Stats returns (dispatched, completed, failed): ops whose f started, and
-// of those the ones that returned nil and the ones that returned an error
-// or panicked. An op whose ctx ended before it started is in none of them.
+// of those the ones that returned nil and the ones that returned an error,
+// panicked or called runtime.Goexit. An op whose ctx ended before it
+// started is in none of them. A Submit on an unavailable session counts
+// as dispatched and failed, as with the old type.
 func (v *VMSession) Stats() (dispatched, completed, failed uint64) {
 	return v.dispatched.Load(), v.completed.Load(), v.failed.Load()
 }
 
 // Sync waits until every op submitted before it has completed. It returns
-// ErrSessionClosed on a closed session (Close itself drains), ErrDeadlock
-// from inside one of the session's own ops.
+// ErrSessionClosed on a closed session (Close itself drains). From inside
+// one of the session's own ops it returns nil at once: the ops before the
+// running one are done (FIFO), and waiting for the ones after it would
+// wait for itself.
 func (v *VMSession) Sync() error {
 	if v.closed.Load() {
 		return ErrSessionClosed
 	}
-	rc := int(C.accel_session_sync(v.h.c, C.ACCEL_FOREVER))
-	runtime.KeepAlive(v.h)
+	if v.h == nil {
+		return nil
+	}
+	c := v.h.enter()
+	if c == nil {
+		return ErrSessionClosed
+	}
+	rc := int(C.accel_session_sync(c, C.ACCEL_FOREVER))
+	v.h.exit()
+	if rc == C.ACCEL_EDEADLK {
+		return nil
+	}
 	return statusErr(rc)
 }
 
 // Close stops the session taking ops and waits until the ops it accepted
-// have run (from inside one of its own ops it does not wait). Safe to call
-// many times and from many goroutines; every call returns the first one's
-// result. Never affects another session.
+// have run, then frees its C memory. From inside one of its own ops it
+// does not wait (the ops queued behind the running one still run, and the
+// memory goes when the session is unreachable). Safe to call many times
+// and from many goroutines, also while another Close (or the runtime's)
+// is draining it; every call returns the first one's result. Never
+// affects another session.
 func (v *VMSession) Close() error {
 	v.closed.Store(true)
 	// No append after this (the appenders that passed the closed check
@@ -212,312 +383,191 @@ func (v *VMSession) Close() error {
 	// their op runs in the drain below, or fail here and submit to C,
 	// which refuses once the C close began).
 	v.postClose()
-	v.closeMu.Lock()
-	defer v.closeMu.Unlock()
-	if v.didClose {
-		return v.closeErr
-	}
-	v.didClose = true
-	v.rt.mu.Lock()
-	if v.rt.closed {
-		v.rt.mu.Unlock()
+	v.rt.forget(v)
+	if v.h == nil {
+		v.rt.untrack(v)
 		return nil
 	}
-	if v.rt.sessions[v.id] == v {
-		delete(v.rt.sessions, v.id)
+	c := v.h.enter()
+	if c == nil {
+		return v.closeResult(C.ACCEL_OK) // freed: drained by the Close that freed it
 	}
-	v.rt.mu.Unlock()
-	rc := int(C.accel_session_close(v.h.c, C.ACCEL_CLOSE_DRAIN))
-	runtime.KeepAlive(v.h)
-	v.closeErr = statusErr(rc)
+	if C.accel_current_session() == c {
+		// From inside one of v's own ops: C begins the close and does not
+		// wait; a goroutine of its own waits for the drain and frees.
+		rc := int(C.accel_session_close(c, C.ACCEL_CLOSE_DRAIN))
+		v.h.exit()
+		go v.finishClose()
+		return v.closeResult(rc)
+	}
+	v.h.exit()
+	return v.closeResult(v.finishClose())
+}
+
+// finishClose closes v in C, waiting for the drain (each caller waits: no
+// Go lock is held over it, so a Close from inside an op never waits for
+// a Close draining), then frees it. Returns the C status.
+func (v *VMSession) finishClose() int {
+	rc := C.ACCEL_OK
+	if c := v.h.enter(); c != nil {
+		rc = int(C.accel_session_close(c, C.ACCEL_CLOSE_DRAIN))
+		v.h.exit()
+	}
+	v.h.free()
+	v.rt.untrack(v)
+	return rc
+}
+
+// closeResult records the first Close's result and returns it.
+func (v *VMSession) closeResult(rc int) error {
+	v.closeOnce.Do(func() { v.closeErr = statusErr(rc) })
 	return v.closeErr
 }
 
-// Submit runs f on one of the runtime's workers, after the ops submitted
-// before it to this session, and returns f's error. A panic in f comes
-// back as a *PanicError. ctx is honoured until f starts: if it is done
-// first, f never runs and Submit returns ctx.Err() at once; a running f is
-// not interrupted. A full queue makes Submit wait for room (or ctx).
+// Submit runs f(s) after the ops submitted before it to this session, and
+// returns f's error. f runs on one of the runtime's worker goroutines, or,
+// with a ctx that cannot end (context.Background()), when the session is
+// idle and the scheduler would pick it first, on the calling goroutine
+// (the direct hand-off: no goroutine switch). The calling goroutine never
+// runs another session's op.
+//
+// A panic in f comes back as a *PanicError (the op counts as failed and
+// the session goes on). If f calls runtime.Goexit (t.Fatal does), the op
+// counts as failed and Submit calls runtime.Goexit on the calling
+// goroutine, as it would with f run there; the session and its worker go
+// on.
+//
+// ctx is kept until f starts: its deadline is the op's deadline in the
+// scheduler (an op not started by then never runs), and when it is done
+// the op is cancelled: f never starts after ctx is done, and Submit
+// returns ctx.Err() at once (a running f is not interrupted; Submit then
+// waits for it). A full queue makes Submit wait for room, or for ctx.
+// From inside one of the session's own ops Submit returns ErrDeadlock.
 func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	if f == nil {
 		return ErrInvalidArgument
 	}
 	var done <-chan struct{}
 	if ctx != nil {
-		if done = ctx.Done(); done != nil {
-			select {
-			case <-done:
-				return ctx.Err()
-			default:
-			}
+		if done = ctx.Done(); done != nil && ctx.Err() != nil {
+			return ctx.Err()
 		}
 	}
 	if v.closed.Load() {
 		return ErrSessionClosed
 	}
-	if v.rt.host != nil {
-		return v.submitHost(ctx, done, f)
+	if v.h == nil {
+		v.dispatched.Add(1)
+		v.failed.Add(1)
+		return ErrNoBackends
 	}
 	r := allocRec()
-	r.vs, r.f = v, f
+	r.vs, r.f, r.sync = v, f, true
+	if done != nil {
+		r.ctx, r.cdone = ctx, done
+	}
+	if r.wch == nil {
+		r.wch = make(chan struct{}, 1)
+	}
 	r.state.Store(recQueued)
-	r.cwait = true
-	r.wakeGen = (r.wakeGen + 1) & (1<<29 - 1) // what fits above the 3 bits
-	gen := r.wakeGen
-	atomic.StoreUint32(&r.wake, gen<<3)
-	if _, err := v.enqueue(r, done, false); err != nil {
-		r.cwait, r.vs, r.f = false, nil, nil
-		freeRec(r)
-		if err == errCtxDone {
-			return ctx.Err()
-		}
-		return err
-	}
-	v.postClose()
-	v.submitted.Add(1)
-	// The goroutine waits in C on the record's wake word (a short spin,
-	// then a futex the worker wakes): waking a parked goroutine from a C
-	// thread costs far more (docs/go.md). ctx's end interrupts the wait:
-	// AfterFunc sets CANCEL in the word if it still belongs to this use of
-	// the record (gen), and wakes the waiter.
+	var t C.accel_ticket
+	queued := false
 	if done == nil {
-		waitWake(r, gen, wakeDone)
-	} else {
-		stop := context.AfterFunc(ctx, func() { setWake(r, gen, wakeCancel) })
-		w := waitWake(r, gen, wakeDone|wakeCancel)
-		stop()
-		if w&wakeDone == 0 {
-			// LP of the cancel race: the CAS decides whether f runs.
-			if r.state.CompareAndSwap(recQueued, recCancelled) {
-				v.cancelled.Add(1)
-				return ctx.Err() // the worker frees r when it pops it
-			}
-			waitWake(r, gen, wakeDone) // f started: it is not interrupted
-		}
-	}
-	err := r.err
-	r.cwait, r.err, r.vs, r.f = false, nil, nil, nil
-	freeRec(r)
-	return err
-}
-
-// helpEnabled: a synchronous Submit runs visits on a helper slot (a
-// switch for A/B benchmarks: ACCEL_BENCH_HELP=0).
-var helpEnabled = true
-
-// submitHost is Submit on a runtime with worker goroutines: the caller
-// runs visits on a free helper slot (hostworker.go) and, if its op is
-// not done by then, parks on the record's channel, which the worker
-// sends to after f.
-func (v *VMSession) submitHost(ctx context.Context, done <-chan struct{}, f func(*Session) error) error {
-	h := v.rt.host
-	// Caller helps: with a free helper slot, the record comes from the
-	// slot's cache, and the submit and the first begin are one crossing
-	// (submitHelp); else, or when the queue is full, the plain submit and
-	// then help if a slot is free by then.
-	w := -1
-	var b *slotBuf
-	if helpEnabled {
-		var free bool
-		if w, free = h.takeHelpSlot(); free {
-			b = h.helpers[w].buf
-		} else {
-			w = -1
-		}
-	}
-	var r *opRec
-	if w >= 0 && h.helpers[w].nrec > 0 {
-		r = h.helpers[w].allocRec() // clean (helperSlot): no atomic writes
-	} else {
-		r = allocRec()
-		r.state.Store(recQueued)
-		if r.wch == nil {
-			r.wch = make(chan struct{}, 1)
-		}
-		atomic.StoreUint32(&r.wake, recNotDone) // the record is ours: no one else reads it yet
-	}
-	r.vs, r.f = v, f
-	r.chwait = true
-	held, own, ok, err := int64(0), false, false, error(nil)
-	if w >= 0 {
-		var how ownDone
-		held, how, ok, err = h.submitHelp(w, b, v, r, done)
-		if how == ranOwn || err != nil {
-			// Run here by this goroutine (or refused): r is clean and
-			// goes back to the slot's cache while the slot is ours.
-			if how == ranOwn {
-				v.postClose()
-				v.submitted.Add(1)
-				if held&^C.GOACCEL_IN_VISIT != 0 {
-					h.post(held)
-				}
-				err = r.err
-			}
-			r.chwait, r.err, r.vs, r.f = false, nil, nil, nil
-			h.helpers[w].freeRec(r)
-			h.putHelpSlot(w)
+		// Its own op on this goroutine if the scheduler hands the session
+		// over directly; else queued, or nothing done (no free helper
+		// slot, queue full). Not with a ctx that can end: that op must
+		// be cancellable in the queue (ticket, deadline).
+		var err error
+		queued, err = v.submitOwn(r)
+		if err != nil {
+			r.reset()
+			freeRec(r)
 			return err
 		}
-		own = how != notDone
-		h.putHelpSlot(w)
 	}
-	if !ok {
-		held, err = v.enqueue(r, done, true)
-		// Not from inside an op: a visit is open on this thread.
-		if err == nil && held&C.GOACCEL_IN_VISIT == 0 && helpEnabled {
-			own = h.help(r, done)
+	if !queued {
+		if err := v.enqueue(r, ctx, done, &t); err != nil {
+			r.reset()
+			freeRec(r)
+			return err
 		}
-	}
-	if err != nil {
-		r.chwait, r.vs, r.f = false, nil, nil
-		freeRec(r)
-		if err == errCtxDone {
-			return ctx.Err()
-		}
-		return err
 	}
 	v.postClose()
 	v.submitted.Add(1)
-	// The wakes C claimed for parked workers are delivered after helping,
-	// not before: delivered first, a worker on the other P takes this op
-	// while the caller starts helping, and the caller parks after all. A
-	// claimed wake must still be delivered (host.c counts it as given);
-	// until then this goroutine was itself running the scheduler's picks.
-	if held&^C.GOACCEL_IN_VISIT != 0 {
-		v.rt.host.post(held)
-	}
-	switch {
-	case own || !waitAnnounce(r): // done: no channel (opDone)
-	case done == nil:
+	if done == nil {
 		<-r.wch
-	default:
+	} else {
 		select {
 		case <-r.wch:
 		case <-done:
 			// LP of the cancel race: the CAS decides whether f runs.
 			if r.state.CompareAndSwap(recQueued, recCancelled) {
 				v.cancelled.Add(1)
-				return ctx.Err() // the worker frees r when it takes the op
+				// Frees the queue slot at once rather than when a worker
+				// reaches the op; the done C then calls frees the record
+				// (goAccelUnrun). EALREADY: a worker took it and frees it.
+				if c := v.h.enter(); c != nil {
+					C.accel_cancel(&t)
+					v.h.exit()
+				}
+				return ctx.Err()
 			}
-			<-r.wch // f started: it is not interrupted
+			<-r.wch // f started before ctx ended: it is not interrupted
 		}
 	}
-	err = r.err
-	r.chwait, r.err, r.vs, r.f = false, nil, nil, nil
+	err := r.err
+	r.reset()
 	freeRec(r)
+	if err == errGoexit {
+		runtime.Goexit()
+	}
 	return err
 }
 
-// The done handshake of a host-worker Submit (a chwait record), on
-// r.wake: whichever of the worker (doneAnnounce, after r.err) and a
-// submitter about to park (waitAnnounce) moves the word off recNotDone
-// first decides. The worker first: the submitter sees recDone and
-// neither parks nor receives, and the worker does not send (a helper
-// that ran its own op, or an op done before its submitter looked, costs
-// no channel operation). The submitter first: it parks on r.wch and the
-// worker sends. Exactly one send per parked submitter, none otherwise,
-// so r.wch is empty whenever the record is reused.
-const (
-	recNotDone uint32 = iota
-	recDone           // r.err is stored; the submitter takes it without a receive
-	recWaiting        // the submitter parks on r.wch: the worker sends
-)
-
-// doneAnnounce is the worker's side, after it stored r.err; r must not be
-// touched after it (the submitter may reuse it at once).
-func doneAnnounce(r *opRec) {
-	// LP of the hand-off. Release (Go's atomics are seq-cst): publishes
-	// r.err to the submitter's load (opDone) or failed CAS (waitAnnounce).
-	if atomic.CompareAndSwapUint32(&r.wake, recNotDone, recDone) {
-		return
+// submitOwn is hostWorkers.submitOwn under the handle's guard, left also
+// if f ends the goroutine (runtime.Goexit).
+func (v *VMSession) submitOwn(r *opRec) (bool, error) {
+	c := v.h.enter()
+	if c == nil {
+		return false, nil // closed: enqueue says so
 	}
-	r.wch <- struct{}{} // recWaiting: the send orders r.err before the receive
+	defer v.h.exit()
+	return v.rt.host.submitOwn(v, c, r)
 }
 
-// opDone: the worker has finished r's op (acquire: pairs with
-// doneAnnounce's CAS, so r.err may be read).
-func opDone(r *opRec) bool { return atomic.LoadUint32(&r.wake) == recDone }
+// roomSlice is how long one wait in C for queue room lasts while a ctx
+// may end it: Submit and SubmitBatch look at ctx between slices.
+const roomSlice = 200 * time.Microsecond
 
-// waitAnnounce is the submitter's side before it parks: true if it must
-// receive from r.wch; false if the op is done (the failed CAS read
-// recDone: acquire, r.err may be read).
-func waitAnnounce(r *opRec) bool {
-	return atomic.CompareAndSwapUint32(&r.wake, recNotDone, recWaiting)
-}
-
-// Wake word of a record whose submitter waits in C: gen<<3 | bits.
-const (
-	wakeDone   = 1 // the op finished (the worker sets it)
-	wakeCancel = 2 // ctx ended (cancelWake sets it)
-	wakeSleep  = 4 // the waiter sleeps on the futex: setters must wake it
-)
-
-// waitWake waits until a bit of mask is set in r's wake word; gen is this
-// use's generation. The atomic load after C returns is what orders the
-// worker's writes (r.err) before the caller's reads, for the race
-// detector too (it does not see C's atomics).
-func waitWake(r *opRec, gen uint32, mask uint32) uint32 {
-	C.goaccel_wait((*C.uint32_t)(unsafe.Pointer(&r.wake)), C.uint32_t(gen<<3), C.uint32_t(mask))
-	return atomic.LoadUint32(&r.wake) // [A] acquire: pairs with [R] in setWake
-}
-
-// setWake sets bit in r's wake word if the word is still at gen, and wakes
-// a sleeping waiter. Returns false if the record moved on (reused).
-func setWake(r *opRec, gen uint32, bit uint32) bool {
-	for {
-		w := atomic.LoadUint32(&r.wake)
-		if w>>3 != gen {
-			return false
-		}
-		// [R] release: publishes r.err (done) to waitWake's [A].
-		if atomic.CompareAndSwapUint32(&r.wake, w, w|bit) {
-			if w&wakeSleep != 0 {
-				C.goaccel_wake((*C.uint32_t)(unsafe.Pointer(&r.wake)))
+// enqueue hands r to C (deadline from ctx, ticket into t): without a ctx
+// that can end it waits for room without limit, else in slices between
+// which it looks at ctx. A wait in C holds nothing back: the wakes it
+// needs go to Go as they are asked for (shim.h).
+func (v *VMSession) enqueue(r *opRec, ctx context.Context, done <-chan struct{}, t *C.accel_ticket) error {
+	c := v.h.enter()
+	if c == nil {
+		return ErrSessionClosed
+	}
+	defer v.h.exit()
+	var deadline C.int64_t
+	if ctx != nil {
+		if d, ok := ctx.Deadline(); ok {
+			deadline = C.accel_now_ns() + C.int64_t(time.Until(d))
+			if deadline <= 0 {
+				deadline = 1 // 0 means none
 			}
-			return true
 		}
-	}
-}
-
-type ctxDoneErr struct{}
-
-func (ctxDoneErr) Error() string { return "context done" }
-
-var errCtxDone error = ctxDoneErr{}
-
-// enqueue hands r to C. With no ctx it waits for room without limit;
-// with one it waits in slices so ctx can end the wait. hold: the wakes
-// of the accepting call are returned in held (a shim result's high bits,
-// with GOACCEL_IN_VISIT) instead of posted; the caller posts them.
-func (v *VMSession) enqueue(r *opRec, done <-chan struct{}, hold bool) (held int64, err error) {
-	c := v.h.c
-	rt := v.rt
-	result := func(p int64) int {
-		if hold && int32(p) == C.ACCEL_OK {
-			held = p &^ (1<<32 - 1)
-			return C.ACCEL_OK
-		}
-		return rt.wakesFrom(p &^ C.GOACCEL_IN_VISIT)
 	}
 	if done == nil {
-		rc := result(int64(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_FOREVER, 1)))
-		runtime.KeepAlive(v.h)
-		return held, statusErr(rc)
+		return statusErr(int(C.goaccel_submit(c, C.uintptr_t(r.idx), deadline, C.ACCEL_FOREVER, 1, t)))
 	}
 	for {
-		rc := result(int64(C.goaccel_submit(c, C.uintptr_t(r.idx), C.ACCEL_NO_WAIT, 1)))
-		if rc == C.ACCEL_EAGAIN {
-			// Full: wait up to 1 ms for room, then look at ctx again.
-			rc = result(int64(C.goaccel_submit(c, C.uintptr_t(r.idx), 1000000, 1)))
-		}
+		rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), deadline, C.int64_t(roomSlice), 1, t))
 		if rc != C.ACCEL_ETIMEDOUT {
-			runtime.KeepAlive(v.h)
-			return held, statusErr(rc)
+			return statusErr(rc)
 		}
-		select {
-		case <-done:
-			return 0, errCtxDone
-		default:
+		if chanDone(done) {
+			return ctx.Err()
 		}
 	}
 }

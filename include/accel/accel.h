@@ -594,6 +594,19 @@ ACCEL_API int accel_host_submit_begin(accel_runtime *rt, unsigned worker,
                                       int64_t timeout_ns, accel_op *ops,
                                       unsigned cap, unsigned *n, int *begun);
 
+/* As accel_host_submit_begin, but a visit is begun only by the direct
+ * hand-off (s goes to the slot directly): otherwise the op is queued and
+ * woken for as by accel_submit and *begun is ACCEL_EAGAIN, with no visit,
+ * so nothing of another session is ever handed to the caller. For a host
+ * whose submitter may run its own op on its own thread and nobody else's
+ * (the Go binding: the calling goroutine is the caller's). With cap 1 the
+ * visit holds the first op of s in FIFO order: the caller's own unless
+ * another submitter of s raced it into the ring. Same returns. */
+ACCEL_API int accel_host_submit_own(accel_runtime *rt, unsigned worker,
+                                    accel_session *s, const accel_op *op,
+                                    int64_t timeout_ns, accel_op *ops,
+                                    unsigned cap, unsigned *n, int *begun);
+
 /* Announces slot `worker` idle (its lane's parked count; a seq_cst
  * barrier pairs it with submitters, so that either the following begin
  * sees their work or they see the announcement and call host_wake).

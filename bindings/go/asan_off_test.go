@@ -1,0 +1,5 @@
+//go:build !asan
+
+package accel
+
+const asanEnabled = false

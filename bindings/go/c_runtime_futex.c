@@ -1,2 +1,0 @@
-/* Compiles runtime/futex.c into the Go package (cgo builds every .c here). */
-#include "../../runtime/futex.c"

@@ -1,2 +1,0 @@
-/* Compiles runtime/metrics.c into the Go package (cgo builds every .c here). */
-#include "../../runtime/metrics.c"

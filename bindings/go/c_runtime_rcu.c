@@ -1,2 +1,0 @@
-/* Compiles runtime/rcu.c into the Go package (cgo builds every .c here). */
-#include "../../runtime/rcu.c"

@@ -1,2 +1,0 @@
-/* Compiles runtime/runtime.c into the Go package (cgo builds every .c here). */
-#include "../../runtime/runtime.c"

@@ -1,2 +1,0 @@
-/* Compiles runtime/session.c into the Go package (cgo builds every .c here). */
-#include "../../runtime/session.c"

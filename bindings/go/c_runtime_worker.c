@@ -1,2 +1,0 @@
-/* Compiles runtime/worker.c into the Go package (cgo builds every .c here). */
-#include "../../runtime/worker.c"

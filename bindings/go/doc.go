@@ -1,0 +1,74 @@
+// Package accel runs the ops of many tenants (VMs, chains) on a shared pool
+// of workers, each tenant in its own ordered, budgeted, prioritised queue:
+// the Go face of the C library accel, and a drop-in for the old
+// VMSession type (same names, same errors, same promises).
+//
+// # Sessions
+//
+// A VMSession is one tenant. Its ops (Submit, SubmitAsync, SubmitBatch,
+// SubmitAsyncBatch) start in submission order and never overlap; busy
+// sessions share the workers in proportion to their Priority; what the
+// ops allocate through the *Session they get is charged to the session's
+// memory budget; closing one session never affects another. Sessions
+// belong to a Runtime: NewVMSession uses the process default
+// (DefaultRuntime); NewRuntime makes others.
+//
+// # Which goroutine runs what
+//
+// Every completion callback of SubmitAsync and SubmitAsyncBatch, and
+// every f of theirs and of SubmitBatch, runs on one of the runtime's
+// worker goroutines (Runtime.Workers of them). The f of a Submit runs
+// there too, or on the goroutine that called Submit: only when its ctx
+// cannot end (context.Background()) and the scheduler hands the idle
+// session straight over (the direct hand-off, which saves two goroutine
+// switches). A goroutine that calls Submit never runs another session's
+// op, so a lock it holds around Submit is held only against its own f,
+// and its ctx is answered whatever the other sessions' ops do. Keep
+// completion callbacks short: they hold the worker.
+//
+// # Context
+//
+// A ctx given to Submit or SubmitBatch is kept until f starts: its
+// deadline is the op's deadline in the scheduler, and when ctx is done
+// the op is cancelled. f never starts after its ctx is done, and the call
+// returns ctx.Err() at once, also while it waits for queue room. A running
+// f is not interrupted (it gets no ctx; pass one in its closure if it
+// should stop early).
+//
+// # Errors, panics and Goexit
+//
+// A panic in f comes back from Submit as a *PanicError (errors.Is sees
+// through it to an error panic value); the op counts as failed and the
+// session goes on. runtime.Goexit in f (t.Fatal and t.FailNow call it)
+// fails the op and ends the goroutine that called Submit, as it would if
+// f had run there; the session and its worker go on. A panic in a
+// completion callback is not recovered: it ends the program, as an
+// unrecovered panic in any goroutine does.
+//
+// # Close
+//
+// Close stops the session taking ops, waits until the ops it accepted
+// have run and frees its memory; from inside one of its own ops it does
+// not wait. Runtime.Close closes every session and stops the workers.
+// Every method stays safe after either: ErrSessionClosed,
+// ErrRuntimeClosed or a zero value.
+//
+// # Differences from the old type
+//
+//   - f runs on a worker goroutine, not on the caller's: a goroutine-local
+//     assumption in f (runtime.LockOSThread, a goroutine id) does not
+//     carry over from the caller. runtime.Goexit in f still ends the
+//     caller's goroutine.
+//   - ctx is kept until f starts, not only while waiting for the session's
+//     lock.
+//   - Sync from inside one of the session's own ops returns nil at once.
+//   - The queue is bounded (WithQueueDepth): a Submit on a full queue
+//     waits for room, SubmitAsync returns ErrQueueFull.
+//   - The GPU backends are not built into this package: a session that
+//     asks for one is unavailable (IsAvailable false, Session nil, Submit
+//     ErrNoBackends), as the old type's was on a host without the device.
+//     BackendAuto runs on the CPU.
+//
+// The package needs cgo on Linux and liburcu (apt install liburcu-dev): it
+// compiles the C runtime from the repository's sources.
+package accel

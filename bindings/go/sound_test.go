@@ -1,0 +1,650 @@
+package accel
+
+// The package used as the old VMSession's users use it: a lock held
+// around Submit, t.Fatal in an op, a batch bigger than the queue, Close
+// racing Close, calls after Runtime.Close. Each test that could hang has
+// a watchdog that names the step it is stuck in.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// step starts a watchdog for one step: if done is not called within
+// 10 s, the test binary panics naming the step (with every goroutine's
+// stack), instead of hanging until go test's own timeout.
+func step(t testing.TB, name string) (done func()) {
+	t.Helper()
+	tm := time.AfterFunc(10*time.Second, func() {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		panic(fmt.Sprintf("%s: stuck at %q\n%s", t.Name(), name, buf))
+	})
+	return func() { tm.Stop() }
+}
+
+// A caller holding a mutex around a.Submit must not deadlock when
+// another session's op takes the same mutex: the caller's goroutine only
+// waits for its own op, and never runs b's. Both workers are held by ops
+// of c1 and c2 when the caller submits, so b's op (queued first) is the
+// scheduler's next pick; the two are let go 20 ms later.
+func TestSubmitUnderCallersLock(t *testing.T) {
+	rt := newTestRuntime(t, 2)
+	a, _ := rt.NewVMSession("a")
+	c := []*VMSession{}
+	for _, id := range []string{"c1", "c2"} {
+		v, _ := rt.NewVMSession(id)
+		c = append(c, v)
+	}
+	var mu sync.Mutex
+	for i := 0; i < 20; i++ {
+		// A fresh b whose ops so far were short (a VM's usual ops), so
+		// that any slot, short lane included, may run its next one.
+		b, _ := rt.NewVMSession(fmt.Sprintf("b%d", i))
+		for j := 0; j < 20; j++ {
+			b.Submit(bg(), func(*Session) error { return nil })
+		}
+		me := goid()
+		release := make(chan struct{})
+		var started sync.WaitGroup
+		started.Add(2)
+		for _, v := range c {
+			v.SubmitAsync(func(*Session) error { started.Done(); <-release; return nil }, nil)
+		}
+		started.Wait()
+		var ranOn atomic.Uint64
+		bDone := make(chan error, 1)
+		mu.Lock()
+		if err := b.SubmitAsync(func(*Session) error {
+			ranOn.Store(goid())
+			mu.Lock()
+			mu.Unlock()
+			return nil
+		}, func(err error) { bDone <- err }); err != nil {
+			t.Fatal(err)
+		}
+		// a has an op queued too (behind b's), as a busy VM does: its
+		// Submit joins a queue instead of finding its session idle.
+		a.SubmitAsync(func(*Session) error { return nil }, nil)
+		time.AfterFunc(20*time.Millisecond, func() { close(release) })
+		done := step(t, fmt.Sprintf("round %d: a.Submit under the lock", i))
+		if err := a.Submit(bg(), func(*Session) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		done()
+		mu.Unlock()
+		done = step(t, "b's op")
+		<-bDone
+		done()
+		if ranOn.Load() == me {
+			t.Fatalf("round %d: b's op ran on a's caller goroutine", i)
+		}
+		b.Close()
+	}
+}
+
+// A Submit whose deadline passes while the only worker runs another
+// session's long op returns the deadline's error while that op still
+// runs, and its f never starts.
+func TestSubmitDeadlineWhileOtherSessionRuns(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	a, _ := rt.NewVMSession("a")
+	b, _ := rt.NewVMSession("b")
+	release, started := make(chan struct{}), make(chan struct{})
+	b.SubmitAsync(func(*Session) error {
+		close(started)
+		<-release
+		return nil
+	}, nil)
+	<-started
+	var ran atomic.Bool
+	ctx, cancel := context.WithTimeout(bg(), 50*time.Millisecond)
+	defer cancel()
+	done := step(t, "a.Submit with a 50 ms deadline while b's op holds the worker")
+	err := a.Submit(ctx, func(*Session) error { ran.Store(true); return nil })
+	done()
+	close(release) // b's op ends only now: Submit did not wait for it
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Submit = %v, want context.DeadlineExceeded", err)
+	}
+	done = step(t, "a.Sync")
+	a.Sync()
+	done()
+	if ran.Load() {
+		t.Fatal("f started after its ctx's deadline")
+	}
+	if st := a.FullStats(); st.Cancelled != 1 || st.Dispatched != 0 {
+		t.Fatalf("stats: cancelled %d dispatched %d, want 1 0", st.Cancelled, st.Dispatched)
+	}
+}
+
+// Cancel while queued behind another session's op: Submit returns
+// context.Canceled before that op ends, and f never runs.
+func TestSubmitCancelWhileQueued(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	a, _ := rt.NewVMSession("a")
+	b, _ := rt.NewVMSession("b")
+	release, started := make(chan struct{}), make(chan struct{})
+	b.SubmitAsync(func(*Session) error { close(started); <-release; return nil }, nil)
+	<-started
+	ctx, cancel := context.WithCancel(bg())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	var ran atomic.Bool
+	done := step(t, "Submit cancelled while queued")
+	err := a.Submit(ctx, func(*Session) error { ran.Store(true); return nil })
+	done()
+	close(release)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Submit = %v, want context.Canceled", err)
+	}
+	a.Sync()
+	if ran.Load() {
+		t.Fatal("f ran after its ctx was cancelled")
+	}
+}
+
+// A batch with more ops than free queue slots: every op runs (a default
+// session of depth 1024 with 2000 ops; depth 4 with 64).
+func TestSubmitBatchBiggerThanQueue(t *testing.T) {
+	for _, c := range []struct{ depth, n int }{{0, 2000}, {4, 64}} {
+		rt := newTestRuntime(t, 2)
+		var opts []VMSessionOption
+		if c.depth > 0 {
+			opts = append(opts, WithQueueDepth(c.depth))
+		}
+		v, _ := rt.NewVMSession("batch", opts...)
+		var ran atomic.Int64
+		fs := make([]func(*Session) error, c.n)
+		for i := range fs {
+			fs[i] = func(*Session) error { ran.Add(1); return nil }
+		}
+		done := step(t, fmt.Sprintf("SubmitBatch of %d ops, depth %d", c.n, c.depth))
+		errs := v.SubmitBatch(bg(), fs)
+		done()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("depth %d: op %d: %v", c.depth, i, err)
+			}
+		}
+		if ran.Load() != int64(c.n) {
+			t.Fatalf("depth %d: %d of %d ops ran", c.depth, ran.Load(), c.n)
+		}
+	}
+}
+
+// SubmitBatch honours ctx while it waits for queue room.
+func TestSubmitBatchCtxWhileWaitingForRoom(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("b", WithQueueDepth(4))
+	release, started := make(chan struct{}), make(chan struct{})
+	v.SubmitAsync(func(*Session) error { close(started); <-release; return nil }, nil)
+	<-started
+	var ran atomic.Int64
+	fs := make([]func(*Session) error, 64)
+	for i := range fs {
+		fs[i] = func(*Session) error { ran.Add(1); return nil }
+	}
+	ctx, cancel := context.WithTimeout(bg(), 30*time.Millisecond)
+	defer cancel()
+	done := step(t, "SubmitBatch waiting for room past its ctx's deadline")
+	errs := v.SubmitBatch(ctx, fs)
+	done()
+	close(release)
+	v.Sync()
+	for i, err := range errs {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("op %d: %v, want context.DeadlineExceeded", i, err)
+		}
+	}
+	if ran.Load() != 0 {
+		t.Fatalf("%d ops ran after their ctx's deadline", ran.Load())
+	}
+}
+
+// SubmitBatch to the op's own session from inside the op would wait for
+// itself: ErrDeadlock, as Submit.
+func TestSubmitBatchFromOwnOp(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("v")
+	var errs []error
+	done := step(t, "SubmitBatch from inside an op of its session")
+	err := v.Submit(bg(), func(*Session) error {
+		errs = v.SubmitBatch(bg(), []func(*Session) error{
+			func(*Session) error { return nil }, func(*Session) error { return nil }})
+		return nil
+	})
+	done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range errs {
+		if !errors.Is(e, ErrDeadlock) {
+			t.Fatalf("op %d: %v, want ErrDeadlock", i, e)
+		}
+	}
+}
+
+// runtime.Goexit in f (t.Fatal, t.FailNow): the submitting goroutine
+// ends as it would with f run there, the op counts failed, and the
+// session and its worker go on (the runtime has one worker).
+func TestGoexitInOp(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("v")
+	returned, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		v.Submit(bg(), func(*Session) error { runtime.Goexit(); return nil })
+		close(returned)
+	}()
+	done := step(t, "goroutine whose op called Goexit")
+	<-exited
+	done()
+	select {
+	case <-returned:
+		t.Fatal("Submit returned after f called runtime.Goexit")
+	default:
+	}
+	done = step(t, "Submit after the Goexit")
+	if err := v.Submit(bg(), func(*Session) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	got := make(chan error, 1)
+	done = step(t, "SubmitAsync whose op calls Goexit")
+	v.SubmitAsync(func(*Session) error { runtime.Goexit(); return nil }, func(err error) { got <- err })
+	if err := <-got; !errors.Is(err, errGoexit) {
+		t.Fatalf("async completion got %v", err)
+	}
+	done()
+	done = step(t, "SubmitAsync after the async Goexit")
+	v.SubmitAsync(func(*Session) error { return nil }, func(err error) { got <- err })
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	done()
+	if d, c, f := v.Stats(); d != 4 || c != 2 || f != 2 {
+		t.Fatalf("Stats = %d %d %d, want 4 2 2", d, c, f)
+	}
+}
+
+// t.Fatal inside f, as a test of a VM written for the old type does: the
+// subtest fails (its goroutine ends), and the session goes on.
+func TestFatalInOpFailsOnlyItsTest(t *testing.T) {
+	if os.Getenv("ACCEL_TEST_FATAL_CHILD") == "1" {
+		rt := newTestRuntime(t, 1)
+		v, _ := rt.NewVMSession("v")
+		t.Run("fatal", func(t *testing.T) {
+			v.Submit(bg(), func(*Session) error { t.Fatal("from inside f"); return nil })
+			t.Error("Submit returned after t.Fatal in f")
+		})
+		if err := v.Submit(bg(), func(*Session) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println("SESSION-WENT-ON")
+		return
+	}
+	out := runChild(t, "^TestFatalInOpFailsOnlyItsTest$", "ACCEL_TEST_FATAL_CHILD=1")
+	if !strings.Contains(out, "from inside f") || !strings.Contains(out, "SESSION-WENT-ON") ||
+		strings.Contains(out, "Submit returned after") {
+		t.Fatalf("child run:\n%s", out)
+	}
+}
+
+// runChild runs this test binary with env set and returns its output.
+func runChild(t *testing.T, run string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", run, "-test.v")
+	cmd.Env = append(os.Environ(), env...)
+	done := step(t, "child test binary")
+	out, _ := cmd.CombinedOutput()
+	done()
+	return string(out)
+}
+
+// Close from inside the session's own op while another goroutine's Close
+// (or the runtime's) is draining it returns at once; both finish.
+func TestCloseFromOwnOpWhileAnotherCloseDrains(t *testing.T) {
+	for _, viaRuntime := range []bool{false, true} {
+		rt, err := NewRuntime(RuntimeConfig{Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := rt.NewVMSession("v")
+		release, started := make(chan struct{}), make(chan struct{})
+		inner := make(chan error, 1)
+		v.SubmitAsync(func(*Session) error {
+			close(started)
+			<-release
+			inner <- v.Close()
+			return nil
+		}, nil)
+		<-started
+		outer := make(chan error, 1)
+		go func() {
+			if viaRuntime {
+				outer <- rt.Close()
+			} else {
+				outer <- v.Close()
+			}
+		}()
+		time.Sleep(10 * time.Millisecond) // let the outer Close reach its drain
+		close(release)
+		done := step(t, fmt.Sprintf("Close from inside the op (runtime close: %v)", viaRuntime))
+		if err := <-inner; err != nil {
+			t.Fatalf("inner Close: %v", err)
+		}
+		done()
+		done = step(t, "the outer Close")
+		if err := <-outer; err != nil {
+			t.Fatalf("outer Close: %v", err)
+		}
+		done()
+		if !viaRuntime {
+			rt.Close()
+		}
+	}
+}
+
+// After Runtime.Close every method of every handle is safe: an error or
+// a zero value, no crash, no freed memory read (the ASan run checks the
+// last part).
+func TestUseAfterRuntimeClose(t *testing.T) {
+	rt, err := NewRuntime(RuntimeConfig{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := rt.NewVMSession("v", WithMemoryBudget(1<<20))
+	s := v.Session()
+	buf, err := s.Alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	nop := func(*Session) error { return nil }
+	checks := []struct {
+		name string
+		err  error
+	}{
+		{"Submit", v.Submit(bg(), nop)},
+		{"SubmitAsync", v.SubmitAsync(nop, nil)},
+		{"SubmitBatch", v.SubmitBatch(bg(), []func(*Session) error{nop})[0]},
+		{"Sync", v.Sync()},
+		{"SetPriority", v.SetPriority(PriorityHigh)},
+		{"Reserve", s.Reserve(10)},
+		{"Release", s.Release(10)},
+	}
+	for _, c := range checks {
+		if c.err == nil {
+			t.Errorf("%s after Runtime.Close: nil error", c.name)
+		}
+	}
+	if _, err := v.SubmitAsyncBatch([]func(*Session) error{nop}, nil); err == nil {
+		t.Error("SubmitAsyncBatch after Runtime.Close: nil error")
+	}
+	if _, err := s.Alloc(8); err == nil {
+		t.Error("Alloc after Runtime.Close: nil error")
+	}
+	s.Free(buf)
+	if v.MemoryUsed() != 0 || s.MemoryUsed() != 0 {
+		t.Error("MemoryUsed after Runtime.Close")
+	}
+	if st := v.FullStats(); !st.Closed || st.ID != "v" {
+		t.Errorf("FullStats after Runtime.Close: %+v", st)
+	}
+	_ = s.Backend()
+	_ = s.MemoryBudget()
+	_ = s.Sync()
+	if err := v.Close(); err != nil {
+		t.Errorf("Close after Runtime.Close: %v", err)
+	}
+	if v.IsAvailable() || !v.IsClosed() {
+		t.Error("session reports open after Runtime.Close")
+	}
+	var sb strings.Builder
+	if err := rt.WritePrometheus(&sb); !errors.Is(err, ErrRuntimeClosed) {
+		t.Errorf("WritePrometheus after Close: %v", err)
+	}
+	if _, ok := rt.Lookup("v"); ok || len(rt.Sessions()) != 0 {
+		t.Error("Lookup/Sessions after Close")
+	}
+	if _, err := rt.NewVMSession("w"); !errors.Is(err, ErrRuntimeClosed) {
+		t.Errorf("NewVMSession after Close: %v", err)
+	}
+}
+
+// rssBytes is the process's resident set size now.
+func rssBytes(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skip("no /proc/self/statm")
+	}
+	var size, rss int64
+	fmt.Sscan(string(b), &size, &rss)
+	return rss * int64(os.Getpagesize())
+}
+
+// Close gives a session's C memory back at once: 100,000 open/Submit/
+// Close cycles with no forced GC. Freed only by a finalizer, the
+// sessions' C memory (about 40 KB each at depth 1024) grew by hundreds of
+// MB within 10,000 cycles. What C's malloc has handed out and not got
+// back must stay within a few MB (the sessions freed but still waiting
+// for liburcu's grace period are in it). RSS itself gets a loose bound
+// only: malloc keeps freed memory resident in per-thread arenas, and RSS
+// was seen to swing by tens of MB, up and down, over such runs.
+func TestCloseGivesMemoryBack(t *testing.T) {
+	if asanEnabled {
+		t.Skip("ASan's allocator and quarantine keep freed memory")
+	}
+	rt := newTestRuntime(t, 1)
+	cycle := func() {
+		v, err := rt.NewVMSession("cycle")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Submit(bg(), func(*Session) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 2000; i++ { // warm-up: slabs, RCU's threads, the Go heap's first GCs
+		cycle()
+	}
+	n := 100000
+	if raceEnabled {
+		n = 20000
+	}
+	heap0, rss0 := cHeapInUse(), rssBytes(t)
+	done := step(t, "open/close cycles")
+	maxHeap := heap0
+	for i := 0; i < n; i++ {
+		cycle()
+		if i%1000 == 0 {
+			if h := cHeapInUse(); h > maxHeap {
+				maxHeap = h
+			}
+		}
+	}
+	done()
+	// The last sessions' memory goes back after liburcu's grace period, on
+	// its thread: give it up to a second.
+	heap1 := cHeapInUse()
+	for i := 0; i < 100 && heap1-heap0 > 8<<20; i++ {
+		time.Sleep(10 * time.Millisecond)
+		heap1 = cHeapInUse()
+	}
+	rss1 := rssBytes(t)
+	t.Logf("C heap in use %d -> %d KB (at most %d KB on the way: frees waiting for a grace period), RSS %d -> %d MB",
+		heap0>>10, heap1>>10, maxHeap>>10, rss0>>20, rss1>>20)
+	if grew := heap1 - heap0; grew > 8<<20 {
+		t.Fatalf("C heap in use grew %d MB over %d open/Submit/Close cycles", grew>>20, n)
+	}
+	if grew := rss1 - rss0; grew > 256<<20 {
+		t.Fatalf("RSS grew %d MB over %d open/Submit/Close cycles (from %d MB)", grew>>20, n, rss0>>20)
+	}
+}
+
+// The same vmID twice while open (two chains of one VM type), and ids of
+// any length: separate sessions, ID() the caller's string.
+func TestSameVMIDTwiceAndLongIDs(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	a, err := rt.NewVMSession("evm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rt.NewVMSession("evm")
+	if err != nil {
+		t.Fatalf("second session \"evm\": %v", err)
+	}
+	long := strings.Repeat("x", 300)
+	c, err := rt.NewVMSession(long)
+	if err != nil {
+		t.Fatalf("300-byte id: %v", err)
+	}
+	nul, err := rt.NewVMSession("a\x00b")
+	if err != nil {
+		t.Fatalf("id with a NUL: %v", err)
+	}
+	for _, x := range []struct {
+		v  *VMSession
+		id string
+	}{{a, "evm"}, {b, "evm"}, {c, long}, {nul, "a\x00b"}} {
+		if x.v.ID() != x.id {
+			t.Errorf("ID() = %q, want %q", x.v.ID(), x.id)
+		}
+		var ran bool
+		if err := x.v.Submit(bg(), func(*Session) error { ran = true; return nil }); err != nil || !ran {
+			t.Errorf("%q: Submit = %v, ran %v", x.id, err, ran)
+		}
+	}
+	if w, ok := rt.Lookup("evm"); !ok || (w != a && w != b) {
+		t.Error("Lookup(\"evm\")")
+	}
+	a.Close()
+	if w, ok := rt.Lookup("evm"); !ok || w != b {
+		t.Error("Lookup(\"evm\") after closing the first")
+	}
+	if err := b.Submit(bg(), func(*Session) error { return nil }); err != nil {
+		t.Errorf("closing one \"evm\" affected the other: %v", err)
+	}
+}
+
+// Priority() returns what was given, whatever the weight used inside.
+func TestPriorityReturnsGiven(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	for _, p := range []Priority{PriorityLow, PriorityCritical, 5000, 0} {
+		v, err := rt.NewVMSession("p", WithPriority(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Priority() != p {
+			t.Errorf("WithPriority(%d): Priority() = %d", p, v.Priority())
+		}
+		v.Close()
+	}
+}
+
+// A backend the host lacks: an unavailable session, as the old type
+// (VM code picks its CPU path by IsAvailable).
+func TestUnavailableBackend(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	backends := []BackendType{BackendMetal, BackendWebGPU}
+	if v, err := rt.NewVMSession("probe", WithVMBackend(BackendCUDA)); err == nil && !v.IsAvailable() {
+		backends = append(backends, BackendCUDA) // no CUDA device here
+	}
+	for _, b := range backends {
+		v, err := rt.NewVMSession("gpu", WithVMBackend(b))
+		if err != nil {
+			t.Fatalf("%v: NewVMSession = %v, want an unavailable session", b, err)
+		}
+		if v.IsAvailable() || v.Session() != nil {
+			t.Fatalf("%v: IsAvailable %v, Session %v", b, v.IsAvailable(), v.Session())
+		}
+		var ran bool
+		if err := v.Submit(bg(), func(*Session) error { ran = true; return nil }); !errors.Is(err, ErrNoBackends) || ran {
+			t.Fatalf("%v: Submit = %v, ran %v", b, err, ran)
+		}
+		if d, _, f := v.Stats(); d != 1 || f != 1 {
+			t.Fatalf("%v: Stats dispatched %d failed %d, want 1 1", b, d, f)
+		}
+		if err := v.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := rt.NewVMSession("auto", WithVMBackend(BackendAuto))
+	if err != nil || !v.IsAvailable() || v.Session().Backend() != BackendCPU {
+		t.Fatalf("BackendAuto: %v", err)
+	}
+}
+
+// DefaultSession survives a Close by anyone, and a user VM named
+// "default" is another session.
+func TestDefaultSessionSurvivesClose(t *testing.T) {
+	s, err := DefaultSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := NewVMSession("default")
+	if err != nil {
+		t.Fatalf("user VM named \"default\": %v", err)
+	}
+	defer user.Close()
+	s.Close()
+	s2, err := DefaultSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.VMSession().Submit(bg(), func(*Session) error { return nil }); err != nil {
+		t.Fatalf("DefaultSession after a Close: %v", err)
+	}
+	if s2.ID() != "default" {
+		t.Errorf("default session's ID %q", s2.ID())
+	}
+	if err := user.Submit(bg(), func(*Session) error { return nil }); err != nil {
+		t.Fatalf("user \"default\" after the default's Close: %v", err)
+	}
+}
+
+// A panic in f is a *PanicError that errors.Is sees through.
+func TestPanicErrorUnwrap(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("v")
+	errBoom := errors.New("boom")
+	err := v.Submit(bg(), func(*Session) error { panic(errBoom) })
+	var pe *PanicError
+	if !errors.As(err, &pe) || !errors.Is(err, errBoom) {
+		t.Fatalf("Submit = %v, want a *PanicError wrapping boom", err)
+	}
+	if err := v.Submit(bg(), func(*Session) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A panic in an async completion is never swallowed: it ends the program
+// as an unrecovered panic in a goroutine would.
+func TestCompletionPanicIsRaised(t *testing.T) {
+	if os.Getenv("ACCEL_TEST_DONE_PANIC_CHILD") == "1" {
+		rt, _ := NewRuntime(RuntimeConfig{Workers: 1})
+		v, _ := rt.NewVMSession("v")
+		v.SubmitAsync(func(*Session) error { return nil }, func(error) { panic("PANIC-IN-DONE") })
+		time.Sleep(2 * time.Second)
+		fmt.Println("CHILD-WENT-ON")
+		return
+	}
+	out := runChild(t, "^TestCompletionPanicIsRaised$", "ACCEL_TEST_DONE_PANIC_CHILD=1")
+	if !strings.Contains(out, "PANIC-IN-DONE") || strings.Contains(out, "CHILD-WENT-ON") {
+		t.Fatalf("child run:\n%s", out)
+	}
+}
