@@ -17,8 +17,9 @@
  *           again at once). The producers' loop is that and nothing
  *           more (no deadline check; bench_handoff.c runs the same loops
  *           alone and shows the clock this file uses against the one a
- *           stand-alone program usually has). In batch mode each producer builds a local
- *           queue of 32 and splices it in (__cds_wfcq_splice_blocking): a
+ *           stand-alone program usually has). In batch mode each
+ *           producer builds a local queue of 32 and splices it in
+ *           (__cds_wfcq_splice_blocking): a
  *           different measurement, the cost of a batched hand-off.
  *   msess   the design accel replaces: a mutex per session, the op run on
  *           the submitting thread (W plays no part).
