@@ -21,6 +21,19 @@
  * was absorbed by a worker that was already being woken while the other
  * stayed parked, and no claim strands a parked worker.
  *
+ * -DNGEN=2: two general workers (the runtime of the report: 2 general,
+ *  1 short-lane worker, a burst on two short-class sessions).
+ * -DTWO_WAKERS: two submitters, one session each, so the wakes of the two
+ *  sessions run concurrently and either waker may be preempted between
+ *  any two of its steps (its claim, its park_seq bump) for as long as the
+ *  other threads take to reach quiescence: Spin interleaves every step.
+ * -DSTALL: a waker may stop for good between its claim and its park_seq
+ *  bump (preempted and never run again). Then the ops cannot all meet (the
+ *  claimed worker is woken by nobody), so the check is the one a lost or
+ *  misdirected wake would break: every session whose submitter finished
+ *  its wake was taken by a worker (`picked >= owed` at quiescence).
+ *  Only the stalled waker's own session may wait for it.
+ *
  * -DBROKEN_NOCLAIM: the wake tests "parked > 0" without claiming (the
  *  code before the fix): two wakes in the short worker's wake-up window
  *  both go to it, the general worker stays parked, and the first op waits
@@ -31,6 +44,9 @@
  *  must reject it on `met`.
  */
 #define NS 2
+#ifndef NGEN
+#define NGEN 1
+#endif
 
 byte parked[2];                /* per lane: 0 general, 1 short */
 byte claimed[2];
@@ -38,6 +54,9 @@ byte park_seq[2];
 chan q = [NS] of { byte };     /* the calendar: queued sessions */
 byte running = 0;
 byte met = 0;
+byte picked = 0;               /* sessions a worker took from the calendar */
+byte owed = 0;                 /* sessions whose submitter finished its wake */
+bit stalled = 0;               /* a waker stopped for good (-DSTALL) */
 
 inline claim_wake(l, done) {
 #ifdef BROKEN_NOCLAIM
@@ -53,25 +72,61 @@ inline claim_wake(l, done) {
         fi
     };
     if
-    :: done -> park_seq[l]++        /* then futex_wake(1) */
+    :: done ->
+#ifdef STALL
+        if                          /* preempted here, never resumed */
+        :: stalled == 0 -> stalled = 1; goto end_stalled
+        :: true
+        fi;
+#endif
+        park_seq[l]++               /* then futex_wake(1) */
     :: else
     fi
 #endif
 }
 
+inline wake_both(done) {
+    claim_wake(1, done);            /* short lane first */
+    if
+    :: !done -> claim_wake(0, done)
+    :: else
+    fi
+}
+
+#ifdef TWO_WAKERS
+proctype submitter(byte i)
+{
+    bit done;
+    q!i;                            /* enqueue (the calendar's push) */
+    wake_both(done);
+    owed++;
+#ifdef STALL
+    goto fin;
+end_stalled:
+    false;
+fin:
+#endif
+    skip
+}
+#else
 proctype submitter()
 {
     byte i;
     bit done;
     for (i : 1 .. NS) {
         q!i;                        /* enqueue (the calendar's push) */
-        claim_wake(1, done);        /* short lane first */
-        if
-        :: !done -> claim_wake(0, done)
-        :: else
-        fi
-    }
+        wake_both(done);
+        owed++
+    };
+#ifdef STALL
+    goto fin;
+end_stalled:
+    false;
+fin:
+#endif
+    skip
 }
+#endif
 
 proctype worker(byte lane)
 {
@@ -81,7 +136,7 @@ end_top:
     do
     :: atomic {                     /* accel__sched_pick, non-blocking */
            if
-           :: nempty(q) -> q?s; got = 1
+           :: nempty(q) -> q?s; got = 1; picked++
            :: empty(q) -> got = 0
            fi
        };
@@ -91,7 +146,7 @@ end_top:
            parked[lane]++;
            atomic {                 /* the pick after the cold fence */
                if
-               :: nempty(q) -> q?s; got = 1
+               :: nempty(q) -> q?s; got = 1; picked++
                :: empty(q) -> got = 0
                fi
            };
@@ -130,18 +185,33 @@ end_park:      (park_seq[lane] != seq)   /* futex_wait */
        if
        :: got == 1 ->
            running++;
+#ifdef STALL
+end_meet:  /* its partner's session may be the stalled waker's */
+#endif
            (running == NS);         /* the op waits for its partner */
            met++
        :: else
        fi
-    od
+    od;
+#ifdef STALL
+end_stalled:                        /* only through a stalled pass-on */
+    false
+#endif
 }
 
 init {
+    byte g;
     atomic {
-        run worker(0);
+        for (g : 1 .. NGEN) {
+            run worker(0)
+        }
         run worker(1);
+#ifdef TWO_WAKERS
+        run submitter(1);
+        run submitter(2)
+#else
         run submitter()
+#endif
     }
 }
 
@@ -149,5 +219,9 @@ init {
  * parked with work it could run. */
 active proctype monitor()
 {
+#ifdef STALL
+    timeout -> assert(owed <= picked + stalled)
+#else
     timeout -> assert(met == NS)
+#endif
 }

@@ -76,6 +76,16 @@ check sync.pml 'fail:invalid end state' -DBROKEN_NORECHECK
 check lanes.pml pass
 check lanes.pml 'fail:assertion violated (met==' -DBROKEN_NOCLAIM
 check lanes.pml 'fail:assertion violated (met==' -DBROKEN_NOPASS
+# 2 general + 1 short-lane worker; two wakers at once; a waker stopped for
+# good between its claim and its bump (only its own session may wait)
+check lanes.pml pass -DNGEN=2 -DSTALL
+check lanes.pml pass -DTWO_WAKERS -DSTALL
+check lanes.pml 'fail:assertion violated (owed<=' -DNGEN=2 -DSTALL -DBROKEN_NOCLAIM
+check lanes.pml 'fail:assertion violated (owed<=' -DNGEN=2 -DSTALL -DBROKEN_NOPASS
+if [ "${MODELS_FULL:-0}" = 1 ]; then   # 5M / 10M states, ~10 / 20 s
+  check lanes.pml pass -DNGEN=2 -DTWO_WAKERS
+  check lanes.pml pass -DNGEN=2 -DTWO_WAKERS -DSTALL
+fi
 # producers waiting for room: the take that frees a slot wakes them
 check host.pml pass
 check host.pml 'fail:assertion violated (met==' -DBROKEN_NORECHECK

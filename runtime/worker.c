@@ -407,9 +407,17 @@ static inline bool claim_parked(_Atomic uint64_t *idle)
 /* Wakes the claimed parked worker: a futex wake of the lane's word, or,
  * with host-driven workers, the host's callback (the host's own sleep
  * keeps the wake: accel.h). */
+void (*_Atomic accel__wake_window_hook)(accel_runtime *rt, unsigned lane);
+
 static void wake_claimed(accel_runtime *rt, _Atomic uint32_t *word,
                          unsigned lane)
 {
+    /* relaxed: a test sets it before it creates the runtime. Loaded only
+     * after a claim, on the way to a futex wake (a syscall). */
+    void (*hook)(accel_runtime *, unsigned) =
+        atomic_load_explicit(&accel__wake_window_hook, memory_order_relaxed);
+    if (__builtin_expect(hook != NULL, 0))
+        hook(rt, lane);
     if (rt->cfg.host_wake) {
         rt->cfg.host_wake(rt->cfg.host_wake_arg, lane);
         return;

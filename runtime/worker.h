@@ -116,6 +116,12 @@ void accel__park_announce(accel_runtime *rt, unsigned lane);
  * submit finds no parked worker to wake. NULL outside tests. */
 extern void (*_Atomic accel__park_window_hook)(accel_runtime *rt,
                                                unsigned lane);
+/* Test seam (unit_regressions.c): when set, called by a waker after its
+ * claim on a parked worker of lane and before its park_seq bump and futex
+ * wake, the window where a preempted waker holds a claim it has not sent.
+ * NULL outside tests. */
+extern void (*_Atomic accel__wake_window_hook)(accel_runtime *rt,
+                                               unsigned lane);
 /* A parked worker leaves (found: its pick after the announcement found
  * work, so a claim it takes is passed on). */
 void accel__park_leave(accel_runtime *rt, unsigned lane, bool found);

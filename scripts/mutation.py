@@ -32,6 +32,14 @@ MUTANTS = [
      "accel_unit_regressions",
      "tests/accel_unit_regressions --jobs 1 --filter regressions/submit_in_the_park_window_is_not_lost",
      "park() sleeps without picking again after announcing itself"),
+    ("wake-never-sent", "runtime/worker.c",
+     "    atomic_fetch_add_explicit(word, 1, memory_order_release);\n"
+     "    accel__futex_wake(word, 1);",
+     "    atomic_fetch_add_explicit(word, 1, memory_order_release);",
+     "accel_unit_regressions",
+     "tests/accel_unit_regressions --jobs 1 --filter "
+     "regressions/waker_stopped_between_claim_and_wake_delays_not_loses",
+     "a claimed wake bumps park_seq but never wakes the parked worker"),
     ("set-priority-no-weight", "runtime/session.c",
      "    atomic_store_explicit(&s->se.weight, priority, memory_order_relaxed);\n",
      "",

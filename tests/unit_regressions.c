@@ -460,6 +460,103 @@ Test(regressions, burst_of_two_starts_both_parked_workers, .timeout = 60)
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+/* A waker preempted between its claim and its wake. Three workers (2
+ * general, 1 short-lane) all parked, a burst of two short-class sessions
+ * from one submitting thread; the seam stops that thread inside its second
+ * wake, after it claimed a parked worker and before it bumps park_seq and
+ * wakes it (a preemption there, made deterministic). While it is stopped:
+ * the first wake went to the short-lane worker, which runs a's op; the
+ * second claimed a general worker (not the short one again); that worker
+ * and the other general one stay parked, so b waits for the stopped
+ * thread: a delay, bounded by the preemption. Once the thread goes on, the
+ * claimed wake is delivered and the ops meet: no wake is lost. A wake
+ * that is never sent (the bump or the futex wake dropped) fails the
+ * meeting after the op's 20 s watchdog. */
+static struct {
+    _Atomic int armed, calls, paused, release;
+    _Atomic unsigned lane;
+} ww;
+static _Thread_local bool ww_submitter;
+
+static void pause_in_wake_window(accel_runtime *rt, unsigned lane)
+{
+    (void)rt;
+    if (!ww_submitter || !atomic_load(&ww.armed))
+        return;
+    if (atomic_fetch_add(&ww.calls, 1) != 1)
+        return; /* a's wake goes through; b's is stopped */
+    atomic_store(&ww.lane, lane);
+    atomic_store(&ww.paused, 1);
+    tu_wait_for(&ww.release, 1); /* bounded: HANG_S */
+}
+
+typedef struct burst_arg {
+    accel_session *a, *b;
+    accel_op op;
+    int rc_a, rc_b;
+} burst_arg;
+
+static void *burst_main(void *p)
+{
+    burst_arg *ba = p;
+    ww_submitter = true;
+    ba->rc_a = accel_submit(ba->a, &ba->op, ACCEL_FOREVER);
+    ba->rc_b = accel_submit(ba->b, &ba->op, ACCEL_FOREVER);
+    return NULL;
+}
+
+Test(regressions, waker_stopped_between_claim_and_wake_delays_not_loses,
+     .timeout = 60)
+{
+    memset(&ww, 0, sizeof(ww));
+    atomic_store(&accel__wake_window_hook, pause_in_wake_window);
+    accel_runtime_config c = {.workers = 3, .short_lane_workers = 1,
+                              .short_op_ns = 1000000000ull};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_session *a = tu_open(rt, "wa", 4, 0), *b = tu_open(rt, "wb", 4, 0);
+    cr_assert(a && b);
+    int tids[3];
+    cr_assert_eq(worker_tids(tids, 3), 3);
+    /* all three asleep in their park */
+    while (thread_state(tids[0]) != 'S' || thread_state(tids[1]) != 'S' ||
+           thread_state(tids[2]) != 'S' ||
+           (uint32_t)atomic_load(&rt->idle_workers) != 2 ||
+           (uint32_t)atomic_load(&rt->idle_short) != 1)
+        tu_nap_us(200);
+
+    pair_run p = {0};
+    burst_arg ba = {.a = a, .b = b, .op = {.fn = op_meet, .arg = &p}};
+    atomic_store(&ww.armed, 1);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, burst_main, &ba), 0);
+    cr_assert(tu_wait_for(&ww.paused, 1), "the seam stopped b's waker");
+    cr_assert(tu_wait_for(&p.running, 1), "a's op started (its wake sent)");
+    cr_assert_eq(atomic_load(&ww.lane), ACCEL_HOST_LANE_GENERAL,
+                 "b's wake claimed a general worker, not the short one "
+                 "again");
+    uint64_t gen = atomic_load(&rt->idle_workers);
+    cr_assert_eq((uint32_t)gen, 2, "both general workers still parked");
+    cr_assert_eq((uint32_t)(gen >> 32), 1, "one of them claimed, unsent");
+    cr_assert_eq(atomic_load(&p.running), 1,
+                 "b waits for its stopped waker (a runs alone)");
+
+    atomic_store(&ww.release, 1); /* the waker goes on */
+    pthread_join(th, NULL);
+    cr_assert_eq(ba.rc_a, ACCEL_OK);
+    cr_assert_eq(ba.rc_b, ACCEL_OK);
+    cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(atomic_load(&p.both), 2,
+                 "the claimed wake was delivered after the stop: the ops "
+                 "met (a lost wake leaves a's op alone until its watchdog)");
+    atomic_store(&ww.armed, 0);
+    atomic_store(&accel__wake_window_hook, NULL);
+    accel_session_release(a);
+    accel_session_release(b);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
 /* ---- a CANCEL close never completes an op before earlier device ops -- */
 
 /* A test backend over the CPU one whose run() leaves the op "on the
