@@ -376,6 +376,28 @@ int accel__comp_host_leave(accel_runtime *rt, accel__worker *w,
 
 /* ---- the monitor */
 
+/* Reads /proc/self/task/<tid>/<name> into buf (NUL-terminated); the
+ * bytes read, or -1 (no tid yet, or no procfs). */
+static ssize_t read_task_file(accel__worker *w, const char *name, char *buf,
+                              size_t size)
+{
+    /* relaxed: written once by the thread at its start. */
+    int tid = atomic_load_explicit(&w->tid, memory_order_relaxed);
+    if (tid <= 0)
+        return -1;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/%s", tid, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    return n;
+}
+
 /* ns the thread spent on a CPU or waiting for one (schedstat's run
  * delay, where the kernel has it). *ok false: no CPU clock. */
 static uint64_t busy_ns(accel__worker *w, bool *ok)
@@ -387,25 +409,12 @@ static uint64_t busy_ns(accel__worker *w, bool *ok)
     if (!*ok)
         return 0;
     uint64_t busy = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    /* relaxed: written once by the thread at its start. */
-    int tid = atomic_load_explicit(&w->tid, memory_order_relaxed);
-    if (tid <= 0)
-        return busy;
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return busy;
     char buf[96];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
     uint64_t on_cpu, delay;
-    if (n > 0) {
-        buf[n] = 0;
-        /* on-CPU ns, run-queue wait ns, timeslices */
-        if (sscanf(buf, "%" SCNu64 " %" SCNu64, &on_cpu, &delay) == 2)
-            busy += delay;
-    }
+    /* on-CPU ns, run-queue wait ns, timeslices */
+    if (read_task_file(w, "schedstat", buf, sizeof(buf)) > 0 &&
+        sscanf(buf, "%" SCNu64 " %" SCNu64, &on_cpu, &delay) == 2)
+        busy += delay;
     return busy;
 }
 
@@ -416,21 +425,9 @@ static uint64_t busy_ns(accel__worker *w, bool *ok)
  * (never count a worker blocked on a guess). */
 static bool thread_runnable(accel__worker *w)
 {
-    /* relaxed: written once by the thread at its start. */
-    int tid = atomic_load_explicit(&w->tid, memory_order_relaxed);
-    if (tid <= 0)
-        return true;
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return true;
     char buf[256];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
+    if (read_task_file(w, "stat", buf, sizeof(buf)) < 0)
         return true;
-    buf[n] = 0;
     const char *p = strrchr(buf, ')'); /* the name may hold anything */
     return !p || p[1] != ' ' || p[2] == 'R';
 }

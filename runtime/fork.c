@@ -33,8 +33,8 @@
  *
  * - The other mutexes a child can reach: the backend-module lock (every
  *   runtime creation takes it) has atfork handlers of its own in
- *   backend_registry.c; a runtime's arena and list locks belong to the
- *   parent's runtimes, which the child does not touch (a reclamation the
+ *   backend_registry.c; a runtime's arena, list and compensation locks
+ *   (compensate.c) belong to the parent's runtimes, which the child does not touch (a reclamation the
  *   parent queued and liburcu runs in the child returns at once:
  *   session.c).
  *
