@@ -1,0 +1,166 @@
+package accel_test
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"accel"
+)
+
+// rrWatchdog dumps all stacks and fails loudly if the test is still
+// running after 10 s (a hang, not a slow machine).
+func rrWatchdog(t testing.TB, name string) func() {
+	tm := time.AfterFunc(10*time.Second, func() {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		os.Stderr.Write(buf)
+		panic(fmt.Sprintf("%s: stuck at %q", t.Name(), name))
+	})
+	return func() { tm.Stop() }
+}
+
+func rrRuntime(t testing.TB, workers int) *accel.Runtime {
+	rt, err := accel.NewRuntime(accel.RuntimeConfig{Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			rt.Close()
+		}
+	})
+	return rt
+}
+
+func rrOpen(t testing.TB, rt *accel.Runtime, n int) []*accel.VMSession {
+	var out []*accel.VMSession
+	for i := 0; i < n; i++ {
+		v, err := rt.NewVMSession(fmt.Sprintf("vm%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func rrBalanced(t *testing.T, what string, st accel.SessionStats) {
+	t.Helper()
+	if st.Completed+st.Failed+st.Cancelled != st.Submitted {
+		t.Errorf("%s: completed %d + failed %d + cancelled %d != submitted %d",
+			what, st.Completed, st.Failed, st.Cancelled, st.Submitted)
+	}
+}
+
+// An op of combined SubmitAsyncs that calls runtime.Goexit fails (its
+// completion called once, with an error); the ops after it still run.
+// The same for SubmitAsyncBatch.
+func TestRegressGoexitInAsyncGroup(t *testing.T) {
+	defer rrWatchdog(t, "goexit group")()
+	rt := rrRuntime(t, 1)
+	vs := rrOpen(t, rt, 2)
+	rel := make(chan struct{})
+	in := make(chan struct{})
+	// The only worker is busy on vs[0], so vs[1]'s SubmitAsyncs combine.
+	if err := vs[0].SubmitAsync(func(*accel.Session) error { close(in); <-rel; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	<-in
+	var ran [5]atomic.Bool
+	var errs [5]error
+	var calls [5]atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 5; i++ {
+		i := i
+		wg.Add(1)
+		err := vs[1].SubmitAsync(func(*accel.Session) error {
+			ran[i].Store(true)
+			if i == 1 {
+				runtime.Goexit()
+			}
+			return nil
+		}, func(e error) { errs[i] = e; calls[i].Add(1); wg.Done() })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(rel)
+	wch := make(chan struct{})
+	go func() { wg.Wait(); close(wch) }()
+	select {
+	case <-wch:
+	case <-time.After(3 * time.Second):
+		t.Fatalf("SubmitAsync completions missing; stats %+v", vs[1].FullStats())
+	}
+	for i := 0; i < 5; i++ {
+		if !ran[i].Load() {
+			t.Errorf("op %d never ran: %v", i, errs[i])
+		}
+		if c := calls[i].Load(); c != 1 {
+			t.Errorf("op %d: done called %d times", i, c)
+		}
+		if (errs[i] != nil) != (i == 1) {
+			t.Errorf("op %d: err %v", i, errs[i])
+		}
+	}
+	if err := vs[1].Sync(); err != nil {
+		t.Fatal(err)
+	}
+	st := vs[1].FullStats()
+	if st.Failed != 1 || st.Cancelled != 0 || st.Completed != 4 {
+		t.Errorf("after SubmitAsync: %+v, want 4 completed, 1 failed", st)
+	}
+	rrBalanced(t, "SubmitAsync", st)
+
+	var bran [4]atomic.Bool
+	berrs := make([]error, 4)
+	var bcalled [4]atomic.Int32
+	var wg2 sync.WaitGroup
+	wg2.Add(4)
+	fs := make([]func(*accel.Session) error, 4)
+	for i := range fs {
+		i := i
+		fs[i] = func(*accel.Session) error {
+			bran[i].Store(true)
+			if i == 1 {
+				runtime.Goexit()
+			}
+			return nil
+		}
+	}
+	if n, err := vs[1].SubmitAsyncBatch(fs, func(i int, e error) { berrs[i] = e; bcalled[i].Add(1); wg2.Done() }); n != 4 || err != nil {
+		t.Fatalf("SubmitAsyncBatch: %d %v", n, err)
+	}
+	bw := make(chan struct{})
+	go func() { wg2.Wait(); close(bw) }()
+	select {
+	case <-bw:
+	case <-time.After(3 * time.Second):
+		t.Fatalf("SubmitAsyncBatch completions missing")
+	}
+	for i := 0; i < 4; i++ {
+		if !bran[i].Load() {
+			t.Errorf("batch op %d never ran: %v", i, berrs[i])
+		}
+		if c := bcalled[i].Load(); c != 1 {
+			t.Errorf("batch op %d: done called %d times", i, c)
+		}
+		if (berrs[i] != nil) != (i == 1) {
+			t.Errorf("batch op %d: err %v", i, berrs[i])
+		}
+	}
+	if err := vs[1].Sync(); err != nil {
+		t.Fatal(err)
+	}
+	st = vs[1].FullStats()
+	if st.Failed != 2 || st.Cancelled != 0 || st.Completed != 7 {
+		t.Errorf("after SubmitAsyncBatch: %+v, want 7 completed, 2 failed", st)
+	}
+	rrBalanced(t, "SubmitAsyncBatch", st)
+}
+
