@@ -1,6 +1,7 @@
 package accel_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -164,3 +165,49 @@ func TestRegressGoexitInAsyncGroup(t *testing.T) {
 	rrBalanced(t, "SubmitAsyncBatch", st)
 }
 
+// Goexit in f of a Submit (run on the caller's goroutine when the
+// session is handed over directly, or on a worker) keeps the stats
+// balanced.
+func TestRegressGoexitStats(t *testing.T) {
+	for _, w := range []int{1, 0} {
+		for _, withCtx := range []bool{false, true} {
+			name := fmt.Sprintf("w%d/ctx%v", w, withCtx)
+			t.Run(name, func(t *testing.T) {
+				defer rrWatchdog(t, name)()
+				rt := rrRuntime(t, w)
+				v := rrOpen(t, rt, 1)[0]
+				mk := func() (context.Context, context.CancelFunc) {
+					if withCtx {
+						return context.WithTimeout(context.Background(), 3*time.Second)
+					}
+					return context.Background(), func() {}
+				}
+				for i := 0; i < 3; i++ {
+					ended := make(chan struct{})
+					after := false
+					go func() {
+						defer close(ended)
+						ctx, c := mk()
+						defer c()
+						v.Submit(ctx, func(*accel.Session) error { runtime.Goexit(); return nil })
+						after = true
+					}()
+					<-ended
+					if after {
+						t.Errorf("Submit returned after Goexit in f")
+					}
+				}
+				ctx, c := mk()
+				defer c()
+				if err := v.Submit(ctx, func(*accel.Session) error { return nil }); err != nil {
+					t.Errorf("Submit after: %v", err)
+				}
+				st := v.FullStats()
+				if st.Failed != 3 || st.Completed != 1 {
+					t.Errorf("stats %+v, want 1 completed, 3 failed", st)
+				}
+				rrBalanced(t, "Goexit in Submit", st)
+			})
+		}
+	}
+}

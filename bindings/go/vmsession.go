@@ -525,14 +525,25 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 }
 
 // submitOwn is hostWorkers.submitOwn under the handle's guard, left also
-// if f ends the goroutine (runtime.Goexit).
-func (v *VMSession) submitOwn(r *opRec) (bool, error) {
+// if f ends the goroutine (runtime.Goexit). Then Submit never gets back
+// to count its op as submitted (it was, and counted failed): that is
+// done here.
+func (v *VMSession) submitOwn(r *opRec) (queued bool, err error) {
 	c := v.h.enter()
 	if c == nil {
 		return false, nil // closed: enqueue says so
 	}
-	defer v.h.exit()
-	return v.rt.host.submitOwn(v, c, r)
+	back := false
+	defer func() {
+		v.h.exit()
+		if !back {
+			v.postClose()
+			v.submitted.Add(1)
+		}
+	}()
+	queued, err = v.rt.host.submitOwn(v, c, r)
+	back = true
+	return queued, err
 }
 
 // roomSlice is how long one wait in C for queue room lasts while a ctx
