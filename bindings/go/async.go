@@ -28,6 +28,7 @@ func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error 
 	if v.h == nil {
 		v.dispatched.Add(1)
 		v.failed.Add(1)
+		v.submitted.Add(1)
 		return ErrNoBackends
 	}
 	if combineEnabled {
@@ -81,6 +82,10 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 		return 0, ErrSessionClosed
 	}
 	if v.h == nil {
+		// Counted as Submit counts it (none queued: 0).
+		v.dispatched.Add(uint64(len(fs)))
+		v.failed.Add(uint64(len(fs)))
+		v.submitted.Add(uint64(len(fs)))
 		return 0, ErrNoBackends
 	}
 	var buf [64]C.uintptr_t
@@ -207,6 +212,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	case v.h == nil:
 		v.dispatched.Add(uint64(len(fs)))
 		v.failed.Add(uint64(len(fs)))
+		v.submitted.Add(uint64(len(fs)))
 		return fail(0, ErrNoBackends)
 	}
 	c := v.h.enter()

@@ -211,3 +211,35 @@ func TestRegressGoexitStats(t *testing.T) {
 		}
 	}
 }
+
+// A session whose backend is unavailable counts every refused op as
+// submitted and failed, SubmitAsyncBatch too.
+func TestRegressUnavailableBackendStats(t *testing.T) {
+	defer rrWatchdog(t, "unavailable")()
+	v, err := accel.NewVMSession("gpu", accel.WithVMBackend(accel.BackendCUDA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if v.IsAvailable() {
+		t.Skip("a CUDA backend is available here")
+	}
+	nop := func(*accel.Session) error { return nil }
+	if err := v.Submit(context.Background(), nop); err != accel.ErrNoBackends {
+		t.Errorf("Submit: %v", err)
+	}
+	if errs := v.SubmitBatch(context.Background(), []func(*accel.Session) error{nop, nop}); errs[0] != accel.ErrNoBackends || errs[1] != accel.ErrNoBackends {
+		t.Errorf("SubmitBatch: %v", errs)
+	}
+	if err := v.SubmitAsync(nop, nil); err != accel.ErrNoBackends {
+		t.Errorf("SubmitAsync: %v", err)
+	}
+	if n, err := v.SubmitAsyncBatch([]func(*accel.Session) error{nop, nop, nop}, nil); n != 0 || err != accel.ErrNoBackends {
+		t.Errorf("SubmitAsyncBatch: %d %v", n, err)
+	}
+	st := v.FullStats()
+	if st.Failed != 7 {
+		t.Errorf("stats %+v, want 7 failed", st)
+	}
+	rrBalanced(t, "unavailable backend", st)
+}

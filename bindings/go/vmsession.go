@@ -459,6 +459,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	if v.h == nil {
 		v.dispatched.Add(1)
 		v.failed.Add(1)
+		v.submitted.Add(1)
 		return ErrNoBackends
 	}
 	r := allocRec()
