@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -242,4 +243,42 @@ func TestRegressUnavailableBackendStats(t *testing.T) {
 		t.Errorf("stats %+v, want 7 failed", st)
 	}
 	rrBalanced(t, "unavailable backend", st)
+}
+
+// The runtime's own default session is not among Sessions(): a user
+// session named "default" is listed once.
+func TestRegressSessionsOmitsDefault(t *testing.T) {
+	u, err := accel.NewVMSession("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	if _, err := accel.DefaultSession(); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := accel.DefaultRuntime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range rt.Sessions() {
+		if s.ID() == "default" {
+			n++
+			if s != u {
+				t.Errorf("Sessions() lists the internal default session")
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("Sessions() has %d sessions with ID \"default\", want 1", n)
+	}
+	// Nor does the Prometheus text give the runtime's own session the
+	// user's label (a duplicate series).
+	var sb strings.Builder
+	if err := rt.WritePrometheus(&sb); err != nil {
+		t.Fatal(err)
+	}
+	if c := strings.Count(sb.String(), "accel_session_ops_submitted_total{session=\"default\","); c != 1 {
+		t.Errorf("%d submitted series labelled default, want 1", c)
+	}
 }
