@@ -10,6 +10,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -123,6 +124,29 @@ func (rt *Runtime) cPrometheus() ([]byte, error) {
 	}
 }
 
-var promEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-
-func promEscape(s string) string { return promEscaper.Replace(s) }
+// promEscape is a label value as the C writer writes one (put_label,
+// docs/metrics.md): backslash, double quote and newline escaped, each
+// byte that does not begin a well-formed UTF-8 sequence replaced with
+// U+FFFD (utf8.DecodeRuneInString's RuneError of width 1: overlong forms,
+// surrogates and truncated sequences included), other bytes kept. A NUL,
+// which a C id cannot hold but a Go id can, is replaced with U+FFFD too.
+func promEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		c, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && n == 1, c == 0:
+			b.WriteString("\uFFFD")
+		case c == '\\':
+			b.WriteString(`\\`)
+		case c == '"':
+			b.WriteString(`\"`)
+		case c == '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"accel"
 )
@@ -280,5 +281,48 @@ func TestRegressSessionsOmitsDefault(t *testing.T) {
 	}
 	if c := strings.Count(sb.String(), "accel_session_ops_submitted_total{session=\"default\","); c != 1 {
 		t.Errorf("%d submitted series labelled default, want 1", c)
+	}
+}
+
+// Label values in the Prometheus text are written as the C writer writes
+// them: well-formed UTF-8 kept, each other byte U+FFFD, no NUL; the
+// families the Go side writes label a session as the C families do.
+func TestRegressPrometheusIDs(t *testing.T) {
+	rt := rrRuntime(t, 1)
+	for _, id := range []string{"a\x00b", "\xff\xfe", "q\"uo\\te\nnl", "tab\there", "ok\u00e9", "tr\xe2\x82x", "sur\xed\xa0\x80"} {
+		if _, err := rt.NewVMSession(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sb strings.Builder
+	if err := rt.WritePrometheus(&sb); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	if !utf8.ValidString(out) {
+		t.Errorf("output is not valid UTF-8")
+	}
+	if strings.Contains(out, "\x00") {
+		t.Errorf("output has a NUL")
+	}
+	for _, want := range []string{
+		"session=\"a\uFFFDb\"",
+		"session=\"\uFFFD\uFFFD\"",
+		`session="q\"uo\\te\nnl"`,
+		"session=\"tab\there\"",
+		"session=\"ok\u00e9\"",
+		"session=\"tr\uFFFD\uFFFDx\"",
+		"session=\"sur\uFFFD\uFFFD\uFFFD\"",
+	} {
+		// Go's family (submitted) and C's (expired) give the same label;
+		// the NUL id's C id is a derived one, so only Go's is checked.
+		for _, fam := range []string{"accel_session_ops_submitted_total{", "accel_session_ops_expired_total{"} {
+			if fam == "accel_session_ops_expired_total{" && strings.Contains(want, "a\uFFFDb") {
+				continue
+			}
+			if !strings.Contains(out, fam+want+",") {
+				t.Errorf("no %s%s", fam, want)
+			}
+		}
 	}
 }
