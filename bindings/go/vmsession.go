@@ -441,7 +441,9 @@ func (v *VMSession) closeResult(rc int) error {
 // scheduler (an op not started by then never runs), and when it is done
 // the op is cancelled: f never starts after ctx is done, and Submit
 // returns ctx.Err() at once (a running f is not interrupted; Submit then
-// waits for it). A full queue makes Submit wait for room, or for ctx.
+// waits for it). The cancelled op keeps its queue slot, and counts in
+// Queued, until a worker reaches its place in the session's order. A full
+// queue makes Submit wait for room, or for ctx.
 // From inside one of the session's own ops Submit returns ErrDeadlock.
 func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	if f == nil {
@@ -504,9 +506,11 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 			// LP of the cancel race: the CAS decides whether f runs.
 			if r.state.CompareAndSwap(recQueued, recCancelled) {
 				v.cancelled.Add(1)
-				// Frees the queue slot at once rather than when a worker
-				// reaches the op; the done C then calls frees the record
-				// (goAccelUnrun). EALREADY: a worker took it and frees it.
+				// The cancel keeps f from ever running, but the op keeps
+				// its queue slot (and counts in Queued and Sync) until a
+				// worker reaches its place in the session's order; its
+				// done then frees the slot and the record (goAccelUnrun).
+				// EALREADY: a worker took it and frees it.
 				if c := v.h.enter(); c != nil {
 					C.accel_cancel(&t)
 					v.h.exit()
