@@ -16,6 +16,10 @@ import (
 // (up to 32 ops in one, while it waits for a worker; docs/go.md), so a
 // queue of depth d holds more than d of them.
 //
+// done runs inside the session's turn on the worker, as f does: a Submit
+// (or SubmitBatch) from done to the same session returns ErrDeadlock
+// without running its f.
+//
 // To get the result on a channel: ch := make(chan error, 1);
 // v.SubmitAsync(f, func(err error) { ch <- err }).
 func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error {

@@ -2,6 +2,7 @@ package accel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -324,5 +325,27 @@ func TestRegressPrometheusIDs(t *testing.T) {
 				t.Errorf("no %s%s", fam, want)
 			}
 		}
+	}
+}
+
+// A completion callback that Submits to its own session gets ErrDeadlock
+// (SubmitAsync's godoc).
+func TestRegressDoneSubmitsOwnSession(t *testing.T) {
+	defer rrWatchdog(t, "done submits")()
+	for _, w := range []int{1, 2} {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			rt := rrRuntime(t, w)
+			vs := rrOpen(t, rt, 1)
+			res := make(chan error, 1)
+			ran := false
+			if err := vs[0].SubmitAsync(func(*accel.Session) error { return nil }, func(error) {
+				res <- vs[0].Submit(context.Background(), func(*accel.Session) error { ran = true; return nil })
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-res; !errors.Is(err, accel.ErrDeadlock) || ran {
+				t.Errorf("own-session Submit from done: %v, ran %v", err, ran)
+			}
+		})
 	}
 }
