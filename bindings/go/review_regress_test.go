@@ -349,3 +349,63 @@ func TestRegressDoneSubmitsOwnSession(t *testing.T) {
 		})
 	}
 }
+
+// As above with the Goexit first, last, or twice in one group, and some
+// ops without a completion (their outcomes are counted per group): every
+// op runs once and the counts add up.
+func TestRegressGoexitGroupPositions(t *testing.T) {
+	defer rrWatchdog(t, "goexit positions")()
+	for _, exits := range [][]int{{0}, {4}, {1, 3}, {0, 1, 2, 3, 4}} {
+		t.Run(fmt.Sprint(exits), func(t *testing.T) {
+			rt := rrRuntime(t, 1)
+			vs := rrOpen(t, rt, 2)
+			rel := make(chan struct{})
+			in := make(chan struct{})
+			if err := vs[0].SubmitAsync(func(*accel.Session) error { close(in); <-rel; return nil }, nil); err != nil {
+				t.Fatal(err)
+			}
+			<-in
+			exit := map[int]bool{}
+			for _, i := range exits {
+				exit[i] = true
+			}
+			var ran, calls [5]atomic.Int32
+			var errs [5]error
+			for i := 0; i < 5; i++ {
+				i := i
+				var done func(error)
+				if i%2 == 1 {
+					done = func(e error) { errs[i] = e; calls[i].Add(1) }
+				}
+				if err := vs[1].SubmitAsync(func(*accel.Session) error {
+					ran[i].Add(1)
+					if exit[i] {
+						runtime.Goexit()
+					}
+					return nil
+				}, done); err != nil {
+					t.Fatal(err)
+				}
+			}
+			close(rel)
+			if err := vs[1].Sync(); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 5; i++ {
+				if r := ran[i].Load(); r != 1 {
+					t.Errorf("op %d ran %d times", i, r)
+				}
+				if i%2 == 1 {
+					if c := calls[i].Load(); c != 1 || (errs[i] != nil) != exit[i] {
+						t.Errorf("op %d: done called %d times, err %v", i, c, errs[i])
+					}
+				}
+			}
+			st := vs[1].FullStats()
+			if st.Failed != uint64(len(exits)) || st.Completed != uint64(5-len(exits)) || st.Cancelled != 0 {
+				t.Errorf("stats %+v, want %d completed, %d failed", st, 5-len(exits), len(exits))
+			}
+			rrBalanced(t, "SubmitAsync", st)
+		})
+	}
+}
