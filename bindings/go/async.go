@@ -16,6 +16,10 @@ import (
 // (up to 32 ops in one, while it waits for a worker; docs/go.md), so a
 // queue of depth d holds more than d of them.
 //
+// done runs inside the session's turn on the worker, as f does: a Submit
+// (or SubmitBatch) from done to the same session returns ErrDeadlock
+// without running its f.
+//
 // To get the result on a channel: ch := make(chan error, 1);
 // v.SubmitAsync(f, func(err error) { ch <- err }).
 func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error {
@@ -28,6 +32,7 @@ func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error 
 	if v.h == nil {
 		v.dispatched.Add(1)
 		v.failed.Add(1)
+		v.submitted.Add(1)
 		return ErrNoBackends
 	}
 	if combineEnabled {
@@ -81,6 +86,10 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 		return 0, ErrSessionClosed
 	}
 	if v.h == nil {
+		// Counted as Submit counts it (none queued: 0).
+		v.dispatched.Add(uint64(len(fs)))
+		v.failed.Add(uint64(len(fs)))
+		v.submitted.Add(uint64(len(fs)))
 		return 0, ErrNoBackends
 	}
 	var buf [64]C.uintptr_t
@@ -207,6 +216,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	case v.h == nil:
 		v.dispatched.Add(uint64(len(fs)))
 		v.failed.Add(uint64(len(fs)))
+		v.submitted.Add(uint64(len(fs)))
 		return fail(0, ErrNoBackends)
 	}
 	c := v.h.enter()

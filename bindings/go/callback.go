@@ -144,40 +144,54 @@ func ctxErr(ctx context.Context, status C.int) error {
 func runGroup(r *opRec, s *VMSession, d *driver) C.int {
 	n := sealGroup(r)
 	r.gn = n
+	r.gok, r.gbad = 0, 0
+	return runGroupFrom(r, s, d, 0)
+}
+
+// runGroupFrom runs r's group from op from on (from > 0: a new driver
+// goes on after an op that called runtime.Goexit, driver.exited). The
+// outcomes not yet added to s's counters are kept in r, so that the
+// Goexit salvage adds them.
+func runGroupFrom(r *opRec, s *VMSession, d *driver, from int) C.int {
+	n := r.gn
 	done, base := r.gdone, r.gbase
 	var g *asyncGroup
 	if n > 1 || r.f == nil {
 		g = r.grp.Load()
 	}
-	var ok, bad uint64 // outcomes not yet added to s's counters
 	failed := false
 	// Timed for adaptCap: groups of more than one op, and one in 8 of a
 	// session's one-op groups, its first among them (two clock reads
 	// would cost a one-op group about as much as the rest of its run).
-	timed := n > 1 || s.groupTick.Add(1)&7 == 1
+	timed := from == 0 && (n > 1 || s.groupTick.Add(1)&7 == 1)
 	var t0 time.Time
 	if timed {
 		t0 = time.Now()
 	}
-	for i := 0; i < n; i++ {
+	for i := from; i < n; i++ {
 		op := groupOp{r.f, r.cb}
-		if i > 0 || op.f == nil { // a batch's ops are all in g
+		fromG := i > 0 || op.f == nil // a batch's ops are all in g
+		if fromG {
 			op = g.ops[i]
-			g.ops[i] = groupOp{}
 		}
 		s.dispatched.Add(1)
 		err := callF(op.f, &s.sess, d, r, i)
+		if fromG {
+			// Cleared once f is back: if f calls runtime.Goexit, the
+			// salvage finds its completion here.
+			g.ops[i] = groupOp{}
+		}
 		if err != nil {
-			bad++
+			r.gbad++
 			failed = true
 		} else {
-			ok++
+			r.gok++
 		}
 		// The outcome counts are added before a completion runs (it may
 		// read Stats) and at the end: one atomic per group, not per op,
 		// where no completion looks.
 		if done != nil || op.cb != nil {
-			s.countOutcomes(&ok, &bad)
+			s.countOutcomes(&r.gok, &r.gbad)
 			if done != nil {
 				callGroupDone(done, base+i, err, d)
 			} else {
@@ -185,7 +199,7 @@ func runGroup(r *opRec, s *VMSession, d *driver) C.int {
 			}
 		}
 	}
-	s.countOutcomes(&ok, &bad)
+	s.countOutcomes(&r.gok, &r.gbad)
 	if timed {
 		s.adaptCap(n, time.Since(t0))
 	}
@@ -203,19 +217,27 @@ func runGroup(r *opRec, s *VMSession, d *driver) C.int {
 }
 
 // salvageGoexit completes the op of record r whose f (op i of a group)
-// called runtime.Goexit: it failed with errGoexit; a group's later ops
-// never run and complete with errGoexit too (counted cancelled). Runs in
-// the exiting driver's deferred check.
-func salvageGoexit(r *opRec, i int, fl *recList) {
+// called runtime.Goexit: it failed with errGoexit. Runs in the exiting
+// driver's deferred check. For a group with ops after i it returns true
+// and keeps r: the caller has them run (runGroupFrom from i+1). With
+// resume false (no driver goes on: driver.ownExited) those ops never run
+// and complete with errGoexit too, counted cancelled.
+func salvageGoexit(r *opRec, i int, fl *recList, resume bool) bool {
 	s := r.vs
-	s.failed.Add(1)
 	if !r.grouped {
+		s.failed.Add(1)
 		finish(r, errGoexit, nil)
-		return
+		return false
 	}
+	r.gbad++
+	s.countOutcomes(&r.gok, &r.gbad)
 	done, base, n := r.gdone, r.gbase, r.gn
 	g := r.grp.Load()
-	for j := i; j < n; j++ {
+	last := n - 1
+	if resume {
+		last = i
+	}
+	for j := i; j <= last; j++ {
 		op := groupOp{r.f, r.cb}
 		if j > 0 || op.f == nil {
 			op = g.ops[j]
@@ -230,8 +252,12 @@ func salvageGoexit(r *opRec, i int, fl *recList) {
 			op.cb(errGoexit)
 		}
 	}
+	if resume && i+1 < n {
+		return true
+	}
 	r.reset()
 	fl.free(r)
+	return false
 }
 
 // countOutcomes adds *ok completed and *bad failed ops to s's counters and

@@ -170,6 +170,10 @@ type driver struct {
 	// group the index of its op in it.
 	cur    *opRec
 	curOp  int
+	// A group whose op restOp-1 ended the last driver: its ops from
+	// restOp on run first (op i of the visit).
+	rest   *opRec
+	restOp int
 }
 
 // errGoexit is the outcome of an op whose f called runtime.Goexit (as
@@ -245,6 +249,12 @@ func (d *driver) loop() {
 
 // runVisit runs the open visit's ops from d.i on.
 func (d *driver) runVisit() {
+	if r := d.rest; r != nil {
+		d.rest = nil
+		d.b.status[d.i] = 1 // an op of it failed (Goexit)
+		runGroupFrom(r, r.vs, d, d.restOp)
+		d.i++
+	}
 	for ; d.i < d.n; d.i++ {
 		d.b.status[d.i] = runRec(uint32(d.b.recs[d.i]), d)
 	}
@@ -270,9 +280,13 @@ func (d *driver) exited() {
 	d.phase = phaseOut
 	r := d.cur
 	d.b.status[d.i] = 1 // failed, for the C stats too
-	salvageGoexit(r, d.curOp, &d.fl)
+	more := salvageGoexit(r, d.curOp, &d.fl, true)
 	nd := &driver{h: d.h, w: d.w, lane: d.lane, b: d.b, fl: d.fl,
 		n: d.n, i: d.i + 1, open: true, sess: d.sess}
+	if more {
+		// The group's later ops run first on the new driver.
+		nd.i, nd.rest, nd.restOp = d.i, r, d.curOp+1
+	}
 	d.h.startDriver(nd)
 	d.h.wg.Done()
 }
@@ -340,7 +354,7 @@ func (d *driver) ownExited(hs *helperSlot, own *opRec) {
 		r.reset()
 		freeRec(r)
 	} else {
-		salvageGoexit(r, d.curOp, &d.fl)
+		salvageGoexit(r, d.curOp, &d.fl, false)
 	}
 	d.fl.flush()
 	d.open = false

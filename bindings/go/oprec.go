@@ -60,6 +60,8 @@ type opRec struct {
 	gdone func(int, error) // SubmitAsyncBatch: completion of each op of the group
 	gbase int              // index of the group's first op in the caller's slice
 	gn    int              // ops of the group being run (sealed count)
+	gok   uint64           // a group's ops completed, not yet in the session's counters
+	gbad  uint64           // and failed
 	slot  int              // index of this op in its batch
 	err   error
 	wch   chan struct{} // cap 1: the worker's "done" to a waiting Submit; made once per record
@@ -67,7 +69,7 @@ type opRec struct {
 	// does not start f once it is closed.
 	ctx   context.Context
 	cdone <-chan struct{}
-	_     [192 - 64 - 88]byte // to three whole lines
+	_     [192 - 64 - 104]byte // to three whole lines
 }
 
 // reset clears what a use of the record referenced (not its state, its

@@ -10,6 +10,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -42,7 +43,7 @@ func (rt *Runtime) WritePrometheus(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sessions := rt.Sessions()
+	sessions, labels := rt.promSessions()
 	bw := bufio.NewWriter(w)
 	for len(text) > 0 {
 		// One family: from its "# HELP" line to the next one.
@@ -57,8 +58,8 @@ func (rt *Runtime) WritePrometheus(w io.Writer) error {
 		for _, f := range goCounted {
 			if bytes.HasPrefix(block, []byte("# HELP "+f.name+" ")) {
 				bw.WriteString("# HELP " + f.name + " " + f.help + "\n# TYPE " + f.name + " counter\n")
-				for _, v := range sessions {
-					bw.WriteString(f.name + `{session="` + promEscape(v.id) + `",priority="` +
+				for k, v := range sessions {
+					bw.WriteString(f.name + `{session="` + promEscape(labels[k]) + `",priority="` +
 						strconv.Itoa(int(v.Priority())) + `"} ` + strconv.FormatUint(f.val(v), 10) + "\n")
 				}
 				replaced = true
@@ -70,6 +71,37 @@ func (rt *Runtime) WritePrometheus(w io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// promSessions returns the open sessions and their session labels: a
+// user session's id, and for the runtime's own (DefaultSession's, which
+// Sessions leaves out) its C id, as the C families label it, so that it
+// never shares a label with a user session.
+func (rt *Runtime) promSessions() ([]*VMSession, []string) {
+	sessions := rt.Sessions()
+	labels := make([]string, len(sessions), len(sessions)+1)
+	for k, v := range sessions {
+		labels[k] = v.id
+	}
+	rt.mu.Lock()
+	var own []*VMSession
+	for v := range rt.all {
+		if !v.closed.Load() && !rt.listed(v) {
+			own = append(own, v)
+		}
+	}
+	rt.mu.Unlock()
+	for _, v := range own {
+		if v.h == nil {
+			continue
+		}
+		if c := v.h.enter(); c != nil {
+			sessions = append(sessions, v)
+			labels = append(labels, C.GoString(C.accel_session_id(c)))
+			v.h.exit()
+		}
+	}
+	return sessions, labels
 }
 
 // cPrometheus returns accel_runtime_write_prometheus's text.
@@ -92,6 +124,29 @@ func (rt *Runtime) cPrometheus() ([]byte, error) {
 	}
 }
 
-var promEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-
-func promEscape(s string) string { return promEscaper.Replace(s) }
+// promEscape is a label value as the C writer writes one (put_label,
+// docs/metrics.md): backslash, double quote and newline escaped, each
+// byte that does not begin a well-formed UTF-8 sequence replaced with
+// U+FFFD (utf8.DecodeRuneInString's RuneError of width 1: overlong forms,
+// surrogates and truncated sequences included), other bytes kept. A NUL,
+// which a C id cannot hold but a Go id can, is replaced with U+FFFD too.
+func promEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		c, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && n == 1, c == 0:
+			b.WriteString("\uFFFD")
+		case c == '\\':
+			b.WriteString(`\\`)
+		case c == '"':
+			b.WriteString(`\"`)
+		case c == '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}

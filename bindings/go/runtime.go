@@ -127,6 +127,16 @@ func (rt *Runtime) untrack(v *VMSession) {
 	rt.mu.Unlock()
 }
 
+// listed reports whether v is in Lookup and Sessions (rt.mu held).
+func (rt *Runtime) listed(v *VMSession) bool {
+	for _, x := range rt.byID[v.id] {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
 // forget takes a closing session out of Lookup and Sessions.
 func (rt *Runtime) forget(v *VMSession) {
 	rt.mu.Lock()
@@ -163,13 +173,17 @@ func (rt *Runtime) Lookup(id string) (*VMSession, bool) {
 	return l[0], true
 }
 
-// Sessions returns the open sessions, sorted by id.
+// Sessions returns the open sessions, sorted by id: those opened by
+// NewVMSession and NewSession, not the runtime's own (DefaultSession's),
+// which Lookup does not find either.
 func (rt *Runtime) Sessions() []*VMSession {
 	rt.mu.Lock()
 	out := make([]*VMSession, 0, len(rt.all))
-	for v := range rt.all {
-		if !v.closed.Load() {
-			out = append(out, v)
+	for _, l := range rt.byID {
+		for _, v := range l {
+			if !v.closed.Load() {
+				out = append(out, v)
+			}
 		}
 	}
 	rt.mu.Unlock()

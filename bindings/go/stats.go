@@ -17,7 +17,7 @@ type SessionStats struct {
 	Failed     uint64 // f returned an error or panicked
 	Cancelled  uint64 // ctx ended (or the session closed) before f started
 
-	Submitted uint64 // accepted into the queue (cancelled ops too)
+	Submitted uint64 // accepted into the queue (cancelled ops too), or refused with ErrNoBackends (counted failed)
 	// Once drained, Completed + Failed + Cancelled == Submitted: this
 	// package gives the C runtime no deadlines (a ctx that ends is
 	// Cancelled), so the C counter of expired ops, the fourth term of

@@ -441,7 +441,9 @@ func (v *VMSession) closeResult(rc int) error {
 // scheduler (an op not started by then never runs), and when it is done
 // the op is cancelled: f never starts after ctx is done, and Submit
 // returns ctx.Err() at once (a running f is not interrupted; Submit then
-// waits for it). A full queue makes Submit wait for room, or for ctx.
+// waits for it). The cancelled op keeps its queue slot, and counts in
+// Queued, until a worker reaches its place in the session's order. A full
+// queue makes Submit wait for room, or for ctx.
 // From inside one of the session's own ops Submit returns ErrDeadlock.
 func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	if f == nil {
@@ -459,6 +461,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	if v.h == nil {
 		v.dispatched.Add(1)
 		v.failed.Add(1)
+		v.submitted.Add(1)
 		return ErrNoBackends
 	}
 	r := allocRec()
@@ -503,9 +506,11 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 			// LP of the cancel race: the CAS decides whether f runs.
 			if r.state.CompareAndSwap(recQueued, recCancelled) {
 				v.cancelled.Add(1)
-				// Frees the queue slot at once rather than when a worker
-				// reaches the op; the done C then calls frees the record
-				// (goAccelUnrun). EALREADY: a worker took it and frees it.
+				// The cancel keeps f from ever running, but the op keeps
+				// its queue slot (and counts in Queued and Sync) until a
+				// worker reaches its place in the session's order; its
+				// done then frees the slot and the record (goAccelUnrun).
+				// EALREADY: a worker took it and frees it.
 				if c := v.h.enter(); c != nil {
 					C.accel_cancel(&t)
 					v.h.exit()
@@ -525,14 +530,25 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 }
 
 // submitOwn is hostWorkers.submitOwn under the handle's guard, left also
-// if f ends the goroutine (runtime.Goexit).
-func (v *VMSession) submitOwn(r *opRec) (bool, error) {
+// if f ends the goroutine (runtime.Goexit). Then Submit never gets back
+// to count its op as submitted (it was, and counted failed): that is
+// done here.
+func (v *VMSession) submitOwn(r *opRec) (queued bool, err error) {
 	c := v.h.enter()
 	if c == nil {
 		return false, nil // closed: enqueue says so
 	}
-	defer v.h.exit()
-	return v.rt.host.submitOwn(v, c, r)
+	back := false
+	defer func() {
+		v.h.exit()
+		if !back {
+			v.postClose()
+			v.submitted.Add(1)
+		}
+	}()
+	queued, err = v.rt.host.submitOwn(v, c, r)
+	back = true
+	return queued, err
 }
 
 // roomSlice is how long one wait in C for queue room lasts while a ctx

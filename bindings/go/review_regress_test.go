@@ -1,0 +1,411 @@
+package accel_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"accel"
+)
+
+// rrWatchdog dumps all stacks and fails loudly if the test is still
+// running after 10 s (a hang, not a slow machine).
+func rrWatchdog(t testing.TB, name string) func() {
+	tm := time.AfterFunc(10*time.Second, func() {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		os.Stderr.Write(buf)
+		panic(fmt.Sprintf("%s: stuck at %q", t.Name(), name))
+	})
+	return func() { tm.Stop() }
+}
+
+func rrRuntime(t testing.TB, workers int) *accel.Runtime {
+	rt, err := accel.NewRuntime(accel.RuntimeConfig{Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			rt.Close()
+		}
+	})
+	return rt
+}
+
+func rrOpen(t testing.TB, rt *accel.Runtime, n int) []*accel.VMSession {
+	var out []*accel.VMSession
+	for i := 0; i < n; i++ {
+		v, err := rt.NewVMSession(fmt.Sprintf("vm%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func rrBalanced(t *testing.T, what string, st accel.SessionStats) {
+	t.Helper()
+	if st.Completed+st.Failed+st.Cancelled != st.Submitted {
+		t.Errorf("%s: completed %d + failed %d + cancelled %d != submitted %d",
+			what, st.Completed, st.Failed, st.Cancelled, st.Submitted)
+	}
+}
+
+// An op of combined SubmitAsyncs that calls runtime.Goexit fails (its
+// completion called once, with an error); the ops after it still run.
+// The same for SubmitAsyncBatch.
+func TestRegressGoexitInAsyncGroup(t *testing.T) {
+	defer rrWatchdog(t, "goexit group")()
+	rt := rrRuntime(t, 1)
+	vs := rrOpen(t, rt, 2)
+	rel := make(chan struct{})
+	in := make(chan struct{})
+	// The only worker is busy on vs[0], so vs[1]'s SubmitAsyncs combine.
+	if err := vs[0].SubmitAsync(func(*accel.Session) error { close(in); <-rel; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	<-in
+	var ran [5]atomic.Bool
+	var errs [5]error
+	var calls [5]atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 5; i++ {
+		i := i
+		wg.Add(1)
+		err := vs[1].SubmitAsync(func(*accel.Session) error {
+			ran[i].Store(true)
+			if i == 1 {
+				runtime.Goexit()
+			}
+			return nil
+		}, func(e error) { errs[i] = e; calls[i].Add(1); wg.Done() })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(rel)
+	wch := make(chan struct{})
+	go func() { wg.Wait(); close(wch) }()
+	select {
+	case <-wch:
+	case <-time.After(3 * time.Second):
+		t.Fatalf("SubmitAsync completions missing; stats %+v", vs[1].FullStats())
+	}
+	for i := 0; i < 5; i++ {
+		if !ran[i].Load() {
+			t.Errorf("op %d never ran: %v", i, errs[i])
+		}
+		if c := calls[i].Load(); c != 1 {
+			t.Errorf("op %d: done called %d times", i, c)
+		}
+		if (errs[i] != nil) != (i == 1) {
+			t.Errorf("op %d: err %v", i, errs[i])
+		}
+	}
+	if err := vs[1].Sync(); err != nil {
+		t.Fatal(err)
+	}
+	st := vs[1].FullStats()
+	if st.Failed != 1 || st.Cancelled != 0 || st.Completed != 4 {
+		t.Errorf("after SubmitAsync: %+v, want 4 completed, 1 failed", st)
+	}
+	rrBalanced(t, "SubmitAsync", st)
+
+	var bran [4]atomic.Bool
+	berrs := make([]error, 4)
+	var bcalled [4]atomic.Int32
+	var wg2 sync.WaitGroup
+	wg2.Add(4)
+	fs := make([]func(*accel.Session) error, 4)
+	for i := range fs {
+		i := i
+		fs[i] = func(*accel.Session) error {
+			bran[i].Store(true)
+			if i == 1 {
+				runtime.Goexit()
+			}
+			return nil
+		}
+	}
+	if n, err := vs[1].SubmitAsyncBatch(fs, func(i int, e error) { berrs[i] = e; bcalled[i].Add(1); wg2.Done() }); n != 4 || err != nil {
+		t.Fatalf("SubmitAsyncBatch: %d %v", n, err)
+	}
+	bw := make(chan struct{})
+	go func() { wg2.Wait(); close(bw) }()
+	select {
+	case <-bw:
+	case <-time.After(3 * time.Second):
+		t.Fatalf("SubmitAsyncBatch completions missing")
+	}
+	for i := 0; i < 4; i++ {
+		if !bran[i].Load() {
+			t.Errorf("batch op %d never ran: %v", i, berrs[i])
+		}
+		if c := bcalled[i].Load(); c != 1 {
+			t.Errorf("batch op %d: done called %d times", i, c)
+		}
+		if (berrs[i] != nil) != (i == 1) {
+			t.Errorf("batch op %d: err %v", i, berrs[i])
+		}
+	}
+	if err := vs[1].Sync(); err != nil {
+		t.Fatal(err)
+	}
+	st = vs[1].FullStats()
+	if st.Failed != 2 || st.Cancelled != 0 || st.Completed != 7 {
+		t.Errorf("after SubmitAsyncBatch: %+v, want 7 completed, 2 failed", st)
+	}
+	rrBalanced(t, "SubmitAsyncBatch", st)
+}
+
+// Goexit in f of a Submit (run on the caller's goroutine when the
+// session is handed over directly, or on a worker) keeps the stats
+// balanced.
+func TestRegressGoexitStats(t *testing.T) {
+	for _, w := range []int{1, 0} {
+		for _, withCtx := range []bool{false, true} {
+			name := fmt.Sprintf("w%d/ctx%v", w, withCtx)
+			t.Run(name, func(t *testing.T) {
+				defer rrWatchdog(t, name)()
+				rt := rrRuntime(t, w)
+				v := rrOpen(t, rt, 1)[0]
+				mk := func() (context.Context, context.CancelFunc) {
+					if withCtx {
+						return context.WithTimeout(context.Background(), 3*time.Second)
+					}
+					return context.Background(), func() {}
+				}
+				for i := 0; i < 3; i++ {
+					ended := make(chan struct{})
+					after := false
+					go func() {
+						defer close(ended)
+						ctx, c := mk()
+						defer c()
+						v.Submit(ctx, func(*accel.Session) error { runtime.Goexit(); return nil })
+						after = true
+					}()
+					<-ended
+					if after {
+						t.Errorf("Submit returned after Goexit in f")
+					}
+				}
+				ctx, c := mk()
+				defer c()
+				if err := v.Submit(ctx, func(*accel.Session) error { return nil }); err != nil {
+					t.Errorf("Submit after: %v", err)
+				}
+				st := v.FullStats()
+				if st.Failed != 3 || st.Completed != 1 {
+					t.Errorf("stats %+v, want 1 completed, 3 failed", st)
+				}
+				rrBalanced(t, "Goexit in Submit", st)
+			})
+		}
+	}
+}
+
+// A session whose backend is unavailable counts every refused op as
+// submitted and failed, SubmitAsyncBatch too.
+func TestRegressUnavailableBackendStats(t *testing.T) {
+	defer rrWatchdog(t, "unavailable")()
+	v, err := accel.NewVMSession("gpu", accel.WithVMBackend(accel.BackendCUDA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if v.IsAvailable() {
+		t.Skip("a CUDA backend is available here")
+	}
+	nop := func(*accel.Session) error { return nil }
+	if err := v.Submit(context.Background(), nop); err != accel.ErrNoBackends {
+		t.Errorf("Submit: %v", err)
+	}
+	if errs := v.SubmitBatch(context.Background(), []func(*accel.Session) error{nop, nop}); errs[0] != accel.ErrNoBackends || errs[1] != accel.ErrNoBackends {
+		t.Errorf("SubmitBatch: %v", errs)
+	}
+	if err := v.SubmitAsync(nop, nil); err != accel.ErrNoBackends {
+		t.Errorf("SubmitAsync: %v", err)
+	}
+	if n, err := v.SubmitAsyncBatch([]func(*accel.Session) error{nop, nop, nop}, nil); n != 0 || err != accel.ErrNoBackends {
+		t.Errorf("SubmitAsyncBatch: %d %v", n, err)
+	}
+	st := v.FullStats()
+	if st.Failed != 7 {
+		t.Errorf("stats %+v, want 7 failed", st)
+	}
+	rrBalanced(t, "unavailable backend", st)
+}
+
+// The runtime's own default session is not among Sessions(): a user
+// session named "default" is listed once.
+func TestRegressSessionsOmitsDefault(t *testing.T) {
+	u, err := accel.NewVMSession("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	if _, err := accel.DefaultSession(); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := accel.DefaultRuntime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range rt.Sessions() {
+		if s.ID() == "default" {
+			n++
+			if s != u {
+				t.Errorf("Sessions() lists the internal default session")
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("Sessions() has %d sessions with ID \"default\", want 1", n)
+	}
+	// Nor does the Prometheus text give the runtime's own session the
+	// user's label (a duplicate series).
+	var sb strings.Builder
+	if err := rt.WritePrometheus(&sb); err != nil {
+		t.Fatal(err)
+	}
+	if c := strings.Count(sb.String(), "accel_session_ops_submitted_total{session=\"default\","); c != 1 {
+		t.Errorf("%d submitted series labelled default, want 1", c)
+	}
+}
+
+// Label values in the Prometheus text are written as the C writer writes
+// them: well-formed UTF-8 kept, each other byte U+FFFD, no NUL; the
+// families the Go side writes label a session as the C families do.
+func TestRegressPrometheusIDs(t *testing.T) {
+	rt := rrRuntime(t, 1)
+	for _, id := range []string{"a\x00b", "\xff\xfe", "q\"uo\\te\nnl", "tab\there", "ok\u00e9", "tr\xe2\x82x", "sur\xed\xa0\x80"} {
+		if _, err := rt.NewVMSession(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sb strings.Builder
+	if err := rt.WritePrometheus(&sb); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	if !utf8.ValidString(out) {
+		t.Errorf("output is not valid UTF-8")
+	}
+	if strings.Contains(out, "\x00") {
+		t.Errorf("output has a NUL")
+	}
+	for _, want := range []string{
+		"session=\"a\uFFFDb\"",
+		"session=\"\uFFFD\uFFFD\"",
+		`session="q\"uo\\te\nnl"`,
+		"session=\"tab\there\"",
+		"session=\"ok\u00e9\"",
+		"session=\"tr\uFFFD\uFFFDx\"",
+		"session=\"sur\uFFFD\uFFFD\uFFFD\"",
+	} {
+		// Go's family (submitted) and C's (expired) give the same label;
+		// the NUL id's C id is a derived one, so only Go's is checked.
+		for _, fam := range []string{"accel_session_ops_submitted_total{", "accel_session_ops_expired_total{"} {
+			if fam == "accel_session_ops_expired_total{" && strings.Contains(want, "a\uFFFDb") {
+				continue
+			}
+			if !strings.Contains(out, fam+want+",") {
+				t.Errorf("no %s%s", fam, want)
+			}
+		}
+	}
+}
+
+// A completion callback that Submits to its own session gets ErrDeadlock
+// (SubmitAsync's godoc).
+func TestRegressDoneSubmitsOwnSession(t *testing.T) {
+	defer rrWatchdog(t, "done submits")()
+	for _, w := range []int{1, 2} {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			rt := rrRuntime(t, w)
+			vs := rrOpen(t, rt, 1)
+			res := make(chan error, 1)
+			ran := false
+			if err := vs[0].SubmitAsync(func(*accel.Session) error { return nil }, func(error) {
+				res <- vs[0].Submit(context.Background(), func(*accel.Session) error { ran = true; return nil })
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-res; !errors.Is(err, accel.ErrDeadlock) || ran {
+				t.Errorf("own-session Submit from done: %v, ran %v", err, ran)
+			}
+		})
+	}
+}
+
+// As above with the Goexit first, last, or twice in one group, and some
+// ops without a completion (their outcomes are counted per group): every
+// op runs once and the counts add up.
+func TestRegressGoexitGroupPositions(t *testing.T) {
+	defer rrWatchdog(t, "goexit positions")()
+	for _, exits := range [][]int{{0}, {4}, {1, 3}, {0, 1, 2, 3, 4}} {
+		t.Run(fmt.Sprint(exits), func(t *testing.T) {
+			rt := rrRuntime(t, 1)
+			vs := rrOpen(t, rt, 2)
+			rel := make(chan struct{})
+			in := make(chan struct{})
+			if err := vs[0].SubmitAsync(func(*accel.Session) error { close(in); <-rel; return nil }, nil); err != nil {
+				t.Fatal(err)
+			}
+			<-in
+			exit := map[int]bool{}
+			for _, i := range exits {
+				exit[i] = true
+			}
+			var ran, calls [5]atomic.Int32
+			var errs [5]error
+			for i := 0; i < 5; i++ {
+				i := i
+				var done func(error)
+				if i%2 == 1 {
+					done = func(e error) { errs[i] = e; calls[i].Add(1) }
+				}
+				if err := vs[1].SubmitAsync(func(*accel.Session) error {
+					ran[i].Add(1)
+					if exit[i] {
+						runtime.Goexit()
+					}
+					return nil
+				}, done); err != nil {
+					t.Fatal(err)
+				}
+			}
+			close(rel)
+			if err := vs[1].Sync(); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 5; i++ {
+				if r := ran[i].Load(); r != 1 {
+					t.Errorf("op %d ran %d times", i, r)
+				}
+				if i%2 == 1 {
+					if c := calls[i].Load(); c != 1 || (errs[i] != nil) != exit[i] {
+						t.Errorf("op %d: done called %d times, err %v", i, c, errs[i])
+					}
+				}
+			}
+			st := vs[1].FullStats()
+			if st.Failed != uint64(len(exits)) || st.Completed != uint64(5-len(exits)) || st.Cancelled != 0 {
+				t.Errorf("stats %+v, want %d completed, %d failed", st, 5-len(exits), len(exits))
+			}
+			rrBalanced(t, "SubmitAsync", st)
+		})
+	}
+}
