@@ -77,6 +77,21 @@ static bool work_waits(accel_runtime *rt)
            accel__sched_peek(rt->sched, 1, &e, &hint, 1) > 0;
 }
 
+/* A slot that leaves takes the monitor's mark with it: the monitor looks
+ * only at running slots, so it would never lower `blocked` for a slot
+ * that left while marked (an extra whose op the monitor saw waiting, that
+ * ended it and left before the next tick). Under c->lock, as the
+ * monitor's watch(), so the two never both lower it for one mark. */
+static void drop_seen(accel_runtime *rt, accel__worker *w)
+{
+    /* relaxed: the count rule at the top of this file; c->lock orders this
+     * against the monitor's clear. */
+    if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_SEEN,
+                                  memory_order_relaxed) == ACCEL__BLOCK_SEEN)
+        atomic_fetch_sub_explicit(&rt->blocked, 1, memory_order_relaxed);
+    w->m_phase = 0;
+}
+
 static void *extra_entry(void *arg)
 {
     accel__worker *w = arg;
@@ -88,6 +103,7 @@ static void *extra_entry(void *arg)
     /* relaxed: a statistic. */
     atomic_fetch_add_explicit(&rt->comp.retired, 1, memory_order_relaxed);
     pthread_mutex_lock(&rt->comp.lock); /* cold: a retiring extra */
+    drop_seen(rt, w);
     w->slot = ACCEL__SLOT_EXITED;       /* joined by the next spawn or stop */
     pthread_mutex_unlock(&rt->comp.lock);
     return NULL;
@@ -369,6 +385,7 @@ int accel__comp_host_leave(accel_runtime *rt, accel__worker *w,
                  atomic_load_explicit(&rt->extra_active, memory_order_relaxed));
     atomic_fetch_add_explicit(&rt->comp.retired, 1, memory_order_relaxed);
     pthread_mutex_lock(&rt->comp.lock); /* cold: a host slot leaves */
+    drop_seen(rt, w);
     w->slot = ACCEL__SLOT_FREE;
     pthread_mutex_unlock(&rt->comp.lock);
     return ACCEL_OK;

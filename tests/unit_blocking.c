@@ -688,3 +688,82 @@ Test(blocking, submit_waiting_for_room_inside_an_op_one_worker,
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
     wd_stop();
 }
+
+/* ---- an extra the monitor counts blocked, leaving as surplus */
+
+struct gate {
+    _Atomic int in, rel;
+    bool hint;
+};
+
+static int gated(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    struct gate *g = arg;
+    if (g->hint)
+        accel_blocking_begin();
+    atomic_store(&g->in, 1);
+    while (!atomic_load(&g->rel))
+        tu_nap_us(200); /* waits with little CPU, as on I/O */
+    if (g->hint)
+        accel_blocking_end();
+    return 0;
+}
+
+static int quick_c(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    return 0;
+}
+
+/* The base worker waits under the hint (counted blocked), an extra runs
+ * b's unhinted wait, c's quick op waits until the monitor counts that
+ * extra too and a second extra runs it; then the hint ends, so when b's op ends its extra is
+ * surplus and leaves straight after the visit, before the monitor's next
+ * tick: its mark must leave with it, or `blocked` stays 1 for ever. */
+Test(blocking, an_extra_counted_blocked_leaves_uncounted, .timeout = 120)
+{
+    wd_start(60);
+    accel_runtime *rt = make_rt(1, 0, 1000000); /* detect after 1 ms */
+    for (int round = 0; round < 4; round++) {
+        accel_session *a = open_s(rt, 100 + 3 * round);
+        accel_session *b = open_s(rt, 101 + 3 * round);
+        accel_session *c = open_s(rt, 102 + 3 * round);
+        struct gate ga = {.hint = true}, gb = {.hint = false};
+        accel_op oa = {.fn = gated, .arg = &ga};
+        accel_op ob = {.fn = gated, .arg = &gb};
+        accel_op oc = {.fn = quick_c};
+        uint64_t seen0 = stats_of(rt).blocked_detected;
+        wd_step("a's hinted wait holds the base worker");
+        cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
+        while (!atomic_load(&ga.in))
+            tu_nap_us(100);
+        wd_step("b's unhinted wait on an extra, found by the monitor");
+        cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
+        while (!atomic_load(&gb.in))
+            tu_nap_us(100);
+        wd_step("c's quick op waits: the monitor counts b's extra, a "
+                "second extra runs c");
+        cr_assert_eq(accel_submit(c, &oc, ACCEL_FOREVER), ACCEL_OK);
+        cr_assert_eq(accel_session_sync(c, ACCEL_FOREVER), ACCEL_OK);
+        cr_assert_neq(stats_of(rt).blocked_detected, seen0);
+        wd_step("a's hint ends, then b's wait");
+        atomic_store(&ga.rel, 1);
+        cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+        atomic_store(&gb.rel, 1);
+        cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
+        wd_step("no worker counted blocked once every op is done");
+        while (stats_of(rt).blocked != 0)
+            tu_nap_us(1000);
+        accel_session_release(a);
+        accel_session_release(b);
+        accel_session_release(c);
+    }
+    wd_step("the extras retire");
+    while (stats_of(rt).extra_workers != 0)
+        tu_nap_us(1000);
+    wd_step("destroy");
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
