@@ -91,6 +91,12 @@ check room.pml 'fail:assertion violated ((returned==' -DBROKEN_BATCHED
 check cancel.pml pass
 check cancel.pml 'fail:assertion violated (cancel_ok[p]==' -DBROKEN_SPLIT
 check cancel.pml 'fail:assertion violated (cancel_ok[p]==' -DBROKEN_NOPOS
+# a blocked worker's hand-off with park/wake and extra retirement
+# (runtime/compensate.c)
+check blocked.pml pass
+check blocked.pml 'fail:invalid end state' -DBROKEN_LOOK_FIRST
+check blocked.pml 'fail:invalid end state' -DBROKEN_SURPLUS_ON_WAKE
+check blocked.pml 'fail:invalid end state' -DBROKEN_LEAVE_NOWAKE
 
 if [ $fail = 0 ]; then echo "models: all correct models verified, all broken variants rejected"
 else echo "models: FAILED"; fi

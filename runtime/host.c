@@ -53,8 +53,10 @@ accel_session *accel_current_session(void) { return accel__tls_current; }
 
 int accel__host_create(accel_runtime *rt)
 {
-    rt->host = accel__calloc_aligned(64, (size_t)rt->nworkers *
-                                             sizeof(accel__host_slot));
+    /* the base slots, then the extra ones (accel_host_slot_add) */
+    rt->host = accel__calloc_aligned(
+        64, ((size_t)rt->nworkers + rt->comp.extra_max) *
+                sizeof(accel__host_slot));
     return rt->host ? ACCEL_OK : ACCEL_ENOMEM;
 }
 
@@ -62,10 +64,16 @@ void accel__host_free(accel_runtime *rt) { accel__free(rt->host); }
 
 static accel__host_slot *slot_of(accel_runtime *rt, unsigned worker)
 {
-    if (!rt || !(rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) ||
-        worker >= rt->nworkers)
+    if (!rt || !(rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS))
         return NULL;
-    return &rt->host[worker];
+    if (worker < rt->nworkers)
+        return &rt->host[worker];
+    /* An extra slot while it is added (the driving thread added it:
+     * accel_host_slot_add). */
+    if (worker - rt->nworkers < rt->comp.extra_max &&
+        rt->workers[worker].slot == ACCEL__SLOT_RUN)
+        return &rt->host[worker];
+    return NULL;
 }
 
 /* Takes one run into the slot and claims each op: the host's ops are
@@ -273,4 +281,39 @@ int accel_host_idle_end(accel_runtime *rt, unsigned worker, bool found_work)
     accel__park_leave(rt, worker < rt->cfg.short_lane_workers ? 1 : 0,
                       found_work);
     return ACCEL_OK;
+}
+
+int accel_host_blocking_begin(accel_runtime *rt, unsigned worker)
+{
+    accel__host_slot *h = slot_of(rt, worker);
+    if (!h || !h->open)
+        return ACCEL_EINVAL;
+    return accel__comp_host_block(rt, &rt->workers[worker], true);
+}
+
+int accel_host_blocking_end(accel_runtime *rt, unsigned worker)
+{
+    accel__host_slot *h = slot_of(rt, worker);
+    if (!h)
+        return ACCEL_EINVAL;
+    return accel__comp_host_block(rt, &rt->workers[worker], false);
+}
+
+int accel_host_slot_add(accel_runtime *rt, unsigned *worker)
+{
+    if (!rt || !worker || !(rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS))
+        return ACCEL_EINVAL;
+    if (accel__runtime_forked(rt))
+        return ACCEL_ECLOSED;
+    return accel__comp_host_add(rt, worker);
+}
+
+int accel_host_slot_leave(accel_runtime *rt, unsigned worker, unsigned flags)
+{
+    accel__host_slot *h = slot_of(rt, worker);
+    if (!h || worker < rt->nworkers || h->open || h->idle ||
+        (flags & ~ACCEL_HOST_LEAVE_IF_SURPLUS))
+        return ACCEL_EINVAL;
+    return accel__comp_host_leave(rt, &rt->workers[worker],
+                                  flags & ACCEL_HOST_LEAVE_IF_SURPLUS);
 }

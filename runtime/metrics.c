@@ -276,6 +276,18 @@ int accel_runtime_write_prometheus(accel_runtime *rt, char *buf, size_t cap,
                    st.picks);
     runtime_metric(&o, "accel_runtime_parks_total", "counter",
                    "Times a worker went to sleep.", st.parks);
+    runtime_metric(&o, "accel_runtime_blocked_workers", "gauge",
+                   "Workers blocked inside an op now.", st.blocked);
+    runtime_metric(&o, "accel_runtime_extra_workers", "gauge",
+                   "Extra workers running in place of blocked ones.",
+                   st.extra_workers);
+    runtime_metric(&o, "accel_runtime_extra_workers_started_total",
+                   "counter", "Extra workers started for blocked ones.",
+                   st.extra_started);
+    runtime_metric(&o, "accel_runtime_blocked_detected_total", "counter",
+                   "Workers the monitor found blocked in a wait accel "
+                   "cannot see.",
+                   st.blocked_detected);
 
     for (size_t f = 0; f < sizeof(sess_families) / sizeof(sess_families[0]);
          f++) {

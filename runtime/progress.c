@@ -5,8 +5,11 @@
 #include "progress.h"
 
 #include <limits.h>
+#include <stdbool.h>
 
 #include "clock.h"
+
+_Thread_local const accel__block_hook *accel__tls_block_hook;
 
 void accel__session_notify(accel_session *s)
 {
@@ -23,8 +26,8 @@ static bool finished_reached(accel_session *s, uint64_t target)
     return atomic_load_explicit(&s->finished, memory_order_acquire) >= target;
 }
 
-int accel__session_wait_finished(accel_session *s, uint64_t target,
-                                 uint64_t deadline)
+static int wait_finished(accel_session *s, uint64_t target,
+                         uint64_t deadline, bool *blocking)
 {
     for (;;) {
         if (finished_reached(s, target))
@@ -44,8 +47,22 @@ int accel__session_wait_finished(accel_session *s, uint64_t target,
         int64_t rem = accel__remaining(deadline);
         if (rem == 0)
             return ACCEL_ETIMEDOUT;
+        if (!*blocking) { /* from here this thread sleeps */
+            *blocking = true;
+            accel__block_begin();
+        }
         accel__futex_wait(&s->event, ev, rem);
     }
+}
+
+int accel__session_wait_finished(accel_session *s, uint64_t target,
+                                 uint64_t deadline)
+{
+    bool blocking = false;
+    int rc = wait_finished(s, target, deadline, &blocking);
+    if (blocking)
+        accel__block_end();
+    return rc;
 }
 
 int accel__session_wait_room(accel_session *s, uint64_t deadline)
@@ -61,8 +78,11 @@ int accel__session_wait_room(accel_session *s, uint64_t deadline)
         int64_t rem = accel__remaining(deadline);
         if (rem == 0)
             rc = ACCEL_ETIMEDOUT;
-        else
+        else {
+            accel__block_begin();
             accel__futex_wait(&s->event, ev, rem);
+            accel__block_end();
+        }
     }
     return rc;
 }

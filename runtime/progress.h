@@ -30,6 +30,31 @@
 #include "futex.h"
 #include "session.h"
 
+/* The block hook: a worker thread installs it for itself (compensate.c,
+ * a layer above) so that accel's own waits inside an op can tell it they
+ * are about to sleep, and when they stop. NULL on every other thread.
+ * begin/end nest; a wait calls begin only once it is going to sleep. */
+typedef struct accel__block_hook {
+    void (*begin)(void *arg);
+    void (*end)(void *arg);
+    void *arg;
+} accel__block_hook;
+extern _Thread_local const accel__block_hook *accel__tls_block_hook;
+
+static inline void accel__block_begin(void)
+{
+    const accel__block_hook *h = accel__tls_block_hook;
+    if (h)
+        h->begin(h->arg);
+}
+
+static inline void accel__block_end(void)
+{
+    const accel__block_hook *h = accel__tls_block_hook;
+    if (h)
+        h->end(h->arg);
+}
+
 /* Wakes every thread sleeping on the session's event word. */
 void accel__session_notify(accel_session *s);
 

@@ -13,6 +13,7 @@
 #include "alloc.h"
 #include "cpu_limits.h"
 #include "futex.h"
+#include "progress.h"
 #include "rcu.h"
 #include "session.h"
 #include "table.h"
@@ -27,6 +28,7 @@ static void runtime_free(accel_runtime *rt)
     pthread_mutex_destroy(&rt->table_lock);
     accel__arena_fini(&rt->arena);
     accel__host_free(rt);
+    accel__comp_fini(rt);
     accel__free(rt->worker_cpus);
     accel__free(rt->workers);
     accel__free(rt);
@@ -66,13 +68,22 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
         c.quantum_ns = 2000000;
     if (c.cuda_device < 0)
         return ACCEL_EINVAL;
+    if (c.max_extra_workers > ACCEL__EXTRA_MAX)
+        return ACCEL_EINVAL;
+    /* A chain of ops each waiting on the next needs a thread per level:
+     * a floor, so that small pools still nest to a useful depth. */
+    if (c.max_extra_workers == 0)
+        c.max_extra_workers = c.workers * 4 < ACCEL__EXTRA_DEFAULT_MIN
+                                  ? ACCEL__EXTRA_DEFAULT_MIN
+                                  : c.workers * 4;
     /* Host-driven workers: the host's wake callback, no threads to pin;
      * the callback only with them. */
     if (c.flags & ~ACCEL_RUNTIME_HOST_WORKERS)
         return ACCEL_EINVAL;
     if ((c.flags & ACCEL_RUNTIME_HOST_WORKERS)
             ? !c.host_wake || c.worker_cpus_count
-            : c.host_wake != NULL || c.host_wake_arg != NULL)
+            : c.host_wake != NULL || c.host_wake_arg != NULL ||
+                  c.host_grow != NULL)
         return ACCEL_EINVAL;
 
     accel__fence_init();
@@ -82,14 +93,18 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     if (!rt)
         return ACCEL_ENOMEM;
     rt->cfg = c;
+    accel__comp_init(rt, c.max_extra_workers, c.block_detect_ns);
+    /* The monitor disarms itself once it runs (compensate.c); with no
+     * monitor (host-driven workers) the wake path never asks for it. */
+    atomic_init(&rt->monitor_armed, 1);
     rt->fork_gen = accel__fork_generation();
     pthread_mutex_init(&rt->list_lock, NULL);
     pthread_mutex_init(&rt->table_lock, NULL);
     accel__arena_init(&rt->arena);
     rt->table_want = rt->table_buckets = ACCEL__TABLE_INIT_BUCKETS;
     CDS_INIT_LIST_HEAD(&rt->sessions);
-    rt->workers =
-        accel__calloc_aligned(64, (size_t)c.workers * sizeof(accel__worker));
+    rt->workers = accel__calloc_aligned(
+        64, ((size_t)c.workers + c.max_extra_workers) * sizeof(accel__worker));
     if (c.worker_cpus_count) {
         rt->worker_cpus = accel__calloc(c.worker_cpus_count, sizeof(unsigned));
         if (rt->worker_cpus)
@@ -176,7 +191,9 @@ int accel_runtime_destroy(accel_runtime *rt)
         accel_session_close(next, ACCEL_CLOSE_DRAIN);
         cur = next;
     }
+    accel__block_begin(); /* inside an op of another runtime: joins */
     accel__workers_stop(rt);
+    accel__block_end();
     /* Every accepted op has completed and no worker runs: wait for the
      * reclamations already queued, then free what is left, handles or
      * not. */

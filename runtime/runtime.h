@@ -13,16 +13,31 @@
 #include "accel/accel.h"
 #include "arena.h"
 #include "backend_registry.h"
+#include "compensate.h"
 #include "fork.h"
 #include "sched_core.h"
 
 #define ACCEL__WORKERS_MAX 1024u
+#define ACCEL__EXTRA_MAX 4096u /* cap on max_extra_workers */
+#define ACCEL__EXTRA_DEFAULT_MIN 64u /* max_extra_workers 0: 4 x, at least */
 #define ACCEL__SESSIONS_MAX (1u << 20)
 
 typedef struct accel__worker {
     /* Counters written only by this worker (relaxed load + store), read by
      * stats and metrics from any thread; a line of their own. */
     alignas(64) _Atomic uint64_t picks, visits, parks;
+    /* 1 while a visit runs (the monitor's view of a long op: compensate.c);
+     * written by this worker only. */
+    _Atomic uint32_t in_visit;
+    /* ACCEL__BLOCK_* bits: OWN set by this worker, SEEN by the monitor. */
+    _Atomic uint32_t block;
+    _Atomic int tid;        /* kernel thread id, for the monitor */
+    unsigned block_depth;   /* nested blocking waits and hints (owner) */
+    bool extra;             /* an extra worker (compensate.c) */
+    unsigned slot;          /* extra workers: ACCEL__SLOT_*, under comp.lock */
+    /* The monitor's sample of this worker (monitor thread only). */
+    uint64_t m_visits, m_t0, m_busy0;
+    unsigned m_phase;
     accel_runtime *rt;
     pthread_t thread;
     unsigned index; /* trace probes name the worker by it */
@@ -37,6 +52,12 @@ struct accel_runtime {
     alignas(64) _Atomic uint64_t idle_workers;
     _Atomic uint32_t park_seq; /* futex word */
     _Atomic uint32_t stopping;
+    /* Compensation (compensate.h), read by the wake path when it finds no
+     * parked worker: workers blocked now, extra workers active, and the
+     * monitor's armed flag (its futex word). */
+    _Atomic uint32_t blocked;
+    _Atomic uint32_t extra_active;
+    _Atomic uint32_t monitor_armed;
     /* short-lane workers park apart, so that a wake-up for work they may
      * not run never lands on them (see worker.c) */
     alignas(64) _Atomic uint64_t idle_short;
@@ -44,7 +65,8 @@ struct accel_runtime {
 
     alignas(64) accel__sched *sched;
     accel_runtime_config cfg;
-    accel__worker *workers; /* 64-byte aligned array */
+    accel__worker *workers; /* 64-byte aligned array: nworkers base
+                               workers, then comp.extra_max extra slots */
     unsigned *worker_cpus;  /* copy of cfg.worker_cpus, NULL if none */
     unsigned nworkers;
     struct cds_lfht *table;
@@ -62,6 +84,8 @@ struct accel_runtime {
     unsigned long table_buckets;
     /* Session memory once there are many (arena.h); cold paths. */
     accel__arena arena;
+
+    accel__comp comp; /* extra workers and the monitor (compensate.c) */
 
     /* Host-driven workers: one slot per worker (host.c); else NULL. */
     struct accel__host_slot *host;

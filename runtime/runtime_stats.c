@@ -33,12 +33,21 @@ int accel_runtime_get_stats(accel_runtime *rt, accel_runtime_stats *out,
         (uint32_t)atomic_load_explicit(&rt->idle_workers,
                                        memory_order_relaxed) +
         (uint32_t)atomic_load_explicit(&rt->idle_short, memory_order_relaxed);
-    for (unsigned i = 0; i < rt->nworkers; i++) {
+    /* extra slots too: a retired extra's counters stay in its slot */
+    for (unsigned i = 0; i < rt->nworkers + rt->comp.extra_max; i++) {
         accel__worker *w = &rt->workers[i];
         st.picks += atomic_load_explicit(&w->picks, memory_order_relaxed);
         st.visits += atomic_load_explicit(&w->visits, memory_order_relaxed);
         st.parks += atomic_load_explicit(&w->parks, memory_order_relaxed);
     }
+    /* relaxed: gauges and counters (compensate.c). */
+    st.blocked = atomic_load_explicit(&rt->blocked, memory_order_relaxed);
+    st.extra_workers =
+        atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
+    st.extra_started =
+        atomic_load_explicit(&rt->comp.started, memory_order_relaxed);
+    st.blocked_detected =
+        atomic_load_explicit(&rt->comp.detected, memory_order_relaxed);
     pthread_mutex_lock(&rt->list_lock); /* cold path: stats */
     st.sessions = (uint32_t)rt->nsessions;
     pthread_mutex_unlock(&rt->list_lock);

@@ -218,8 +218,12 @@ int accel_submit_wait(accel_session *s, accel_op_fn fn, void *arg,
     if (rc != ACCEL_OK)
         return rc;
     /* [A6] acquire: pairs with [R6]. */
-    while (!atomic_load_explicit(&w.done, memory_order_acquire))
-        accel__futex_wait(&w.done, 0, -1);
+    if (!atomic_load_explicit(&w.done, memory_order_acquire)) {
+        accel__block_begin(); /* inside an op: another worker takes over */
+        while (!atomic_load_explicit(&w.done, memory_order_acquire))
+            accel__futex_wait(&w.done, 0, -1);
+        accel__block_end();
+    }
     return w.status;
 }
 

@@ -40,6 +40,7 @@
 #include <stddef.h>
 
 #include "clock.h"
+#include "compensate.h"
 #include "fault.h"
 #include "futex.h"
 #include "progress.h"
@@ -422,9 +423,30 @@ void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
     accel__fence_hot();
     if ((lanes & ACCEL__SCHED_LANE_SHORT) && claim_parked(&rt->idle_short))
         wake_claimed(rt, &rt->park_seq_short, ACCEL_HOST_LANE_SHORT);
-    else if ((lanes & ACCEL__SCHED_LANE_GENERAL) &&
-             claim_parked(&rt->idle_workers))
-        wake_claimed(rt, &rt->park_seq, ACCEL_HOST_LANE_GENERAL);
+    else if (lanes & ACCEL__SCHED_LANE_GENERAL) {
+        if (claim_parked(&rt->idle_workers))
+            wake_claimed(rt, &rt->park_seq, ACCEL_HOST_LANE_GENERAL);
+        /* No parked worker for it: blocked workers may be owed an extra,
+         * or the monitor may need arming (compensate.c; after the
+         * fence_hot above, the submitter's half of its fence pairs).
+         * relaxed: two loads of this line, 0 and 1 unless so. */
+        else if (__builtin_expect(
+                     atomic_load_explicit(&rt->blocked,
+                                          memory_order_relaxed) != 0 ||
+                         !atomic_load_explicit(&rt->monitor_armed,
+                                               memory_order_relaxed),
+                     0))
+            accel__comp_starved(rt);
+    }
+}
+
+/* The compensation's hook (compensate.h): one parked general worker. */
+static bool wake_parked_general(accel_runtime *rt)
+{
+    if (!claim_parked(&rt->idle_workers))
+        return false;
+    wake_claimed(rt, &rt->park_seq, ACCEL_HOST_LANE_GENERAL);
+    return true;
 }
 
 /* A parked worker leaves: one parked fewer, and one claim fewer if any.
@@ -472,7 +494,9 @@ static accel__sched_entity *spin_pick(accel_runtime *rt, unsigned lane)
     return NULL;
 }
 
-static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
+/* *timed_out: an extra worker's park (timeout_ns >= 0) ran out. */
+static accel__sched_entity *park(accel_runtime *rt, accel__worker *w,
+                                 int64_t timeout_ns, bool *timed_out)
 {
     unsigned lane = w->lane;
     accel__sched_entity *e = spin_pick(rt, lane);
@@ -488,10 +512,15 @@ static accel__sched_entity *park(accel_runtime *rt, accel__worker *w)
     if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire)) {
         accel__bump(&w->parks, 1);
         ACCEL_TRACE2(park, w->index, lane); /* park(worker, lane) */
-        accel__futex_wait(word, seq, -1);
+        *timed_out = accel__futex_wait(word, seq, timeout_ns) != 0;
         ACCEL_TRACE2(wake, w->index, lane); /* wake(worker, lane) */
     }
-    accel__park_leave(rt, lane, e != NULL);
+    /* An extra that timed out retires: uncounted first, so that the
+     * claim it may take, passed on as for found work (it does not pick
+     * again), can start a new extra if one is owed (compensate.c). */
+    if (*timed_out)
+        accel__comp_retire_idle(rt);
+    accel__park_leave(rt, lane, e != NULL || *timed_out);
     return e;
 }
 
@@ -550,13 +579,15 @@ static inline void prefetch_session(const accel__sched_entity *e,
                        0);
 }
 
-static void *worker_main(void *arg)
+/* The loop of a base worker (until the runtime stops) and of an extra
+ * one (compensate.c: until it is surplus or idle a while). */
+static void worker_loop(accel__worker *w)
 {
-    accel__worker *w = arg;
     accel_runtime *rt = w->rt;
     accel__fault_thread_is_worker();
     accel__yield_thread_index((UINT64_C(1) << 32) + w->index);
     accel__rcu_register();
+    accel__comp_thread_begin(w);
     uint64_t now = 0; /* end of the last visit; 0: read the clock */
     for (;;) {
         accel__sched_entity *e = accel__sched_pick(rt->sched, w->lane);
@@ -566,7 +597,10 @@ static void *worker_main(void *arg)
             if (atomic_load_explicit(&rt->stopping, memory_order_acquire))
                 break;
             now = 0;
-            e = park(rt, w);
+            bool timed_out = false;
+            e = park(rt, w, w->extra ? ACCEL__EXTRA_IDLE_NS : -1, &timed_out);
+            if (!e && timed_out)
+                break; /* an idle extra retired (park) */
             if (!e)
                 continue;
         }
@@ -581,12 +615,32 @@ static void *worker_main(void *arg)
                                            ACCEL__PEEK_AHEAD);
         for (unsigned i = 0; i < ahead; i++)
             prefetch_session(next[i], hint[i]);
+        /* relaxed: the monitor's heuristic view (compensate.c); this
+         * worker's own line. */
+        atomic_store_explicit(&w->in_visit, 1, memory_order_relaxed);
         unsigned lanes = run_visit(rt, e->owner, &now);
+        atomic_store_explicit(&w->in_visit, 0, memory_order_relaxed);
+        if (__builtin_expect(w->block_depth != 0, 0))
+            accel__comp_visit_done(w); /* a hint left open by the op */
+        /* An extra worker more than the blocked ones need leaves after
+         * its visit (not after a wake: it may hold a wake's claim). It
+         * will not pick again, so a session it re-queued wakes a worker
+         * (as accel_host_visit_end_stop). */
+        if (w->extra && accel__comp_surplus(rt)) {
+            if (lanes)
+                accel__runtime_wake_lanes(rt, lanes);
+            break;
+        }
         /* Re-queued for lanes we are not in (a short-lane worker's session
          * turned long): a worker that may run it must not stay parked. */
         if (lanes && !(lanes & (1u << w->lane)))
             accel__runtime_wake_lanes(rt, lanes);
     }
+}
+
+static void *worker_main(void *arg)
+{
+    worker_loop(arg);
     return NULL;
 }
 
@@ -602,10 +656,15 @@ void accel__workers_run_queued(accel_runtime *rt)
     }
 }
 
+static const accel__comp_ops comp_ops = {.run_extra = worker_loop,
+                                         .wake_parked = wake_parked_general};
+
 int accel__workers_start(accel_runtime *rt)
 {
-    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS)
+    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
+        accel__comp_set_ops(rt, &comp_ops); /* no monitor: host threads */
         return ACCEL_OK; /* the host drives the slots (host.c) */
+    }
     for (unsigned i = 0; i < rt->nworkers; i++) {
         accel__worker *w = &rt->workers[i];
         w->rt = rt;
@@ -618,6 +677,10 @@ int accel__workers_start(accel_runtime *rt)
             return ACCEL_ENOMEM;
         }
         accel__worker_setup_thread(rt, w);
+    }
+    if (accel__comp_start(rt, &comp_ops) != ACCEL_OK) {
+        accel__workers_stop(rt);
+        return ACCEL_ENOMEM;
     }
     return ACCEL_OK;
 }
@@ -634,4 +697,5 @@ void accel__workers_stop(accel_runtime *rt)
     accel__futex_wake(&rt->park_seq_short, INT_MAX);
     for (unsigned i = 0; i < rt->nworkers; i++)
         pthread_join(rt->workers[i].thread, NULL);
+    accel__comp_stop(rt); /* the monitor, then the extra workers */
 }

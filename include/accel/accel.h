@@ -172,7 +172,8 @@ typedef struct accel_runtime_config {
      * worker_cpus[i % worker_cpus_count] (CPU numbers as sched_setaffinity
      * takes them; each must be in the process's affinity mask, else
      * ACCEL_EINVAL). NULL or count 0: no pinning. Copied. Workers are named
-     * accel-w0.. (general) and accel-short0.. (short lane) either way. */
+     * accel-w0.. (general) and accel-short0.. (short lane) either way;
+     * extra workers ("Ops that block") accel-x0.., never pinned. */
     const unsigned *worker_cpus;
     unsigned worker_cpus_count;
     /* 0, or sizeof(accel_runtime_config) when using fields added after it
@@ -191,11 +192,52 @@ typedef struct accel_runtime_config {
      * (set a flag, post a semaphore) and must not call into accel. */
     void (*host_wake)(void *arg, unsigned lane);
     void *host_wake_arg;
+    /* Workers blocked inside an op (see "Ops that block" below): at most
+     * this many extra worker threads are started in their place (max
+     * 4096); 0: 4 x workers, at least 64 (1024 workers: 4096). */
+    unsigned max_extra_workers;
+    /* A worker inside one visit this long, while work waits, that spent
+     * under half of it on a CPU or waiting for one, counts as blocked;
+     * 0: 2 ms. */
+    uint64_t block_detect_ns;
+    /* Host-driven workers only (optional; NULL: a blocked host slot keeps
+     * its place): called with (host_wake_arg) when a host slot counted
+     * blocked (accel_host_blocking_begin) is owed another driver: the
+     * host starts one, which calls accel_host_slot_add. Same rules as
+     * host_wake (it runs inside accel calls; it must only signal). */
+    void (*host_grow)(void *arg);
 } accel_runtime_config;
 
 /* accel_runtime_config.flags */
 #define ACCEL_RUNTIME_HOST_WORKERS 0x1u /* create no threads: the host
                                            drives the workers */
+
+/* Ops that block. An op may wait (on another session's op, a lock, I/O,
+ * a device) without stalling the other sessions: a worker blocked inside
+ * an op hands its place to another worker, a parked one or an extra
+ * thread started for it, so another session's op waits for a CPU and its
+ * fair share, never for a worker held by someone else's blocked op.
+ * A worker counts as blocked
+ * - at once inside accel's own waits: accel_submit_wait, a submit
+ *   waiting for room, accel_session_sync, a draining close or release,
+ *   accel_runtime_destroy of another runtime (so ops that submit_wait
+ *   on other sessions nest to any depth, also with one worker);
+ * - at once between accel_blocking_begin and _end (the op says it);
+ * - for waits accel cannot see (sleep, lock, I/O): once a monitor thread
+ *   has found it inside one visit for block_detect_ns (2 ms by default)
+ *   while work waits, having spent under half that time on a CPU or
+ *   waiting for one (its thread's CPU clock and the kernel's run delay).
+ *   A CPU-bound long op is never counted: more threads than CPUs would
+ *   only slow everyone (the short lane is its latency answer).
+ * Bounds: at most max_extra_workers extra threads; never more extra
+ * workers active than workers blocked (a surplus one leaves at the end of
+ * its visit, an idle one after 50 ms), so at most `workers` workers run
+ * ops that are not blocked; FIFO per session, weighted shares, the short
+ * lane (extras are general workers) and exactly-once are unchanged. The
+ * monitor sleeps while nothing waits for a worker: an idle runtime uses
+ * no CPU. If a thread cannot be started, the op waits as it would
+ * without compensation. Host-driven runtimes (below) compensate only
+ * through the host: see accel_host_blocking_begin. */
 
 /* Creates a runtime with its worker threads.
  * cfg NULL means all defaults. Returns ACCEL_OK and *out, or
@@ -226,6 +268,12 @@ typedef struct accel_runtime_stats {
     uint64_t picks;              /* scheduler picks workers tried */
     uint64_t visits;             /* picks that found a session: visits run */
     uint64_t parks;              /* times a worker went to sleep */
+    /* Ops that block (see "Ops that block" above); past the 0.1 layout. */
+    uint32_t blocked;            /* workers blocked inside an op now */
+    uint32_t extra_workers;      /* extra workers running now */
+    uint64_t extra_started;      /* extra workers started */
+    uint64_t blocked_detected;   /* times the monitor found a worker
+                                    blocked in a wait accel cannot see */
 } accel_runtime_stats;
 
 /* Fills the first min(size, sizeof) bytes of *out with a snapshot of rt's
@@ -261,6 +309,17 @@ ACCEL_API int accel_runtime_write_prometheus(accel_runtime *rt, char *buf,
  * NULL if it could not be created. Do not pass it to
  * accel_runtime_destroy(). */
 ACCEL_API accel_runtime *accel_runtime_default(void);
+
+/* The op running on the calling thread will block (sleep, lock, I/O, a
+ * remote call): its worker's place goes to another worker at once,
+ * without waiting for the monitor (see "Ops that block"). Pairs nest;
+ * each begin needs its _end before the op returns (one left open is
+ * closed when the op's visit ends). Outside an op both do nothing and
+ * return ACCEL_OK. Returns ACCEL_OK, or from _end ACCEL_EINVAL when no
+ * begin of this thread is open (nothing changes); from _begin
+ * ACCEL_EINVAL past 2^32 - 1 open begins. */
+ACCEL_API int accel_blocking_begin(void);
+ACCEL_API int accel_blocking_end(void);
 
 /* ------------------------------------------------------------- session */
 
@@ -559,6 +618,37 @@ ACCEL_API int accel_host_idle_begin(accel_runtime *rt, unsigned worker);
  * (bad rt or worker, not idle). */
 ACCEL_API int accel_host_idle_end(accel_runtime *rt, unsigned worker,
                                   bool found_work);
+
+/* Blocked host slots ("Ops that block" above, for host-driven runtimes).
+ * accel cannot see a host thread's waits, so the host says when the op
+ * it runs for slot `worker` blocks (Go: the binding's own waits, a nested
+ * Submit or Sync, a blocking call an op announces):
+ * accel_host_blocking_begin(rt, w) ... accel_host_blocking_end(rt, w),
+ * from the thread driving the slot, with its visit open; pairs nest.
+ * Begin counts the slot blocked and hands its place on: it wakes a
+ * parked slot (host_wake), else, when work is queued and fewer extra
+ * slots are active than slots blocked (and under max_extra_workers),
+ * calls host_grow. The host's new driver then calls
+ * accel_host_slot_add(rt, &w2), which gives it an extra slot w2
+ * (general lane, index >= workers) or ACCEL_EAGAIN when none is owed any
+ * more (it then just exits), and drives w2 with the loop above. After
+ * each visit of an extra slot (ended with accel_host_visit_end_stop, as
+ * it may leave) the driver calls accel_host_slot_leave(rt, w2,
+ * ACCEL_HOST_LEAVE_IF_SURPLUS): ACCEL_OK when the slot was surplus (more
+ * extras than blocked slots) and is gone; ACCEL_EAGAIN: it stays. An
+ * extra slot idle for a while leaves with flags 0. A submit that finds
+ * no parked slot while slots are owed calls host_grow too. Same bounds as
+ * accel's own threads: at most workers + blocked slots run ops that are
+ * not blocked once surplus slots have left. Returns ACCEL_OK, or
+ * ACCEL_EINVAL (rt not host-driven or NULL, worker not a slot in use, for
+ * _end no begin open, for _leave a visit open or the slot idle-announced
+ * or not an extra slot; nothing changed), ACCEL_EAGAIN as said. */
+#define ACCEL_HOST_LEAVE_IF_SURPLUS 0x1u
+ACCEL_API int accel_host_blocking_begin(accel_runtime *rt, unsigned worker);
+ACCEL_API int accel_host_blocking_end(accel_runtime *rt, unsigned worker);
+ACCEL_API int accel_host_slot_add(accel_runtime *rt, unsigned *worker);
+ACCEL_API int accel_host_slot_leave(accel_runtime *rt, unsigned worker,
+                                    unsigned flags);
 
 /* --------------------------------------------------------------- budget */
 

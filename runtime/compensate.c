@@ -1,0 +1,585 @@
+/*
+ * Compensation for blocked workers (compensate.h has the rules).
+ *
+ * Handing a blocked worker's place on (a wait the worker announces):
+ *   blocker:   blocked++; block |= OWN; fence_cold;
+ *              wake a parked general worker, else if work is queued and
+ *              extra_active < blocked: extra_active++, start an extra
+ *   submitter: enqueue; fence_hot; no parked general worker to claim;
+ *              if blocked > extra_active: the same start (starved)
+ * Either the blocker's look at the scheduler sees the submitter's work, or
+ * the submitter's load sees the blocker counted (the asymmetric fence pair
+ * of futex.h): new work never waits behind a blocked worker with no one
+ * sent for it. models/blocked.pml checks this hand-off with the park/wake
+ * protocol of worker.c.
+ *
+ * Counting: `blocked` is raised before a worker's block word goes from 0
+ * to non-zero and lowered after it goes back to 0, by whoever made that
+ * transition (the worker for OWN, the monitor for SEEN; a raise that did
+ * not make the transition is undone), so it never reads below the number
+ * of blocked workers: an extra is never retired for a count that is only
+ * late.
+ *
+ * The monitor (accel's own threads only) sleeps on monitor_armed while it
+ * is 0. The wake path arms it when it finds no parked worker for new work;
+ * the monitor disarms itself when nothing is queued and no worker is
+ * counted blocked by it, with the same fence pair as above (it clears the
+ * flag, fence_cold, looks at the scheduler; a submitter enqueues,
+ * fence_hot, loads the flag): so an idle runtime's monitor sleeps, and
+ * work that waits always has it armed. Armed, it ticks every
+ * block_detect_ns / 2 and looks at each worker's visit count: a worker
+ * found in the same visit at two ticks is sampled (CPU clock and run
+ * delay), and once block_detect_ns later it is still there with less than
+ * half the time busy (on a CPU or waiting for one), it is counted blocked
+ * (SEEN) while work waits; the mark goes at the first tick that finds it
+ * in another visit or none.
+ */
+#include "compensate.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "futex.h"
+#include "progress.h"
+#include "runtime.h"
+#include "session.h"
+#include "trace.h"
+
+#define DETECT_NS_DEFAULT 2000000u
+
+void accel__comp_init(accel_runtime *rt, unsigned extra_max,
+                      uint64_t detect_ns)
+{
+    accel__comp *c = &rt->comp;
+    c->extra_max = extra_max;
+    c->detect_ns = detect_ns ? detect_ns : DETECT_NS_DEFAULT;
+    pthread_mutex_init(&c->lock, NULL);
+}
+
+void accel__comp_fini(accel_runtime *rt)
+{
+    pthread_mutex_destroy(&rt->comp.lock);
+}
+
+/* Something is queued (a peek of each class, as a general worker's pick
+ * looks at both: lock-free, read-only, and never dereferenced). */
+static bool work_waits(accel_runtime *rt)
+{
+    accel__sched_entity *e;
+    uint32_t hint;
+    return accel__sched_peek(rt->sched, 0, &e, &hint, 1) > 0 ||
+           accel__sched_peek(rt->sched, 1, &e, &hint, 1) > 0;
+}
+
+static void *extra_entry(void *arg)
+{
+    accel__worker *w = arg;
+    accel_runtime *rt = w->rt;
+    rt->comp.ops.run_extra(w);
+    /* retire(worker index, extra workers still active) */
+    ACCEL_TRACE2(retire, w->index,
+                 atomic_load_explicit(&rt->extra_active, memory_order_relaxed));
+    /* relaxed: a statistic. */
+    atomic_fetch_add_explicit(&rt->comp.retired, 1, memory_order_relaxed);
+    pthread_mutex_lock(&rt->comp.lock); /* cold: a retiring extra */
+    w->slot = ACCEL__SLOT_EXITED;       /* joined by the next spawn or stop */
+    pthread_mutex_unlock(&rt->comp.lock);
+    return NULL;
+}
+
+/* Starts one extra worker; the caller has counted it in extra_active.
+ * On failure (no slot, no thread) it is uncounted again: the blocked op's
+ * wait then lasts as long as it would without compensation. */
+static void spawn(accel_runtime *rt)
+{
+    accel__comp *c = &rt->comp;
+    bool ok = false;
+    pthread_mutex_lock(&c->lock); /* cold: starting an extra worker */
+    for (unsigned i = 0; i < c->extra_max && !c->stopping; i++) {
+        accel__worker *w = &rt->workers[rt->nworkers + i];
+        if (w->slot == ACCEL__SLOT_RUN)
+            continue;
+        if (w->slot == ACCEL__SLOT_EXITED)
+            pthread_join(w->thread, NULL); /* it has returned: no wait */
+        w->slot = ACCEL__SLOT_FREE;
+        w->rt = rt;
+        w->index = rt->nworkers + i;
+        w->lane = 0;
+        w->extra = true;
+        w->cpu = -1;
+        w->m_phase = 0;
+        if (pthread_create(&w->thread, NULL, extra_entry, w) != 0)
+            break;
+        w->slot = ACCEL__SLOT_RUN;
+        ok = true;
+        if (i >= c->slots_used)
+            c->slots_used = i + 1;
+        char name[16];
+        snprintf(name, sizeof(name), "accel-x%u", i % 10000u);
+        pthread_setname_np(w->thread, name); /* a name, or the spawner's */
+        /* relaxed: a statistic. */
+        atomic_fetch_add_explicit(&c->started, 1, memory_order_relaxed);
+        /* compensate(worker index, workers blocked now) */
+        ACCEL_TRACE2(compensate, w->index,
+                     atomic_load_explicit(&rt->blocked, memory_order_relaxed));
+        break;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (!ok) /* relaxed: the count alone; nothing was published */
+        atomic_fetch_sub_explicit(&rt->extra_active, 1, memory_order_relaxed);
+}
+
+/* Counts one more active extra if blocked workers are owed one and the
+ * cap allows, then starts it. relaxed: counts; the fence pair at the top
+ * orders them against the work they are for. */
+static void spawn_if_owed(accel_runtime *rt)
+{
+    if (atomic_load_explicit(&rt->stopping, memory_order_relaxed))
+        return;
+    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
+        /* The host starts the driver; its accel_host_slot_add counts it
+         * (relaxed: the same counts, read only). */
+        uint32_t a =
+            atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
+        if (rt->cfg.host_grow && a < rt->comp.extra_max &&
+            a < atomic_load_explicit(&rt->blocked, memory_order_relaxed))
+            rt->cfg.host_grow(rt->cfg.host_wake_arg);
+        return;
+    }
+    uint32_t a = atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
+    do {
+        if (a >= atomic_load_explicit(&rt->blocked, memory_order_relaxed) ||
+            a >= rt->comp.extra_max)
+            return;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &rt->extra_active, &a, a + 1, memory_order_relaxed,
+        memory_order_relaxed));
+    spawn(rt);
+}
+
+/* A worker was just counted blocked: its place goes on. */
+static void hand_on(accel_runtime *rt)
+{
+    if (!rt->comp.ops.wake_parked)
+        return; /* host-driven: the host's own drivers */
+    /* The blocker's half of the pair at the top: blocked++ before, the
+     * look at the scheduler after. */
+    accel__fence_cold();
+    if (rt->comp.ops.wake_parked(rt))
+        return;
+    if (work_waits(rt))
+        spawn_if_owed(rt);
+}
+
+void accel__comp_starved(accel_runtime *rt)
+{
+    /* relaxed: the submitter's half of the pair at the top (its fence_hot
+     * came before, in the wake path). */
+    if (atomic_load_explicit(&rt->blocked, memory_order_relaxed) >
+        atomic_load_explicit(&rt->extra_active, memory_order_relaxed))
+        spawn_if_owed(rt);
+    if (!atomic_load_explicit(&rt->monitor_armed, memory_order_relaxed) &&
+        rt->comp.monitor_started) {
+        uint32_t z = 0;
+        /* relaxed: the flag is ordered against the monitor's look at the
+         * scheduler by the fence pair (the top of this file). */
+        if (atomic_compare_exchange_strong_explicit(&rt->monitor_armed, &z, 1,
+                                                    memory_order_relaxed,
+                                                    memory_order_relaxed))
+            accel__futex_wake(&rt->monitor_armed, 1);
+    }
+}
+
+bool accel__comp_surplus(accel_runtime *rt)
+{
+    /* relaxed: counts. blocked never reads low (the top of this file), so
+     * a surplus seen here is real. */
+    uint32_t a = atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
+    while (a > atomic_load_explicit(&rt->blocked, memory_order_relaxed)) {
+        if (atomic_compare_exchange_weak_explicit(&rt->extra_active, &a, a - 1,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+void accel__comp_retire_idle(accel_runtime *rt)
+{
+    /* relaxed: a count. Blocked workers it leaves owed get a new extra
+     * from the next submit that finds no parked worker (starved). */
+    atomic_fetch_sub_explicit(&rt->extra_active, 1, memory_order_relaxed);
+}
+
+/* ---- a worker's own waits and the hint */
+
+static void own_begin(void *arg)
+{
+    accel__worker *w = arg;
+    if (w->block_depth++ != 0)
+        return;
+    accel_runtime *rt = w->rt;
+    /* relaxed: counts (the top of this file): raised before the bit. */
+    atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
+    if (atomic_fetch_or_explicit(&w->block, ACCEL__BLOCK_OWN,
+                                 memory_order_relaxed) != 0) {
+        /* the monitor counted this worker already */
+        atomic_fetch_sub_explicit(&rt->blocked, 1, memory_order_relaxed);
+        return;
+    }
+    hand_on(rt);
+}
+
+static void own_end(void *arg)
+{
+    accel__worker *w = arg;
+    if (w->block_depth == 0 || --w->block_depth != 0)
+        return;
+    /* relaxed: counts; lowered after the word went back to 0. */
+    if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_OWN,
+                                  memory_order_relaxed) == ACCEL__BLOCK_OWN)
+        atomic_fetch_sub_explicit(&w->rt->blocked, 1, memory_order_relaxed);
+}
+
+static _Thread_local accel__block_hook tls_hook;
+/* Hints open on this thread (accel_blocking_begin - _end). */
+static _Thread_local unsigned tls_hints;
+
+void accel__comp_thread_begin(accel__worker *w)
+{
+    tls_hook = (accel__block_hook){.begin = own_begin, .end = own_end,
+                                   .arg = w};
+    accel__tls_block_hook = &tls_hook;
+    /* relaxed: read by the monitor only to find the thread's schedstat. */
+    atomic_store_explicit(&w->tid, (int)syscall(SYS_gettid),
+                          memory_order_relaxed);
+}
+
+void accel__comp_visit_done(accel__worker *w)
+{
+    if (__builtin_expect(w->block_depth != 0, 0)) {
+        w->block_depth = 1; /* the op left a hint open: close it */
+        own_end(w);
+        tls_hints = 0;
+    }
+}
+
+int accel_blocking_begin(void)
+{
+    if (!accel__tls_current)
+        return ACCEL_OK; /* not inside an op: no worker is held */
+    if (tls_hints == UINT32_MAX)
+        return ACCEL_EINVAL;
+    tls_hints++;
+    accel__block_begin();
+    return ACCEL_OK;
+}
+
+int accel_blocking_end(void)
+{
+    if (!accel__tls_current)
+        return ACCEL_OK;
+    if (tls_hints == 0)
+        return ACCEL_EINVAL; /* no begin open: nothing changes */
+    tls_hints--;
+    accel__block_end();
+    return ACCEL_OK;
+}
+
+/* ---- host-driven slots (host.c checks the slot) */
+
+void accel__comp_set_ops(accel_runtime *rt, const accel__comp_ops *ops)
+{
+    rt->comp.ops = *ops;
+}
+
+int accel__comp_host_block(accel_runtime *rt, accel__worker *w, bool begin)
+{
+    w->rt = rt; /* host slots are not started as threads: set here */
+    if (begin) {
+        if (w->block_depth == UINT32_MAX)
+            return ACCEL_EINVAL;
+        own_begin(w);
+        return ACCEL_OK;
+    }
+    if (w->block_depth == 0)
+        return ACCEL_EINVAL;
+    own_end(w);
+    return ACCEL_OK;
+}
+
+int accel__comp_host_add(accel_runtime *rt, unsigned *worker)
+{
+    accel__comp *c = &rt->comp;
+    /* relaxed: counts, as spawn_if_owed. */
+    uint32_t a = atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
+    do {
+        if (a >= atomic_load_explicit(&rt->blocked, memory_order_relaxed) ||
+            a >= c->extra_max)
+            return ACCEL_EAGAIN;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &rt->extra_active, &a, a + 1, memory_order_relaxed,
+        memory_order_relaxed));
+    int rc = ACCEL_EAGAIN;
+    pthread_mutex_lock(&c->lock); /* cold: a host slot added */
+    for (unsigned i = 0; i < c->extra_max; i++) {
+        accel__worker *w = &rt->workers[rt->nworkers + i];
+        if (w->slot != ACCEL__SLOT_FREE)
+            continue;
+        w->slot = ACCEL__SLOT_RUN;
+        w->rt = rt;
+        w->index = rt->nworkers + i;
+        w->extra = true;
+        *worker = w->index;
+        rc = ACCEL_OK;
+        /* relaxed: a statistic. */
+        atomic_fetch_add_explicit(&c->started, 1, memory_order_relaxed);
+        /* compensate(worker index, workers blocked now) */
+        ACCEL_TRACE2(compensate, w->index,
+                     atomic_load_explicit(&rt->blocked, memory_order_relaxed));
+        break;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (rc != ACCEL_OK)
+        atomic_fetch_sub_explicit(&rt->extra_active, 1, memory_order_relaxed);
+    return rc;
+}
+
+int accel__comp_host_leave(accel_runtime *rt, accel__worker *w,
+                           bool surplus_only)
+{
+    if (surplus_only) {
+        if (!accel__comp_surplus(rt))
+            return ACCEL_EAGAIN;
+    } else {
+        accel__comp_retire_idle(rt);
+    }
+    if (w->block_depth) { /* a begin left open: closed with the slot */
+        w->block_depth = 1;
+        own_end(w);
+    }
+    /* retire(worker index, extra workers still active) */
+    ACCEL_TRACE2(retire, w->index,
+                 atomic_load_explicit(&rt->extra_active, memory_order_relaxed));
+    atomic_fetch_add_explicit(&rt->comp.retired, 1, memory_order_relaxed);
+    pthread_mutex_lock(&rt->comp.lock); /* cold: a host slot leaves */
+    w->slot = ACCEL__SLOT_FREE;
+    pthread_mutex_unlock(&rt->comp.lock);
+    return ACCEL_OK;
+}
+
+/* ---- the monitor */
+
+/* ns the thread spent on a CPU or waiting for one (schedstat's run
+ * delay, where the kernel has it). *ok false: no CPU clock. */
+static uint64_t busy_ns(accel__worker *w, bool *ok)
+{
+    clockid_t cid;
+    struct timespec ts;
+    *ok = pthread_getcpuclockid(w->thread, &cid) == 0 &&
+          clock_gettime(cid, &ts) == 0;
+    if (!*ok)
+        return 0;
+    uint64_t busy = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    /* relaxed: written once by the thread at its start. */
+    int tid = atomic_load_explicit(&w->tid, memory_order_relaxed);
+    if (tid <= 0)
+        return busy;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return busy;
+    char buf[96];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    uint64_t on_cpu, delay;
+    if (n > 0) {
+        buf[n] = 0;
+        /* on-CPU ns, run-queue wait ns, timeslices */
+        if (sscanf(buf, "%" SCNu64 " %" SCNu64, &on_cpu, &delay) == 2)
+            busy += delay;
+    }
+    return busy;
+}
+
+/* Whether the thread is running or runnable now ('R' in its stat; a
+ * sleeping or I/O-waiting one is 'S' or 'D'): the run delay grows only
+ * once a waiting thread gets a CPU again, so a CPU-bound op on an
+ * overloaded machine can look idle by the clocks alone. Unknown: true
+ * (never count a worker blocked on a guess). */
+static bool thread_runnable(accel__worker *w)
+{
+    /* relaxed: written once by the thread at its start. */
+    int tid = atomic_load_explicit(&w->tid, memory_order_relaxed);
+    if (tid <= 0)
+        return true;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return true;
+    char buf[256];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return true;
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the name may hold anything */
+    return !p || p[1] != ' ' || p[2] == 'R';
+}
+
+/* One worker at one tick; true while it is counted blocked by the
+ * monitor or being sampled. */
+static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
+                  bool waits)
+{
+    accel__comp *c = &rt->comp;
+    /* relaxed: a heuristic view of the worker's own counters; the block
+     * word's transitions are RMWs (the top of this file). */
+    uint64_t vis = atomic_load_explicit(&w->visits, memory_order_relaxed);
+    bool inv = atomic_load_explicit(&w->in_visit, memory_order_relaxed);
+    uint32_t st = atomic_load_explicit(&w->block, memory_order_relaxed);
+    if (st & ACCEL__BLOCK_SEEN) {
+        if (inv && vis == w->m_visits)
+            return true;
+        if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_SEEN,
+                                      memory_order_relaxed) ==
+            ACCEL__BLOCK_SEEN)
+            atomic_fetch_sub_explicit(&rt->blocked, 1, memory_order_relaxed);
+        w->m_phase = 0;
+        return false;
+    }
+    if (!inv || (st & ACCEL__BLOCK_OWN)) {
+        w->m_phase = 0; /* idle, or counted by its own wait */
+        return false;
+    }
+    if (w->m_phase == 0 || vis != w->m_visits) {
+        w->m_visits = vis; /* first seen in this visit */
+        w->m_phase = 1;
+        return true;
+    }
+    bool ok;
+    if (w->m_phase == 1) { /* the same visit a tick later: sample */
+        w->m_busy0 = busy_ns(w, &ok);
+        w->m_t0 = accel__now_ns(); /* next to the read: the monitor may
+                                      itself have waited for a CPU */
+        w->m_phase = ok ? 2 : 0;
+        return ok;
+    }
+    if (now - w->m_t0 < c->detect_ns)
+        return true;
+    uint64_t busy = busy_ns(w, &ok);
+    now = accel__now_ns();
+    if (!ok) {
+        w->m_phase = 0;
+        return false;
+    }
+    busy -= w->m_busy0;
+    uint64_t wall = now - w->m_t0;
+    if (busy * 2 >= wall || !waits || thread_runnable(w)) {
+        /* working (or nothing waits for it): a new window from here */
+        w->m_busy0 += busy;
+        w->m_t0 = now;
+        return true;
+    }
+    atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
+    uint32_t zero = 0;
+    if (!atomic_compare_exchange_strong_explicit(&w->block, &zero,
+                                                 ACCEL__BLOCK_SEEN,
+                                                 memory_order_relaxed,
+                                                 memory_order_relaxed)) {
+        atomic_fetch_sub_explicit(&rt->blocked, 1, memory_order_relaxed);
+        w->m_phase = 0;
+        return false;
+    }
+    /* relaxed: a statistic. */
+    atomic_fetch_add_explicit(&c->detected, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&c->lock); /* hand_on may spawn: it takes it */
+    hand_on(rt);
+    pthread_mutex_lock(&c->lock);
+    return true;
+}
+
+static void *monitor_main(void *arg)
+{
+    accel_runtime *rt = arg;
+    accel__comp *c = &rt->comp;
+    /* acquire: pairs with the release store of monitor_stop in
+     * accel__comp_stop. */
+    while (!atomic_load_explicit(&c->monitor_stop, memory_order_acquire)) {
+        /* relaxed: the flag and its futex (the top of this file). */
+        if (!atomic_load_explicit(&rt->monitor_armed, memory_order_relaxed)) {
+            accel__futex_wait(&rt->monitor_armed, 0, -1);
+            continue;
+        }
+        accel__futex_wait(&c->monitor_stop, 0, (int64_t)(c->detect_ns / 2));
+        uint64_t now = accel__now_ns();
+        bool waits = work_waits(rt);
+        bool busy = false;
+        pthread_mutex_lock(&c->lock); /* cold: one tick; extras stay put */
+        for (unsigned i = 0; i < rt->nworkers + c->slots_used; i++) {
+            accel__worker *w = &rt->workers[i];
+            if (i >= rt->nworkers && w->slot != ACCEL__SLOT_RUN)
+                continue;
+            busy |= watch(rt, w, now, waits);
+        }
+        pthread_mutex_unlock(&c->lock);
+        if (busy || waits)
+            continue;
+        /* Nothing queued, no one sampled or counted: sleep until a
+         * starved wake arms us (the fence pair, the top of this file). */
+        atomic_store_explicit(&rt->monitor_armed, 0, memory_order_relaxed);
+        accel__fence_cold();
+        if (work_waits(rt))
+            atomic_store_explicit(&rt->monitor_armed, 1,
+                                  memory_order_relaxed);
+    }
+    return NULL;
+}
+
+int accel__comp_start(accel_runtime *rt, const accel__comp_ops *ops)
+{
+    accel__comp *c = &rt->comp;
+    c->ops = *ops;
+    if (pthread_create(&c->monitor, NULL, monitor_main, rt) != 0)
+        return ACCEL_ENOMEM;
+    pthread_setname_np(c->monitor, "accel-monitor");
+    c->monitor_started = true;
+    return ACCEL_OK;
+}
+
+void accel__comp_stop(accel_runtime *rt)
+{
+    accel__comp *c = &rt->comp;
+    if (c->monitor_started) {
+        /* release: pairs with the monitor's acquire load. */
+        atomic_store_explicit(&c->monitor_stop, 1, memory_order_release);
+        accel__futex_wake(&c->monitor_stop, 1);
+        atomic_store_explicit(&rt->monitor_armed, 1, memory_order_relaxed);
+        accel__futex_wake(&rt->monitor_armed, 1);
+        pthread_join(c->monitor, NULL);
+        c->monitor_started = false;
+    }
+    pthread_mutex_lock(&c->lock); /* cold: runtime destroy */
+    c->stopping = true;
+    pthread_mutex_unlock(&c->lock);
+    /* No spawn from here; extras exit on `stopping` (they were woken with
+     * the base workers) and mark their slot under the lock, so it is not
+     * held while joining. Only this thread joins now. */
+    for (unsigned i = 0; i < c->extra_max; i++) {
+        accel__worker *w = &rt->workers[rt->nworkers + i];
+        pthread_mutex_lock(&c->lock);
+        unsigned slot = w->slot;
+        pthread_mutex_unlock(&c->lock);
+        if (slot != ACCEL__SLOT_FREE)
+            pthread_join(w->thread, NULL);
+        w->slot = ACCEL__SLOT_FREE;
+    }
+}

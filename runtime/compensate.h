@@ -1,0 +1,114 @@
+/*
+ * Compensation for blocked workers (compensate.c): a worker that waits
+ * inside an op hands its place to another worker, so that an op of one
+ * session never waits for a worker that sits blocked in an op of another.
+ *
+ * A worker is blocked while it is inside one of accel's own waits (a
+ * submit_wait, a room wait, a sync or draining close, a destroy of another
+ * runtime: the block hook of progress.h), inside accel_blocking_begin/_end,
+ * or while the monitor has found it inside one visit for block_detect_ns
+ * with most of that time neither on a CPU nor waiting for one (its
+ * thread's CPU clock and schedstat run delay). Each worker's `block` word
+ * has a bit for each of the two ways; `blocked` counts the workers with
+ * any bit set. A blocked worker's place goes to a parked general worker,
+ * or to an extra worker started for it (at most max_extra_workers, and
+ * never more active extras than blocked workers): so at most `workers`
+ * workers run ops that are not blocked, once a surplus extra has reached
+ * the end of its visit and retired.
+ *
+ * Layering: this file sits under worker.c. It starts extra threads and
+ * wakes parked workers only through the hooks worker.c hands it
+ * (accel__comp_ops); worker.c calls down into it.
+ */
+#ifndef ACCEL_RUNTIME_COMPENSATE_H
+#define ACCEL_RUNTIME_COMPENSATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "accel/accel.h"
+
+struct accel__worker;
+
+/* worker.c's side, handed to accel__comp_start. */
+typedef struct accel__comp_ops {
+    /* The loop of an extra worker: returns once it retires (it took
+     * itself out of extra_active) or the runtime stops. */
+    void (*run_extra)(struct accel__worker *w);
+    /* Claims and wakes one parked general worker: true if there was
+     * one. */
+    bool (*wake_parked)(accel_runtime *rt);
+} accel__comp_ops;
+
+/* The cold half of the state (the hot counters sit on the runtime's
+ * parking line, runtime.h). */
+typedef struct accel__comp {
+    accel__comp_ops ops;
+    unsigned extra_max;      /* cap on extra workers (config) */
+    uint64_t detect_ns;      /* block_detect_ns (config) */
+    /* Extra threads: started, retired and joined under lock. Reached
+     * only by calls on a live runtime of this process (spawns, stop, the
+     * monitor): a fork child returns ECLOSED before any of them, so the
+     * child never takes it (fork.c). */
+    pthread_mutex_t lock;
+    bool stopping;           /* under lock: no more spawns */
+    unsigned slots_used;     /* under lock: extra slots ever started
+                                (the monitor scans no further) */
+    bool monitor_started;
+    pthread_t monitor;
+    _Atomic uint32_t monitor_stop; /* futex word of the monitor's tick */
+    _Atomic uint64_t started, retired, detected; /* counters */
+} accel__comp;
+
+/* Slot states of an extra worker (accel__worker.slot, under lock). */
+enum { ACCEL__SLOT_FREE = 0, ACCEL__SLOT_RUN = 1, ACCEL__SLOT_EXITED = 2 };
+
+/* Bits of accel__worker.block. */
+#define ACCEL__BLOCK_OWN 1u    /* the worker's own waits and hint */
+#define ACCEL__BLOCK_SEEN 2u   /* the monitor's detection */
+
+/* Idle extra workers retire after this long parked. */
+#define ACCEL__EXTRA_IDLE_NS 50000000
+
+/* At create: the cap and the threshold resolved; the lock. */
+void accel__comp_init(accel_runtime *rt, unsigned extra_max,
+                      uint64_t detect_ns);
+void accel__comp_fini(accel_runtime *rt);
+/* After the base workers started (accel's own threads only): installs
+ * the hooks and starts the monitor. ACCEL_OK or ACCEL_ENOMEM. */
+int accel__comp_start(accel_runtime *rt, const accel__comp_ops *ops);
+/* After the base workers were told to stop and joined: stops the
+ * monitor, joins every extra worker. */
+void accel__comp_stop(accel_runtime *rt);
+
+/* A worker thread (base or extra) installs the block hook for itself. */
+void accel__comp_thread_begin(struct accel__worker *w);
+
+/* The wake path found no parked general worker for new work (worker.c):
+ * starts an extra if blocked workers are owed one, arms the monitor. Cold
+ * unless a worker is blocked or the monitor sleeps. */
+void accel__comp_starved(accel_runtime *rt);
+
+/* An extra worker at the top of its loop: true if it is surplus (more
+ * active extras than blocked workers) and has taken itself out. */
+bool accel__comp_surplus(accel_runtime *rt);
+/* An extra worker idle for ACCEL__EXTRA_IDLE_NS takes itself out. */
+void accel__comp_retire_idle(accel_runtime *rt);
+
+/* After an op's visit: a hint the op left open is closed (accel.h). */
+void accel__comp_visit_done(struct accel__worker *w);
+
+/* Host-driven runtimes (host.c): the hooks without a monitor; a blocked
+ * slot's begin/end (ACCEL_EINVAL: an end with no begin); an extra slot
+ * taken (ACCEL_OK and *worker, or ACCEL_EAGAIN: none owed) and given
+ * back (surplus_only: only if surplus, else ACCEL_EAGAIN). */
+void accel__comp_set_ops(accel_runtime *rt, const accel__comp_ops *ops);
+int accel__comp_host_block(accel_runtime *rt, struct accel__worker *w,
+                           bool begin);
+int accel__comp_host_add(accel_runtime *rt, unsigned *worker);
+int accel__comp_host_leave(accel_runtime *rt, struct accel__worker *w,
+                           bool surplus_only);
+
+#endif

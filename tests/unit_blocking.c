@@ -1,0 +1,690 @@
+/*
+ * Ops that block (accel.h, "Ops that block"): a worker blocked inside an
+ * op hands its place on, so other sessions' ops still run.
+ *
+ * No timing thresholds: each test asserts an order (the quick op completed
+ * while every sleeper was still inside its sleep; the nested chain
+ * completed at all) or a count (no extra worker for CPU-bound ops). A
+ * watchdog names the step a hang is stuck in and fails the test fast.
+ */
+#define _GNU_SOURCE /* nanosleep, CLOCK_THREAD_CPUTIME_ID */
+#include <criterion/criterion.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <accel/accel.h>
+
+#include "core_util.h"
+
+/* ---- watchdog: a hang fails fast and says where */
+
+static _Atomic(const char *) wd_step_name;
+static _Atomic int wd_done;
+static pthread_t wd_thread;
+static int wd_seconds;
+
+static void *wd_main(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < wd_seconds * 20; i++) {
+        if (atomic_load(&wd_done))
+            return NULL;
+        tu_nap_us(50000);
+    }
+    fprintf(stderr, "watchdog: stuck at step: %s\n", atomic_load(&wd_step_name));
+    _exit(3);
+}
+
+static void wd_start(int seconds)
+{
+    wd_seconds = seconds;
+    atomic_store(&wd_done, 0);
+    atomic_store(&wd_step_name, "start");
+    pthread_create(&wd_thread, NULL, wd_main, NULL);
+}
+
+static void wd_step(const char *s) { atomic_store(&wd_step_name, s); }
+
+static void wd_stop(void)
+{
+    atomic_store(&wd_done, 1);
+    pthread_join(wd_thread, NULL);
+}
+
+static accel_runtime *make_rt(unsigned workers, unsigned extra,
+                              uint64_t detect_ns)
+{
+    accel_runtime_config c = {.workers = workers,
+                              .struct_size = sizeof(c),
+                              .max_extra_workers = extra,
+                              .block_detect_ns = detect_ns};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    return rt;
+}
+
+static accel_session *open_s(accel_runtime *rt, int i)
+{
+    char id[32];
+    snprintf(id, sizeof(id), "b%d", i);
+    accel_session_config c = {.id = id};
+    accel_session *s = NULL;
+    cr_assert_eq(accel_session_open(rt, &c, &s), ACCEL_OK);
+    return s;
+}
+
+static accel_runtime_stats stats_of(accel_runtime *rt)
+{
+    accel_runtime_stats st;
+    cr_assert_eq(accel_runtime_get_stats(rt, &st, sizeof(st)), ACCEL_OK);
+    return st;
+}
+
+/* ---- nested submit_wait across sessions, one worker */
+
+#define DEPTH 16
+static accel_session *chain[DEPTH + 1];
+
+static int nested(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    intptr_t level = (intptr_t)arg;
+    if (level == DEPTH)
+        return 1000 + (int)level;
+    int r = accel_submit_wait(chain[level + 1], nested, (void *)(level + 1),
+                              ACCEL_FOREVER);
+    return r; /* the innermost result, passed up */
+}
+
+Test(blocking, nested_submit_wait_depth_16_one_worker, .timeout = 60)
+{
+    wd_start(30);
+    accel_runtime *rt = make_rt(1, 0, 0); /* the default cap */
+    for (int i = 0; i <= DEPTH; i++)
+        chain[i] = open_s(rt, i);
+    wd_step("the chain of 16 nested submit_wait");
+    cr_expect_eq(accel_submit_wait(chain[0], nested, (void *)0, ACCEL_FOREVER),
+                 1000 + DEPTH);
+    /* Again, from inside: the extras of the first chain have retired or
+     * are reused. */
+    wd_step("a second chain");
+    cr_expect_eq(accel_submit_wait(chain[0], nested, (void *)0, ACCEL_FOREVER),
+                 1000 + DEPTH);
+    accel_runtime_stats st = stats_of(rt);
+    cr_expect_eq(st.blocked, 0, "no worker blocked after the chains");
+    cr_expect_geq(st.extra_started, 1);
+    cr_expect_leq(st.extra_workers, 64, "the cap holds");
+    wd_step("the idle extras retire");
+    while (stats_of(rt).extra_workers != 0)
+        tu_nap_us(1000);
+    wd_step("destroy");
+    for (int i = 0; i <= DEPTH; i++)
+        accel_session_release(chain[i]);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
+
+/* The cap: with one extra allowed, hinted sleepers on 4 sessions run two
+ * at a time (the base worker and the one extra), never more. */
+static _Atomic int in_nap, most_in_nap;
+
+static int capped_nap(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    accel_blocking_begin();
+    int n = atomic_fetch_add(&in_nap, 1) + 1;
+    int m = atomic_load(&most_in_nap);
+    while (n > m && !atomic_compare_exchange_weak(&most_in_nap, &m, n))
+        ;
+    tu_nap_us(100000);
+    atomic_fetch_sub(&in_nap, 1);
+    accel_blocking_end();
+    return 0;
+}
+
+Test(blocking, extra_workers_respect_the_cap, .timeout = 60)
+{
+    wd_start(30);
+    accel_runtime *rt = make_rt(1, 1, UINT64_C(60000000000));
+    accel_session *s[4];
+    for (int i = 0; i < 4; i++)
+        s[i] = open_s(rt, i);
+    wd_step("4 hinted naps, cap 1");
+    for (int i = 0; i < 4; i++) {
+        accel_op op = {.fn = capped_nap};
+        cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
+    }
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
+    cr_expect_eq(atomic_load(&most_in_nap), 2,
+                 "base + 1 extra at once, saw %d", atomic_load(&most_in_nap));
+    accel_runtime_stats st = stats_of(rt);
+    cr_expect_leq(st.extra_workers, 1);
+    wd_step("the idle extra retires");
+    while (stats_of(rt).extra_workers != 0)
+        tu_nap_us(1000);
+    for (int i = 0; i < 4; i++)
+        accel_session_release(s[i]);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
+
+/* ---- 16 sessions blocked in an op, a 17th session's op runs */
+
+#define SLEEPERS 16
+static _Atomic int slept_started, slept_finished;
+static _Atomic int started_when_first_finished;
+static _Atomic int quick_saw_finished = -1;
+static _Atomic int quick_saw_started = -1;
+
+static void sleep_1s(void)
+{
+    struct timespec ts = {1, 0};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+static int sleeper(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    bool hint = arg != NULL;
+    atomic_fetch_add(&slept_started, 1);
+    if (hint)
+        cr_assert_eq(accel_blocking_begin(), ACCEL_OK);
+    sleep_1s();
+    if (hint)
+        cr_assert_eq(accel_blocking_end(), ACCEL_OK);
+    int started = atomic_load(&slept_started);
+    int expected = -1;
+    atomic_compare_exchange_strong(&started_when_first_finished, &expected,
+                                   started);
+    atomic_fetch_add(&slept_finished, 1);
+    return 0;
+}
+
+static int quick(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    atomic_store(&quick_saw_finished, atomic_load(&slept_finished));
+    atomic_store(&quick_saw_started, atomic_load(&slept_started));
+    return 7;
+}
+
+static void seventeenth(bool hint, uint64_t detect_ns)
+{
+    atomic_store(&slept_started, 0);
+    atomic_store(&slept_finished, 0);
+    atomic_store(&started_when_first_finished, -1);
+    atomic_store(&quick_saw_finished, -1);
+    wd_start(30);
+    accel_runtime *rt = make_rt(1, 32, detect_ns);
+    accel_session *s[SLEEPERS + 1];
+    for (int i = 0; i <= SLEEPERS; i++)
+        s[i] = open_s(rt, i);
+    wd_step("submitting the 16 sleepers");
+    for (int i = 0; i < SLEEPERS; i++) {
+        accel_op op = {.fn = sleeper, .arg = hint ? (void *)1 : NULL};
+        cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
+    }
+    wd_step("the 17th session's quick op");
+    cr_expect_eq(accel_submit_wait(s[SLEEPERS], quick, NULL, ACCEL_FOREVER), 7);
+    cr_expect_eq(atomic_load(&quick_saw_finished), 0,
+                 "the quick op ran while every sleeper was still asleep "
+                 "(saw %d finished)",
+                 atomic_load(&quick_saw_finished));
+    wd_step("the sleepers' syncs");
+    for (int i = 0; i < SLEEPERS; i++)
+        cr_expect_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
+    cr_expect_eq(atomic_load(&started_when_first_finished), SLEEPERS,
+                 "all 16 were inside their sleeps together (%d)",
+                 atomic_load(&started_when_first_finished));
+    accel_runtime_stats st = stats_of(rt);
+    cr_expect_geq(st.extra_started, SLEEPERS - 1);
+    if (hint)
+        cr_expect_eq(st.blocked_detected, 0,
+                     "the hint compensated, not the monitor");
+    wd_step("destroy");
+    for (int i = 0; i <= SLEEPERS; i++)
+        accel_session_release(s[i]);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
+
+Test(blocking, sixteen_sleepers_detected_seventeenth_runs, .timeout = 60)
+{
+    seventeenth(false, 0);
+}
+
+/* The monitor's threshold is far past the test: only the hint can help. */
+Test(blocking, sixteen_sleepers_hint_seventeenth_runs, .timeout = 60)
+{
+    seventeenth(true, UINT64_C(60000000000));
+}
+
+/* ---- CPU-bound long ops start no extra worker */
+
+static _Atomic uint64_t cpu_sink;
+
+static int cpu_20ms(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    volatile uint64_t x = 0;
+    do {
+        for (int i = 0; i < 10000; i++)
+            x += (uint64_t)i;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) <
+             20000000L);
+    atomic_fetch_add(&cpu_sink, x); /* the loop's work is used */
+    return 0;
+}
+
+Test(blocking, cpu_bound_20ms_ops_start_no_extra_worker, .timeout = 120)
+{
+    wd_start(90);
+    accel_runtime *rt = make_rt(1, 32, 0);
+    accel_session *s[16];
+    for (int i = 0; i < 16; i++)
+        s[i] = open_s(rt, i);
+    wd_step("16 sessions x 2 CPU-bound ops of 20 ms");
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 16; i++) {
+            accel_op op = {.fn = cpu_20ms};
+            cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
+        }
+    for (int i = 0; i < 16; i++)
+        cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
+    accel_runtime_stats st = stats_of(rt);
+    cr_expect_eq(st.extra_started, 0, "CPU-bound ops started %llu extras",
+                 (unsigned long long)st.extra_started);
+    cr_expect_eq(st.blocked_detected, 0);
+    for (int i = 0; i < 16; i++)
+        accel_session_release(s[i]);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
+
+/* ---- bad input */
+
+static _Atomic int end_rc = 1, begin_rc = 1, end2_rc = 1;
+
+static int unbalanced(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    atomic_store(&end_rc, accel_blocking_end()); /* no begin: EINVAL */
+    atomic_store(&begin_rc, accel_blocking_begin());
+    atomic_store(&end2_rc, accel_blocking_end());
+    accel_blocking_begin(); /* left open: the visit's end closes it */
+    return 0;
+}
+
+Test(blocking, hint_bad_input_changes_nothing, .timeout = 60)
+{
+    wd_start(30);
+    wd_step("an op with unbalanced hints");
+    cr_expect_eq(accel_blocking_end(), ACCEL_OK, "outside an op: nothing");
+    cr_expect_eq(accel_blocking_begin(), ACCEL_OK);
+    accel_runtime_config bad = {.struct_size = sizeof(bad),
+                                .max_extra_workers = 4097};
+    accel_runtime *rt = NULL;
+    cr_expect_eq(accel_runtime_create(&bad, &rt), ACCEL_EINVAL);
+    rt = make_rt(1, 0, 0);
+    accel_session *s = open_s(rt, 0);
+    cr_expect_eq(accel_submit_wait(s, unbalanced, NULL, ACCEL_FOREVER), 0);
+    cr_expect_eq(atomic_load(&end_rc), ACCEL_EINVAL);
+    cr_expect_eq(atomic_load(&begin_rc), ACCEL_OK);
+    cr_expect_eq(atomic_load(&end2_rc), ACCEL_OK);
+    /* the hint left open is closed when the visit ends (after the done
+     * that let submit_wait return) */
+    while (stats_of(rt).blocked != 0)
+        tu_nap_us(1000);
+    /* ... and the thread's count with it: a fresh op starts balanced */
+    atomic_store(&end_rc, 1);
+    cr_expect_eq(accel_submit_wait(s, unbalanced, NULL, ACCEL_FOREVER), 0);
+    cr_expect_eq(atomic_load(&end_rc), ACCEL_EINVAL);
+    accel_session_release(s);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
+
+/* ---- sync of another session from inside an op, one worker */
+
+static accel_session *sync_target;
+static _Atomic int target_ran;
+
+static int target_op(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    atomic_fetch_add(&target_ran, 1);
+    return 0;
+}
+
+static int syncing_op(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    accel_op op = {.fn = target_op};
+    if (accel_submit(sync_target, &op, ACCEL_FOREVER) != ACCEL_OK)
+        return 1;
+    return accel_session_sync(sync_target, ACCEL_FOREVER) == ACCEL_OK &&
+                   atomic_load(&target_ran) == 1
+               ? 0
+               : 2;
+}
+
+Test(blocking, sync_of_another_session_inside_an_op_one_worker,
+     .timeout = 60)
+{
+    wd_start(30);
+    accel_runtime *rt = make_rt(1, 0, 0);
+    accel_session *a = open_s(rt, 0);
+    sync_target = open_s(rt, 1);
+    wd_step("a's op syncs b");
+    cr_expect_eq(accel_submit_wait(a, syncing_op, NULL, ACCEL_FOREVER), 0);
+    wd_step("destroy");
+    accel_session_release(a);
+    accel_session_release(sync_target);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
+
+/* ---- host-driven: a blocked slot's place goes to a slot the host adds */
+
+#include <semaphore.h>
+
+static accel_runtime *hrt;
+static sem_t lane_sem, grow_sem;
+static _Atomic int h_stop, b_ran, a_done, grow_calls;
+static _Thread_local unsigned my_slot;
+
+static void h_wake(void *arg, unsigned lane)
+{
+    (void)arg;
+    (void)lane;
+    sem_post(&lane_sem);
+}
+
+static void h_grow(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&grow_calls, 1);
+    sem_post(&grow_sem);
+}
+
+static int h_a(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    if (accel_host_blocking_begin(hrt, my_slot) != ACCEL_OK)
+        return 1;
+    while (!atomic_load(&b_ran))
+        tu_nap_us(200);
+    if (accel_host_blocking_end(hrt, my_slot) != ACCEL_OK)
+        return 2;
+    atomic_store(&a_done, 1);
+    return 0;
+}
+
+static int h_b(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    atomic_store(&b_ran, 1);
+    return 0;
+}
+
+/* One visit of slot w, if any: true if it ran one. */
+static bool h_visit(unsigned w, bool stop)
+{
+    accel_op ops[ACCEL_HOST_VISIT_MAX];
+    int st[ACCEL_HOST_VISIT_MAX];
+    unsigned n;
+    if (accel_host_visit_begin(hrt, w, ops, ACCEL_HOST_VISIT_MAX, &n) != ACCEL_OK)
+        return false;
+    my_slot = w;
+    for (unsigned i = 0; i < n; i++)
+        st[i] = ops[i].fn(NULL, ops[i].arg);
+    if (stop)
+        accel_host_visit_end_stop(hrt, w, st, n);
+    else
+        accel_host_visit_end(hrt, w, st, n);
+    return true;
+}
+
+static void *h_driver(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&h_stop)) {
+        if (h_visit(0, false))
+            continue;
+        accel_host_idle_begin(hrt, 0);
+        if (h_visit(0, false)) {
+            accel_host_idle_end(hrt, 0, true);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        sem_timedwait(&lane_sem, &ts);
+        accel_host_idle_end(hrt, 0, false);
+    }
+    return NULL;
+}
+
+static _Atomic int extra_slot = -1, leave_rc = 1;
+
+static void *h_grower(void *arg)
+{
+    (void)arg;
+    while (sem_wait(&grow_sem) != 0)
+        ;
+    if (atomic_load(&h_stop))
+        return NULL;
+    unsigned w;
+    if (accel_host_slot_add(hrt, &w) != ACCEL_OK)
+        return NULL;
+    atomic_store(&extra_slot, (int)w);
+    for (;;) {
+        if (h_visit(w, true)) {
+            int rc = accel_host_slot_leave(hrt, w, ACCEL_HOST_LEAVE_IF_SURPLUS);
+            if (rc == ACCEL_OK) {
+                atomic_store(&leave_rc, rc);
+                return NULL;
+            }
+            continue;
+        }
+        if (atomic_load(&a_done)) { /* idle, nothing blocked: leave */
+            atomic_store(&leave_rc, accel_host_slot_leave(hrt, w, 0));
+            return NULL;
+        }
+        tu_nap_us(200);
+    }
+}
+
+Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
+{
+    wd_start(30);
+    sem_init(&lane_sem, 0, 0);
+    sem_init(&grow_sem, 0, 0);
+    accel_runtime_config c = {.workers = 1,
+                              .struct_size = sizeof(c),
+                              .flags = ACCEL_RUNTIME_HOST_WORKERS,
+                              .host_wake = h_wake,
+                              .host_grow = h_grow};
+    cr_assert_eq(accel_runtime_create(&c, &hrt), ACCEL_OK);
+    unsigned w;
+    cr_expect_eq(accel_host_slot_add(hrt, &w), ACCEL_EAGAIN,
+                 "no slot is owed while nothing blocks");
+    cr_expect_eq(accel_host_blocking_end(hrt, 0), ACCEL_EINVAL);
+    cr_expect_eq(accel_host_slot_leave(hrt, 0, 0), ACCEL_EINVAL,
+                 "a base slot never leaves");
+    accel_session *a = open_s(hrt, 0), *b = open_s(hrt, 1);
+    pthread_t d, g;
+    pthread_create(&d, NULL, h_driver, NULL);
+    pthread_create(&g, NULL, h_grower, NULL);
+    wd_step("a's op blocks on slot 0 until b's op ran");
+    accel_op oa = {.fn = h_a}, ob = {.fn = h_b};
+    cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
+    while (accel_runtime_get_stats(hrt, &(accel_runtime_stats){0},
+                                   sizeof(accel_runtime_stats)) == ACCEL_OK &&
+           stats_of(hrt).blocked == 0)
+        tu_nap_us(200);
+    cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
+    cr_expect_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    cr_expect_eq(atomic_load(&a_done), 1);
+    wd_step("the added slot leaves");
+    pthread_join(g, NULL);
+    cr_expect_geq(atomic_load(&grow_calls), 1);
+    cr_expect_geq(atomic_load(&extra_slot), 1);
+    cr_expect_eq(atomic_load(&leave_rc), ACCEL_OK);
+    accel_runtime_stats st = stats_of(hrt);
+    cr_expect_eq(st.blocked, 0);
+    cr_expect_eq(st.extra_workers, 0);
+    wd_step("stop and destroy");
+    atomic_store(&h_stop, 1);
+    sem_post(&lane_sem);
+    pthread_join(d, NULL);
+    accel_session_release(a);
+    accel_session_release(b);
+    cr_expect_eq(accel_runtime_destroy(hrt), ACCEL_OK);
+    sem_destroy(&lane_sem);
+    sem_destroy(&grow_sem);
+    wd_stop();
+}
+
+/* ---- idle is idle: once the work is done, the monitor and the workers
+ * sleep (their CPU clocks stop), the extras are gone */
+
+#include <dirent.h>
+
+/* Sum of on-CPU ns of this process's threads whose name starts with
+ * "accel-" (workers, extras, the monitor); *n: how many. */
+static uint64_t accel_threads_cpu(int *n)
+{
+    uint64_t sum = 0;
+    *n = 0;
+    DIR *d = opendir("/proc/self/task");
+    cr_assert(d != NULL);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[300], buf[128];
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        bool ours = fgets(buf, sizeof(buf), f) && strncmp(buf, "accel-", 6) == 0;
+        fclose(f);
+        if (!ours)
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", de->d_name);
+        f = fopen(path, "r");
+        unsigned long long on_cpu = 0;
+        if (f && fscanf(f, "%llu", &on_cpu) == 1) {
+            sum += on_cpu;
+            (*n)++;
+        }
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return sum;
+}
+
+Test(blocking, idle_after_blocking_uses_no_cpu, .timeout = 60)
+{
+    wd_start(30);
+    accel_runtime *rt = make_rt(1, 8, 1000000);
+    accel_session *s[4];
+    for (int i = 0; i < 4; i++)
+        s[i] = open_s(rt, i);
+    wd_step("hinted naps and unhinted naps on 4 sessions");
+    for (int i = 0; i < 4; i++) {
+        accel_op op = {.fn = capped_nap};
+        cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
+    }
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
+    wd_step("the extras retire");
+    while (stats_of(rt).extra_workers != 0)
+        tu_nap_us(1000);
+    /* The monitor disarms at its first tick with nothing queued; then no
+     * accel thread runs at all: their CPU clocks stand still. */
+    wd_step("every accel thread's CPU clock stands still for 200 ms");
+    int n0, n1;
+    uint64_t c0 = accel_threads_cpu(&n0), c1;
+    for (;;) {
+        tu_nap_us(200000);
+        c1 = accel_threads_cpu(&n1);
+        if (c1 == c0 && n1 == n0)
+            break;
+        c0 = c1;
+        n0 = n1;
+    }
+    cr_expect_eq(n1, 2, "the worker and the monitor (%d threads)", n1);
+    for (int i = 0; i < 4; i++)
+        accel_session_release(s[i]);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
+
+/* ---- a submit from inside an op waiting for room in another session's
+ * full ring, one worker: only another worker can make the room */
+
+static accel_session *room_target;
+static _Atomic int room_ran;
+
+static int room_leaf(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    atomic_fetch_add(&room_ran, 1);
+    return 0;
+}
+
+static int room_filler(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    accel_op op = {.fn = room_leaf};
+    /* depth 1: the second submit waits for the first to be taken */
+    for (int i = 0; i < 8; i++)
+        if (accel_submit(room_target, &op, ACCEL_FOREVER) != ACCEL_OK)
+            return 1;
+    return 0;
+}
+
+Test(blocking, submit_waiting_for_room_inside_an_op_one_worker,
+     .timeout = 60)
+{
+    wd_start(30);
+    accel_runtime *rt = make_rt(1, 0, UINT64_C(60000000000));
+    accel_session *a = open_s(rt, 0);
+    accel_session_config c = {.id = "room", .queue_depth = 1};
+    cr_assert_eq(accel_session_open(rt, &c, &room_target), ACCEL_OK);
+    wd_step("a's op submits 8 ops to a ring of depth 1");
+    cr_expect_eq(accel_submit_wait(a, room_filler, NULL, ACCEL_FOREVER), 0);
+    cr_expect_eq(accel_session_sync(room_target, ACCEL_FOREVER), ACCEL_OK);
+    cr_expect_eq(atomic_load(&room_ran), 8);
+    wd_step("destroy");
+    accel_session_release(a);
+    accel_session_release(room_target);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
