@@ -18,6 +18,7 @@
 #include "../../runtime/backend_registry.c"
 #include "../../runtime/budget.c"
 #include "../../runtime/cancel.c"
+#include "../../runtime/compensate.c"
 #include "../../runtime/cpu_limits.c"
 #include "../../runtime/fault.c"
 #include "../../runtime/fork.c"
