@@ -271,6 +271,8 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	b.left.Add(int32(queued - len(fs)))
 	cancelled := make([]bool, queued)
 	if b.left.Add(-1) != 0 {
+		m := blockBegin() // inside an op: the wait counts its driver blocked (compensate.go)
+		defer m.blockEnd()
 		if done == nil {
 			<-b.done
 		} else {

@@ -44,6 +44,7 @@ type hostWorkers struct {
 	// never woken) on which a synchronous Submit may run its own op
 	// (submitOwn); the drivers' slots come after them.
 	helpers []helperSlot
+	comp    *comp // compensation for drivers blocked in an op (compensate.go)
 }
 
 // helperSlot is one helper slot: its busy word (taken by CAS: one driver
@@ -82,6 +83,7 @@ func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int
 	// wakes every slot that parks (post drops what does not fit).
 	h.lanes[0] = make(chan struct{}, workers-short+1)
 	h.lanes[1] = make(chan struct{}, short+1)
+	h.comp = newComp(h, nhelp+workers, nhelp)
 	hostRuntimes.Store(id, h)
 	for w := 0; w < workers; w++ {
 		lane := 0
@@ -97,6 +99,13 @@ func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int
 // visit d holds, if any).
 func (h *hostWorkers) startDriver(d *driver) {
 	h.wg.Add(1)
+	if d.mon == nil {
+		d.mon = h.comp.slot(d.w)
+	}
+	if d.extra {
+		go d.extraLoop() // a slot added for a blocked one (compensate.go)
+		return
+	}
 	go d.loop()
 }
 
@@ -136,8 +145,10 @@ func (h *hostWorkers) stop() {
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
+	h.comp.stop() // no driver is added from here on
 	close(h.quit)
 	h.wg.Wait()
+	h.comp.wait()
 	hostRuntimes.Delete(h.id)
 }
 
@@ -170,6 +181,8 @@ type driver struct {
 	// group the index of its op in it.
 	cur    *opRec
 	curOp  int
+	mon    *slotMon // the slot's blocked-op state (compensate.go); nil: a helper slot
+	extra  bool     // an extra slot, added for a blocked one (extraLoop)
 }
 
 // errGoexit is the outcome of an op whose f called runtime.Goexit (as
@@ -197,7 +210,7 @@ func (d *driver) loop() {
 	spins := 0
 	if d.open {
 		// Taking over a visit whose driver ended in one of its ops.
-		C.goaccel_visit_move(h.rt, d.sess)
+		C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w))
 		d.runVisit()
 		mode, nprev = C.GOACCEL_STEP_END, C.uint(d.n)
 	}
@@ -229,8 +242,10 @@ func (d *driver) loop() {
 		// Idle announced and still nothing: park until a submitter posts
 		// a wake for this lane (a wake posted since the announcement is
 		// in the channel: none is lost).
+		h.comp.parking(d.lane)
 		select {
 		case <-h.lanes[d.lane]:
+			h.comp.unparked(d.lane)
 		case <-h.quit:
 			C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_UNIDLE|C.GOACCEL_STEP_STOP,
 				nil, 0, nil, 0, nil)
@@ -272,7 +287,7 @@ func (d *driver) exited() {
 	d.b.status[d.i] = 1 // failed, for the C stats too
 	salvageGoexit(r, d.curOp, &d.fl)
 	nd := &driver{h: d.h, w: d.w, lane: d.lane, b: d.b, fl: d.fl,
-		n: d.n, i: d.i + 1, open: true, sess: d.sess}
+		n: d.n, i: d.i + 1, open: true, sess: d.sess, mon: d.mon, extra: d.extra}
 	d.h.startDriver(nd)
 	d.h.wg.Done()
 }
