@@ -68,12 +68,13 @@ func extraCap(workers int) int {
 
 // slotMon is one C slot's blocked-op state.
 type slotMon struct {
-	// st: seq<<2 | stUser | stMarked. stUser: the driver runs user code
-	// (its op number seq); stMarked: the monitor counted the slot
-	// blocked for that op (the driver ends the count).
-	st  atomic.Uint64
-	seq uint64     // the driver's op number
-	mu  sync.Mutex // this slot's blocking calls, one at a time
+	// st: seq<<2 | stUser | stMarked. seq: the slot's user-code runs so
+	// far (kept in the word, so that the drivers a slot has over time
+	// share it with no other synchronization); stUser: the driver runs
+	// user code; stMarked: the monitor counted the slot blocked for that
+	// run (the driver ends the count).
+	st atomic.Uint64
+	mu sync.Mutex // this slot's blocking calls, one at a time
 	rt  *C.accel_runtime
 	w   C.uint
 	c   *comp
@@ -106,6 +107,7 @@ type comp struct {
 	stopMu           sync.Mutex
 	stopped          bool
 	extras           atomic.Int32 // extra drivers running (a statistic for the tests)
+	noGrow           atomic.Bool  // tests: no driver is added
 }
 
 // hostByC finds a runtime's workers from its C pointer (waitBlocked:
@@ -166,8 +168,7 @@ func (d *driver) userIn() {
 	if m == nil {
 		return
 	}
-	m.seq++
-	m.st.Store(m.seq<<2 | stUser)
+	m.st.Store((m.st.Load()>>2+1)<<2 | stUser) // only the driver writes it now
 	if !m.c.armed.Load() {
 		m.c.arm()
 	}
@@ -180,12 +181,15 @@ func (d *driver) userOut() {
 	if m == nil {
 		return
 	}
-	if m.st.CompareAndSwap(m.seq<<2|stUser, 0) {
+	v := m.st.Load()
+	if v&stMarked == 0 && m.st.CompareAndSwap(v, v&^stUser) {
 		return
 	}
-	m.mu.Lock() // after the monitor's begin
+	// Marked (its CAS came first): end the count, after the monitor's
+	// begin (it holds mu from its CAS to its begin).
+	m.mu.Lock()
 	C.accel_host_blocking_end(m.rt, m.w)
-	m.st.Store(0)
+	m.st.Store(v >> 2 << 2)
 	m.mu.Unlock()
 }
 
@@ -343,11 +347,11 @@ func waitRecCtx(ch, done <-chan struct{}) bool {
 //
 //export goAccelGrow
 func goAccelGrow(id C.uintptr_t) {
-	if noGrowForTest.Load() {
-		return
-	}
 	if h, ok := hostRuntimes.Load(uintptr(id)); ok {
 		c := h.(*hostWorkers).comp
+		if noGrowForTest.Load() || c.noGrow.Load() {
+			return
+		}
 		c.growReq.Store(true)
 		if c.growing.CompareAndSwap(false, true) {
 			go c.grower()
@@ -355,7 +359,8 @@ func goAccelGrow(id C.uintptr_t) {
 	}
 }
 
-// noGrowForTest plants the bug the tests must catch: no driver is added.
+// noGrowForTest plants the bug the tests must catch: no driver is added
+// (comp.noGrow: for one runtime, a test whose op must wait for a worker).
 var noGrowForTest atomic.Bool
 
 // grower adds the slots C owes and starts a driver on each. A request

@@ -81,7 +81,7 @@ func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int
 	// A lane's channel holds at most one token per slot of the lane: C
 	// claims at most one wake per parked slot, and a full channel already
 	// wakes every slot that parks (post drops what does not fit).
-	h.lanes[0] = make(chan struct{}, workers-short+1)
+	h.lanes[0] = make(chan struct{}, workers-short+1+extraCap(workers)) // extras park here too (compensate.go)
 	h.lanes[1] = make(chan struct{}, short+1)
 	h.comp = newComp(h, nhelp+workers, nhelp)
 	hostRuntimes.Store(id, h)
