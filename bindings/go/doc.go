@@ -17,7 +17,7 @@
 //
 // Every f, and every completion callback of SubmitAsync and
 // SubmitAsyncBatch, runs on one of the runtime's worker goroutines
-// (Runtime.Workers of them). A goroutine that calls Submit only waits for
+// (Runtime.Workers of them, and extra ones while ops block: below). A goroutine that calls Submit only waits for
 // its own op: it never runs an op itself, its own or another session's, so
 // a lock it holds around Submit is held only against its own f, and its
 // ctx is answered whatever the other sessions' ops do. Keep completion
@@ -41,6 +41,23 @@
 // f had run there; the session and its worker go on. A panic in a
 // completion callback is not recovered: it ends the program, as an
 // unrecovered panic in any goroutine does.
+//
+// # Ops that block
+//
+// An f (or completion callback) may block, on a channel, a mutex,
+// time.Sleep, I/O, a nested Submit to another session, Sync or Close of
+// another session, without stalling any other session: the worker
+// goroutine it blocks hands its place to another one, started for it if
+// none is free, so another session's op waits for a P and its fair share,
+// never for a worker held by a blocked op. Nested Submits across
+// sessions work to any depth, also with Workers: 1. The package's own
+// waits count at once; other waits once the op has run for about 2 ms
+// while no worker is free (a monitor goroutine, asleep while no op runs:
+// it cannot tell a CPU-bound op from a blocked one, so a long CPU-bound
+// op may get an extra worker goroutine too, which shares the Ps with it).
+// Bounds: at most 4 x Workers extra worker goroutines (at least 64); an
+// extra one leaves once no op needs it (surplus after its visit, or idle
+// 50 ms). Per-session order, priorities and exactly-once are unchanged.
 //
 // # Close
 //
