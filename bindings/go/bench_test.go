@@ -64,9 +64,8 @@ func (o *oldSession) Submit(ctx context.Context, f func(*Session) error) error {
 
 // ---- shared set-up -------------------------------------------------------
 
-// ACCEL_BENCH_HELP=0 switches caller helping off, ACCEL_BENCH_COMBINE=0
-// the combining of SubmitAsyncs into groups (docs/go.md), for A/B pairs of
-// the same binary.
+// ACCEL_BENCH_COMBINE=0 switches the combining of SubmitAsyncs into
+// groups off (docs/go.md), for A/B pairs of the same binary.
 func init() {
 	if os.Getenv("ACCEL_BENCH_COMBINE") == "0" {
 		combineEnabled = false
@@ -75,21 +74,8 @@ func init() {
 
 const benchWorkers = 2
 
-// benchThreads: the benchmarks' runtimes use accel's own worker threads
-// (OSThreadWorkers) instead of worker goroutines; the table measures both.
-var benchThreads bool
-
-// withThreads runs f with benchThreads set.
-func withThreads(f func(*testing.B)) func(*testing.B) {
-	return func(b *testing.B) {
-		benchThreads = true
-		defer func() { benchThreads = false }()
-		f(b)
-	}
-}
-
 func benchRuntime(b *testing.B, shortLane int) *Runtime {
-	rt, err := NewRuntime(RuntimeConfig{Workers: benchWorkers, ShortLaneWorkers: shortLane, OSThreadWorkers: benchThreads})
+	rt, err := NewRuntime(RuntimeConfig{Workers: benchWorkers, ShortLaneWorkers: shortLane})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -303,23 +289,36 @@ func spinOp(*Session) error { spin(floodOp); return nil }
 // from the worker), a Critical session submitting one empty op at a time.
 // A short-lane worker is what keeps short ops from waiting behind long
 // ones (docs/scheduler.md).
-func latencyAccel(dur time.Duration) latencyResult {
-	rt, err := NewRuntime(RuntimeConfig{Workers: benchWorkers, ShortLaneWorkers: 1, OSThreadWorkers: benchThreads})
+func latencyAccel(dur time.Duration) latencyResult { return latencyAccelWith(dur, false) }
+
+// latencyAccelLocked: the same with the Critical caller holding a mutex
+// around each Submit that every Low op also takes (a lock the node's VMs
+// share): a design that ran a Low op on the Critical caller's goroutine
+// would wait there for a whole 2 ms op, or deadlock.
+func latencyAccelLocked(dur time.Duration) latencyResult { return latencyAccelWith(dur, true) }
+
+func latencyAccelWith(dur time.Duration, locked bool) latencyResult {
+	rt, err := NewRuntime(RuntimeConfig{Workers: benchWorkers, ShortLaneWorkers: 1})
 	if err != nil {
 		panic(err)
 	}
 	defer rt.Close()
 	var stop atomic.Bool
+	var mu sync.Mutex
+	low := spinOp
+	if locked {
+		low = func(s *Session) error { mu.Lock(); mu.Unlock(); return spinOp(s) }
+	}
 	for i := 0; i < 6; i++ {
 		v, _ := rt.NewVMSession("low-"+strconv.Itoa(i), WithPriority(PriorityLow))
 		var again func(error)
 		again = func(error) {
 			if !stop.Load() {
-				v.SubmitAsync(spinOp, again)
+				v.SubmitAsync(low, again)
 			}
 		}
 		for k := 0; k < 4; k++ {
-			v.SubmitAsync(spinOp, again)
+			v.SubmitAsync(low, again)
 		}
 	}
 	crit, _ := rt.NewVMSession("critical", WithPriority(PriorityCritical))
@@ -327,7 +326,13 @@ func latencyAccel(dur time.Duration) latencyResult {
 	ctx := context.Background()
 	for end := time.Now().Add(dur); time.Now().Before(end); {
 		t := time.Now()
+		if locked {
+			mu.Lock()
+		}
 		crit.Submit(ctx, emptyOp)
+		if locked {
+			mu.Unlock()
+		}
 		lat = append(lat, time.Since(t))
 		time.Sleep(500 * time.Microsecond)
 	}
@@ -423,7 +428,7 @@ func TestBenchTable(t *testing.T) {
 		reps = n
 	}
 	var subA, subCtx, subOld, asyncA, asyncB, asyncChan []float64
-	var latA, latOld []latencyResult
+	var latA, latL, latOld []latencyResult
 	var sub1 []float64
 	for r := 0; r < reps; r++ {
 		subA = append(subA, opsPerSec(benchSubmitAccel))
@@ -433,6 +438,7 @@ func TestBenchTable(t *testing.T) {
 		asyncChan = append(asyncChan, opsPerSec(benchAsyncChan))
 		asyncB = append(asyncB, opsPerSec(benchAsyncBatchAccel))
 		latA = append(latA, latencyAccel(time.Second))
+		latL = append(latL, latencyAccelLocked(time.Second))
 		latOld = append(latOld, latencyOld(time.Second))
 		sub1 = append(sub1, 1e9/opsPerSec(func(b *testing.B) {
 			rt := benchRuntime(b, 0)
@@ -455,6 +461,7 @@ func TestBenchTable(t *testing.T) {
 	}
 	la99, la50 := p99(latA)
 	lo99, lo50 := p99(latOld)
+	ll99, ll50 := p99(latL)
 	mops := func(x []float64) string { return fmt.Sprintf("%.2f Mops/s", median(x)/1e6) }
 	fmt.Printf("\naccel Go binding, %d workers, GOMAXPROCS=%d, median of %d interleaved repetitions\n\n", benchWorkers, runtimeGOMAXPROCS(), reps)
 	fmt.Printf("| benchmark | accel | baseline (same run) | ratio | target |\n| --- | --- | --- | --- | --- |\n")
@@ -468,5 +475,7 @@ func TestBenchTable(t *testing.T) {
 		mops(asyncB), mops(asyncChan), median(asyncB)/median(asyncChan))
 	fmt.Printf("| c) Critical Submit p99 under 6 Low x 2 ms flood | %.2f ms (p50 %.3f ms) = %.2f x op | %.2f ms (p50 %.3f ms) old design | | p99 <= 1.5 x op |\n",
 		la99/1e6, la50/1e6, la99/float64(floodOp), lo99/1e6, lo50/1e6)
+	fmt.Printf("| c') c) with the Critical caller holding a lock the Low ops take | %.2f ms (p50 %.3f ms) = %.2f x op | | | p99 <= 1.5 x op |\n",
+		ll99/1e6, ll50/1e6, ll99/float64(floodOp))
 	fmt.Printf("\nwhole Submit (1 goroutine, round trip) %.0f ns\n", median(sub1))
 }

@@ -40,7 +40,6 @@ func step(t testing.TB, name string) (done func()) {
 func TestSubmitUnderCallersLock(t *testing.T) {
 	rt := newTestRuntime(t, 2)
 	a, _ := rt.NewVMSession("a")
-	b, _ := rt.NewVMSession("b")
 	c := []*VMSession{}
 	for _, id := range []string{"c1", "c2"} {
 		v, _ := rt.NewVMSession(id)
@@ -48,6 +47,12 @@ func TestSubmitUnderCallersLock(t *testing.T) {
 	}
 	var mu sync.Mutex
 	for i := 0; i < 20; i++ {
+		// A fresh b whose ops so far were short (a VM's usual ops), so
+		// that any slot, short lane included, may run its next one.
+		b, _ := rt.NewVMSession(fmt.Sprintf("b%d", i))
+		for j := 0; j < 20; j++ {
+			b.Submit(bg(), func(*Session) error { return nil })
+		}
 		me := goid()
 		release := make(chan struct{})
 		var started sync.WaitGroup
@@ -83,6 +88,7 @@ func TestSubmitUnderCallersLock(t *testing.T) {
 		if ranOn.Load() == me {
 			t.Fatalf("round %d: b's op ran on a's caller goroutine", i)
 		}
+		b.Close()
 	}
 }
 
