@@ -75,9 +75,9 @@ type slotMon struct {
 	// run (the driver ends the count).
 	st atomic.Uint64
 	mu sync.Mutex // this slot's blocking calls, one at a time
-	rt  *C.accel_runtime
-	w   C.uint
-	c   *comp
+	rt *C.accel_runtime
+	w  C.uint
+	c  *comp
 	// the monitor's: the state it saw at its last ticks
 	seen  uint64
 	ticks int
@@ -93,9 +93,9 @@ const (
 // the start of extra drivers.
 type comp struct {
 	h     *hostWorkers
-	slots []slotMon // by C slot index: helpers, base drivers, extras
-	nhelp int       // slots 0..nhelp-1 are helper slots: not compensated
-	nbase int       // the first extra slot
+	slots []slotMon    // by C slot index: helpers, base drivers, extras
+	nhelp int          // slots 0..nhelp-1 are helper slots: not compensated
+	nbase int          // the first extra slot
 	used  atomic.Int32 // extra slots ever added (their indices < nbase+used)
 
 	parked atomic.Int32 // general-lane drivers parked

@@ -174,15 +174,15 @@ type driver struct {
 	b     *slotBuf
 	fl    recList
 	n, i  int
-	open  bool         // a visit is open (b.recs[0..n) its ops, i the next to run)
+	open  bool             // a visit is open (b.recs[0..n) its ops, i the next to run)
 	sess  *C.accel_session // the open visit's session (for goaccel_visit_move)
 	phase uint8
 	// The op running, for the Goexit salvage: its record, and for a
 	// group the index of its op in it.
-	cur    *opRec
-	curOp  int
-	mon    *slotMon // the slot's blocked-op state (compensate.go); nil: a helper slot
-	extra  bool     // an extra slot, added for a blocked one (extraLoop)
+	cur   *opRec
+	curOp int
+	mon   *slotMon // the slot's blocked-op state (compensate.go); nil: a helper slot
+	extra bool     // an extra slot, added for a blocked one (extraLoop)
 }
 
 // errGoexit is the outcome of an op whose f called runtime.Goexit (as
