@@ -301,3 +301,51 @@ func TestCompMonitorSleepsWhenIdle(t *testing.T) {
 	}
 	done()
 }
+
+// The cap: with 1 worker, at most extraCap(1) extra drivers. More
+// blockers than 1 + cap: exactly 1 + cap are inside f at once, the rest
+// wait (as without compensation) and run once some return.
+func TestCompCapBoundsExtras(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	limit := 1 + extraCap(1)
+	n := limit + 4
+	release := make(chan struct{})
+	var inside, most atomic.Int32
+	results := make(chan error, n)
+	for i := 0; i < n; i++ {
+		v, _ := rt.NewVMSession(fmt.Sprintf("cap%d", i))
+		go func() {
+			results <- v.Submit(queued(t), func(*Session) error {
+				k := inside.Add(1)
+				for {
+					m := most.Load()
+					if k <= m || most.CompareAndSwap(m, k) {
+						break
+					}
+				}
+				<-release
+				inside.Add(-1)
+				return nil
+			})
+		}()
+	}
+	done := compWatch(t, fmt.Sprintf("%d blockers inside f (1 worker + the cap)", limit))
+	for inside.Load() < int32(limit) {
+		time.Sleep(time.Millisecond)
+	}
+	done()
+	if e := rt.host.comp.extras.Load(); e != int32(extraCap(1)) {
+		t.Fatalf("extra drivers = %d, want the cap %d", e, extraCap(1))
+	}
+	close(release)
+	done = compWatch(t, "every blocker returns")
+	for i := 0; i < n; i++ {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	done()
+	if m := most.Load(); m != int32(limit) {
+		t.Fatalf("at most %d inside f at once, want %d", m, limit)
+	}
+}
