@@ -349,3 +349,45 @@ func TestCompCapBoundsExtras(t *testing.T) {
 		t.Fatalf("at most %d inside f at once, want %d", m, limit)
 	}
 }
+
+// runtime.Goexit in an op run by an extra driver (t.Fatal in f): the op
+// fails, the submitter's goroutine ends, the slot goes on (its next op
+// runs) and the extras still retire.
+func TestCompGoexitOnExtraDriver(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	a, _ := rt.NewVMSession("a")
+	b, _ := rt.NewVMSession("b")
+	release := make(chan struct{})
+	aIn := make(chan struct{})
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- a.Submit(queued(t), func(*Session) error { close(aIn); <-release; return nil })
+	}()
+	<-aIn
+	done := compWatch(t, "b's op calls runtime.Goexit while a's op holds the only worker")
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		b.Submit(queued(t), func(*Session) error { runtime.Goexit(); return nil })
+		t.Error("Submit returned after f called runtime.Goexit")
+	}()
+	<-ended
+	done()
+	done = compWatch(t, "b's next op, a's still blocked")
+	if err := b.Submit(queued(t), func(*Session) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	close(release)
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
+	}
+	if _, _, failed := b.Stats(); failed != 1 {
+		t.Fatalf("b failed = %d, want 1", failed)
+	}
+	done = compWatch(t, "the extra drivers retire")
+	for rt.host.comp.extras.Load() != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	done()
+}
