@@ -258,7 +258,7 @@ func (c *comp) scan() bool {
 			continue
 		}
 		m.ticks++
-		if m.ticks >= blockTicks && !free {
+		if m.ticks >= blockTicks && !free && !noMonitorForTest.Load() {
 			m.mark(v)
 		}
 	}
@@ -362,6 +362,10 @@ func goAccelGrow(id C.uintptr_t) {
 // noGrowForTest plants the bug the tests must catch: no driver is added
 // (comp.noGrow: for one runtime, a test whose op must wait for a worker).
 var noGrowForTest atomic.Bool
+
+// noMonitorForTest plants another: the monitor counts no op blocked (only
+// the binding's own waits count).
+var noMonitorForTest atomic.Bool
 
 // grower adds the slots C owes and starts a driver on each. A request
 // that comes while it runs is seen by its last look (growReq, then

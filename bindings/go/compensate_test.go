@@ -5,8 +5,10 @@ package accel
 // another session. Each test asserts an order (the quick op completes
 // while the blockers are still inside f), never a time; a watchdog names
 // the step a test is stuck in. ACCEL_TEST_NOGROW=1 plants the bug (no
-// driver is ever added for a blocked one): each of these tests then
-// hangs and its watchdog fails it.
+// driver is ever added for a blocked one): each of these tests but the
+// monitor's then hangs and its watchdog fails it. ACCEL_TEST_NOMONITOR=1
+// (the monitor counts nothing) fails those whose f waits where the
+// binding cannot see (a channel, time.Sleep, a mutex).
 
 import (
 	"context"
@@ -34,16 +36,27 @@ func compWatch(t testing.TB, name string) (done func()) {
 // compCases runs body with the process's GOMAXPROCS and with 1 (set
 // before the runtime is made: its helper slots follow it).
 func compCases(t *testing.T, body func(t *testing.T)) {
-	if os.Getenv("ACCEL_TEST_NOGROW") == "1" {
-		noGrowForTest.Store(true)
-		t.Cleanup(func() { noGrowForTest.Store(false) })
-	}
+	plantNoGrow(t)
 	t.Run("default", body)
 	t.Run("GOMAXPROCS=1", func(t *testing.T) {
 		old := runtime.GOMAXPROCS(1)
 		defer runtime.GOMAXPROCS(old)
 		body(t)
 	})
+}
+
+// plantNoGrow plants the bug with ACCEL_TEST_NOGROW=1: no driver is
+// ever added for a blocked one; with ACCEL_TEST_NOMONITOR=1 the monitor
+// counts no op blocked (the waits the binding cannot see then stall).
+func plantNoGrow(t *testing.T) {
+	if os.Getenv("ACCEL_TEST_NOGROW") == "1" {
+		noGrowForTest.Store(true)
+		t.Cleanup(func() { noGrowForTest.Store(false) })
+	}
+	if os.Getenv("ACCEL_TEST_NOMONITOR") == "1" {
+		noMonitorForTest.Store(true)
+		t.Cleanup(func() { noMonitorForTest.Store(false) })
+	}
 }
 
 // queued is a ctx that can end: a Submit with it always goes through the
@@ -290,6 +303,7 @@ func TestCompUserMutexReleasedByOtherSession(t *testing.T) {
 
 // The monitor sleeps when no driver runs user code.
 func TestCompMonitorSleepsWhenIdle(t *testing.T) {
+	plantNoGrow(t)
 	rt := newTestRuntime(t, 1)
 	v, _ := rt.NewVMSession("v")
 	if err := v.Submit(queued(t), func(*Session) error { time.Sleep(5 * time.Millisecond); return nil }); err != nil {
@@ -306,6 +320,7 @@ func TestCompMonitorSleepsWhenIdle(t *testing.T) {
 // blockers than 1 + cap: exactly 1 + cap are inside f at once, the rest
 // wait (as without compensation) and run once some return.
 func TestCompCapBoundsExtras(t *testing.T) {
+	plantNoGrow(t)
 	rt := newTestRuntime(t, 1)
 	limit := 1 + extraCap(1)
 	n := limit + 4
@@ -354,6 +369,7 @@ func TestCompCapBoundsExtras(t *testing.T) {
 // fails, the submitter's goroutine ends, the slot goes on (its next op
 // runs) and the extras still retire.
 func TestCompGoexitOnExtraDriver(t *testing.T) {
+	plantNoGrow(t)
 	rt := newTestRuntime(t, 1)
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")
