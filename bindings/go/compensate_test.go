@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,6 +143,15 @@ func blockedOpsDoNotStall(t *testing.T, how string) {
 	done := compWatch(t, "all 16 blockers inside f (2 workers)")
 	all.Wait()
 	done()
+	// The Prometheus text counts the extra drivers (2 workers: 14 at
+	// least for 16 ops inside f).
+	var prom strings.Builder
+	if err := rt.WritePrometheus(&prom); err != nil {
+		t.Fatal(err)
+	}
+	if e := promValue(t, prom.String(), "accel_runtime_extra_workers"); e < n-2 {
+		t.Fatalf("accel_runtime_extra_workers = %d, want >= %d", e, n-2)
+	}
 	q, _ := rt.NewVMSession("quick")
 	done = compWatch(t, "the 17th VM's quick op")
 	if err := q.Submit(queued(t), func(*Session) error { return nil }); err != nil {
@@ -406,4 +417,21 @@ func TestCompGoexitOnExtraDriver(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	done()
+}
+
+// promValue is the value of an unlabelled metric in a Prometheus text.
+func promValue(t *testing.T, text, name string) int {
+	t.Helper()
+	for _, l := range strings.Split(text, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 2 && (f[0] == name || strings.HasPrefix(f[0], name+"{")) {
+			v, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return int(v)
+		}
+	}
+	t.Fatalf("no %s in\n%s", name, text)
+	return 0
 }
