@@ -435,3 +435,48 @@ func promValue(t *testing.T, text, name string) int {
 	t.Fatalf("no %s in\n%s", name, text)
 	return 0
 }
+
+// Waits for queue room inside an op count at once: a Submit (without
+// and with a ctx) and a SubmitBatch into another session's full queue
+// from inside an op, 1 worker.
+func TestCompRoomWaitFromInsideOp(t *testing.T) {
+	for _, how := range []string{"Submit", "Submit-ctx", "SubmitBatch"} {
+		t.Run(how, func(t *testing.T) {
+			compCases(t, func(t *testing.T) {
+				rt := newTestRuntime(t, 1)
+				a, _ := rt.NewVMSession("a")
+				b, _ := rt.NewVMSession("b", WithQueueDepth(4))
+				var ran atomic.Int32
+				op := func(*Session) error { ran.Add(1); return nil }
+				done := compWatch(t, how+" into b's full queue inside a's op, 1 worker")
+				err := a.Submit(queued(t), func(*Session) error {
+					for b.SubmitAsync(op, nil) == nil {
+					}
+					switch how {
+					case "Submit":
+						return b.Submit(context.Background(), op)
+					case "Submit-ctx":
+						return b.Submit(queued(t), op)
+					}
+					fs := make([]func(*Session) error, 16)
+					for i := range fs {
+						fs[i] = op
+					}
+					for _, err := range b.SubmitBatch(context.Background(), fs) {
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				done()
+				if err != nil {
+					t.Fatal(err)
+				}
+				done = compWatch(t, "b.Sync")
+				b.Sync()
+				done()
+			})
+		})
+	}
+}
