@@ -245,15 +245,25 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	// in slices between which ctx is looked at.
 	queued := 0
 	var stop error
+	// First without waiting: a wait for room inside an op then counts
+	// its driver blocked (compensate.go).
+	first, room := true, (*slotMon)(nil)
 	for queued < len(fs) {
 		timeout := C.int64_t(C.ACCEL_FOREVER)
 		if done != nil {
 			timeout = C.int64_t(roomSlice)
 		}
+		if first {
+			timeout = C.ACCEL_NO_WAIT
+		}
 		var got C.size_t
 		rc := int(C.goaccel_submit_batch(c, &cids[queued], C.size_t(len(fs)-queued), timeout, &got))
 		queued += int(got)
 		if rc == C.ACCEL_OK {
+			continue
+		}
+		if first && rc == C.ACCEL_EAGAIN {
+			first, room = false, blockBegin()
 			continue
 		}
 		if rc == C.ACCEL_ETIMEDOUT && !chanDone(done) {
@@ -266,6 +276,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 		}
 		break
 	}
+	room.blockEnd()
 	v.h.exit()
 	if queued > 0 {
 		v.postClose()
@@ -281,6 +292,8 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	b.left.Add(int32(queued - len(fs)))
 	cancelled := make([]bool, queued)
 	if b.left.Add(-1) != 0 {
+		m := blockBegin() // inside an op: the wait counts its driver blocked (compensate.go)
+		defer m.blockEnd()
 		if done == nil {
 			<-b.done
 		} else {

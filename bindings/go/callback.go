@@ -37,9 +37,13 @@ func (e *PanicError) Unwrap() error {
 func callF(f func(*Session) error, s *Session, d *driver, r *opRec, op int) (err error) {
 	if d != nil {
 		d.phase, d.cur, d.curOp = phaseF, r, op
+		d.userIn() // compensate.go
 	}
 	returned := false
 	defer func() {
+		if d != nil {
+			d.userOut()
+		}
 		v := recover()
 		if v != nil {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
@@ -61,9 +65,11 @@ func callF(f func(*Session) error, s *Session, d *driver, r *opRec, op int) (err
 func callDone(cb func(error), err error, d *driver) {
 	if d != nil {
 		d.phase = phaseDone
+		d.userIn()
 	}
 	cb(err)
 	if d != nil {
+		d.userOut()
 		d.phase = phaseOut
 	}
 }
@@ -71,9 +77,11 @@ func callDone(cb func(error), err error, d *driver) {
 func callGroupDone(done func(int, error), i int, err error, d *driver) {
 	if d != nil {
 		d.phase = phaseDone
+		d.userIn()
 	}
 	done(i, err)
 	if d != nil {
+		d.userOut()
 		d.phase = phaseOut
 	}
 }

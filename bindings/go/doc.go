@@ -17,7 +17,8 @@
 //
 // Every completion callback of SubmitAsync and SubmitAsyncBatch, and
 // every f of theirs and of SubmitBatch, runs on one of the runtime's
-// worker goroutines (Runtime.Workers of them). The f of a Submit runs
+// worker goroutines (Runtime.Workers of them, and extra ones while ops
+// block: below). The f of a Submit runs
 // there too, or on the goroutine that called Submit: only when its ctx
 // cannot end (context.Background()) and the scheduler hands the idle
 // session straight over (the direct hand-off, which saves two goroutine
@@ -44,6 +45,23 @@
 // f had run there; the session and its worker go on. A panic in a
 // completion callback is not recovered: it ends the program, as an
 // unrecovered panic in any goroutine does.
+//
+// # Ops that block
+//
+// An f (or completion callback) may block, on a channel, a mutex,
+// time.Sleep, I/O, a nested Submit to another session, Sync or Close of
+// another session, without stalling any other session: the worker
+// goroutine it blocks hands its place to another one, started for it if
+// none is free, so another session's op waits for a P and its fair share,
+// never for a worker held by a blocked op. Nested Submits across
+// sessions work to any depth, also with Workers: 1. The package's own
+// waits count at once; other waits once the op has run for about 2 ms
+// while no worker is free (a monitor goroutine, asleep while no op runs:
+// it cannot tell a CPU-bound op from a blocked one, so a long CPU-bound
+// op may get an extra worker goroutine too, which shares the Ps with it).
+// Bounds: at most 4 x Workers extra worker goroutines (at least 64); an
+// extra one leaves once no op needs it (surplus after its visit, or idle
+// 50 ms). Per-session order, priorities and exactly-once are unchanged.
 //
 // # Close
 //

@@ -44,6 +44,7 @@ type hostWorkers struct {
 	// never woken) on which a synchronous Submit may run its own op
 	// (submitOwn); the drivers' slots come after them.
 	helpers []helperSlot
+	comp    *comp // compensation for drivers blocked in an op (compensate.go)
 }
 
 // helperSlot is one helper slot: its busy word (taken by CAS: one driver
@@ -80,8 +81,9 @@ func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int
 	// A lane's channel holds at most one token per slot of the lane: C
 	// claims at most one wake per parked slot, and a full channel already
 	// wakes every slot that parks (post drops what does not fit).
-	h.lanes[0] = make(chan struct{}, workers-short+1)
+	h.lanes[0] = make(chan struct{}, workers-short+1+extraCap(workers)) // extras park here too (compensate.go)
 	h.lanes[1] = make(chan struct{}, short+1)
+	h.comp = newComp(h, nhelp+workers, nhelp)
 	hostRuntimes.Store(id, h)
 	for w := 0; w < workers; w++ {
 		lane := 0
@@ -97,6 +99,13 @@ func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int
 // visit d holds, if any).
 func (h *hostWorkers) startDriver(d *driver) {
 	h.wg.Add(1)
+	if d.mon == nil {
+		d.mon = h.comp.slot(d.w)
+	}
+	if d.extra {
+		go d.extraLoop() // a slot added for a blocked one (compensate.go)
+		return
+	}
 	go d.loop()
 }
 
@@ -136,8 +145,10 @@ func (h *hostWorkers) stop() {
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
+	h.comp.stop() // no driver is added from here on
 	close(h.quit)
 	h.wg.Wait()
+	h.comp.wait()
 	hostRuntimes.Delete(h.id)
 }
 
@@ -163,13 +174,15 @@ type driver struct {
 	b     *slotBuf
 	fl    recList
 	n, i  int
-	open  bool         // a visit is open (b.recs[0..n) its ops, i the next to run)
+	open  bool             // a visit is open (b.recs[0..n) its ops, i the next to run)
 	sess  *C.accel_session // the open visit's session (for goaccel_visit_move)
 	phase uint8
 	// The op running, for the Goexit salvage: its record, and for a
 	// group the index of its op in it.
-	cur    *opRec
-	curOp  int
+	cur   *opRec
+	curOp int
+	mon   *slotMon // the slot's blocked-op state (compensate.go); nil: a helper slot
+	extra bool     // an extra slot, added for a blocked one (extraLoop)
 	// A group whose op restOp-1 ended the last driver: its ops from
 	// restOp on run first (op i of the visit).
 	rest   *opRec
@@ -201,7 +214,7 @@ func (d *driver) loop() {
 	spins := 0
 	if d.open {
 		// Taking over a visit whose driver ended in one of its ops.
-		C.goaccel_visit_move(h.rt, d.sess)
+		C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w))
 		d.runVisit()
 		mode, nprev = C.GOACCEL_STEP_END, C.uint(d.n)
 	}
@@ -233,8 +246,10 @@ func (d *driver) loop() {
 		// Idle announced and still nothing: park until a submitter posts
 		// a wake for this lane (a wake posted since the announcement is
 		// in the channel: none is lost).
+		h.comp.parking(d.lane)
 		select {
 		case <-h.lanes[d.lane]:
+			h.comp.unparked(d.lane)
 		case <-h.quit:
 			C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_UNIDLE|C.GOACCEL_STEP_STOP,
 				nil, 0, nil, 0, nil)
@@ -282,7 +297,7 @@ func (d *driver) exited() {
 	d.b.status[d.i] = 1 // failed, for the C stats too
 	more := salvageGoexit(r, d.curOp, &d.fl, true)
 	nd := &driver{h: d.h, w: d.w, lane: d.lane, b: d.b, fl: d.fl,
-		n: d.n, i: d.i + 1, open: true, sess: d.sess}
+		n: d.n, i: d.i + 1, open: true, sess: d.sess, mon: d.mon, extra: d.extra}
 	if more {
 		// The group's later ops run first on the new driver.
 		nd.i, nd.rest, nd.restOp = d.i, r, d.curOp+1

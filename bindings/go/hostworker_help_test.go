@@ -101,4 +101,3 @@ func TestHelpExactlyOnce(t *testing.T) {
 		}
 	}
 }
-

@@ -241,4 +241,3 @@ func TestPrometheusParses(t *testing.T) {
 		}
 	}
 }
-

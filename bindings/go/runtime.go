@@ -80,6 +80,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	nhelp := helperSlots()
 	cc.workers = C.uint(w + nhelp)
 	cc.short_lane_workers += C.uint(nhelp)
+	cc.max_extra_workers = C.uint(extraCap(w)) // compensate.go
 	if rc := int(C.goaccel_runtime_create(&cc, C.uintptr_t(id), &rt)); rc != C.ACCEL_OK {
 		return nil, statusErr(rc)
 	}

@@ -26,6 +26,8 @@ static void goaccel_host_wake(void *arg, unsigned lane)
 /* The runtime whose visit this thread's host worker has open (the
  * goroutine is locked to the thread during a visit), else NULL. */
 static _Thread_local accel_runtime *goaccel_visiting;
+/* ... and the slot it is open on. */
+static _Thread_local unsigned goaccel_visit_w;
 
 int goaccel_in_visit(accel_runtime *rt) { return goaccel_visiting == rt; }
 
@@ -35,6 +37,7 @@ int goaccel_runtime_create(accel_runtime_config *c, uintptr_t id,
     c->flags = ACCEL_RUNTIME_HOST_WORKERS;
     c->host_wake = goaccel_host_wake;
     c->host_wake_arg = (void *)id;
+    c->host_grow = goaccel_host_grow; /* compensation (the end of this file) */
     c->struct_size = sizeof(*c);
     return accel_runtime_create(c, out);
 }
@@ -44,9 +47,10 @@ int goaccel_runtime_create(accel_runtime_config *c, uintptr_t id,
  * set here on the thread that takes the visit over. The binding is built
  * with the runtime's sources, so it reaches the variable itself rather
  * than widening the public host API for this one case. */
-void goaccel_visit_move(accel_runtime *rt, accel_session *s)
+void goaccel_visit_move(accel_runtime *rt, accel_session *s, unsigned w)
 {
     goaccel_visiting = rt;
+    goaccel_visit_w = w;
     accel__tls_current = s;
 }
 
@@ -72,6 +76,7 @@ int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
     if (cap > ACCEL_HOST_VISIT_MAX)
         cap = ACCEL_HOST_VISIT_MAX;
     goaccel_visiting = rt; /* a device visit runs its ops in begin */
+    goaccel_visit_w = w;
     int rc = accel_host_visit_begin(rt, w, ops, cap, n);
     if (rc != ACCEL_OK)
         goaccel_visiting = NULL;
@@ -126,6 +131,7 @@ int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
         return accel_submit(s, &op, ACCEL_NO_WAIT);
     accel_op ops[1];
     goaccel_visiting = rt; /* a device visit runs its ops in begin */
+    goaccel_visit_w = w;
     int rc = accel_host_submit_own(rt, w, s, &op, ACCEL_NO_WAIT, ops, 1, n,
                                    begun);
     if (rc != ACCEL_OK || *begun != ACCEL_OK) {
@@ -180,3 +186,34 @@ void goaccel_free(accel_session *s, void *p, size_t bytes)
     accel_session_unreserve(s, (int64_t)bytes);
 }
 
+
+/* ---- Compensation for blocked drivers (compensate.go) */
+
+/* The runtime's host_grow: a slot counted blocked is owed another driver.
+ * Like goaccel_host_wake, the call into Go only signals. */
+void goaccel_host_grow(void *arg) { goAccelGrow((uintptr_t)arg); }
+
+accel_runtime *goaccel_cur_slot(unsigned *w)
+{
+    *w = goaccel_visit_w;
+    return goaccel_visiting;
+}
+
+int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
+                       const int *status, unsigned nprev, uintptr_t *recs,
+                       unsigned cap, unsigned *n, int *left)
+{
+    *left = 0;
+    if (mode & GOACCEL_STEP_END) {
+        /* It may leave: a stopping end wakes a slot for what it re-queues. */
+        accel_host_visit_end_stop(rt, w, status, nprev);
+        goaccel_visiting = NULL;
+        if (accel_host_slot_leave(rt, w, ACCEL_HOST_LEAVE_IF_SURPLUS) ==
+            ACCEL_OK) {
+            *left = 1;
+            return ACCEL_EAGAIN;
+        }
+        mode &= ~GOACCEL_STEP_END;
+    }
+    return goaccel_host_step(rt, w, mode, status, 0, recs, cap, n);
+}

@@ -61,11 +61,26 @@ int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
 /* The open visit of a slot of rt, of session s, continues on the calling
  * thread (its driver goroutine ended inside an op: runtime.Goexit;
  * hostworker.go). */
-void goaccel_visit_move(accel_runtime *rt, accel_session *s);
+void goaccel_visit_move(accel_runtime *rt, accel_session *s, unsigned w);
 
 /* Budgeted memory outside an op: reserve then malloc; free then refund. */
 int goaccel_alloc(accel_session *s, size_t bytes, void **out);
 void goaccel_free(accel_session *s, void *p, size_t bytes);
 
+/* ---- Compensation for blocked drivers (compensate.go) */
+
+/* The runtime's host_grow (set by goaccel_runtime_create): goAccelGrow. */
+void goaccel_host_grow(void *arg);
+
+/* The runtime whose visit the calling thread has open (NULL: none) and,
+ * in *w, the slot it is open on. */
+accel_runtime *goaccel_cur_slot(unsigned *w);
+
+/* goaccel_host_step for an extra slot: an END ends the visit with
+ * accel_host_visit_end_stop and, if the slot is surplus, leaves
+ * (accel_host_slot_leave IF_SURPLUS: *left = 1, nothing begun). */
+int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
+                       const int *status, unsigned nprev, uintptr_t *recs,
+                       unsigned cap, unsigned *n, int *left);
 
 #endif

@@ -97,6 +97,7 @@ func TestSubmitUnderCallersLock(t *testing.T) {
 // runs, and its f never starts.
 func TestSubmitDeadlineWhileOtherSessionRuns(t *testing.T) {
 	rt := newTestRuntime(t, 1)
+	rt.host.comp.noGrow.Store(true) // b's blocked op keeps the only worker
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")
 	release, started := make(chan struct{}), make(chan struct{})
@@ -131,6 +132,7 @@ func TestSubmitDeadlineWhileOtherSessionRuns(t *testing.T) {
 // context.Canceled before that op ends, and f never runs.
 func TestSubmitCancelWhileQueued(t *testing.T) {
 	rt := newTestRuntime(t, 1)
+	rt.host.comp.noGrow.Store(true) // b's blocked op keeps the only worker
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")
 	release, started := make(chan struct{}), make(chan struct{})

@@ -361,7 +361,7 @@ func (v *VMSession) Sync() error {
 	if c == nil {
 		return ErrSessionClosed
 	}
-	rc := int(C.accel_session_sync(c, C.ACCEL_FOREVER))
+	rc := syncBlocked(c)
 	v.h.exit()
 	if rc == C.ACCEL_EDEADLK {
 		return nil
@@ -410,7 +410,9 @@ func (v *VMSession) Close() error {
 func (v *VMSession) finishClose() int {
 	rc := C.ACCEL_OK
 	if c := v.h.enter(); c != nil {
+		m := blockBegin() // from inside an op of another session
 		rc = int(C.accel_session_close(c, C.ACCEL_CLOSE_DRAIN))
+		m.blockEnd()
 		v.h.exit()
 	}
 	v.h.free()
@@ -497,12 +499,11 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	}
 	v.postClose()
 	v.submitted.Add(1)
+	// waitRec*: a wait inside an op counts its driver blocked (compensate.go).
 	if done == nil {
-		<-r.wch
+		waitRec(r.wch)
 	} else {
-		select {
-		case <-r.wch:
-		case <-done:
+		if !waitRecCtx(r.wch, done) {
 			// LP of the cancel race: the CAS decides whether f runs.
 			if r.state.CompareAndSwap(recQueued, recCancelled) {
 				v.cancelled.Add(1)
@@ -517,7 +518,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 				}
 				return ctx.Err()
 			}
-			<-r.wch // f started before ctx ended: it is not interrupted
+			waitRec(r.wch) // f started before ctx ended: it is not interrupted
 		}
 	}
 	err := r.err
@@ -575,10 +576,15 @@ func (v *VMSession) enqueue(r *opRec, ctx context.Context, done <-chan struct{},
 		}
 	}
 	if done == nil {
-		return statusErr(int(C.goaccel_submit(c, C.uintptr_t(r.idx), deadline, C.ACCEL_FOREVER, 1, t)))
+		return statusErr(submitBlocked(c, r, deadline, t))
 	}
+	var m *slotMon // a wait for room inside an op: blocked (compensate.go)
+	defer func() { m.blockEnd() }()
 	for {
 		rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), deadline, C.int64_t(roomSlice), 1, t))
+		if rc == C.ACCEL_ETIMEDOUT && m == nil {
+			m = blockBegin()
+		}
 		if rc != C.ACCEL_ETIMEDOUT {
 			return statusErr(rc)
 		}

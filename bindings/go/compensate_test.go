@@ -1,0 +1,482 @@
+package accel
+
+// Ops that block (compensate.go): an f that waits in Go, on a channel,
+// time.Sleep, a nested Submit or a Sync of another session, never stalls
+// another session. Each test asserts an order (the quick op completes
+// while the blockers are still inside f), never a time; a watchdog names
+// the step a test is stuck in. ACCEL_TEST_NOGROW=1 plants the bug (no
+// driver is ever added for a blocked one): each of these tests but the
+// monitor's then hangs and its watchdog fails it. ACCEL_TEST_NOMONITOR=1
+// (the monitor counts nothing) fails those whose f waits where the
+// binding cannot see (a channel, time.Sleep, a mutex).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// compWatch fails the test binary, naming the step and with every
+// goroutine's stack, if done is not called within 20 s.
+func compWatch(t testing.TB, name string) (done func()) {
+	t.Helper()
+	tm := time.AfterFunc(20*time.Second, func() {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		panic(fmt.Sprintf("%s: stuck at %q\n%s", t.Name(), name, buf))
+	})
+	return func() { tm.Stop() }
+}
+
+// compCases runs body with the process's GOMAXPROCS and with 1 (set
+// before the runtime is made: its helper slots follow it).
+func compCases(t *testing.T, body func(t *testing.T)) {
+	plantNoGrow(t)
+	t.Run("default", body)
+	t.Run("GOMAXPROCS=1", func(t *testing.T) {
+		old := runtime.GOMAXPROCS(1)
+		defer runtime.GOMAXPROCS(old)
+		body(t)
+	})
+}
+
+// plantNoGrow plants the bug with ACCEL_TEST_NOGROW=1: no driver is
+// ever added for a blocked one; with ACCEL_TEST_NOMONITOR=1 the monitor
+// counts no op blocked (the waits the binding cannot see then stall).
+func plantNoGrow(t *testing.T) {
+	if os.Getenv("ACCEL_TEST_NOGROW") == "1" {
+		noGrowForTest.Store(true)
+		t.Cleanup(func() { noGrowForTest.Store(false) })
+	}
+	if os.Getenv("ACCEL_TEST_NOMONITOR") == "1" {
+		noMonitorForTest.Store(true)
+		t.Cleanup(func() { noMonitorForTest.Store(false) })
+	}
+}
+
+// queued is a ctx that can end: a Submit with it always goes through the
+// queue to a driver goroutine (never the caller's own hand-off).
+func queued(t *testing.T) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Nested Submit to depth 16 with one worker: each level's f submits to
+// the next session and waits for it.
+func TestCompNestedSubmitDepth16(t *testing.T) {
+	compCases(t, func(t *testing.T) {
+		rt := newTestRuntime(t, 1)
+		const depth = 16
+		vs := make([]*VMSession, depth+1)
+		for i := range vs {
+			vs[i], _ = rt.NewVMSession(fmt.Sprintf("n%d", i))
+		}
+		var reached atomic.Int32
+		var level func(i int) func(*Session) error
+		level = func(i int) func(*Session) error {
+			return func(*Session) error {
+				if i == depth {
+					reached.Store(depth)
+					return nil
+				}
+				return vs[i+1].Submit(queued(t), level(i+1))
+			}
+		}
+		for round := 0; round < 3; round++ {
+			done := compWatch(t, fmt.Sprintf("round %d: nested Submit to depth %d, 1 worker", round, depth))
+			if err := vs[0].Submit(queued(t), level(0)); err != nil {
+				t.Fatalf("Submit: %v", err)
+			}
+			done()
+		}
+		if reached.Load() != depth {
+			t.Fatalf("depth %d not reached", depth)
+		}
+	})
+}
+
+// 16 VMs blocked inside f (on a channel; on time.Sleep) on 2 workers,
+// and a quick op on a 17th VM returns while they are all still inside f.
+func TestCompBlockedOpsDoNotStall(t *testing.T) {
+	for _, how := range []string{"channel", "sleep"} {
+		t.Run(how, func(t *testing.T) {
+			compCases(t, func(t *testing.T) { blockedOpsDoNotStall(t, how) })
+		})
+	}
+}
+
+func blockedOpsDoNotStall(t *testing.T, how string) {
+	rt := newTestRuntime(t, 2)
+	const n = 16
+	release := make(chan struct{})
+	var let atomic.Bool
+	var inside, returned atomic.Int32
+	var all sync.WaitGroup
+	all.Add(n)
+	results := make(chan error, n)
+	for i := 0; i < n; i++ {
+		v, _ := rt.NewVMSession(fmt.Sprintf("blk%d", i))
+		go func() {
+			results <- v.Submit(queued(t), func(*Session) error {
+				inside.Add(1)
+				all.Done()
+				if how == "channel" {
+					<-release
+				} else {
+					for !let.Load() {
+						time.Sleep(time.Millisecond)
+					}
+				}
+				returned.Add(1)
+				return nil
+			})
+		}()
+	}
+	done := compWatch(t, "all 16 blockers inside f (2 workers)")
+	all.Wait()
+	done()
+	// The Prometheus text counts the extra drivers (2 workers: 14 at
+	// least for 16 ops inside f).
+	var prom strings.Builder
+	if err := rt.WritePrometheus(&prom); err != nil {
+		t.Fatal(err)
+	}
+	if e := promValue(t, prom.String(), "accel_runtime_extra_workers"); e < n-2 {
+		t.Fatalf("accel_runtime_extra_workers = %d, want >= %d", e, n-2)
+	}
+	q, _ := rt.NewVMSession("quick")
+	done = compWatch(t, "the 17th VM's quick op")
+	if err := q.Submit(queued(t), func(*Session) error { return nil }); err != nil {
+		t.Fatalf("quick Submit: %v", err)
+	}
+	done()
+	if r := returned.Load(); r != 0 {
+		t.Fatalf("%d blockers returned before the quick op was done", r)
+	}
+	close(release)
+	let.Store(true)
+	done = compWatch(t, "the blockers return")
+	for i := 0; i < n; i++ {
+		if err := <-results; err != nil {
+			t.Fatalf("blocker: %v", err)
+		}
+	}
+	done()
+	if inside.Load() != n {
+		t.Fatalf("inside = %d", inside.Load())
+	}
+	// The extra drivers go again: surplus at their visit's end or idle.
+	done = compWatch(t, "the extra drivers retire")
+	for rt.host.comp.extras.Load() != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	done()
+}
+
+// A->B: 16 pairs, each a's f submits to its b and waits, 100 rounds, 2
+// workers; every op runs exactly once, in each session's order.
+func TestCompPairsNestedSubmit(t *testing.T) {
+	compCases(t, func(t *testing.T) {
+		rt := newTestRuntime(t, 2)
+		const pairs, rounds = 16, 100
+		done := compWatch(t, "16 pairs x 100 rounds of A->B Submit from inside f")
+		defer done()
+		var wg sync.WaitGroup
+		errs := make(chan error, pairs)
+		for p := 0; p < pairs; p++ {
+			a, _ := rt.NewVMSession(fmt.Sprintf("a%d", p))
+			b, _ := rt.NewVMSession(fmt.Sprintf("b%d", p))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var nextA, nextB int
+				for r := 0; r < rounds; r++ {
+					r := r
+					err := a.Submit(queued(t), func(*Session) error {
+						if nextA != r {
+							return fmt.Errorf("a ran op %d at %d", r, nextA)
+						}
+						nextA++
+						return b.Submit(queued(t), func(*Session) error {
+							if nextB != r {
+								return fmt.Errorf("b ran op %d at %d", r, nextB)
+							}
+							nextB++
+							return nil
+						})
+					})
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+				if nextA != rounds || nextB != rounds {
+					errs <- fmt.Errorf("ran %d and %d ops", nextA, nextB)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	})
+}
+
+// b.Sync() from inside an op of a, with one worker and b's op queued.
+func TestCompSyncOtherFromInsideOp(t *testing.T) {
+	compCases(t, func(t *testing.T) {
+		rt := newTestRuntime(t, 1)
+		a, _ := rt.NewVMSession("a")
+		b, _ := rt.NewVMSession("b")
+		var ran atomic.Bool
+		done := compWatch(t, "b.Sync() inside a's op, 1 worker")
+		err := a.Submit(queued(t), func(*Session) error {
+			if err := b.SubmitAsync(func(*Session) error { ran.Store(true); return nil }, nil); err != nil {
+				return err
+			}
+			if err := b.Sync(); err != nil {
+				return err
+			}
+			if !ran.Load() {
+				return fmt.Errorf("Sync returned before b's op ran")
+			}
+			return nil
+		})
+		done()
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Close of another session from inside an op (its drain waits for b's
+// queued op), one worker.
+func TestCompCloseOtherFromInsideOp(t *testing.T) {
+	compCases(t, func(t *testing.T) {
+		rt := newTestRuntime(t, 1)
+		a, _ := rt.NewVMSession("a")
+		b, _ := rt.NewVMSession("b")
+		var ran atomic.Bool
+		done := compWatch(t, "b.Close() inside a's op, 1 worker")
+		err := a.Submit(queued(t), func(*Session) error {
+			if err := b.SubmitAsync(func(*Session) error { ran.Store(true); return nil }, nil); err != nil {
+				return err
+			}
+			if err := b.Close(); err != nil {
+				return err
+			}
+			if !ran.Load() {
+				return fmt.Errorf("Close returned before b's op ran")
+			}
+			return nil
+		})
+		done()
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A driver blocked on a user mutex (a wait the binding cannot see) that
+// only another session's op releases: one worker.
+func TestCompUserMutexReleasedByOtherSession(t *testing.T) {
+	compCases(t, func(t *testing.T) {
+		rt := newTestRuntime(t, 1)
+		a, _ := rt.NewVMSession("a")
+		b, _ := rt.NewVMSession("b")
+		var mu sync.Mutex
+		mu.Lock()
+		aDone := make(chan error, 1)
+		go func() {
+			aDone <- a.Submit(queued(t), func(*Session) error { mu.Lock(); mu.Unlock(); return nil })
+		}()
+		done := compWatch(t, "b's op unlocks the mutex a's op waits on, 1 worker")
+		// Whichever runs first, b's op must run while a's may hold the
+		// only worker.
+		if err := b.Submit(queued(t), func(*Session) error { mu.Unlock(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-aDone; err != nil {
+			t.Fatal(err)
+		}
+		done()
+	})
+}
+
+// The monitor sleeps when no driver runs user code.
+func TestCompMonitorSleepsWhenIdle(t *testing.T) {
+	plantNoGrow(t)
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("v")
+	if err := v.Submit(queued(t), func(*Session) error { time.Sleep(5 * time.Millisecond); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	done := compWatch(t, "the monitor disarms")
+	for rt.host.comp.armed.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	done()
+}
+
+// The cap: with 1 worker, at most extraCap(1) extra drivers. More
+// blockers than 1 + cap: exactly 1 + cap are inside f at once, the rest
+// wait (as without compensation) and run once some return.
+func TestCompCapBoundsExtras(t *testing.T) {
+	plantNoGrow(t)
+	rt := newTestRuntime(t, 1)
+	limit := 1 + extraCap(1)
+	n := limit + 4
+	release := make(chan struct{})
+	var inside, most atomic.Int32
+	results := make(chan error, n)
+	for i := 0; i < n; i++ {
+		v, _ := rt.NewVMSession(fmt.Sprintf("cap%d", i))
+		go func() {
+			results <- v.Submit(queued(t), func(*Session) error {
+				k := inside.Add(1)
+				for {
+					m := most.Load()
+					if k <= m || most.CompareAndSwap(m, k) {
+						break
+					}
+				}
+				<-release
+				inside.Add(-1)
+				return nil
+			})
+		}()
+	}
+	done := compWatch(t, fmt.Sprintf("%d blockers inside f (1 worker + the cap)", limit))
+	for inside.Load() < int32(limit) {
+		time.Sleep(time.Millisecond)
+	}
+	done()
+	if e := rt.host.comp.extras.Load(); e != int32(extraCap(1)) {
+		t.Fatalf("extra drivers = %d, want the cap %d", e, extraCap(1))
+	}
+	close(release)
+	done = compWatch(t, "every blocker returns")
+	for i := 0; i < n; i++ {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	done()
+	if m := most.Load(); m != int32(limit) {
+		t.Fatalf("at most %d inside f at once, want %d", m, limit)
+	}
+}
+
+// runtime.Goexit in an op run by an extra driver (t.Fatal in f): the op
+// fails, the submitter's goroutine ends, the slot goes on (its next op
+// runs) and the extras still retire.
+func TestCompGoexitOnExtraDriver(t *testing.T) {
+	plantNoGrow(t)
+	rt := newTestRuntime(t, 1)
+	a, _ := rt.NewVMSession("a")
+	b, _ := rt.NewVMSession("b")
+	release := make(chan struct{})
+	aIn := make(chan struct{})
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- a.Submit(queued(t), func(*Session) error { close(aIn); <-release; return nil })
+	}()
+	<-aIn
+	done := compWatch(t, "b's op calls runtime.Goexit while a's op holds the only worker")
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		b.Submit(queued(t), func(*Session) error { runtime.Goexit(); return nil })
+		t.Error("Submit returned after f called runtime.Goexit")
+	}()
+	<-ended
+	done()
+	done = compWatch(t, "b's next op, a's still blocked")
+	if err := b.Submit(queued(t), func(*Session) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	close(release)
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
+	}
+	if _, _, failed := b.Stats(); failed != 1 {
+		t.Fatalf("b failed = %d, want 1", failed)
+	}
+	done = compWatch(t, "the extra drivers retire")
+	for rt.host.comp.extras.Load() != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	done()
+}
+
+// promValue is the value of an unlabelled metric in a Prometheus text.
+func promValue(t *testing.T, text, name string) int {
+	t.Helper()
+	for _, l := range strings.Split(text, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 2 && (f[0] == name || strings.HasPrefix(f[0], name+"{")) {
+			v, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return int(v)
+		}
+	}
+	t.Fatalf("no %s in\n%s", name, text)
+	return 0
+}
+
+// Waits for queue room inside an op count at once: a Submit (without
+// and with a ctx) and a SubmitBatch into another session's full queue
+// from inside an op, 1 worker.
+func TestCompRoomWaitFromInsideOp(t *testing.T) {
+	for _, how := range []string{"Submit", "Submit-ctx", "SubmitBatch"} {
+		t.Run(how, func(t *testing.T) {
+			compCases(t, func(t *testing.T) {
+				rt := newTestRuntime(t, 1)
+				a, _ := rt.NewVMSession("a")
+				b, _ := rt.NewVMSession("b", WithQueueDepth(4))
+				var ran atomic.Int32
+				op := func(*Session) error { ran.Add(1); return nil }
+				done := compWatch(t, how+" into b's full queue inside a's op, 1 worker")
+				err := a.Submit(queued(t), func(*Session) error {
+					for b.SubmitAsync(op, nil) == nil {
+					}
+					switch how {
+					case "Submit":
+						return b.Submit(context.Background(), op)
+					case "Submit-ctx":
+						return b.Submit(queued(t), op)
+					}
+					fs := make([]func(*Session) error, 16)
+					for i := range fs {
+						fs[i] = op
+					}
+					for _, err := range b.SubmitBatch(context.Background(), fs) {
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				done()
+				if err != nil {
+					t.Fatal(err)
+				}
+				done = compWatch(t, "b.Sync")
+				b.Sync()
+				done()
+			})
+		})
+	}
+}
