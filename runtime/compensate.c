@@ -517,7 +517,7 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     atomic_fetch_add_explicit(&c->detected, 1, memory_order_relaxed);
     pthread_mutex_unlock(&c->lock); /* hand_on may spawn: it takes it */
     hand_on(rt);
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->lock); /* cold: back from a detection's hand-off */
     return true;
 }
 
@@ -589,7 +589,7 @@ void accel__comp_stop(accel_runtime *rt)
      * held while joining. Only this thread joins now. */
     for (unsigned i = 0; i < c->extra_max; i++) {
         accel__worker *w = &rt->workers[rt->nworkers + i];
-        pthread_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->lock); /* cold: runtime destroy */
         unsigned slot = w->slot;
         pthread_mutex_unlock(&c->lock);
         if (slot != ACCEL__SLOT_FREE)
