@@ -454,16 +454,7 @@ func (d *driver) extraLoop() {
 			continue
 		}
 		runtime.UnlockOSThread()
-		if mode&C.GOACCEL_STEP_IDLE == 0 {
-			if spins < hostSpins {
-				spins++
-				runtime.Gosched()
-				runtime.LockOSThread()
-				mode, nprev = 0, 0
-				continue
-			}
-			runtime.LockOSThread()
-			mode, nprev = C.GOACCEL_STEP_IDLE, 0
+		if nextIdleStep(&mode, &nprev, &spins) {
 			continue
 		}
 		h.comp.parking(0)

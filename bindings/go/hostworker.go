@@ -189,6 +189,28 @@ type driver struct {
 	restOp int
 }
 
+// nextIdleStep is a driver's way to park after a step found no visit
+// (called with the OS thread unlocked): a few Gosched spins, each followed
+// by another step, then the idle announcement and one step more. True:
+// step again (the thread is locked again); false: idle was announced and
+// that step found nothing either, so park.
+func nextIdleStep(mode, nprev *C.uint, spins *int) bool {
+	if *mode&C.GOACCEL_STEP_IDLE != 0 {
+		return false
+	}
+	if *spins < hostSpins {
+		*spins++
+		runtime.Gosched()
+		runtime.LockOSThread()
+		*mode, *nprev = 0, 0
+		return true
+	}
+	// Announce idle, then look once more (the next step).
+	runtime.LockOSThread()
+	*mode, *nprev = C.GOACCEL_STEP_IDLE, 0
+	return true
+}
+
 // errGoexit is the outcome of an op whose f called runtime.Goexit (as
 // t.Fatal does): it counts as failed. A synchronous Submit that gets it
 // calls runtime.Goexit on its own goroutine, as f running there would
@@ -230,17 +252,7 @@ func (d *driver) loop() {
 		}
 		// No visit open.
 		runtime.UnlockOSThread()
-		if mode&C.GOACCEL_STEP_IDLE == 0 {
-			if spins < hostSpins {
-				spins++
-				runtime.Gosched()
-				runtime.LockOSThread()
-				mode, nprev = 0, 0
-				continue
-			}
-			// Announce idle, then look once more (the next step).
-			runtime.LockOSThread()
-			mode, nprev = C.GOACCEL_STEP_IDLE, 0
+		if nextIdleStep(&mode, &nprev, &spins) {
 			continue
 		}
 		// Idle announced and still nothing: park until a submitter posts
