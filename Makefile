@@ -2,6 +2,10 @@
 #   make bench   installs what is missing, builds, runs the node simulation
 #   make test    installs what is missing, builds with -Werror and runs the
 #                whole suite: plain, ASan+UBSan, TSan stress, reliability tiers
+# Only these two, and `make deps`, install packages (scripts/deps.sh: apt,
+# and Go through pip where no Go >= 1.21 is found). Every other target
+# installs nothing: it stops with a message naming `make deps` when a tool
+# it needs is missing.
 # Other targets: build, check (plain suite only), bench-suite, gpu-check,
 #                test-go / bench-go (the Go binding, bindings/go),
 # package (Debian packages libaccel0 and libaccel-dev in build-pkg/), clean.
@@ -10,7 +14,7 @@ BUILD   ?= build
 CMAKE_FLAGS ?=
 NODESIM_ARGS ?=
 
-.PHONY: all deps build check test test-plain test-asan test-tsan test-reliability \
+.PHONY: all deps need need-go test-all bench-run build check test test-plain test-asan test-tsan test-reliability \
         test-go test-go-asan bench-go test-package package bench bench-suite gpu-check install clean
 
 # The Go binding's commands: the Go that scripts/deps.sh installed (if it
@@ -23,7 +27,16 @@ all: build
 deps:
 	@scripts/deps.sh
 
-build: deps
+# The checks the other targets make instead of installing.
+need:
+	@command -v cmake >/dev/null 2>&1 || { echo "make: cmake not found;" \
+	  "run 'make deps' (scripts/deps.sh) to install what is missing" >&2; exit 1; }
+
+need-go:
+	@$(GO_ENV) go version >/dev/null 2>&1 || { echo "make: no go on PATH or in .tools/go;" \
+	  "run 'make deps' (scripts/deps.sh) to install Go >= 1.21" >&2; exit 1; }
+
+build: need
 	cmake -S . -B $(BUILD) -DACCEL_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
@@ -31,12 +44,16 @@ build: deps
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test: check test-asan test-tsan test-reliability test-package test-go test-go-asan
+# README's test command: installs what is missing, then runs every tier.
+test: deps
+	@$(MAKE) --no-print-directory test-all
+
+test-all: check test-asan test-tsan test-reliability test-package test-go test-go-asan
 	@echo "make test: all tiers passed"
 
 test-plain: check
 
-test-asan: deps
+test-asan: need
 	cmake -S . -B $(BUILD)-asan -DACCEL_WERROR=ON -DACCEL_SANITIZE=address,undefined \
 	      -DACCEL_WITH_CUDA=OFF -DACCEL_BUILD_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-asan -j $(JOBS)
@@ -44,32 +61,32 @@ test-asan: deps
 
 # Criterion cannot run under TSan: the TSan build registers only the plain
 # stress programs (tests/CMakeLists.txt).
-test-tsan: deps
+test-tsan: need
 	CC=clang cmake -S . -B $(BUILD)-tsan -DACCEL_WERROR=ON -DACCEL_SANITIZE=thread -DACCEL_STRESS_SECONDS=5 \
 	      -DACCEL_WITH_CUDA=OFF -DACCEL_BUILD_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-tsan -j $(JOBS)
 	cd $(BUILD)-tsan && ctest --output-on-failure -L stress
 
-test-reliability: deps
+test-reliability: need
 	@if [ -x scripts/reliability-ci.sh ]; then scripts/reliability-ci.sh; \
 	 else echo "reliability tiers: scripts/reliability-ci.sh not present"; fi
 
 # The Go package compiles the C runtime itself (cgo); -race checks the Go
 # side (the C side has its own TSan tier).
-test-go: deps
+test-go: need-go
 	cd bindings/go && $(GO_ENV) go vet ./... && $(GO_ENV) go test -race -count=1 ./...
 
 # The Go tests once more with the C side (and cgo's checks of Go memory)
 # under AddressSanitizer: a use of a freed session or runtime from Go is
 # caught here (go test -asan; not combinable with -race).
-test-go-asan: deps
+test-go-asan: need-go
 	cd bindings/go && $(GO_ENV) CC=$${CC:-gcc} go test -asan -count=1 -timeout 20m ./...
 
 # The Go benchmarks against their same-run baselines, as a table: once
 # with Go's default GOMAXPROCS, once with 2 more Ps for the 2 workers'
 # callbacks (docs/go.md). BENCH_GO_REPS: interleaved repetitions.
 BENCH_GO_REPS ?= 5
-bench-go: deps
+bench-go: need-go
 	cd bindings/go && $(GO_ENV) ACCEL_BENCH_GO=1 ACCEL_BENCH_REPS=$(BENCH_GO_REPS) \
 	  go test -run '^TestBenchTable$$' -count=1 -timeout 60m
 	cd bindings/go && $(GO_ENV) ACCEL_BENCH_GO=1 ACCEL_BENCH_REPS=$(BENCH_GO_REPS) \
@@ -77,7 +94,7 @@ bench-go: deps
 
 # Debian packages from a /usr-prefixed Release build (CPU backend; the
 # CUDA backend joins when ACCEL_WITH_CUDA finds a toolkit, as everywhere).
-package: deps
+package: need
 	cmake -S . -B $(BUILD)-pkg -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
 	      -DACCEL_WERROR=ON -DACCEL_BUILD_TESTS=OFF -DACCEL_BUILD_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-pkg -j $(JOBS)
@@ -94,19 +111,22 @@ test-package: package
 # lines (--no-print-directory, through GNUMAKEFLAGS: MAKEFLAGS ends with
 # the command line's variables, where a flag appended would be ignored).
 bench: deps
+	@$(MAKE) --no-print-directory bench-run
+
+bench-run: need
 	@cmake -S . -B $(BUILD)-release -DCMAKE_BUILD_TYPE=Release -DACCEL_BUILD_TESTS=OFF $(CMAKE_FLAGS) >/dev/null
 	@GNUMAKEFLAGS=--no-print-directory cmake --build $(BUILD)-release -j $(JOBS)
 	$(BUILD)-release/bench/accel-nodesim --out $(BUILD)-release/nodesim-charts \
 	    --json $(BUILD)-release/nodesim-charts/results.jsonl $(NODESIM_ARGS)
 
-bench-suite: deps
+bench-suite: need
 	cmake -S . -B $(BUILD)-release -DCMAKE_BUILD_TYPE=Release -DACCEL_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-release -j $(JOBS)
 	bench/run-all.sh $(BUILD)-release
 
 # The device run's bundle (docs/cuda.md), built and run here: on a machine
 # without a GPU every device step reports skipped.
-gpu-check: deps
+gpu-check: need
 	scripts/build-gpu-bundle.sh
 	scripts/gpu-check.sh build-gpu-bundle/bundle
 
