@@ -26,6 +26,7 @@
 
 #include <stdlib.h>
 
+#include "accel/host.h"
 #include "alloc.h"
 #include "clock.h"
 #include "progress.h"
