@@ -183,6 +183,14 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
     return lanes_of(cls);
 }
 
+/* The lowest class a pick for `lane` looks at: the short lane (lane != 0)
+ * sees only the short class (1), when there is one; the general lane sees
+ * every class from 0. */
+static inline unsigned lowest_class(const accel__sched *s, unsigned lane)
+{
+    return lane && s->ncls > 1 ? 1 : 0;
+}
+
 /* The first non-empty bucket of calendar k within its window from V_k:
  * its slot and its absolute key. relaxed: V is a hint (see vnow); the
  * bitmap's own loads order the look (sched_calendar.c). */
@@ -210,7 +218,7 @@ static inline bool first_bucket(accel__sched *s, unsigned k, unsigned *slot,
 static bool would_pick(accel__sched *s, unsigned lane, unsigned cls,
                        uint64_t b)
 {
-    unsigned lo = lane && s->ncls > 1 ? 1 : 0;
+    unsigned lo = lowest_class(s, lane);
     if (cls < lo)
         return false; /* a general entity: a short-lane pick skips it */
     for (unsigned k = lo; k < s->ncls; k++) {
@@ -282,7 +290,7 @@ unsigned accel__sched_peek(accel__sched *s, unsigned lane,
                           accel__sched_entity **e, uint32_t *hint,
                           unsigned max)
 {
-    unsigned k = lane && s->ncls > 1 ? 1 : 0;
+    unsigned k = lowest_class(s, lane);
     unsigned slot;
     uint64_t key;
     if (!first_bucket(s, k, &slot, &key))
@@ -311,7 +319,7 @@ unsigned accel__sched_peek(accel__sched *s, unsigned lane,
 
 accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane)
 {
-    unsigned lo = lane && s->ncls > 1 ? 1 : 0;
+    unsigned lo = lowest_class(s, lane);
     for (;;) {
         int best = -1;
         unsigned best_slot = 0;
