@@ -32,6 +32,7 @@
  *  - V is a monotonic hint: relaxed CAS-max, it publishes nothing.
  */
 #include "accel/accel.h"
+#include "defaults.h"
 #include "alloc.h"
 #include "sched_core.h"
 
@@ -64,17 +65,18 @@ int accel__sched_create(const accel__sched_config *cfg, accel__sched **out)
         return ACCEL_ENOMEM;
     s->cfg = *cfg;
     if (!s->cfg.quantum_ns)
-        s->cfg.quantum_ns = 2000000;
+        s->cfg.quantum_ns = ACCEL_DEFAULT_QUANTUM_NS;
     if (!s->cfg.quantum_ops)
-        s->cfg.quantum_ops = 32;
+        s->cfg.quantum_ops = ACCEL_DEFAULT_QUANTUM_OPS;
     /* A bucket of quantum/256: a weight-1 visit spans ~256 buckets and
      * the window reaches ~14 quanta of weight-1 virtual time ahead. */
     s->shift = cfg->bucket_shift ? cfg->bucket_shift
-                                 : log2_floor(s->cfg.quantum_ns / 256);
-    if (s->shift < 4)
-        s->shift = 4;
-    if (s->shift > 40)
-        s->shift = 40;
+                                 : log2_floor(s->cfg.quantum_ns /
+                                              ACCEL__SCHED_BUCKETS_PER_QUANTUM);
+    if (s->shift < ACCEL__SCHED_SHIFT_MIN)
+        s->shift = ACCEL__SCHED_SHIFT_MIN;
+    if (s->shift > ACCEL__SCHED_SHIFT_MAX)
+        s->shift = ACCEL__SCHED_SHIFT_MAX;
     s->ncls = cfg->short_lane_workers ? 2 : 1;
     for (unsigned k = 0; k < 2; k++)
         atomic_init(&s->V[k].v, (uint64_t)(BEHIND + 1) << s->shift);
