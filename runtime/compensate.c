@@ -44,6 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "accel/host.h"
+
 #include "clock.h"
 #include "futex.h"
 #include "progress.h"

@@ -26,6 +26,7 @@
 
 #include <stdlib.h>
 
+#include "accel/host.h"
 #include "alloc.h"
 #include "clock.h"
 #include "progress.h"
@@ -95,7 +96,7 @@ static void take_ops(accel__host_slot *h, accel_op *out, unsigned cap)
          * here, when it is handed out; relaxed: close(CANCEL)'s flag. */
         if (ex & (UINT32_C(1) << i))
             status = accel__visit_claim(v, h0, i, &ex, k);
-        else if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+        else if (atomic_load_explicit(&s->close_cancels, memory_order_relaxed))
             status = ACCEL_ECLOSED;
         if (status) {
             h->pre[i] = status;

@@ -3,6 +3,7 @@
  * Create and destroy are cold paths and may take the list mutex.
  */
 
+#include "defaults.h"
 #include "runtime.h"
 
 #include <stdlib.h>
@@ -61,11 +62,11 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     if (c.short_lane_workers >= c.workers && c.short_lane_workers != 0)
         return ACCEL_EINVAL;
     if (c.short_op_ns == 0)
-        c.short_op_ns = 100000;
+        c.short_op_ns = ACCEL_DEFAULT_SHORT_OP_NS;
     if (c.quantum_ops == 0)
-        c.quantum_ops = 32;
+        c.quantum_ops = ACCEL_DEFAULT_QUANTUM_OPS;
     if (c.quantum_ns == 0)
-        c.quantum_ns = 2000000;
+        c.quantum_ns = ACCEL_DEFAULT_QUANTUM_NS;
     if (c.cuda_device < 0)
         return ACCEL_EINVAL;
     if (c.max_extra_workers > ACCEL__EXTRA_MAX)

@@ -11,6 +11,7 @@
 #include <urcu/rculfhash.h>
 
 #include "accel/accel.h"
+#include "accel/host.h"
 #include "arena.h"
 #include "backend_registry.h"
 #include "compensate.h"

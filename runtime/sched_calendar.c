@@ -84,7 +84,7 @@ static void stack_push(_Atomic uint64_t *h, accel__sched_node *v,
     }
 }
 
-/* Returns the popped index, 0 if empty; *rest says whether it was the
+/* Returns the popped index, 0 if empty; *last says whether it was the
  * last one. */
 static uint32_t stack_pop(_Atomic uint64_t *h, accel__sched_node *v,
                           bool *last)

@@ -32,6 +32,7 @@
  *  - V is a monotonic hint: relaxed CAS-max, it publishes nothing.
  */
 #include "accel/accel.h"
+#include "defaults.h"
 #include "alloc.h"
 #include "sched_core.h"
 
@@ -64,17 +65,18 @@ int accel__sched_create(const accel__sched_config *cfg, accel__sched **out)
         return ACCEL_ENOMEM;
     s->cfg = *cfg;
     if (!s->cfg.quantum_ns)
-        s->cfg.quantum_ns = 2000000;
+        s->cfg.quantum_ns = ACCEL_DEFAULT_QUANTUM_NS;
     if (!s->cfg.quantum_ops)
-        s->cfg.quantum_ops = 32;
+        s->cfg.quantum_ops = ACCEL_DEFAULT_QUANTUM_OPS;
     /* A bucket of quantum/256: a weight-1 visit spans ~256 buckets and
      * the window reaches ~14 quanta of weight-1 virtual time ahead. */
     s->shift = cfg->bucket_shift ? cfg->bucket_shift
-                                 : log2_floor(s->cfg.quantum_ns / 256);
-    if (s->shift < 4)
-        s->shift = 4;
-    if (s->shift > 40)
-        s->shift = 40;
+                                 : log2_floor(s->cfg.quantum_ns /
+                                              ACCEL__SCHED_BUCKETS_PER_QUANTUM);
+    if (s->shift < ACCEL__SCHED_SHIFT_MIN)
+        s->shift = ACCEL__SCHED_SHIFT_MIN;
+    if (s->shift > ACCEL__SCHED_SHIFT_MAX)
+        s->shift = ACCEL__SCHED_SHIFT_MAX;
     s->ncls = cfg->short_lane_workers ? 2 : 1;
     for (unsigned k = 0; k < 2; k++)
         atomic_init(&s->V[k].v, (uint64_t)(BEHIND + 1) << s->shift);
@@ -183,6 +185,14 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
     return lanes_of(cls);
 }
 
+/* The lowest class a pick for `lane` looks at: the short lane (lane != 0)
+ * sees only the short class (1), when there is one; the general lane sees
+ * every class from 0. */
+static inline unsigned lowest_class(const accel__sched *s, unsigned lane)
+{
+    return lane && s->ncls > 1 ? 1 : 0;
+}
+
 /* The first non-empty bucket of calendar k within its window from V_k:
  * its slot and its absolute key. relaxed: V is a hint (see vnow); the
  * bitmap's own loads order the look (sched_calendar.c). */
@@ -210,7 +220,7 @@ static inline bool first_bucket(accel__sched *s, unsigned k, unsigned *slot,
 static bool would_pick(accel__sched *s, unsigned lane, unsigned cls,
                        uint64_t b)
 {
-    unsigned lo = lane && s->ncls > 1 ? 1 : 0;
+    unsigned lo = lowest_class(s, lane);
     if (cls < lo)
         return false; /* a general entity: a short-lane pick skips it */
     for (unsigned k = lo; k < s->ncls; k++) {
@@ -282,7 +292,7 @@ unsigned accel__sched_peek(accel__sched *s, unsigned lane,
                           accel__sched_entity **e, uint32_t *hint,
                           unsigned max)
 {
-    unsigned k = lane && s->ncls > 1 ? 1 : 0;
+    unsigned k = lowest_class(s, lane);
     unsigned slot;
     uint64_t key;
     if (!first_bucket(s, k, &slot, &key))
@@ -311,7 +321,7 @@ unsigned accel__sched_peek(accel__sched *s, unsigned lane,
 
 accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane)
 {
-    unsigned lo = lane && s->ncls > 1 ? 1 : 0;
+    unsigned lo = lowest_class(s, lane);
     for (;;) {
         int best = -1;
         unsigned best_slot = 0;

@@ -336,7 +336,7 @@ int accel_session_close(accel_session *s, unsigned flags)
     if (accel__runtime_forked(s->rt))
         return ACCEL_ECLOSED; /* the parent's session (fork.c) */
     if (flags & ACCEL_CLOSE_CANCEL)
-        atomic_store_explicit(&s->cancel, 1, memory_order_relaxed);
+        atomic_store_explicit(&s->close_cancels, 1, memory_order_relaxed);
     /* Unpublish the id before the LP, so that once close has begun
      * (is_closed() true) lookups get ENOENT and the id can be opened again.
      * Every closer does it: cds_lfht_del is idempotent (-ENOENT for a node

@@ -88,7 +88,7 @@ struct accel_session {
     _Atomic uint64_t finished; /* ops whose done callback has returned */
     _Atomic uint64_t dispatched, completed;
     _Atomic uint64_t service_ns;
-    _Atomic uint32_t cancel;        /* close(CANCEL) began */
+    _Atomic uint32_t close_cancels;  /* close(CANCEL) began */
     _Atomic uint32_t space_waiters; /* 1: a producer may sleep for room
                                        (set by it, cleared by the waking
                                        consumer) */

@@ -192,7 +192,7 @@ __attribute__((noinline)) int accel__visit_claim(accel__visit *v, uint64_t h0,
     if (claim == ACCEL__CLAIM_CANCELED)
         return ACCEL_ECANCELED;
     /* relaxed: a flag, as in run_ops. */
-    if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+    if (atomic_load_explicit(&s->close_cancels, memory_order_relaxed))
         return ACCEL_ECLOSED;
     if (deadline && (int64_t)accel__now_ns() >= deadline)
         return ACCEL_EEXPIRED;
@@ -233,7 +233,7 @@ static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
          * a bit test and the flag's load. */
         if (ex & (UINT32_C(1) << i))
             status = accel__visit_claim(v, h0, i, &ex, k);
-        else if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
+        else if (atomic_load_explicit(&s->close_cancels, memory_order_relaxed))
             status = ACCEL_ECLOSED;
         if (status) {
             if (s->bops->poll)
@@ -275,7 +275,7 @@ void accel__visit_run(accel__visit *v)
          * device_drain): take nothing while there are any; the visit's
          * poll re-queues the session until they are done. relaxed: close's
          * flag; an op taken as it lands may still run (accel.h). */
-        if (atomic_load_explicit(&v->s->cancel, memory_order_relaxed) &&
+        if (atomic_load_explicit(&v->s->close_cancels, memory_order_relaxed) &&
             v->s->bops->poll && v->s->bops->poll(v->s->bstate, v->s) > 0)
             break;
         uint32_t ex;

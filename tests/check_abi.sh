@@ -1,13 +1,13 @@
 #!/bin/sh
 # The shared library exports exactly the public names: the functions
-# declared ACCEL_API in the installed headers (accel.h, and cuda.h when
+# declared ACCEL_API in the installed headers (accel.h, host.h, and cuda.h when
 # built with CUDA), each at version node ACCEL_*, nothing else; its SONAME
 # is libaccel.so.MAJOR (docs/abi.md).
 # Usage: check_abi.sh LIBACCEL_SO INCLUDE_DIR HAVE_CUDA(0|1) MAJOR
 set -eu
 so=$1 inc=$2 cuda=$3 major=$4
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-hdrs="$inc/accel/accel.h"
+hdrs="$inc/accel/accel.h $inc/accel/host.h"
 [ "$cuda" = 1 ] && hdrs="$hdrs $inc/accel/cuda.h"
 grep -h 'ACCEL_API' $hdrs | grep -v '#define' | grep -o 'accel_[a-z0-9_]*(' |
   tr -d '(' | sort -u > "$tmp/want"

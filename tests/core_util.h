@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include <accel/accel.h>
+#include <accel/host.h>
 
 static inline void tu_nap_us(long us)
 {

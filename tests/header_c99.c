@@ -1,3 +1,4 @@
-/* The public header compiles as C99 on its own. */
+/* The public headers compile as C99 on their own. */
 #include <accel/accel.h>
+#include <accel/host.h>
 int accel_header_c99_check(void) { return ACCEL_OK; }

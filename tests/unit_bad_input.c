@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include <accel/accel.h>
+#include <accel/host.h>
 
 #include "core_util.h"
 

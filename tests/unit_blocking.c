@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <accel/accel.h>
+#include <accel/host.h>
 
 #include "core_util.h"
 

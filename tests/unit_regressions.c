@@ -655,7 +655,7 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     closer_arg ca = {.s = s, .flags = ACCEL_CLOSE_CANCEL};
     pthread_t ct;
     cr_assert_eq(pthread_create(&ct, NULL, closer_main, &ca), 0);
-    while (!atomic_load_explicit(&s->cancel, memory_order_relaxed))
+    while (!atomic_load_explicit(&s->close_cancels, memory_order_relaxed))
         tu_nap_us(100);
     atomic_store(&dev.hold, 0);
     /* Let the worker run some visits while p is still on the device. */

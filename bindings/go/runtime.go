@@ -2,6 +2,7 @@ package accel
 
 /*
 #include "shim.h"
+#include "../../runtime/defaults.h"
 */
 import "C"
 
@@ -90,7 +91,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		r.groupCap = int32(cfg.QuantumOps)
 	}
 	if r.shortNs == 0 {
-		r.shortNs = int64(100 * time.Microsecond) // the library's default
+		r.shortNs = int64(C.ACCEL_DEFAULT_SHORT_OP_NS) // the library's default
 	}
 	r.host = startHostWorkers(rt, uintptr(id), w, int(cc.short_lane_workers)-nhelp, nhelp)
 	return r, nil

@@ -6,7 +6,7 @@
 #ifndef ACCEL_GO_SHIM_H
 #define ACCEL_GO_SHIM_H
 
-#include <accel/accel.h>
+#include <accel/host.h>
 #include <stddef.h>
 #include <stdint.h>
 

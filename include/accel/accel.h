@@ -180,7 +180,7 @@ typedef struct accel_runtime_config {
      * (see "Growing structs" above). Later fields go below this one. */
     uint32_t struct_size;
     /* ---- added after 0.1's layout: set struct_size to use them. */
-    /* ACCEL_RUNTIME_HOST_WORKERS (see "Host-driven workers" below); 0:
+    /* ACCEL_RUNTIME_HOST_WORKERS (see <accel/host.h>); 0:
      * accel's own worker threads. */
     unsigned flags;
     /* Host-driven workers only (required there; it and host_wake_arg
@@ -493,164 +493,14 @@ ACCEL_API int accel_cancel(const accel_ticket *t);
 
 /* ------------------------------------------------- host-driven workers */
 
-/* With ACCEL_RUNTIME_HOST_WORKERS the runtime creates no threads: the host
- * (a language runtime with its own scheduler, such as Go's) runs one loop
- * per worker slot 0..workers-1 on its own threads, and the ops of
- * sessions with an in-line backend (the CPU backend) are handed to it to
- * run, so no op crosses to another OS thread. The scheduler is the same:
- * FIFO per session, weighted shares, the short lane (slots
- * 0..short_lane_workers-1 are short-lane workers, as accel's threads are).
- * docs/go.md describes the Go binding's loop. One worker slot is driven by
- * one thread at a time (calls on one slot must not overlap); a visit is
- * begun and ended on the same thread (accel_session_sync and _close tell
- * an op's own session by the thread). Different slots are independent.
- *
- * A slot's loop:
- *   rc = accel_host_visit_begin(rt, w, ops, cap, &n);
- *   ACCEL_OK:  run ops[0..n) in order (the host's own way, below),
- *              then accel_host_visit_end(rt, w, status, n);
- *   ACCEL_EAGAIN: nothing runnable. To sleep: accel_host_idle_begin(rt,
- *              w), then begin once more; if that finds work, call
- *              accel_host_idle_end(rt, w, true) and run it; else sleep
- *              until host_wake(lane of w) has been called at least once
- *              after idle_begin (a wake that came before the sleep must
- *              not be lost: a semaphore, a buffered channel), then
- *              accel_host_idle_end(rt, w, false) and start over. Spurious
- *              wakes are harmless. Without the idle protocol a host may
- *              also just poll.
- * Ops handed to the host: the host calls neither fn nor done; it runs
- * the op as it knows it (by arg) and reports fn's status in
- * accel_host_visit_end, which then calls done(arg, status) in order and
- * counts the op. Ops cancelled (accel_cancel), expired or closed with
- * ACCEL_CLOSE_CANCEL are claimed in begin and completed unrun (their done
- * gets the status) in end, in FIFO order among the others: they are
- * never handed out. An op is claimed against accel_cancel when begin
- * hands it out (not when the host starts it). Sessions of a backend that
- * does not run ops in line (CUDA) are run by begin itself, as accel's own
- * worker would (n = 0). Whatever waits for ops (accel_session_sync,
- * _close and _release with DRAIN, a submit waiting for room) needs a host
- * worker driving the slots meanwhile. accel_runtime_destroy must be
- * called after the host has stopped calling these functions on rt; ops
- * still queued then are run (through fn) by destroy's own thread. */
-#define ACCEL_HOST_LANE_GENERAL 0u
-#define ACCEL_HOST_LANE_SHORT 1u
-/* Most ops one visit hands out; a larger cap is cut to it. */
-#define ACCEL_HOST_VISIT_MAX 32u
+/* Runtimes created with ACCEL_RUNTIME_HOST_WORKERS are driven through
+ * <accel/host.h> (accel_host_*), for language runtimes that run the
+ * workers on their own threads. */
 
 /* The session whose op (or done callback) runs on the calling thread now,
  * else NULL: a host tells a call from inside an op of a session (which
  * must not wait for that session) by it. Any thread. */
 ACCEL_API accel_session *accel_current_session(void);
-
-/* Picks a runnable session for worker slot `worker` exactly as an accel
- * worker thread would and takes up to cap of its ops (fewer when the
- * scheduler's visit budget, the predicted op cost or the ring says so)
- * into ops[0..*n), in FIFO order. Returns ACCEL_OK (a visit is open on
- * the slot: call accel_host_visit_end; *n may be 0), ACCEL_EAGAIN
- * (nothing runnable; no visit open), ACCEL_EINVAL (rt or n NULL, rt not
- * host-driven, worker out of range, cap 0 or ops NULL, a visit already
- * open on the slot; nothing changed), ACCEL_ECLOSED (rt is a parent's
- * runtime in a fork child). */
-ACCEL_API int accel_host_visit_begin(accel_runtime *rt, unsigned worker,
-                                     accel_op *ops, unsigned cap,
-                                     unsigned *n);
-
-/* Ends the slot's open visit: status[i] is what ops[i] of begin
- * returned (0: completed; other: failed, passed to done as is). Calls
- * the dones in FIFO order, charges the visit's measured time to the
- * session (its fair share), re-queues or parks the session, wakes room
- * and sync waiters and, through host_wake, a parked worker if needed.
- * Returns ACCEL_OK, ACCEL_EINVAL (rt NULL or not host-driven, worker out
- * of range, no visit open on the slot, n not begin's count, status NULL
- * with n > 0; nothing changed). */
-ACCEL_API int accel_host_visit_end(accel_runtime *rt, unsigned worker,
-                                   const int *status, unsigned n);
-
-/* As accel_host_visit_end, for a slot that will not begin again soon (a
- * host thread that drove it for a while and now leaves it, such as a
- * submitter helping): a session the end re-queues is otherwise left for
- * this slot's next begin, with no wake; here it wakes (host_wake) a
- * parked worker of its lanes if there is one. Same returns. */
-ACCEL_API int accel_host_visit_end_stop(accel_runtime *rt, unsigned worker,
-                                        const int *status, unsigned n);
-
-/* A submit and a begin in one call, for a host thread that submits an op
- * and then drives slot `worker` (a submitter helping): accel_submit(s,
- * op, timeout_ns); if accepted, accel_host_visit_begin(rt, worker, ops,
- * cap, n), whose status goes to *begun (ACCEL_OK: a visit is open, end
- * it; ACCEL_EAGAIN: nothing runnable, no visit; ACCEL_ECLOSED). The order
- * is the scheduler's as with the two calls, with one shortcut: when this
- * submit made s runnable and the slot's pick would return s first (its
- * deadline is at or before everything queued for the slot's lane), s
- * goes to the slot directly, without the scheduler's queue, and no parked
- * worker is woken for it (the slot runs it; end the visit with
- * accel_host_visit_end_stop if the thread then leaves the slot).
- * Returns the submit's status as accel_submit (*n = 0 and *begun =
- * ACCEL_EAGAIN unless ACCEL_OK), or ACCEL_EINVAL (as accel_submit, rt not
- * s's runtime, bad slot, n/begun/ops NULL, cap 0, a visit open or the
- * slot idle-announced; nothing changed). Same threading as begin. */
-ACCEL_API int accel_host_submit_begin(accel_runtime *rt, unsigned worker,
-                                      accel_session *s, const accel_op *op,
-                                      int64_t timeout_ns, accel_op *ops,
-                                      unsigned cap, unsigned *n, int *begun);
-
-/* As accel_host_submit_begin, but a visit is begun only by the direct
- * hand-off (s goes to the slot directly): otherwise the op is queued and
- * woken for as by accel_submit and *begun is ACCEL_EAGAIN, with no visit,
- * so nothing of another session is ever handed to the caller. For a host
- * whose submitter may run its own op on its own thread and nobody else's
- * (the Go binding: the calling goroutine is the caller's). With cap 1 the
- * visit holds the first op of s in FIFO order: the caller's own unless
- * another submitter of s raced it into the ring. Same returns. */
-ACCEL_API int accel_host_submit_own(accel_runtime *rt, unsigned worker,
-                                    accel_session *s, const accel_op *op,
-                                    int64_t timeout_ns, accel_op *ops,
-                                    unsigned cap, unsigned *n, int *begun);
-
-/* Announces slot `worker` idle (its lane's parked count; a seq_cst
- * barrier pairs it with submitters, so that either the following begin
- * sees their work or they see the announcement and call host_wake).
- * Returns ACCEL_OK, ACCEL_EINVAL (bad rt or worker, already idle, a
- * visit open). */
-ACCEL_API int accel_host_idle_begin(accel_runtime *rt, unsigned worker);
-
-/* Ends the idle spell begun by accel_host_idle_begin; found_work: the
- * begin after the announcement found work (a wake meant for other work
- * is then passed on through host_wake). Returns ACCEL_OK, ACCEL_EINVAL
- * (bad rt or worker, not idle). */
-ACCEL_API int accel_host_idle_end(accel_runtime *rt, unsigned worker,
-                                  bool found_work);
-
-/* Blocked host slots ("Ops that block" above, for host-driven runtimes).
- * accel cannot see a host thread's waits, so the host says when the op
- * it runs for slot `worker` blocks (Go: the binding's own waits, a nested
- * Submit or Sync, a blocking call an op announces):
- * accel_host_blocking_begin(rt, w) ... accel_host_blocking_end(rt, w),
- * from the thread driving the slot, with its visit open; pairs nest.
- * Begin counts the slot blocked and hands its place on: it wakes a
- * parked slot (host_wake), else, when work is queued and fewer extra
- * slots are active than slots blocked (and under max_extra_workers),
- * calls host_grow. The host's new driver then calls
- * accel_host_slot_add(rt, &w2), which gives it an extra slot w2
- * (general lane, index >= workers) or ACCEL_EAGAIN when none is owed any
- * more (it then just exits), and drives w2 with the loop above. After
- * each visit of an extra slot (ended with accel_host_visit_end_stop, as
- * it may leave) the driver calls accel_host_slot_leave(rt, w2,
- * ACCEL_HOST_LEAVE_IF_SURPLUS): ACCEL_OK when the slot was surplus (more
- * extras than blocked slots) and is gone; ACCEL_EAGAIN: it stays. An
- * extra slot idle for a while leaves with flags 0. A submit that finds
- * no parked slot while slots are owed calls host_grow too. Same bounds as
- * accel's own threads: at most workers + blocked slots run ops that are
- * not blocked once surplus slots have left. Returns ACCEL_OK, or
- * ACCEL_EINVAL (rt not host-driven or NULL, worker not a slot in use, for
- * _end no begin open, for _leave a visit open or the slot idle-announced
- * or not an extra slot; nothing changed), ACCEL_EAGAIN as said. */
-#define ACCEL_HOST_LEAVE_IF_SURPLUS 0x1u
-ACCEL_API int accel_host_blocking_begin(accel_runtime *rt, unsigned worker);
-ACCEL_API int accel_host_blocking_end(accel_runtime *rt, unsigned worker);
-ACCEL_API int accel_host_slot_add(accel_runtime *rt, unsigned *worker);
-ACCEL_API int accel_host_slot_leave(accel_runtime *rt, unsigned worker,
-                                    unsigned flags);
 
 /* --------------------------------------------------------------- budget */
 
