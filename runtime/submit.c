@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "clock.h"
+#include "defaults.h"
 #include "futex.h"
 #include "progress.h"
 #include "runtime.h"
@@ -30,7 +31,7 @@ static int wait_for_room(accel_session *s, int64_t timeout_ns,
         return ACCEL_EAGAIN;
     if (*deadline == 0)
         *deadline = accel__deadline(timeout_ns);
-    if (*yields < 4) {
+    if (*yields < ACCEL__SUBMIT_YIELDS) {
         (*yields)++;
         sched_yield();
         return accel__remaining(*deadline) == 0 ? ACCEL_ETIMEDOUT : ACCEL_OK;

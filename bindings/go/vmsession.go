@@ -155,7 +155,7 @@ func (rt *Runtime) NewVMSession(vmID string, opts ...VMSessionOption) (*VMSessio
 	return rt.open(vmID, cfg, false)
 }
 
-const defaultQueueDepth = 1024
+const defaultQueueDepth = C.ACCEL_QUEUE_DEPTH_DEFAULT
 
 // seq numbers the C ids derived for sessions whose vmID cannot be the C
 // id as is (taken by another open session, too long, a NUL in it).
