@@ -8,6 +8,9 @@
  *   in an older one belongs to the parent: its public calls return
  *   ACCEL_ECLOSED and touch nothing that a parent's thread could have held
  *   (accel.h, "fork()").
+ *   Upper layers learn of the fork through the one hook registered with
+ *   accel__fork_set_child_hook (the default runtime's), run here while the
+ *   child is single-threaded: fork.c names nothing above it.
  * - liburcu's own hooks (call_rcu_before_fork and the after_fork pair,
  *   which also pause and restart the lfht resize worker) give the child a
  *   working call_rcu thread, so a fresh runtime's reclamation and
@@ -53,7 +56,6 @@
 #include <urcu/static/urcu-memb.h> /* urcu_memb_reader: the registry node */
 #include <urcu/urcu-memb.h>
 
-#include "runtime.h"
 
 _Atomic uint32_t accel__fork_gen;
 _Atomic uint32_t accel__fork_gate;
@@ -68,6 +70,8 @@ typedef struct fork_thread {
 
 static _Thread_local fork_thread self;
 static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
+/* What an upper layer runs in a child (accel__fork_set_child_hook). */
+static void (*_Atomic child_hook)(void);
 static CDS_LIST_HEAD(threads);
 static pthread_rwlock_t cold;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -134,8 +138,17 @@ static void after_child(void)
     pthread_mutex_init(&threads_lock, NULL);
     cold_init();
     atomic_fetch_add_explicit(&accel__fork_gen, 1, memory_order_relaxed);
-    accel__runtime_after_fork_child();
+    void (*hook)(void) = atomic_load_explicit(&child_hook, memory_order_acquire);
+    if (hook)
+        hook();
     open_gate();
+}
+
+void accel__fork_set_child_hook(void (*fn)(void))
+{
+    /* release: pairs with the acquire in after_child; the hook's code and
+     * data are set before a fork can see it. */
+    atomic_store_explicit(&child_hook, fn, memory_order_release);
 }
 
 static void init_once(void)

@@ -36,10 +36,24 @@ void accel__fork_cold_end(void);
 
 void accel__fork_gate_wait(void);
 
+/* Registers fn to run in a fork child, after the fork handling has reset
+ * its own state, while the child is still single-threaded. One hook: the
+ * default runtime's (runtime.c); this is how an upper layer is told of a
+ * fork without fork.c naming it. */
+void accel__fork_set_child_hook(void (*fn)(void));
+
 static inline uint32_t accel__fork_generation(void)
 {
     /* relaxed: written only in a child before it has other threads. */
     return atomic_load_explicit(&accel__fork_gen, memory_order_relaxed);
+}
+
+/* True in a child process for something made in the parent at
+ * generation gen (a runtime's fork_gen): its threads are not there;
+ * calls needing them return ACCEL_ECLOSED. */
+static inline bool accel__fork_stale(uint32_t gen)
+{
+    return gen != accel__fork_generation();
 }
 
 /* Entering an RCU read-side section (or a call_rcu): announce it, then

@@ -166,7 +166,7 @@ int accel_runtime_destroy(accel_runtime *rt)
 {
     if (!rt)
         return ACCEL_EINVAL;
-    if (accel__runtime_forked(rt))
+    if (accel__fork_stale((rt)->fork_gen))
         return ACCEL_ECLOSED; /* the parent's: its threads are not here */
     /* Only an op of this runtime would wait for itself (its session's
      * close waits for it). */
@@ -226,19 +226,21 @@ int accel_runtime_destroy(accel_runtime *rt)
 static accel_runtime *default_rt;
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 
-static void default_create(void)
-{
-    if (accel_runtime_create(NULL, &default_rt) != ACCEL_OK)
-        default_rt = NULL;
-}
-
-void accel__runtime_after_fork_child(void)
+static void default_forget_in_child(void)
 {
     /* The child is single-threaded here: plain resets are safe. A fresh
      * default runtime is created on first use in the child. */
     default_rt = NULL;
     default_once = (pthread_once_t)PTHREAD_ONCE_INIT;
 }
+
+static void default_create(void)
+{
+    accel__fork_set_child_hook(default_forget_in_child);
+    if (accel_runtime_create(NULL, &default_rt) != ACCEL_OK)
+        default_rt = NULL;
+}
+
 
 accel_runtime *accel_runtime_default(void)
 {

@@ -100,18 +100,10 @@ struct accel_runtime {
 #define ACCEL__PARKED 1ull
 #define ACCEL__CLAIMED (1ull << 32)
 
-/* True in a child process for a runtime of the parent (fork.c): its
- * workers are not there; calls needing them return ACCEL_ECLOSED. */
-static inline bool accel__runtime_forked(const accel_runtime *rt)
-{
-    return rt->fork_gen != accel__fork_generation();
-}
 
 /* Host-driven workers (host.c): the slots, allocated at create. */
 int accel__host_create(accel_runtime *rt);
 void accel__host_free(accel_runtime *rt);
 
-/* In a fork child: forget the parent's default runtime (fork.c). */
-void accel__runtime_after_fork_child(void);
 
 #endif

@@ -2,7 +2,8 @@
  * The worker pool's interface (worker.c): start and stop the workers, put
  * a session a thread now owns into the scheduler, wake a parked worker.
  * runtime.c starts and stops the pool, submit.c enqueues; worker.c calls
- * back into session.h and progress.h only, so the files form no circle.
+ * down into session, progress and rcu only, so the files form no circle
+ * (tests/check_layers.sh checks it).
  */
 #ifndef ACCEL_RUNTIME_WORKER_H
 #define ACCEL_RUNTIME_WORKER_H
@@ -33,15 +34,6 @@ void accel__workers_enqueue(accel_session *s, bool new_claim);
  * no wake, since the caller runs it), else enqueued and a worker woken
  * as there (false). */
 bool accel__workers_enqueue_or_take(accel_session *s, unsigned lane);
-
-/* A submit whose caller drives host slot `lane` next (host.c). */
-typedef struct accel__submit_take {
-    unsigned lane;
-    bool taken; /* out: the session was handed to the caller */
-} accel__submit_take;
-/* accel_submit of one op (arguments checked by the caller), with take. */
-int accel__submit_take_one(accel_session *s, const accel_op *op,
-                           int64_t timeout_ns, accel__submit_take *take);
 
 /* Wakes one parked worker of the lanes in mask (ACCEL__SCHED_LANE_*, as
  * returned by accel__sched_enqueue), a short-lane one first, claiming it:
