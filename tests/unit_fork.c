@@ -172,6 +172,46 @@ Test(fork, fresh_runtime_in_child_after_parent_destroyed_its_own,
     expect_child(pid);
 }
 
+/* The parent already uses the default runtime: the child's
+ * accel_runtime_default() is a new one of its own (fork.c's child hook
+ * forgets the parent's), not the parent's, whose calls would return
+ * ACCEL_ECLOSED there. */
+static int child_default_runtime(accel_runtime *parents)
+{
+    accel_runtime *d = accel_runtime_default();
+    if (!d)
+        return 30;
+    if (d == parents)
+        return 31; /* the parent's default, its workers not here */
+    accel_session *ds = tu_open(d, "child-default", 8, 0);
+    if (!ds)
+        return 32;
+    if (accel_submit_wait(ds, op_seven, NULL, ACCEL_FOREVER) != 7)
+        return 33;
+    accel_session_release(ds);
+    return 0;
+}
+
+Test(fork, child_of_a_default_runtime_user_gets_its_own_default,
+     .timeout = 120)
+{
+    accel_runtime *d = accel_runtime_default();
+    cr_assert_not_null(d);
+    accel_session *s = tu_open(d, "parent-default", 8, 0);
+    cr_assert_not_null(s);
+    cr_assert_eq(accel_submit_wait(s, op_seven, NULL, ACCEL_FOREVER), 7);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        child_arm_alarm();
+        _exit(child_default_runtime(d));
+    }
+    expect_child(pid);
+    cr_assert_eq(accel_runtime_default(), d, "the parent keeps its default");
+    cr_assert_eq(accel_submit_wait(s, op_seven, NULL, ACCEL_FOREVER), 7);
+    accel_session_release(s);
+}
+
 /* Forks while other threads open, look up, close and release sessions
  * (RCU read-side sections and reclamations in flight): every child's
  * fresh runtime still completes. */
