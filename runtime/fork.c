@@ -56,7 +56,6 @@
 #include <urcu/static/urcu-memb.h> /* urcu_memb_reader: the registry node */
 #include <urcu/urcu-memb.h>
 
-
 _Atomic uint32_t accel__fork_gen;
 _Atomic uint32_t accel__fork_gate;
 _Thread_local _Atomic uint32_t accel__fork_in_read;

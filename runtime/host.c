@@ -126,7 +126,7 @@ int accel_host_visit_begin(accel_runtime *rt, unsigned worker, accel_op *ops,
     accel__host_slot *h = slot_of(rt, worker);
     if (!h || !n || cap == 0 || !ops || h->open)
         return ACCEL_EINVAL;
-    if (accel__fork_stale((rt)->fork_gen))
+    if (accel__fork_stale(rt->fork_gen))
         return ACCEL_ECLOSED;
     unsigned lane = worker < rt->cfg.short_lane_workers ? 1 : 0;
     accel__sched_entity *e = accel__sched_pick(rt->sched, lane);
@@ -305,7 +305,7 @@ int accel_host_slot_add(accel_runtime *rt, unsigned *worker)
 {
     if (!rt || !worker || !(rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS))
         return ACCEL_EINVAL;
-    if (accel__fork_stale((rt)->fork_gen))
+    if (accel__fork_stale(rt->fork_gen))
         return ACCEL_ECLOSED;
     return accel__comp_host_add(rt, worker);
 }

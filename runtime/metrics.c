@@ -295,7 +295,7 @@ int accel_runtime_write_prometheus(accel_runtime *rt, char *buf, size_t cap,
 {
     if (!rt || !len_out || (!buf && cap))
         return ACCEL_EINVAL;
-    if (accel__fork_stale((rt)->fork_gen))
+    if (accel__fork_stale(rt->fork_gen))
         return ACCEL_ECLOSED; /* the parent's list lock may be held (fork.c) */
     snap *v;
     long n = snapshot(rt, &v);

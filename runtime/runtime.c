@@ -166,7 +166,7 @@ int accel_runtime_destroy(accel_runtime *rt)
 {
     if (!rt)
         return ACCEL_EINVAL;
-    if (accel__fork_stale((rt)->fork_gen))
+    if (accel__fork_stale(rt->fork_gen))
         return ACCEL_ECLOSED; /* the parent's: its threads are not here */
     /* Only an op of this runtime would wait for itself (its session's
      * close waits for it). */

@@ -22,7 +22,7 @@ int accel_runtime_get_stats(accel_runtime *rt, accel_runtime_stats *out,
 {
     if (!rt || !out || size < RUNTIME_STATS_SIZE_0_1)
         return ACCEL_EINVAL;
-    if (accel__fork_stale((rt)->fork_gen))
+    if (accel__fork_stale(rt->fork_gen))
         return ACCEL_ECLOSED; /* the parent's list lock may be held (fork.c) */
     accel_runtime_stats st = {0};
     st.workers = rt->nworkers;

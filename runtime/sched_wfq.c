@@ -68,8 +68,7 @@ int accel__sched_create(const accel__sched_config *cfg, accel__sched **out)
         s->cfg.quantum_ns = ACCEL_DEFAULT_QUANTUM_NS;
     if (!s->cfg.quantum_ops)
         s->cfg.quantum_ops = ACCEL_DEFAULT_QUANTUM_OPS;
-    /* A bucket of quantum/256: a weight-1 visit spans ~256 buckets and
-     * the window reaches ~14 quanta of weight-1 virtual time ahead. */
+    /* Bucket width: defaults.h says why quantum / 256. */
     s->shift = cfg->bucket_shift ? cfg->bucket_shift
                                  : log2_floor(s->cfg.quantum_ns /
                                               ACCEL__SCHED_BUCKETS_PER_QUANTUM);

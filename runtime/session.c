@@ -64,7 +64,7 @@ static void session_reclaim(struct rcu_head *head)
     /* A reclamation the parent queued, run by liburcu in a fork child:
      * the parent's arena (and its backend's state) may be locked by a
      * thread the child does not have. The copy is left as it is. */
-    if (accel__fork_stale((s->rt)->fork_gen)) {
+    if (accel__fork_stale(s->rt->fork_gen)) {
         accel__rcu_reclaim_end();
         return;
     }
@@ -286,7 +286,7 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
                            ACCEL__BASE_SIZE(accel_session_config)) != 0 ||
         check_config(&c, &idlen, &prio, &depth) != ACCEL_OK)
         return ACCEL_EINVAL;
-    if (accel__fork_stale((rt)->fork_gen))
+    if (accel__fork_stale(rt->fork_gen))
         return ACCEL_ECLOSED; /* the parent's runtime (fork.c) */
     int rc;
     const accel__backend_slot *slot =
@@ -313,7 +313,7 @@ int accel_session_lookup(accel_runtime *rt, const char *id,
     size_t len;
     if (!rt || !out || check_id(id, &len) != ACCEL_OK)
         return ACCEL_EINVAL;
-    if (accel__fork_stale((rt)->fork_gen))
+    if (accel__fork_stale(rt->fork_gen))
         return ACCEL_ECLOSED;
     int rc = ACCEL_ENOENT;
     accel__rcu_read_lock();
@@ -333,7 +333,7 @@ int accel_session_close(accel_session *s, unsigned flags)
 {
     if (!s || (flags & ~ACCEL_CLOSE_CANCEL))
         return ACCEL_EINVAL;
-    if (accel__fork_stale((s->rt)->fork_gen))
+    if (accel__fork_stale(s->rt->fork_gen))
         return ACCEL_ECLOSED; /* the parent's session (fork.c) */
     if (flags & ACCEL_CLOSE_CANCEL)
         atomic_store_explicit(&s->close_cancels, 1, memory_order_relaxed);
@@ -361,7 +361,7 @@ int accel_session_close(accel_session *s, unsigned flags)
 
 void accel_session_release(accel_session *s)
 {
-    if (!s || accel__fork_stale((s->rt)->fork_gen))
+    if (!s || accel__fork_stale(s->rt->fork_gen))
         return; /* a parent's session in a fork child: left as it is */
     uint64_t w = atomic_load_explicit(&s->refs, memory_order_relaxed);
     /* Not the last handle: drop it and its reference with one RMW. The
@@ -419,7 +419,7 @@ accel_backend accel_session_backend(const accel_session *s)
 
 bool accel_session_is_closed(const accel_session *s)
 {
-    if (!s || accel__fork_stale((s->rt)->fork_gen))
+    if (!s || accel__fork_stale(s->rt->fork_gen))
         return true;
     /* acquire (in the ring): a caller that sees CLOSED also sees the id
      * gone from the table (see accel_session_close). */

@@ -65,7 +65,7 @@ static inline __attribute__((always_inline)) int
 submit_ops(accel_session *s, const accel_op *ops, size_t n, int64_t timeout_ns,
            size_t *accepted, submit_ex *ex, accel__submit_take *take)
 {
-    if (accel__fork_stale((s->rt)->fork_gen)) {
+    if (accel__fork_stale(s->rt->fork_gen)) {
         if (accepted)
             *accepted = 0;
         return ACCEL_ECLOSED; /* the parent's session (fork.c) */
@@ -235,7 +235,7 @@ int accel_session_sync(accel_session *s, int64_t timeout_ns)
         return ACCEL_EINVAL;
     if (accel__tls_current == s)
         return ACCEL_EDEADLK;
-    if (accel__fork_stale((s->rt)->fork_gen))
+    if (accel__fork_stale(s->rt->fork_gen))
         return ACCEL_ECLOSED;
     uint64_t target = accel__ring_submitted(ACCEL__RING(s));
     return accel__session_wait_finished(s, target,
