@@ -2,15 +2,20 @@
  * Compensation for blocked workers (compensate.h has the rules).
  *
  * Handing a blocked worker's place on (a wait the worker announces):
- *   blocker:   blocked++; block |= OWN; fence_cold;
+ *   blocker:   blocked++; block |= OWN; seq_cst fence;
  *              wake a parked general worker, else if work is queued and
  *              extra_active < blocked: extra_active++, start an extra
  *   submitter: enqueue; fence_hot; no parked general worker to claim;
- *              if blocked > extra_active: the same start (starved)
+ *              seq_cst fence; if blocked > extra_active: the same start
+ *              (starved)
  * Either the blocker's look at the scheduler sees the submitter's work, or
- * the submitter's load sees the blocker counted (the asymmetric fence pair
- * of futex.h): new work never waits behind a blocked worker with no one
- * sent for it. models/blocked.pml checks this hand-off with the park/wake
+ * the submitter's load sees the blocker counted (two seq_cst fences: the
+ * first in their total order orders its side's store before the other
+ * side's load): new work never waits behind a blocked worker with no one
+ * sent for it. Not the asymmetric pair of futex.h: its membarrier, on
+ * every begin, IPIs each CPU running the process and serializes in the
+ * kernel (a blocking op's begin is not rare under load); the submitter
+ * pays a fence only when it found no parked worker. models/blocked.pml checks this hand-off with the park/wake
  * protocol of worker.c.
  *
  * Counting: `blocked` is raised before a worker's block word goes from 0
@@ -23,9 +28,9 @@
  * The monitor (accel's own threads only) sleeps on monitor_armed while it
  * is 0. The wake path arms it when it finds no parked worker for new work;
  * the monitor disarms itself when nothing is queued and no worker is
- * counted blocked by it, with the same fence pair as above (it clears the
- * flag, fence_cold, looks at the scheduler; a submitter enqueues,
- * fence_hot, loads the flag): so an idle runtime's monitor sleeps, and
+ * counted blocked by it, with the asymmetric fence pair of futex.h (it
+ * clears the flag, fence_cold, looks at the scheduler; a submitter
+ * enqueues, fence_hot, loads the flag; the monitor pays, once a sleep): so an idle runtime's monitor sleeps, and
  * work that waits always has it armed. Armed, it ticks every
  * block_detect_ns / 2 and looks at each worker's visit count: a worker
  * found in the same visit at two ticks is sampled (CPU clock and run
@@ -187,8 +192,9 @@ static void hand_on(accel_runtime *rt)
     if (!rt->comp.ops.wake_parked)
         return; /* host-driven: the host's own drivers */
     /* The blocker's half of the pair at the top: blocked++ before, the
-     * look at the scheduler after. */
-    accel__fence_cold();
+     * look at the scheduler after (the submitter's seq_cst fence is in
+     * accel__runtime_wake_lanes). */
+    atomic_thread_fence(memory_order_seq_cst);
     if (rt->comp.ops.wake_parked(rt))
         return;
     if (work_waits(rt))
@@ -197,8 +203,8 @@ static void hand_on(accel_runtime *rt)
 
 void accel__comp_starved(accel_runtime *rt)
 {
-    /* relaxed: the submitter's half of the pair at the top (its fence_hot
-     * came before, in the wake path). */
+    /* relaxed: the submitter's half of the pair at the top (its seq_cst
+     * fence came before, in the wake path). */
     if (atomic_load_explicit(&rt->blocked, memory_order_relaxed) >
         atomic_load_explicit(&rt->extra_active, memory_order_relaxed))
         spawn_if_owed(rt);

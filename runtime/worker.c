@@ -436,16 +436,20 @@ void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
         if (claim_parked(&rt->idle_workers))
             wake_claimed(rt, &rt->park_seq, ACCEL_HOST_LANE_GENERAL);
         /* No parked worker for it: blocked workers may be owed an extra,
-         * or the monitor may need arming (compensate.c; after the
-         * fence_hot above, the submitter's half of its fence pairs).
+         * or the monitor may need arming (compensate.c: the submitter's
+         * half of its fence pairs, the seq_cst fence here for `blocked`,
+         * the fence_hot above for the monitor's flag).
          * relaxed: two loads of this line, 0 and 1 unless so. */
-        else if (__builtin_expect(
-                     atomic_load_explicit(&rt->blocked,
-                                          memory_order_relaxed) != 0 ||
-                         !atomic_load_explicit(&rt->monitor_armed,
-                                               memory_order_relaxed),
-                     0))
-            accel__comp_starved(rt);
+        else {
+            atomic_thread_fence(memory_order_seq_cst);
+            if (__builtin_expect(
+                    atomic_load_explicit(&rt->blocked,
+                                         memory_order_relaxed) != 0 ||
+                        !atomic_load_explicit(&rt->monitor_armed,
+                                              memory_order_relaxed),
+                    0))
+                accel__comp_starved(rt);
+        }
     }
 }
 

@@ -43,6 +43,9 @@ type VMSession struct {
 	groupCap  atomic.Int32
 	closeOnce sync.Once
 	closeErr  error
+	// roomTok: held by the one Submit with a ctx that waits in C for
+	// queue room (enqueue); the others wait for it in Go.
+	roomTok chan struct{}
 
 	submitted atomic.Uint64 // accepted into the queue
 	// The counters below are written by the workers for each op, the
@@ -188,7 +191,7 @@ func (rt *Runtime) open(vmID string, cfg vmSessionConfig, internal bool) (*VMSes
 	if cfg.shared {
 		cc.flags = C.ACCEL_SESSION_SHARED_DEVICE
 	}
-	v := &VMSession{id: vmID, rt: rt}
+	v := &VMSession{id: vmID, rt: rt, roomTok: make(chan struct{}, 1)}
 	v.given.Store(int64(cfg.priority))
 	v.sess.v = v
 	v.groupCap.Store(rt.groupCap)
@@ -558,8 +561,11 @@ const roomSlice = 200 * time.Microsecond
 
 // enqueue hands r to C (deadline from ctx, ticket into t): without a ctx
 // that can end it waits for room without limit, else in slices between
-// which it looks at ctx. A wait in C holds nothing back: the wakes it
-// needs go to Go as they are asked for (shim.h).
+// which it looks at ctx, one such Submit of the session at a time (the
+// others wait for roomTok, parked in Go with ctx: a slice in C costs a
+// yield, a cold fence and a futex sleep, and each op's freed slot wakes
+// every C waiter). A wait in C holds nothing back: the wakes it needs go
+// to Go as they are asked for (shim.h).
 func (v *VMSession) enqueue(r *opRec, ctx context.Context, done <-chan struct{}, t *C.accel_ticket) error {
 	c := v.h.enter()
 	if c == nil {
@@ -580,10 +586,19 @@ func (v *VMSession) enqueue(r *opRec, ctx context.Context, done <-chan struct{},
 	}
 	var m *slotMon // a wait for room inside an op: blocked (compensate.go)
 	defer func() { m.blockEnd() }()
+	wait := C.int64_t(C.ACCEL_NO_WAIT)
 	for {
-		rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), deadline, C.int64_t(roomSlice), 1, t))
-		if rc == C.ACCEL_ETIMEDOUT && m == nil {
+		rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), deadline, wait, 1, t))
+		if rc == C.ACCEL_EAGAIN && wait == C.ACCEL_NO_WAIT {
 			m = blockBegin()
+			select {
+			case v.roomTok <- struct{}{}:
+				defer func() { <-v.roomTok }()
+			case <-done:
+				return ctx.Err()
+			}
+			wait = C.int64_t(roomSlice)
+			continue
 		}
 		if rc != C.ACCEL_ETIMEDOUT {
 			return statusErr(rc)
