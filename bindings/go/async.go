@@ -35,7 +35,7 @@ func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error 
 		v.submitted.Add(1)
 		return ErrNoBackends
 	}
-	if combineEnabled {
+	if !v.rt.noCombine {
 		// Join the session's open group (no crossing, no ring slot), or
 		// start one that the next SubmitAsyncs can join (combine.go).
 		if !v.tryAppend(f, done) {

@@ -64,12 +64,15 @@ func (o *oldSession) Submit(ctx context.Context, f func(*Session) error) error {
 
 // ---- shared set-up -------------------------------------------------------
 
-// ACCEL_BENCH_COMBINE=0 switches the combining of SubmitAsyncs into
-// groups off (docs/go.md), for A/B pairs of the same binary.
-func init() {
+// benchCombine applies ACCEL_BENCH_COMBINE to a runtime a benchmark
+// created: "0" switches the combining of SubmitAsyncs into groups off
+// (docs/go.md), for A/B pairs of the same binary. Per runtime, so that
+// the tests of the same binary keep the default.
+func benchCombine(rt *Runtime) *Runtime {
 	if os.Getenv("ACCEL_BENCH_COMBINE") == "0" {
-		combineEnabled = false
+		rt.setCombineForTest(false)
 	}
+	return rt
 }
 
 const benchWorkers = 2
@@ -79,7 +82,7 @@ func benchRuntime(b *testing.B, shortLane int) *Runtime {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return rt
+	return benchCombine(rt)
 }
 
 func benchSessions(b *testing.B, rt *Runtime, n int, opts ...VMSessionOption) []*VMSession {
@@ -302,6 +305,7 @@ func latencyAccelWith(dur time.Duration, locked bool) latencyResult {
 	if err != nil {
 		panic(err)
 	}
+	benchCombine(rt)
 	defer rt.Close()
 	var stop atomic.Bool
 	var mu sync.Mutex

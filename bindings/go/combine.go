@@ -84,10 +84,6 @@ func groupOf(r *opRec) *asyncGroup {
 	return r.grp.Load()
 }
 
-// combineEnabled: SubmitAsync combines into the session's open group (a
-// switch for A/B benchmarks: ACCEL_BENCH_COMBINE=0 submits each op alone).
-var combineEnabled = true
-
 // tryAppend appends f/done to v's open group; false: no open group with a
 // free slot (the caller creates one).
 func (v *VMSession) tryAppend(f func(*Session) error, done func(error)) bool {

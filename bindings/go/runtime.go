@@ -44,7 +44,12 @@ type Runtime struct {
 	// separate submits would with QuantumOps <= 32; shortNs: ShortOp.
 	groupCap int32
 	shortNs  int64
-	g        guard // calls on c itself (WritePrometheus) against destroy
+	// noCombine: SubmitAsync submits each op alone instead of combining
+	// it into the session's open group (combine.go). Only the benchmarks'
+	// A/B pairs set it (setCombineForTest), before the runtime's first
+	// session opens.
+	noCombine bool
+	g         guard // calls on c itself (WritePrometheus) against destroy
 
 	mu      sync.Mutex // guards the fields below; never held on an op path
 	byID    map[string][]*VMSession

@@ -29,3 +29,9 @@ func cHeapInUse() int64 {
 	mi := C.mallinfo2()
 	return int64(mi.uordblks + mi.hblkhd)
 }
+
+// setCombineForTest switches the combining of SubmitAsyncs into groups
+// on or off for rt alone, so that a benchmark can compare the two in one
+// binary without touching other runtimes. Call it before rt's first
+// session opens: SubmitAsync reads the setting without synchronization.
+func (rt *Runtime) setCombineForTest(on bool) { rt.noCombine = !on }
