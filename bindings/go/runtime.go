@@ -73,14 +73,11 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	var rt *C.accel_runtime
 	w := cfg.Workers
 	if w == 0 {
-		// The library sizes the pool from the CPU affinity mask and the
-		// cgroup CPU quota: ask it (a host-driven runtime starts no
-		// threads, so the extra create costs little).
-		if rc := int(C.goaccel_runtime_create(&cc, C.uintptr_t(id), &rt)); rc != C.ACCEL_OK {
-			return nil, statusErr(rc)
-		}
-		w = int(C.accel_runtime_workers(rt))
-		C.accel_runtime_destroy(rt)
+		// The count the library itself would pick (CPU affinity mask,
+		// cgroup CPU quota). The create below still checks it: a count
+		// over the library's maximum, or ShortLaneWorkers not below it,
+		// is refused there as a create with Workers 0 would refuse it.
+		w = int(C.goaccel_default_workers())
 	}
 	// The helper slots (hostworker.go, submitOwn) come first, short lane.
 	nhelp := helperSlots()

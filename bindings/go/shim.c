@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "_cgo_export.h"
+#include "cpu_limits.h" /* unlike session.h (below), needs no liburcu */
 
 /* session.h's (not included here: it needs liburcu's headers, which only
  * csources.c should ask for). */
@@ -30,6 +31,10 @@ static _Thread_local accel_runtime *goaccel_visiting;
 static _Thread_local unsigned goaccel_visit_w;
 
 int goaccel_in_visit(accel_runtime *rt) { return goaccel_visiting == rt; }
+
+/* The one line that names the library's internal function (built into
+ * the package by csources.c), so that a rename of it is followed here. */
+unsigned goaccel_default_workers(void) { return accel__default_workers(); }
 
 int goaccel_runtime_create(accel_runtime_config *c, uintptr_t id,
                            accel_runtime **out)

@@ -21,6 +21,10 @@
 int goaccel_runtime_create(accel_runtime_config *c, uintptr_t id,
                            accel_runtime **out);
 
+/* The worker count a runtime created with workers 0 gets (the library's
+ * own: CPU affinity mask and cgroup CPU quota), without creating one. */
+unsigned goaccel_default_workers(void);
+
 /* Queues the Go op record rec on s: accel_submit_ex with the trampolines,
  * deadline_ns (0: none) and, if ticket is not NULL, its ticket for
  * accel_cancel. sync: the caller will wait for the op, so from inside one
