@@ -182,7 +182,8 @@ func (b *batchWait) arrive() {
 }
 
 // SubmitBatch runs fs in order on the session, as len(fs) Submits would,
-// with one crossing into C per 64 ops, and returns each f's error. ctx is
+// with one crossing into C for all of fs while the queue has room (more
+// only to wait for room), and returns each f's error. ctx is
 // honoured per op until it starts, also while the batch waits for queue
 // room: ops not started when ctx ends get ctx.Err() and never run. If the
 // session closes part-way, the ops not queued get ErrSessionClosed. From

@@ -49,15 +49,17 @@ int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
  * of rt runs here). */
 int goaccel_in_visit(accel_runtime *rt);
 
+/* The mode bits of goaccel_host_step and goaccel_extra_step. */
+#define GOACCEL_STEP_END 1u
+#define GOACCEL_STEP_UNIDLE 2u
+#define GOACCEL_STEP_IDLE 4u
+#define GOACCEL_STEP_STOP 8u
+
 /* One step of a host worker slot's loop, one crossing: by mode, end the
  * open visit (status[0..nprev)), end an idle spell that found nothing,
  * announce idle; then (unless STOP) begin the next visit, the record
  * indices of its ops in recs[0..*n). With IDLE, a begin that finds work
  * ends the idle spell itself; one that does not leaves the slot idle. */
-#define GOACCEL_STEP_END 1u
-#define GOACCEL_STEP_UNIDLE 2u
-#define GOACCEL_STEP_IDLE 4u
-#define GOACCEL_STEP_STOP 8u
 int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
                       const int *status, unsigned nprev, uintptr_t *recs,
                       unsigned cap, unsigned *n);
