@@ -50,8 +50,7 @@ func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error 
 		done = func(error) {}
 	}
 	r := allocRec()
-	r.vs, r.f, r.cb = v, f, done
-	r.state.Store(recQueued)
+	r.fillAsync(v, f, done)
 	if rc := v.submitRec(r); rc != C.ACCEL_OK {
 		r.reset()
 		freeRec(r)
@@ -68,7 +67,7 @@ func (v *VMSession) submitRec(r *opRec) int {
 	if c == nil {
 		return C.ACCEL_ECLOSED
 	}
-	rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), 0, C.ACCEL_NO_WAIT, 0, nil))
+	rc := int(C.goaccel_submit(c, r.arg(), 0, C.ACCEL_NO_WAIT, 0, nil))
 	v.h.exit()
 	return rc
 }
@@ -119,13 +118,9 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 			for j := 0; j < k; j++ {
 				g.ops[j] = groupOp{f: fs[at+j]}
 			}
-			// Sealed from the start (same gen: no token names this use):
-			// nothing appends to a batch's group.
-			r.gcommitted.Store(uint32(k))
-			r.gword.Store(r.gword.Load()&^(1<<grpGenSh-1) | grpClosed | uint64(k))
-			r.vs, r.f, r.cb, r.gdone, r.gbase, r.grouped = v, nil, nil, done, at, true
-			r.state.Store(recQueued)
-			recs[n], buf[n], sizes[n] = r, C.uintptr_t(r.idx), k
+			sealedGroup(r, k)
+			r.fillGroup(v, nil, nil, done, at)
+			recs[n], buf[n], sizes[n] = r, r.arg(), k
 			n++
 			at += k
 			if stop != nil {
@@ -151,7 +146,9 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 		}
 		v.submitted.Add(uint64(k))
 		for i, r := range recs[got:n] {
-			g := r.grp.Load()
+			// Its ops end unqueued: their slots are cleared as an op's
+			// end clears them (reset needs them clear).
+			g := r.group()
 			for j := 0; j < sizes[int(got)+i]; j++ {
 				g.ops[j] = groupOp{}
 			}
@@ -234,13 +231,9 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	cids := make([]C.uintptr_t, len(fs))
 	for i, f := range fs {
 		r := allocRec()
-		r.vs, r.f, r.batch, r.slot = v, f, b, i
-		if done != nil {
-			r.ctx, r.cdone = ctx, done
-		}
-		r.state.Store(recQueued)
+		r.fillBatchOp(v, f, b, i, ctx, done)
 		recs[i] = r
-		cids[i] = C.uintptr_t(r.idx)
+		cids[i] = r.arg()
 	}
 	// Queue them, waiting for room: without limit if ctx cannot end, else
 	// in slices between which ctx is looked at.
@@ -304,7 +297,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 				cerr := ctx.Err()
 				finished := false
 				for i := 0; i < queued; i++ {
-					if recs[i].state.CompareAndSwap(recQueued, recCancelled) {
+					if recs[i].cancel() {
 						cancelled[i] = true // the worker frees it
 						errs[i] = cerr
 						v.cancelled.Add(1)

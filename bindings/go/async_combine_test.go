@@ -15,7 +15,7 @@ func openGroupLen(v *VMSession) int {
 	if o == 0 || o&openPend != 0 {
 		return 0
 	}
-	w := recAt(uint32(o) >> 1).gword.Load()
+	w := recOfToken(o).gword.Load()
 	if w>>grpGenSh != o>>grpGenSh {
 		return 0
 	}

@@ -87,37 +87,36 @@ func callGroupDone(done func(int, error), i int, err error, d *driver) {
 }
 
 //export goAccelRun
-func goAccelRun(idx C.uintptr_t) C.int { return runRec(uint32(idx), nil) }
+func goAccelRun(arg C.uintptr_t) C.int { return runRec(recOf(arg), nil) }
 
-// runRec runs the op of record idx and returns its C status: 0, or 1 if it
+// runRec runs the op of record r and returns its C status: 0, or 1 if it
 // failed. d: the driver running it (nil: destroy's thread); the records it
 // is done with go to d's list.
-func runRec(idx uint32, d *driver) C.int {
-	r := recAt(idx)
+func runRec(r *opRec, d *driver) C.int {
 	var fl *recList
 	if d != nil {
 		fl = &d.fl
 	}
-	// LP of the cancel race (oprec.go): whoever moves the state off queued
+	// The cancel race (oprec.go): whoever moves the state off queued
 	// owns the outcome.
-	if !r.state.CompareAndSwap(recQueued, recRunning) {
+	if !r.take() {
 		r.reset()
 		fl.free(r) // the submitter gave the record up when it cancelled
 		return 0
 	}
-	s := r.vs
-	if r.grouped {
+	s := r.session()
+	if r.isGroup() {
 		return runGroup(r, s, d)
 	}
 	// f never starts after its ctx ended: the C deadline drops an op
 	// unstarted only up to the take, and a cancel may come after it.
-	if chanDone(r.cdone) {
+	if ctx, done := r.opCtx(); chanDone(done) {
 		s.cancelled.Add(1)
-		finish(r, ctxErr(r.ctx, C.ACCEL_ECANCELED), d)
+		finish(r, ctxErr(ctx, C.ACCEL_ECANCELED), d)
 		return 0
 	}
 	s.dispatched.Add(1)
-	err := callF(r.f, &s.sess, d, r, 0)
+	err := callF(r.first().f, &s.sess, d, r, 0)
 	if err != nil {
 		s.failed.Add(1)
 	} else {
@@ -162,10 +161,11 @@ func runGroup(r *opRec, s *VMSession, d *driver) C.int {
 // Goexit salvage adds them.
 func runGroupFrom(r *opRec, s *VMSession, d *driver, from int) C.int {
 	n := r.gn
-	done, base := r.gdone, r.gbase
+	done, base := r.groupDone()
+	own := r.first()
 	var g *asyncGroup
-	if n > 1 || r.f == nil {
-		g = r.grp.Load()
+	if n > 1 || own.f == nil {
+		g = r.group()
 	}
 	failed := false
 	// Timed for adaptCap: groups of more than one op, and one in 8 of a
@@ -177,7 +177,7 @@ func runGroupFrom(r *opRec, s *VMSession, d *driver, from int) C.int {
 		t0 = time.Now()
 	}
 	for i := from; i < n; i++ {
-		op := groupOp{r.f, r.cb}
+		op := own
 		fromG := i > 0 || op.f == nil // a batch's ops are all in g
 		if fromG {
 			op = g.ops[i]
@@ -231,22 +231,23 @@ func runGroupFrom(r *opRec, s *VMSession, d *driver, from int) C.int {
 // resume false (no driver goes on: driver.ownExited) those ops never run
 // and complete with errGoexit too, counted cancelled.
 func salvageGoexit(r *opRec, i int, fl *recList, resume bool) bool {
-	s := r.vs
-	if !r.grouped {
+	s := r.session()
+	if !r.isGroup() {
 		s.failed.Add(1)
 		finish(r, errGoexit, nil)
 		return false
 	}
 	r.gbad++
 	s.countOutcomes(&r.gok, &r.gbad)
-	done, base, n := r.gdone, r.gbase, r.gn
-	g := r.grp.Load()
+	done, base := r.groupDone()
+	n := r.gn
+	g := r.group()
 	last := n - 1
 	if resume {
 		last = i
 	}
 	for j := i; j <= last; j++ {
-		op := groupOp{r.f, r.cb}
+		op := r.first()
 		if j > 0 || op.f == nil {
 			op = g.ops[j]
 			g.ops[j] = groupOp{}
@@ -287,27 +288,30 @@ func (s *VMSession) countOutcomes(ok, bad *uint64) {
 // submitter gave it up).
 //
 //export goAccelUnrun
-func goAccelUnrun(idx C.uintptr_t, status C.int) {
-	r := recAt(uint32(idx))
-	if !r.state.CompareAndSwap(recQueued, recRunning) {
+func goAccelUnrun(arg C.uintptr_t, status C.int) {
+	r := recOf(arg)
+	if !r.take() {
 		r.reset()
 		freeRec(r)
 		return
 	}
 	err := statusErr(int(status))
 	if status == C.ACCEL_EEXPIRED || status == C.ACCEL_ECANCELED {
-		err = ctxErr(r.ctx, status)
+		ctx, _ := r.opCtx()
+		err = ctxErr(ctx, status)
 	}
-	if r.grouped {
-		s, done, base := r.vs, r.gdone, r.gbase
+	if r.isGroup() {
+		s := r.session()
+		done, base := r.groupDone()
 		n := sealGroup(r) // no appends to a group C has completed
+		own := r.first()
 		var g *asyncGroup
-		if n > 1 || r.f == nil {
-			g = r.grp.Load()
+		if n > 1 || own.f == nil {
+			g = r.group()
 		}
 		s.cancelled.Add(uint64(n))
 		for i := 0; i < n; i++ {
-			op := groupOp{r.f, r.cb}
+			op := own
 			if i > 0 || op.f == nil {
 				op = g.ops[i]
 				g.ops[i] = groupOp{}
@@ -322,21 +326,17 @@ func goAccelUnrun(idx C.uintptr_t, status C.int) {
 		freeRec(r)
 		return
 	}
-	r.vs.cancelled.Add(1)
+	r.session().cancelled.Add(1)
 	finish(r, err, nil)
 }
 
 // finish hands the outcome of a record the worker owns to its submitter.
 // The record must not be touched after the hand-off.
 func finish(r *opRec, err error, d *driver) {
-	switch {
-	case r.sync:
-		// The submitter waits on r.wch (Submit): r.err, then the send,
-		// which orders r.err before its receive.
-		r.err = err
-		r.wch <- struct{}{}
-	case r.cb != nil:
-		cb := r.cb
+	if r.wake(err) {
+		return // the submitter waits for it (Submit)
+	}
+	if cb := r.first().cb; cb != nil {
 		r.reset()
 		if d != nil {
 			d.fl.free(r)
@@ -344,8 +344,9 @@ func finish(r *opRec, err error, d *driver) {
 			freeRec(r)
 		}
 		callDone(cb, err, d)
-	case r.batch != nil:
-		b, slot := r.batch, r.slot
+		return
+	}
+	if b, slot := r.batchSlot(); b != nil {
 		b.errs[slot] = err
 		b.arrive()
 	}

@@ -73,17 +73,6 @@ type asyncGroup struct {
 	ops [groupMax]groupOp
 }
 
-// groupOf returns r's group holder, allocating it on first use. The CAS
-// orders the holder's allocation before any use of it by another
-// goroutine (a creator and an appender may both allocate: one wins).
-func groupOf(r *opRec) *asyncGroup {
-	if g := r.grp.Load(); g != nil {
-		return g
-	}
-	r.grp.CompareAndSwap(nil, new(asyncGroup))
-	return r.grp.Load()
-}
-
 // tryAppend appends f/done to v's open group; false: no open group with a
 // free slot (the caller creates one).
 func (v *VMSession) tryAppend(f func(*Session) error, done func(error)) bool {
@@ -93,7 +82,7 @@ func (v *VMSession) tryAppend(f func(*Session) error, done func(error)) bool {
 	if o == 0 || o&openPend != 0 {
 		return false
 	}
-	r := recAt(uint32(o) >> 1)
+	r := recOfToken(o)
 	gen := o >> grpGenSh
 	max := uint64(v.groupCap.Load())
 	for {
@@ -106,7 +95,7 @@ func (v *VMSession) tryAppend(f func(*Session) error, done func(error)) bool {
 		// a reservation before the seal is counted in what the sealer
 		// runs, one after it fails here.
 		if r.gword.CompareAndSwap(w, w+1) {
-			k := w & grpCount // >= 1: slot 0 is the creator's op (r.f)
+			k := w & grpCount // >= 1: slot 0 is the creator's op, the record's own
 			groupOf(r).ops[k] = groupOp{f: f, cb: done}
 			// Release: publishes ops[k] to the sealer's acquire load of
 			// gcommitted (sealGroup).
@@ -126,15 +115,15 @@ func (v *VMSession) submitGroup(f func(*Session) error, done func(error)) int {
 	if gen == 1<<32 {
 		gen = 1 // tokens never carry gen 0: a fresh record's word is 0
 	}
-	r.vs, r.f, r.cb, r.grouped = v, f, done, true
-	// Slot 0 (r.f/r.cb) is written and committed; the word opens this
-	// generation with that one slot. Both are ordered before the claim's
-	// CAS below, which (with the publication) makes the token visible to
-	// appenders: their acquire load of v.open, then of the word, sees them.
+	// The word opens this generation with one slot, committed: slot 0,
+	// the record's own op, which the fill writes. Both are ordered before
+	// the claim's CAS below, which (with the publication) makes the token
+	// visible to appenders: their acquire load of v.open, then of the
+	// word, sees them.
 	r.gcommitted.Store(1)
 	r.gword.Store(gen<<grpGenSh | 1)
-	r.state.Store(recQueued)
-	tok := gen<<grpGenSh | uint64(r.idx)<<1
+	r.fillGroup(v, f, done, nil, 0)
+	tok := r.token(gen)
 	for {
 		o := v.open.Load()
 		if o&openPend != 0 {
@@ -160,7 +149,7 @@ func (v *VMSession) submitGroup(f func(*Session) error, done func(error)) int {
 		// Never queued and never published: no appender reached it.
 		v.open.CompareAndSwap(tok|openPend, 0)
 		r.gword.Store(gen<<grpGenSh | grpClosed)
-		r.vs, r.f, r.cb, r.grouped = nil, nil, nil, false
+		r.reset()
 		freeRec(r)
 		return rc
 	}
@@ -188,7 +177,7 @@ func (v *VMSession) postClose() {
 // closeGroup seals the group of token o, if that generation is still
 // unsealed.
 func closeGroup(o uint64) {
-	r := recAt(uint32(o) >> 1)
+	r := recOfToken(o)
 	gen := o >> grpGenSh
 	for {
 		w := r.gword.Load()
@@ -201,6 +190,14 @@ func closeGroup(o uint64) {
 			return
 		}
 	}
+}
+
+// sealedGroup sets r's word for a group of k ops written before its C
+// submit, sealed from the start (same gen: no token names this use):
+// nothing appends to a batch's group (SubmitAsyncBatch).
+func sealedGroup(r *opRec, k int) {
+	r.gcommitted.Store(uint32(k))
+	r.gword.Store(r.gword.Load()&^(1<<grpGenSh-1) | grpClosed | uint64(k))
 }
 
 // sealGroup closes r's group to appends and returns how many ops it

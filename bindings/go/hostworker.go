@@ -279,11 +279,11 @@ func (d *driver) runVisit() {
 	if r := d.rest; r != nil {
 		d.rest = nil
 		d.b.status[d.i] = 1 // an op of it failed (Goexit)
-		runGroupFrom(r, r.vs, d, d.restOp)
+		runGroupFrom(r, r.session(), d, d.restOp)
 		d.i++
 	}
 	for ; d.i < d.n; d.i++ {
-		d.b.status[d.i] = runRec(uint32(d.b.recs[d.i]), d)
+		d.b.status[d.i] = runRec(recOf(d.b.recs[d.i]), d)
 	}
 	d.fl.flush()
 	d.open = false
@@ -323,7 +323,7 @@ func (d *driver) exited() {
 // directly, runs the visit's op here, on the submitter's goroutine: its
 // own op (or, if another submitter of v raced it into the ring, that
 // one, which is first in v's order). Either way r's outcome then comes
-// through r.wch as for a queued op. queued: r is in (or through) the
+// through r.wake as for a queued op. queued: r is in (or through) the
 // queue; false with a nil error: no slot was free or the queue was full,
 // nothing submitted.
 func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec) (queued bool, err error) {
@@ -334,7 +334,7 @@ func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec) (que
 	d := &hs.d
 	runtime.LockOSThread() // begin and end of the visit on one thread
 	var begun C.int
-	rc := int(C.goaccel_submit_own(h.rt, c, C.uintptr_t(r.idx), C.uint(d.w),
+	rc := int(C.goaccel_submit_own(h.rt, c, r.arg(), C.uint(d.w),
 		&d.b.recs[0], &d.b.n, &begun))
 	if rc != C.ACCEL_OK || begun != C.ACCEL_OK {
 		runtime.UnlockOSThread()
@@ -377,7 +377,7 @@ func (d *driver) ownExited(hs *helperSlot, own *opRec) {
 	if r == own {
 		// Its submitter is this goroutine, which is ending: no one
 		// receives the outcome, so the record is freed here.
-		r.vs.failed.Add(1)
+		r.session().failed.Add(1)
 		r.reset()
 		freeRec(r)
 	} else {

@@ -18,6 +18,9 @@ package accel
 //     and only frees the record. f never runs.
 // Whoever touches the record last pushes it back on the free stack.
 
+// #include <stdint.h>
+import "C"
+
 import (
 	"context"
 	"sync"
@@ -72,13 +75,156 @@ type opRec struct {
 	_     [192 - 64 - 104]byte // to three whole lines
 }
 
-// reset clears what a use of the record referenced (not its state, its
-// group word or wch, which carry over uses), before it is freed.
+// The fields of a record are read and written through the methods below
+// everywhere but here, except those one file alone uses: the group word
+// and gcommitted (combine.go, the group protocol) and gn, gok and gbad
+// (callback.go, a group's run). A use of a record is: allocRec, one fill
+// (fillSync, fillAsync, fillBatchOp, fillGroup), the hand-over to C by
+// arg, the worker's take (or the submitter's cancel), and reset before
+// the record is freed.
+
+// reset returns r to the state allocRec hands a record out in: every
+// field of a use cleared, so that the record keeps nothing of it alive
+// and the next fill starts from zero. What carries over uses stays: idx
+// and next (the slab's), state (each fill sets it), the group word and
+// gcommitted (the generation, combine.go), wch (made once per record) and
+// the group holder, whose op slots whoever ended each op has cleared.
 func (r *opRec) reset() {
 	r.vs, r.f, r.cb, r.batch, r.gdone, r.err = nil, nil, nil, nil, nil, nil
 	r.ctx, r.cdone = nil, nil
 	r.sync, r.grouped = false, false
+	r.gbase, r.gn, r.gok, r.gbad, r.slot = 0, 0, 0, 0, 0
 }
+
+// ---- Naming a record without a Go pointer: to C, as its op's arg (C
+// hands it back in a visit's recs and to the trampolines: shim.c), and in
+// a session's open-group token (combine.go).
+
+// arg is r as the arg of its C op.
+func (r *opRec) arg() C.uintptr_t { return C.uintptr_t(r.idx) }
+
+// recOf is the record whose arg C handed back.
+func recOf(arg C.uintptr_t) *opRec { return recAt(uint32(arg)) }
+
+// token names generation gen of r's group in v.open (openPend clear).
+func (r *opRec) token(gen uint64) uint64 { return gen<<grpGenSh | uint64(r.idx)<<1 }
+
+// recOfToken is the record an open-group token names.
+func recOfToken(o uint64) *opRec { return recAt(uint32(o) >> 1) }
+
+// ---- Fills: each sets what one kind of submit needs, the record queued
+// last.
+
+// fillSync fills r for a synchronous Submit of f on v; ctx is kept only
+// if it can end (done non-nil).
+func (r *opRec) fillSync(v *VMSession, f func(*Session) error, ctx context.Context, done <-chan struct{}) {
+	r.vs, r.f, r.sync = v, f, true
+	if done != nil {
+		r.ctx, r.cdone = ctx, done
+	}
+	if r.wch == nil {
+		r.wch = make(chan struct{}, 1)
+	}
+	r.state.Store(recQueued)
+}
+
+// fillAsync fills r for a SubmitAsync of f on v that is not combined; cb
+// is its completion (not nil).
+func (r *opRec) fillAsync(v *VMSession, f func(*Session) error, cb func(error)) {
+	r.vs, r.f, r.cb = v, f, cb
+	r.state.Store(recQueued)
+}
+
+// fillBatchOp fills r for op slot of SubmitBatch b on v; ctx is kept only
+// if it can end (done non-nil).
+func (r *opRec) fillBatchOp(v *VMSession, f func(*Session) error, b *batchWait, slot int, ctx context.Context, done <-chan struct{}) {
+	r.vs, r.f, r.batch, r.slot = v, f, b, slot
+	if done != nil {
+		r.ctx, r.cdone = ctx, done
+	}
+	r.state.Store(recQueued)
+}
+
+// fillGroup fills r for a group (combine.go) whose group word is set: f
+// and cb its first op (a combining group's creator), or nil with all the
+// ops in the holder (SubmitAsyncBatch's, with gdone their completion and
+// gbase the index of the first in the caller's slice).
+func (r *opRec) fillGroup(v *VMSession, f func(*Session) error, cb func(error), gdone func(int, error), gbase int) {
+	r.vs, r.f, r.cb, r.gdone, r.gbase, r.grouped = v, f, cb, gdone, gbase, true
+	r.state.Store(recQueued)
+}
+
+// ---- The cancel race (the top of this file): whoever moves the state
+// off queued owns the outcome. The CASes are its LPs.
+
+// take is the worker's side: true if the op is to run (or, unrun, to be
+// completed) by the caller; false: the submitter cancelled it, and the
+// caller only resets and frees the record.
+func (r *opRec) take() bool { return r.state.CompareAndSwap(recQueued, recRunning) }
+
+// cancel is the submitter's side: true if f will never run and the record
+// is now the worker's to free.
+func (r *opRec) cancel() bool { return r.state.CompareAndSwap(recQueued, recCancelled) }
+
+// ---- What the worker reads of a use.
+
+// session is the session the op was submitted to.
+func (r *opRec) session() *VMSession { return r.vs }
+
+// first is the record's own op: a plain op's f and completion cb (nil for
+// a synchronous or batch op), a combining group's first op; f is nil in
+// SubmitAsyncBatch's group, whose ops are all in the holder.
+func (r *opRec) first() groupOp { return groupOp{r.f, r.cb} }
+
+// isGroup reports whether r is a group, whose ops after first() (all of
+// them when first().f is nil) are in group().
+func (r *opRec) isGroup() bool { return r.grouped }
+
+// groupDone is SubmitAsyncBatch's completion of each op of the group and
+// the index in its slice of the group's first op (nil, 0: none).
+func (r *opRec) groupDone() (func(int, error), int) { return r.gdone, r.gbase }
+
+// opCtx is the op's ctx and its Done channel (nil: none that can end).
+func (r *opRec) opCtx() (context.Context, <-chan struct{}) { return r.ctx, r.cdone }
+
+// batchSlot is the SubmitBatch the op is part of (nil: none) and its
+// index there.
+func (r *opRec) batchSlot() (*batchWait, int) { return r.batch, r.slot }
+
+// group returns r's group holder, nil if it never needed one.
+func (r *opRec) group() *asyncGroup { return r.grp.Load() }
+
+// groupOf returns r's group holder, allocating it on first use. The CAS
+// orders the holder's allocation before any use of it by another
+// goroutine (a creator and an appender may both allocate: one wins).
+func groupOf(r *opRec) *asyncGroup {
+	if g := r.grp.Load(); g != nil {
+		return g
+	}
+	r.grp.CompareAndSwap(nil, new(asyncGroup))
+	return r.grp.Load()
+}
+
+// ---- A synchronous Submit's outcome.
+
+// wake hands err to the Submit that waits for r and reports true, or
+// reports false if none does (r is not a synchronous Submit's). The send
+// orders err before the submitter's receive; r must not be touched after
+// it.
+func (r *opRec) wake(err error) bool {
+	if !r.sync {
+		return false
+	}
+	r.err = err
+	r.wch <- struct{}{}
+	return true
+}
+
+// waitCh is what the submitter waits on for wake.
+func (r *opRec) waitCh() <-chan struct{} { return r.wch }
+
+// outcome is the error wake handed over.
+func (r *opRec) outcome() error { return r.err }
 
 type recChunk [recChunkSize]opRec
 

@@ -470,14 +470,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 		return ErrNoBackends
 	}
 	r := allocRec()
-	r.vs, r.f, r.sync = v, f, true
-	if done != nil {
-		r.ctx, r.cdone = ctx, done
-	}
-	if r.wch == nil {
-		r.wch = make(chan struct{}, 1)
-	}
-	r.state.Store(recQueued)
+	r.fillSync(v, f, ctx, done)
 	var t C.accel_ticket
 	queued := false
 	if done == nil {
@@ -504,11 +497,11 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	v.submitted.Add(1)
 	// waitRec*: a wait inside an op counts its driver blocked (compensate.go).
 	if done == nil {
-		waitRec(r.wch)
+		waitRec(r.waitCh())
 	} else {
-		if !waitRecCtx(r.wch, done) {
+		if !waitRecCtx(r.waitCh(), done) {
 			// LP of the cancel race: the CAS decides whether f runs.
-			if r.state.CompareAndSwap(recQueued, recCancelled) {
+			if r.cancel() {
 				v.cancelled.Add(1)
 				// The cancel keeps f from ever running, but the op keeps
 				// its queue slot (and counts in Queued and Sync) until a
@@ -521,10 +514,10 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 				}
 				return ctx.Err()
 			}
-			waitRec(r.wch) // f started before ctx ended: it is not interrupted
+			waitRec(r.waitCh()) // f started before ctx ended: it is not interrupted
 		}
 	}
-	err := r.err
+	err := r.outcome()
 	r.reset()
 	freeRec(r)
 	if err == errGoexit {
@@ -588,7 +581,7 @@ func (v *VMSession) enqueue(r *opRec, ctx context.Context, done <-chan struct{},
 	defer func() { m.blockEnd() }()
 	wait := C.int64_t(C.ACCEL_NO_WAIT)
 	for {
-		rc := int(C.goaccel_submit(c, C.uintptr_t(r.idx), deadline, wait, 1, t))
+		rc := int(C.goaccel_submit(c, r.arg(), deadline, wait, 1, t))
 		if rc == C.ACCEL_EAGAIN && wait == C.ACCEL_NO_WAIT {
 			m = blockBegin()
 			select {
