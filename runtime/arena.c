@@ -4,16 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "fault.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define ACCEL__ARENA_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ACCEL__ARENA_ASAN 1
-#endif
-#endif
 
 #ifdef ACCEL__ARENA_ASAN
 #include <sanitizer/asan_interface.h>
@@ -138,10 +131,23 @@ static bool blocks_take(accel__arena *a, uint32_t hu, uint32_t tu,
     return true;
 }
 
-/* Zeroed, 128-byte aligned, not a fault site (the caller was one). */
-static void *plain_calloc(size_t n)
+/* Zeroed, 128-byte aligned, not a fault site (the caller was one);
+ * *units: 0, or ACCEL__ARENA_MAPPED | pages for a mapping. */
+static void *plain_calloc(size_t n, uint32_t *units)
 {
     void *p;
+#ifndef ACCEL__ARENA_ASAN /* ASan's allocator keeps its use-after-free reports */
+    if (n >= ACCEL__ARENA_MAP_FROM) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        size_t pages = (n + page - 1) / page;
+        p = mmap(NULL, pages * page, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        *units = ACCEL__ARENA_MAPPED | (uint32_t)pages; /* zero from mmap */
+        return p;
+    }
+#endif
     if (posix_memalign(&p, ACCEL__ARENA_UNIT, n) != 0)
         return NULL;
     memset(p, 0, n);
@@ -168,7 +174,7 @@ void *accel__arena_calloc_at(accel__arena *a, size_t head, size_t tail,
     }
     pthread_mutex_unlock(&a->lock);
     if (!p) { /* below the threshold, too large, or no chunk: plain */
-        p = plain_calloc(head + tail);
+        p = plain_calloc(head + tail, units);
         if (p) {
             *tailp = (char *)p + head;
         } else {
@@ -185,15 +191,19 @@ void accel__arena_free(accel__arena *a, void *p, void *tail, uint32_t units)
     if (!p)
         return;
     uint32_t hu = units & 0xffff, tu = units >> 16;
+    bool mapped = units & ACCEL__ARENA_MAPPED;
     pthread_mutex_lock(&a->lock); /* cold: session reclamation */
     a->open--;
-    if (units) {
+    if (units && !mapped) {
         list_put(&a->free[hu], p, (size_t)hu * ACCEL__ARENA_UNIT);
         list_put(&a->free_tail[tu], tail, (size_t)tu * ACCEL__ARENA_TAIL_UNIT);
         a->live--;
     }
     pthread_mutex_unlock(&a->lock);
-    if (!units)
+    if (mapped)
+        munmap(p, (size_t)(units & ~ACCEL__ARENA_MAPPED) *
+                      (size_t)sysconf(_SC_PAGESIZE));
+    else if (!units)
         accel__free(p);
 }
 

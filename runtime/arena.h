@@ -34,11 +34,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Built with AddressSanitizer: blocks are poisoned, large ones stay malloc's. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ACCEL__ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ACCEL__ARENA_ASAN 1
+#endif
+#endif
+
 #define ACCEL__ARENA_UNIT 128     /* heads */
 #define ACCEL__ARENA_TAIL_UNIT 16 /* tails */
 #define ACCEL__ARENA_MAX (32 * 1024)
 #define ACCEL__ARENA_TAIL_MAX 2048
 #define ACCEL__ARENA_CHUNK ((size_t)2 << 20)
+#define ACCEL__ARENA_MAPPED (1u << 31) /* in *units: above any chunk's */
+/* A plain allocation this large is a mapping of its own (not under
+ * AddressSanitizer): malloc would keep it, once freed, in the arena of
+ * whichever thread opened the session, and open/close churn across
+ * threads left tens of MB free but resident there. */
+#define ACCEL__ARENA_MAP_FROM (32 * 1024)
 /* Sessions open before the arena is used (plain allocations until then). */
 #define ACCEL__ARENA_FROM 1024
 
@@ -69,8 +84,8 @@ void accel__arena_fini(accel__arena *a);
  * heads are carved upwards in 128-byte units and tails downwards in
  * 16-byte units, so the ring's slots need no padding for the few bytes
  * of the wait stamps and the id. *units says which for accel__arena_free
- * (0: plain). NULL: no memory (or a fault injected at site
- * "alloc@func"). */
+ * (0: plain malloc; ACCEL__ARENA_MAPPED | pages: a mapping). NULL: no
+ * memory (or a fault injected at site "alloc@func"). */
 void *accel__arena_calloc_at(accel__arena *a, size_t head, size_t tail,
                              void **tailp, uint32_t *units, const char *func);
 #define accel__arena_calloc(a, head, tail, tailp, units) \

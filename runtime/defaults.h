@@ -32,4 +32,11 @@
  * (submit.c): a consumer mid-visit usually frees room within a few. */
 #define ACCEL__SUBMIT_YIELDS 4u
 
+/* Bytes of closed sessions that may wait for their grace period on
+ * liburcu's thread before a releasing thread that may wait frees its
+ * session itself (session.c): enough that a node closing a session now
+ * and then never waits, small enough that open/close churn keeps memory
+ * a few MB above its open sessions'. */
+#define ACCEL__RECLAIM_BACKLOG_BYTES (4u << 20)
+
 #endif /* ACCEL_RUNTIME_DEFAULTS_H */

@@ -92,6 +92,14 @@ static inline void accel__rcu_reclaim_end(void)
     ACCEL__TSAN_RELEASE(&accel__rcu_tsan_done);
 }
 
+/* Whether this thread is inside a read-side section (its own or the
+ * application's, on the same liburcu flavour). */
+static inline bool accel__rcu_read_ongoing(void)
+{
+    accel__rcu_register();
+    return urcu_memb_read_ongoing() != 0;
+}
+
 /* Waits for every deferred reclamation queued so far. Not from a read-side
  * section. */
 static inline void accel__rcu_barrier(void)

@@ -83,6 +83,9 @@ struct accel_runtime {
      * never lands after a larger one; table_buckets is under it. */
     pthread_mutex_t table_lock;
     unsigned long table_buckets;
+    /* Bytes of sessions deferred to a grace period and not yet freed
+     * (session.c bounds it: ACCEL__RECLAIM_BACKLOG_BYTES). */
+    _Atomic size_t reclaim_pending;
     /* Session memory once there are many (arena.h); cold paths. */
     accel__arena arena;
 

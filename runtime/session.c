@@ -23,6 +23,7 @@
 #include "abi.h"
 #include "alloc.h"
 #include "clock.h"
+#include "defaults.h"
 #include "futex.h"
 #include "progress.h"
 #include "rcu.h"
@@ -57,6 +58,12 @@ static int check_id(const char *id, size_t *len)
     return ACCEL_OK;
 }
 
+/* What a session's reclamation gives back: the object and its ring. */
+static size_t session_bytes(const accel_session *s)
+{
+    return sizeof(*s) + accel__ring_bytes((uint32_t)(s->rp.mask + 1));
+}
+
 static void session_reclaim(struct rcu_head *head)
 {
     accel_session *s = caa_container_of(head, accel_session, rcu);
@@ -68,7 +75,13 @@ static void session_reclaim(struct rcu_head *head)
         accel__rcu_reclaim_end();
         return;
     }
+    accel_runtime *rt = s->rt;
+    size_t bytes = session_bytes(s);
     accel__session_free_now(s);
+    /* relaxed: a count that only paces releases (accel_session_release);
+     * no memory is handed over through it. */
+    atomic_fetch_sub_explicit(&rt->reclaim_pending, bytes,
+                              memory_order_relaxed);
     /* relaxed: a statistic. */
     atomic_fetch_add_explicit(&accel__sessions_reclaimed, 1,
                               memory_order_relaxed);
@@ -145,15 +158,29 @@ static void list_del(accel_runtime *rt, accel_session *s)
     pthread_mutex_unlock(&rt->list_lock);
 }
 
-void accel__session_unref(accel_session *s)
+/* Drops a reference; true: it was the last (the caller reclaims s). */
+static bool unref_last(accel_session *s)
 {
     /* acq_rel: every user's last accesses happen before the reclamation
      * that the final decrement starts. */
-    if (accel__session_refs_of(atomic_fetch_sub_explicit(
-            &s->refs, ACCEL__SESSION_REF, memory_order_acq_rel)) != 1)
-        return;
+    return accel__session_refs_of(atomic_fetch_sub_explicit(
+               &s->refs, ACCEL__SESSION_REF, memory_order_acq_rel)) == 1;
+}
+
+/* Reclaims s after a grace period, on liburcu's thread. */
+static void reclaim_deferred(accel_session *s)
+{
     list_del(s->rt, s);
+    /* relaxed: see session_reclaim. */
+    atomic_fetch_add_explicit(&s->rt->reclaim_pending, session_bytes(s),
+                              memory_order_relaxed);
     accel__rcu_defer(&s->rcu, session_reclaim);
+}
+
+void accel__session_unref(accel_session *s)
+{
+    if (unref_last(s))
+        reclaim_deferred(s);
 }
 
 /* Checks a config; fills the id length, the priority and the ring depth
@@ -381,7 +408,32 @@ void accel_session_release(accel_session *s)
                               memory_order_relaxed);
     if (!accel_session_is_closed(s))
         accel_session_close(s, ACCEL_CLOSE_DRAIN);
-    accel__session_unref(s);
+    if (!unref_last(s))
+        return;
+    /* Closed sessions wait for a grace period on liburcu's thread, which
+     * frees a batch every few milliseconds: under open/close churn they
+     * pile up there (tens of MB at the default depth). Past the backlog
+     * bound the releasing thread waits for the grace period and frees
+     * its session itself, where it may: not inside an op (a tenant's
+     * worker does not wait on others' grace periods), not inside a
+     * read-side section (the grace period would wait for itself).
+     * relaxed: an estimate that only picks the path; the grace period
+     * orders the free. */
+    accel_runtime *rt = s->rt;
+    if (atomic_load_explicit(&rt->reclaim_pending, memory_order_relaxed) <=
+            ACCEL__RECLAIM_BACKLOG_BYTES ||
+        accel__tls_current || accel__rcu_read_ongoing()) {
+        reclaim_deferred(s);
+        return;
+    }
+    list_del(rt, s);
+    accel__rcu_synchronize(); /* readers that found s in the table are done */
+    accel__rcu_reclaim_begin();
+    accel__session_free_now(s);
+    /* relaxed: a statistic. */
+    atomic_fetch_add_explicit(&accel__sessions_reclaimed, 1,
+                              memory_order_relaxed);
+    accel__rcu_reclaim_end();
 }
 
 const char *accel_session_id(const accel_session *s)

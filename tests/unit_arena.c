@@ -7,6 +7,9 @@
  */
 #define _GNU_SOURCE /* nanosleep (core_util.h) */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -152,12 +155,48 @@ Test(arena, plain_below_the_threshold_and_above_the_largest_size)
                  "a plain tail follows its head");
     p[3] = accel__arena_calloc(&a, ACCEL__ARENA_MAX + 128, 24, &tails[3],
                                &units[3]);
+#ifdef ACCEL__ARENA_ASAN
     cr_assert_eq(units[3], 0, "a session larger than the arena's largest");
+#else
+    cr_assert_eq(units[3] & ACCEL__ARENA_MAPPED, ACCEL__ARENA_MAPPED,
+                 "a session larger than the arena's largest: a mapping");
+#endif
     cr_assert_eq(accel__arena_live(&a), 1);
     for (int i = 0; i < 4; i++)
         accel__arena_free(&a, p[i], tails[i], units[i]);
     cr_assert_eq(accel__arena_live(&a), 0);
     accel__arena_fini(&a);
+}
+
+/* A large plain block is a mapping of its own, zeroed, and goes back to
+ * the system when freed: mincore() on a page no longer mapped fails with
+ * ENOMEM. (A freed malloc block would stay mapped in malloc's arena.) */
+Test(arena, a_large_plain_block_is_unmapped_when_freed)
+{
+#ifdef ACCEL__ARENA_ASAN
+    cr_skip_test("under AddressSanitizer large blocks are malloc's");
+#else
+    accel__arena a;
+    accel__arena_init(&a); /* below `from`: plain */
+    size_t head = ACCEL__ARENA_MAP_FROM + 4096, tail = 40;
+    void *t;
+    uint32_t units;
+    unsigned char *p = accel__arena_calloc(&a, head, tail, &t, &units);
+    cr_assert_not_null(p);
+    cr_assert_eq(units & ACCEL__ARENA_MAPPED, ACCEL__ARENA_MAPPED);
+    cr_assert_eq((unsigned char *)t, p + head, "the tail follows its head");
+    for (size_t i = 0; i < head + tail; i += 512)
+        cr_assert_eq(p[i], 0, "byte %zu not zero", i);
+    memset(p, 0xa5, head + tail);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char vec[1];
+    cr_assert_eq(mincore(p, page, vec), 0, "mapped while allocated");
+    accel__arena_free(&a, p, t, units);
+    errno = 0;
+    cr_assert_eq(mincore(p, page, vec), -1, "still mapped after free");
+    cr_assert_eq(errno, ENOMEM);
+    accel__arena_fini(&a);
+#endif
 }
 
 static int op_add(accel_ctx *ctx, void *arg)

@@ -376,7 +376,12 @@ ACCEL_API int accel_session_close(accel_session *s, unsigned flags);
 
 /* Drops this handle (closing with DRAIN first if it is the last one and the
  * session is open). Using a released handle is undefined, as free().
- * NULL is ignored. */
+ * NULL is ignored. The session's memory goes back after an RCU grace
+ * period, on liburcu's thread; while more than a few MB of closed
+ * sessions wait there (open/close churn), the release of the last handle
+ * waits for a grace period and frees the session itself, unless it is
+ * called from inside an op or from inside a read-side section of
+ * liburcu's memb flavour. */
 ACCEL_API void accel_session_release(accel_session *s);
 
 /* ------------------------------------------------------------------ ops */
