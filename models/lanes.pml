@@ -1,5 +1,5 @@
 /*
- * Waking the two lanes (runtime/worker.c accel__runtime_wake_lanes, park):
+ * Waking the two lanes (runtime/worker.c accel__worker_wake_lanes, park):
  * a burst of wakes must reach as many parked workers.
  *
  * One short-lane worker and one general worker; two sessions that either

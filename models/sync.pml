@@ -1,5 +1,5 @@
 /*
- * Completion sleepers (runtime/session.c accel__session_wait_finished, the
+ * Completion sleepers (runtime/progress.c accel__progress_wait_finished, the
  * worker's finish_one in runtime/worker.c): sync and close wait for the
  * session's `finished` count to reach a target without a futex wake per op.
  *

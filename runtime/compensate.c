@@ -193,7 +193,7 @@ static void hand_on(accel_runtime *rt)
         return; /* host-driven: the host's own drivers */
     /* The blocker's half of the pair at the top: blocked++ before, the
      * look at the scheduler after (the submitter's seq_cst fence is in
-     * accel__runtime_wake_lanes). */
+     * accel__worker_wake_lanes). */
     atomic_thread_fence(memory_order_seq_cst);
     if (rt->comp.ops.wake_parked(rt))
         return;

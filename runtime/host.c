@@ -245,7 +245,7 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
      * published the session: a worker either sees it in its pick after
      * announcing, or is seen parked here). */
     if (lanes && (stop || !(lanes & (1u << lane))))
-        accel__runtime_wake_lanes(rt, lanes);
+        accel__worker_wake_lanes(rt, lanes);
     return ACCEL_OK;
 }
 

@@ -37,7 +37,7 @@ static int wait_for_room(accel_session *s, int64_t timeout_ns,
         sched_yield();
         return accel__remaining(*deadline) == 0 ? ACCEL_ETIMEDOUT : ACCEL_OK;
     }
-    return accel__session_wait_room(s, *deadline);
+    return accel__progress_wait_room(s, *deadline);
 }
 
 /* Only sampled positions read the clock (waitstat.h); the stamp is
@@ -238,8 +238,8 @@ int accel_session_sync(accel_session *s, int64_t timeout_ns)
     if (accel__fork_stale(s->rt->fork_gen))
         return ACCEL_ECLOSED;
     uint64_t target = accel__ring_submitted(ACCEL__RING(s));
-    return accel__session_wait_finished(s, target,
-                                        accel__deadline(timeout_ns));
+    return accel__progress_wait_finished(s, target,
+                                         accel__deadline(timeout_ns));
 }
 
 int accel_session_reserve(accel_session *s, int64_t bytes)

@@ -38,9 +38,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "clock.h"
 #include "compensate.h"
+#include "cpu_limits.h"
 #include "fault.h"
 #include "futex.h"
 #include "progress.h"
@@ -367,7 +369,7 @@ void accel__workers_enqueue(accel_session *s, bool new_claim)
 {
     if (new_claim)
         accel__session_ref(s); /* the scheduler's reference */
-    accel__runtime_wake_lanes(
+    accel__worker_wake_lanes(
         s->rt, accel__sched_enqueue(s->rt->sched, &s->se, new_claim));
 }
 
@@ -379,7 +381,7 @@ bool accel__workers_enqueue_or_take(accel_session *s, unsigned lane)
     unsigned lanes =
         accel__sched_enqueue_or_take(s->rt->sched, &s->se, true, lane, &taken);
     if (!taken)
-        accel__runtime_wake_lanes(s->rt, lanes);
+        accel__worker_wake_lanes(s->rt, lanes);
     return taken;
 }
 
@@ -427,7 +429,7 @@ static void wake_claimed(accel_runtime *rt, _Atomic uint32_t *word,
     accel__futex_wake(word, 1);
 }
 
-void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes)
+void accel__worker_wake_lanes(accel_runtime *rt, unsigned lanes)
 {
     accel__fence_hot();
     if ((lanes & ACCEL__SCHED_LANE_SHORT) && claim_parked(&rt->idle_short))
@@ -561,9 +563,9 @@ void accel__park_leave(accel_runtime *rt, unsigned lane, bool found)
      * so pass the wake on to another parked worker (a claim on the short
      * lane was for work both lanes may run). models/lanes.pml */
     if (unpark(idle) && found)
-        accel__runtime_wake_lanes(rt, lane ? ACCEL__SCHED_LANE_SHORT |
-                                                 ACCEL__SCHED_LANE_GENERAL
-                                           : ACCEL__SCHED_LANE_GENERAL);
+        accel__worker_wake_lanes(rt, lane ? ACCEL__SCHED_LANE_SHORT |
+                                                ACCEL__SCHED_LANE_GENERAL
+                                          : ACCEL__SCHED_LANE_GENERAL);
 }
 
 /* Sessions prefetched ahead of the visits: the next one, and the one
@@ -648,13 +650,36 @@ static void worker_loop(accel__worker *w)
          * (as accel_host_visit_end_stop). */
         if (w->extra && accel__comp_surplus(rt)) {
             if (lanes)
-                accel__runtime_wake_lanes(rt, lanes);
+                accel__worker_wake_lanes(rt, lanes);
             break;
         }
         /* Re-queued for lanes we are not in (a short-lane worker's session
          * turned long): a worker that may run it must not stay parked. */
         if (lanes && !(lanes & (1u << w->lane)))
-            accel__runtime_wake_lanes(rt, lanes);
+            accel__worker_wake_lanes(rt, lanes);
+    }
+}
+
+/* Names a started worker's thread (accel-w<k>, accel-short<k>) and pins it
+ * when the config has worker_cpus. */
+static void setup_thread(accel_runtime *rt, accel__worker *w)
+{
+    /* The k-th worker of its lane: short-lane workers come first. */
+    unsigned nshort = rt->cfg.short_lane_workers;
+    char name[16];
+    if (w->lane)
+        snprintf(name, sizeof(name), "accel-short%u", w->index % 10000u);
+    else
+        snprintf(name, sizeof(name), "accel-w%u",
+                 (w->index - nshort) % 10000u);
+    pthread_setname_np(w->thread, name);
+    w->cpu = -1;
+    if (rt->cfg.worker_cpus_count) {
+        unsigned cpu = rt->cfg.worker_cpus[w->index % rt->cfg.worker_cpus_count];
+        /* The CPUs were checked against the affinity mask at create; a
+         * later failure (the mask shrank since) leaves the worker free. */
+        if (accel__thread_pin(w->thread, cpu) == ACCEL_OK)
+            w->cpu = (int)cpu;
     }
 }
 
@@ -696,7 +721,7 @@ int accel__workers_start(accel_runtime *rt)
             accel__workers_stop(rt);
             return ACCEL_ENOMEM;
         }
-        accel__worker_setup_thread(rt, w);
+        setup_thread(rt, w);
     }
     if (accel__comp_start(rt, &comp_ops) != ACCEL_OK) {
         accel__workers_stop(rt);

@@ -17,11 +17,6 @@
 int accel__workers_start(accel_runtime *rt);
 void accel__workers_stop(accel_runtime *rt);
 
-struct accel__worker;
-/* Names a started worker's thread (accel-w<k>, accel-short<k>) and pins it
- * when the config has worker_cpus (cpu_limits.c). */
-void accel__worker_setup_thread(accel_runtime *rt, struct accel__worker *w);
-
 /* Puts a session whose SCHED this thread owns into the scheduler and
  * wakes a worker that may run it. new_claim: the reservation set SCHED
  * (takes the scheduler's ref; the session starts at the global virtual
@@ -39,7 +34,7 @@ bool accel__workers_enqueue_or_take(accel_session *s, unsigned lane);
  * returned by accel__sched_enqueue), a short-lane one first, claiming it:
  * a second wake before it runs goes to another parked worker. Hot path: a
  * compiler barrier and a relaxed load when no worker is parked. */
-void accel__runtime_wake_lanes(accel_runtime *rt, unsigned lanes);
+void accel__worker_wake_lanes(accel_runtime *rt, unsigned lanes);
 
 /* Counters of the consumer side have one writer at a time: the worker
  * holding SCHED (deferred completions run in its poll too), handed over
