@@ -133,7 +133,7 @@ static void spawn(accel_runtime *rt)
         w->slot = ACCEL__SLOT_FREE;
         w->rt = rt;
         w->index = rt->nworkers + i;
-        w->lane = 0;
+        w->lane = ACCEL__LANE_GENERAL;
         w->extra = true;
         w->cpu = -1;
         w->m_phase = 0;

@@ -128,7 +128,7 @@ int accel_host_visit_begin(accel_runtime *rt, unsigned worker, accel_op *ops,
         return ACCEL_EINVAL;
     if (accel__fork_stale(rt->fork_gen))
         return ACCEL_ECLOSED;
-    unsigned lane = worker < rt->cfg.short_lane_workers ? 1 : 0;
+    accel__lane lane = accel__lane_of_slot(worker, rt->cfg.short_lane_workers);
     accel__sched_entity *e = accel__sched_pick(rt->sched, lane);
     accel__bump(&rt->workers[worker].picks, 1);
     if (!e)
@@ -179,7 +179,8 @@ static int submit_begin(accel_runtime *rt, unsigned worker, accel_session *s,
         return ACCEL_EINVAL;
     *n = 0;
     *begun = ACCEL_EAGAIN;
-    accel__submit_take t = {.lane = worker < rt->cfg.short_lane_workers};
+    accel__submit_take t = {
+        .lane = accel__lane_of_slot(worker, rt->cfg.short_lane_workers)};
     int rc = accel__submit_take_one(s, op, timeout_ns, &t);
     if (rc != ACCEL_OK)
         return rc;
@@ -237,14 +238,14 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
     h->open = false;
     uint64_t now;
     unsigned lanes = accel__visit_end(v, &now);
-    unsigned lane = worker < rt->cfg.short_lane_workers ? 1 : 0;
+    accel__lane lane = accel__lane_of_slot(worker, rt->cfg.short_lane_workers);
     /* Re-queued for lanes this slot is not in (a short-lane slot's session
      * turned long): a worker that may run it must not stay parked. A
      * slot that stops does not begin again: then any re-queue wakes one
      * (the submitter's side of the parking protocol, after the re-queue
      * published the session: a worker either sees it in its pick after
      * announcing, or is seen parked here). */
-    if (lanes && (stop || !(lanes & (1u << lane))))
+    if (lanes && (stop || !(lanes & accel__lane_mask(lane))))
         accel__worker_wake_lanes(rt, lanes);
     return ACCEL_OK;
 }
@@ -270,7 +271,8 @@ int accel_host_idle_begin(accel_runtime *rt, unsigned worker)
     accel__bump(&rt->workers[worker].parks, 1);
     /* parked++ then the full barrier: pairs with the submitter's
      * fence_hot before it reads the count (worker.c). */
-    accel__park_announce(rt, worker < rt->cfg.short_lane_workers ? 1 : 0);
+    accel__park_announce(
+        rt, accel__lane_of_slot(worker, rt->cfg.short_lane_workers));
     return ACCEL_OK;
 }
 
@@ -280,8 +282,9 @@ int accel_host_idle_end(accel_runtime *rt, unsigned worker, bool found_work)
     if (!h || !h->idle)
         return ACCEL_EINVAL;
     h->idle = false;
-    accel__park_leave(rt, worker < rt->cfg.short_lane_workers ? 1 : 0,
-                      found_work);
+    accel__park_leave(
+        rt, accel__lane_of_slot(worker, rt->cfg.short_lane_workers),
+        found_work);
     return ACCEL_OK;
 }
 

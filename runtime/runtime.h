@@ -42,7 +42,7 @@ typedef struct accel__worker {
     accel_runtime *rt;
     pthread_t thread;
     unsigned index; /* trace probes name the worker by it */
-    unsigned lane; /* 0 general, 1 short lane */
+    accel__lane lane;
     int cpu;       /* pinned to this CPU; -1: not pinned */
 } accel__worker;
 

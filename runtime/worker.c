@@ -373,7 +373,7 @@ void accel__workers_enqueue(accel_session *s, bool new_claim)
         s->rt, accel__sched_enqueue(s->rt->sched, &s->se, new_claim));
 }
 
-bool accel__workers_enqueue_or_take(accel_session *s, unsigned lane)
+bool accel__workers_enqueue_or_take(accel_session *s, accel__lane lane)
 {
     accel__session_ref(s); /* the scheduler's reference: the taker holds
                               it as a picker would */
@@ -412,7 +412,7 @@ static inline bool claim_parked(_Atomic uint64_t *idle)
 void (*_Atomic accel__wake_window_hook)(accel_runtime *rt, unsigned lane);
 
 static void wake_claimed(accel_runtime *rt, _Atomic uint32_t *word,
-                         unsigned lane)
+                         accel__lane lane)
 {
     /* relaxed: a test sets it before it creates the runtime. Loaded only
      * after a claim, on the way to a futex wake (a syscall). */
@@ -433,10 +433,10 @@ void accel__worker_wake_lanes(accel_runtime *rt, unsigned lanes)
 {
     accel__fence_hot();
     if ((lanes & ACCEL__SCHED_LANE_SHORT) && claim_parked(&rt->idle_short))
-        wake_claimed(rt, &rt->park_seq_short, ACCEL_HOST_LANE_SHORT);
+        wake_claimed(rt, &rt->park_seq_short, ACCEL__LANE_SHORT);
     else if (lanes & ACCEL__SCHED_LANE_GENERAL) {
         if (claim_parked(&rt->idle_workers))
-            wake_claimed(rt, &rt->park_seq, ACCEL_HOST_LANE_GENERAL);
+            wake_claimed(rt, &rt->park_seq, ACCEL__LANE_GENERAL);
         /* No parked worker for it: blocked workers may be owed an extra,
          * or the monitor may need arming (compensate.c: the submitter's
          * half of its fence pairs, the seq_cst fence here for `blocked`,
@@ -460,7 +460,7 @@ static bool wake_parked_general(accel_runtime *rt)
 {
     if (!claim_parked(&rt->idle_workers))
         return false;
-    wake_claimed(rt, &rt->park_seq, ACCEL_HOST_LANE_GENERAL);
+    wake_claimed(rt, &rt->park_seq, ACCEL__LANE_GENERAL);
     return true;
 }
 
@@ -488,7 +488,7 @@ static inline bool unpark(_Atomic uint64_t *idle)
 #define ACCEL__SPIN_NS 1000u
 #define ACCEL__SPIN_YIELDS 2
 
-static accel__sched_entity *spin_pick(accel_runtime *rt, unsigned lane)
+static accel__sched_entity *spin_pick(accel_runtime *rt, accel__lane lane)
 {
     uint64_t t0 = accel__now_ns();
     for (unsigned i = 1;; i++) {
@@ -515,13 +515,14 @@ void (*_Atomic accel__park_window_hook)(accel_runtime *rt, unsigned lane);
 static accel__sched_entity *park(accel_runtime *rt, accel__worker *w,
                                  int64_t timeout_ns, bool *timed_out)
 {
-    unsigned lane = w->lane;
+    accel__lane lane = w->lane;
     accel__sched_entity *e = spin_pick(rt, lane);
     if (e)
         return e;
     /* Short-lane workers park apart: a wake-up for work they may not run
      * must reach a general worker. */
-    _Atomic uint32_t *word = lane ? &rt->park_seq_short : &rt->park_seq;
+    _Atomic uint32_t *word =
+        lane == ACCEL__LANE_SHORT ? &rt->park_seq_short : &rt->park_seq;
     uint32_t seq = atomic_load_explicit(word, memory_order_acquire);
     /* relaxed: a test sets it before it creates the runtime. */
     void (*hook)(accel_runtime *, unsigned) =
@@ -546,26 +547,29 @@ static accel__sched_entity *park(accel_runtime *rt, accel__worker *w,
     return e;
 }
 
-void accel__park_announce(accel_runtime *rt, unsigned lane)
+void accel__park_announce(accel_runtime *rt, accel__lane lane)
 {
-    _Atomic uint64_t *idle = lane ? &rt->idle_short : &rt->idle_workers;
+    _Atomic uint64_t *idle =
+        lane == ACCEL__LANE_SHORT ? &rt->idle_short : &rt->idle_workers;
     /* relaxed: the count is ordered against the pick that follows by the
      * fence pair (the top of this file; a waker's fence_hot). */
     atomic_fetch_add_explicit(idle, ACCEL__PARKED, memory_order_relaxed);
     accel__fence_cold();
 }
 
-void accel__park_leave(accel_runtime *rt, unsigned lane, bool found)
+void accel__park_leave(accel_runtime *rt, accel__lane lane, bool found)
 {
-    _Atomic uint64_t *idle = lane ? &rt->idle_short : &rt->idle_workers;
+    _Atomic uint64_t *idle =
+        lane == ACCEL__LANE_SHORT ? &rt->idle_short : &rt->idle_workers;
     /* A worker that leaves with work from its second pick did not need the
      * claim it takes: the claim may be for work queued after that pick,
      * so pass the wake on to another parked worker (a claim on the short
      * lane was for work both lanes may run). models/lanes.pml */
     if (unpark(idle) && found)
-        accel__worker_wake_lanes(rt, lane ? ACCEL__SCHED_LANE_SHORT |
-                                                ACCEL__SCHED_LANE_GENERAL
-                                          : ACCEL__SCHED_LANE_GENERAL);
+        accel__worker_wake_lanes(rt, lane == ACCEL__LANE_SHORT
+                                         ? ACCEL__SCHED_LANE_SHORT |
+                                               ACCEL__SCHED_LANE_GENERAL
+                                         : ACCEL__SCHED_LANE_GENERAL);
 }
 
 /* Sessions prefetched ahead of the visits: the next one, and the one
@@ -655,7 +659,7 @@ static void worker_loop(accel__worker *w)
         }
         /* Re-queued for lanes we are not in (a short-lane worker's session
          * turned long): a worker that may run it must not stay parked. */
-        if (lanes && !(lanes & (1u << w->lane)))
+        if (lanes && !(lanes & accel__lane_mask(w->lane)))
             accel__worker_wake_lanes(rt, lanes);
     }
 }
@@ -667,7 +671,7 @@ static void setup_thread(accel_runtime *rt, accel__worker *w)
     /* The k-th worker of its lane: short-lane workers come first. */
     unsigned nshort = rt->cfg.short_lane_workers;
     char name[16];
-    if (w->lane)
+    if (w->lane == ACCEL__LANE_SHORT)
         snprintf(name, sizeof(name), "accel-short%u", w->index % 10000u);
     else
         snprintf(name, sizeof(name), "accel-w%u",
@@ -692,7 +696,7 @@ static void *worker_main(void *arg)
 void accel__workers_run_queued(accel_runtime *rt)
 {
     uint64_t now = 0;
-    for (unsigned lane = 0; lane < 2; lane++) {
+    for (accel__lane lane = ACCEL__LANE_GENERAL; lane < ACCEL__LANES; lane++) {
         accel__sched_entity *e;
         while ((e = accel__sched_pick(rt->sched, lane)) != NULL) {
             now = accel__now_ns();
@@ -714,7 +718,7 @@ int accel__workers_start(accel_runtime *rt)
         accel__worker *w = &rt->workers[i];
         w->rt = rt;
         w->index = i;
-        w->lane = i < rt->cfg.short_lane_workers ? 1 : 0;
+        w->lane = accel__lane_of_slot(i, rt->cfg.short_lane_workers);
         if (ACCEL__FAULT("pthread_create") ||
             pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             rt->nworkers = i;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "accel/accel.h"
+#include "lane.h"
 
 int accel__workers_start(accel_runtime *rt);
 void accel__workers_stop(accel_runtime *rt);
@@ -28,7 +29,7 @@ void accel__workers_enqueue(accel_session *s, bool new_claim);
  * instead (true: the caller begins its visit; no calendar round trip and
  * no wake, since the caller runs it), else enqueued and a worker woken
  * as there (false). */
-bool accel__workers_enqueue_or_take(accel_session *s, unsigned lane);
+bool accel__workers_enqueue_or_take(accel_session *s, accel__lane lane);
 
 /* Wakes one parked worker of the lanes in mask (ACCEL__SCHED_LANE_*, as
  * returned by accel__sched_enqueue), a short-lane one first, claiming it:
@@ -97,7 +98,7 @@ unsigned accel__visit_end(accel__visit *v, uint64_t *now);
 /* The idle announcement (the top of worker.c): a worker of lane counts
  * itself parked, then a full barrier (pairs with a waker's fence_hot);
  * it must pick once more before it sleeps. */
-void accel__park_announce(accel_runtime *rt, unsigned lane);
+void accel__park_announce(accel_runtime *rt, accel__lane lane);
 /* Test seam (unit_regressions.c): when set, called by a parking worker
  * after its last pick and before it announces itself, the window where a
  * submit finds no parked worker to wake. NULL outside tests. */
@@ -111,7 +112,7 @@ extern void (*_Atomic accel__wake_window_hook)(accel_runtime *rt,
                                                unsigned lane);
 /* A parked worker leaves (found: its pick after the announcement found
  * work, so a claim it takes is passed on). */
-void accel__park_leave(accel_runtime *rt, unsigned lane, bool found);
+void accel__park_leave(accel_runtime *rt, accel__lane lane, bool found);
 
 /* Host-driven runtime destroy: runs what is still queued on the calling
  * thread, as a worker would (no host worker runs any more). */
