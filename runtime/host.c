@@ -84,7 +84,7 @@ static void take_ops(accel__host_slot *h, accel_op *out, unsigned cap)
 {
     accel__visit *v = &h->v;
     accel_session *s = v->s;
-    uint32_t max = v->budget < v->run_max ? v->budget : v->run_max;
+    uint32_t max = v->quota < v->run_max ? v->quota : v->run_max;
     if (max > cap)
         max = cap;
     uint32_t ex;

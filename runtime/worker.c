@@ -103,12 +103,12 @@ void accel__visit_begin(accel__visit *v, accel_runtime *rt, accel_session *s,
 {
     *v = (accel__visit){.rt = rt, .s = s, .t0 = now,
                         .outer = accel__tls_current};
-    v->budget = accel__sched_visit_ops(rt->sched, &s->se);
+    v->quota = accel__sched_visit_ops(rt->sched, &s->se);
     if (s->bops->capacity) {
         uint32_t room = s->bops->capacity(s->bstate);
-        v->budget = room < v->budget ? room : v->budget;
+        v->quota = room < v->quota ? room : v->quota;
     }
-    /* The ops budget comes from the session's predicted op cost; if its
+    /* The ops quota comes from the session's predicted op cost; if its
      * ops suddenly got longer, the clock ends the visit at quantum_ns. It
      * is read every `every` ops, chosen so that checking costs ~1/20 of
      * the predicted work (a clock read is ~40 ns here). */
@@ -126,7 +126,7 @@ void accel__visit_begin(accel__visit *v, accel_runtime *rt, accel_session *s,
                                                      : (uint32_t)(quarter / cost);
     v->h = atomic_load_explicit(&s->rc.head, memory_order_relaxed);
     /* visit_start(session, id, ops allowed) */
-    ACCEL_TRACE3(visit_start, s, s->id, v->budget);
+    ACCEL_TRACE3(visit_start, s, s->id, v->quota);
     accel__tls_current = s; /* ops and done callbacks of s run here */
 }
 
@@ -264,13 +264,13 @@ static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
         accel__progress_finished(s, finished);
 }
 
-/* The visit's loop: runs of takes until the budget, the clock or the ring
+/* The visit's loop: runs of takes until the quota, the clock or the ring
  * (after a short linger) ends it. */
 void accel__visit_run(accel__visit *v)
 {
     accel_op ops[ACCEL__TAKE_MAX];
-    while (v->n < v->budget) {
-        uint32_t max = v->budget - v->n;
+    while (v->n < v->quota) {
+        uint32_t max = v->quota - v->n;
         if (max > v->run_max)
             max = v->run_max;
         /* Under a CANCEL close, ops still on the device go first (see

@@ -57,7 +57,7 @@ typedef struct accel__visit {
     accel_session *s;
     uint64_t h;           /* next position to take */
     uint64_t t0;          /* when the visit began */
-    uint32_t budget;      /* ops it may run */
+    uint32_t quota;       /* ops it may run */
     uint32_t n;           /* ops taken */
     uint32_t every;       /* ops between clock checks */
     uint32_t until_check;
@@ -73,7 +73,7 @@ typedef struct accel__visit {
  * head once for all of them. */
 #define ACCEL__TAKE_MAX 32u
 
-/* Opens a visit of s (picked by this worker) at now: its op budget, clock
+/* Opens a visit of s (picked by this worker) at now: its op quota, clock
  * checks and run size; marks s as this thread's running session. */
 void accel__visit_begin(accel__visit *v, accel_runtime *rt, accel_session *s,
                         uint64_t now);
@@ -87,7 +87,7 @@ uint32_t accel__visit_take(accel__visit *v, accel_op *ops, uint32_t max,
  * it completes with unrun (ECANCELED, ECLOSED, EEXPIRED), else 0. */
 int accel__visit_claim(accel__visit *v, uint64_t h0, uint32_t i, uint32_t *ex,
                        uint32_t k);
-/* Runs the visit's ops in C (fn, or the backend) until its budget, the
+/* Runs the visit's ops in C (fn, or the backend) until its quota, the
  * clock or the ring ends it. */
 void accel__visit_run(accel__visit *v);
 /* Ends the visit: charges the service, re-queues or leaves the session
