@@ -1,12 +1,12 @@
 /*
  * Host-driven workers (ACCEL_RUNTIME_HOST_WORKERS, accel.h): the host's
  * own threads drive the worker slots. A slot's visit is the C worker's
- * visit (worker.h: the same pick, takes, claims, charge and leave), cut
+ * visit (visit.h: the same pick, takes, claims, charge and leave), cut
  * in two around the host running the ops: accel_host_visit_begin takes
  * one run of ops and claims each (cancelled, expired and closed ops are
  * kept back and completed unrun), accel_host_visit_end completes them
  * all in FIFO order and ends the visit. Idle slots use the C workers'
- * parking counts (worker.c), with the host's sleep in place of the futex:
+ * parking counts (park.c), with the host's sleep in place of the futex:
  *
  *   host worker: parked++ (relaxed); fence_cold; pick (begin);
  *                nothing: sleep until host_wake; unpark
@@ -16,7 +16,7 @@
  * Either the host worker's pick sees the session, or the submitter's load
  * sees the parked count (the asymmetric fence pair, futex.h) and calls
  * host_wake, which the host's sleep keeps (a semaphore: a wake before the
- * sleep is not lost). That is the futex protocol of worker.c with the
+ * sleep is not lost). That is the futex protocol of park.c with the
  * host's primitive for the futex word; models/host.pml checks it.
  *
  * The slot's state is written only by the host thread driving the slot
@@ -29,13 +29,14 @@
 #include "accel/host.h"
 #include "alloc.h"
 #include "clock.h"
+#include "park.h"
 #include "progress.h"
 #include "rcu.h"
 #include "runtime.h"
 #include "session.h"
 #include "submit.h"
 #include "trace.h"
-#include "worker.h"
+#include "visit.h"
 
 /* pre[i] of a taken op: handed to the host, or its unrun status (< 0). */
 #define HANDED 1
@@ -93,7 +94,7 @@ static void take_ops(accel__host_slot *h, accel_op *out, unsigned cap)
     uint32_t m = 0;
     for (uint32_t i = 0; i < k; i++) {
         int status = 0;
-        /* As run_ops (worker.c): an EX op is claimed against cancellers
+        /* As run_ops (visit.c): an EX op is claimed against cancellers
          * here, when it is handed out; relaxed: close(CANCEL)'s flag. */
         if (ex & (UINT32_C(1) << i))
             status = accel__visit_claim(v, h0, i, &ex, k);
@@ -246,7 +247,7 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
      * published the session: a worker either sees it in its pick after
      * announcing, or is seen parked here). */
     if (lanes && (stop || !(lanes & accel__lane_mask(lane))))
-        accel__worker_wake_lanes(rt, lanes);
+        accel__park_wake_lanes(rt, lanes);
     return ACCEL_OK;
 }
 
@@ -270,7 +271,7 @@ int accel_host_idle_begin(accel_runtime *rt, unsigned worker)
     h->idle = true;
     accel__bump(&rt->workers[worker].parks, 1);
     /* parked++ then the full barrier: pairs with the submitter's
-     * fence_hot before it reads the count (worker.c). */
+     * fence_hot before it reads the count (park.c). */
     accel__park_announce(
         rt, accel__lane_of_slot(worker, rt->cfg.short_lane_workers));
     return ACCEL_OK;

@@ -1,7 +1,8 @@
 /*
  * The scheduler's internal interface: which runnable session a worker runs
- * next. The worker pool (worker.c, which also enqueues for the submit
- * path) uses only this; the implementation (sched_wfq.c over the calendar
+ * next. The workers (worker.c, host.c) pick, visits (visit.c) charge and
+ * re-queue, and park.c enqueues for the submit path, through this only;
+ * the implementation (sched_wfq.c over the calendar
  * of sched_calendar.c) is described in docs/scheduler.md.
  *
  * Protocol (enforced by SCHED in the ring's tail word, see ring.h): an entity

@@ -16,12 +16,12 @@
 #include "clock.h"
 #include "defaults.h"
 #include "futex.h"
+#include "park.h"
 #include "progress.h"
 #include "runtime.h"
 #include "session.h"
 #include "submit.h"
 #include "trace.h"
-#include "worker.h"
 
 /* The ring was full: a few yields first (on a 2-core machine the consumer
  * often just needs the CPU), then sleep until room, close or the deadline. */
@@ -123,12 +123,12 @@ submit_ops(accel_session *s, const accel_op *ops, size_t n, int64_t timeout_ns,
         if (owner) {
             accel__session_set_next(s, first, s->rp.mask);
             if (take && !take->taken)
-                take->taken = accel__workers_enqueue_or_take(s, take->lane);
+                take->taken = accel__park_enqueue_or_take(s, take->lane);
             else
-                accel__workers_enqueue(s, true);
+                accel__park_enqueue(s, true);
         } else if (accel__ring_mp_claim_deferred(ACCEL__RING(s))) {
             accel__session_set_next(s, first, s->rp.mask); /* about: a hint */
-            accel__workers_enqueue(s, false);
+            accel__park_enqueue(s, false);
         }
     }
     if (accepted)
