@@ -223,16 +223,11 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
     accel__visit *v = &h->v;
     accel_session *s = v->s;
     for (uint32_t i = 0, j = 0; i < h->k; i++) {
-        const accel_op *op = &h->ops[i];
         int st = h->pre[i];
-        if (st == HANDED) {
+        bool ran = st == HANDED;
+        if (ran)
             st = status[j++];
-            accel__bump(st == 0 ? &s->completed : &s->failed, 1);
-        }
-        /* op_done(session, arg, status) */
-        ACCEL_TRACE3(op_done, s, op->arg, st);
-        if (op->done)
-            op->done(op->arg, st);
+        accel__visit_op_done(s, &h->ops[i], st, ran);
     }
     if (h->k)
         accel__progress_finished(s, h->k);

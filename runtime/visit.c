@@ -28,11 +28,7 @@
 
 void accel__op_complete(accel_session *s, const accel_op *op, int status)
 {
-    accel__bump(status == 0 ? &s->completed : &s->failed, 1);
-    /* op_done(session, arg, status) */
-    ACCEL_TRACE3(op_done, s, op->arg, status);
-    if (op->done)
-        op->done(op->arg, status);
+    accel__visit_op_done(s, op, status, true);
     accel__progress_finished(s, 1);
 }
 
@@ -193,6 +189,7 @@ static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
     for (uint32_t i = 0; i < k; i++) {
         const accel_op *op = &ops[i];
         int status = 0;
+        bool ran = false;
         /* Per op: the cancel-vs-take decision of an EX op, its deadline,
          * and close(CANCEL), which an op of this run may begin (the rest
          * of the run is then cancelled). relaxed: a flag. A plain op pays
@@ -216,12 +213,9 @@ static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
             } else if (s->bops->run(s->bstate, &ctx, op, &status) != 0) {
                 continue; /* deferred: the backend completes it later */
             }
-            accel__bump(status == 0 ? &s->completed : &s->failed, 1);
+            ran = true;
         }
-        /* op_done(session, arg, status) */
-        ACCEL_TRACE3(op_done, s, op->arg, status);
-        if (op->done)
-            op->done(op->arg, status);
+        accel__visit_op_done(s, op, status, ran);
         finished++;
     }
     if (finished)

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "accel/accel.h"
+#include "session.h"
+#include "trace.h"
 
 /* Counters of the consumer side have one writer at a time: the worker
  * holding SCHED (deferred completions run in its poll too), handed over
@@ -23,6 +25,23 @@ static inline void accel__bump(_Atomic uint64_t *c, uint64_t by)
 {
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + by,
                           memory_order_relaxed);
+}
+
+/* An op's end, the same at each place one ends (its run in a visit, a
+ * host's end of visit, a backend's later completion): counted completed
+ * or failed if it ran (ran false: cancelled, expired or closed, counted
+ * when that status was known), then its done callback, so that whoever
+ * the callback wakes sees the counters. `finished`, which sleepers read,
+ * is the caller's to store, once per run (accel__progress_finished). */
+static inline void accel__visit_op_done(accel_session *s, const accel_op *op,
+                                        int status, bool ran)
+{
+    if (ran)
+        accel__bump(status == 0 ? &s->completed : &s->failed, 1);
+    /* op_done(session, arg, status) */
+    ACCEL_TRACE3(op_done, s, op->arg, status);
+    if (op->done)
+        op->done(op->arg, status);
 }
 
 /* One visit: its worker is the ring's only consumer from the pick to
