@@ -8,6 +8,7 @@
  */
 #include "alloc.h"
 #include "backend.h"
+#include "backend_registry.h"
 #include "fault.h"
 
 #ifndef ACCEL__MODULE_OPS
@@ -39,12 +40,12 @@ void *accel__ctx_backend_state(accel_ctx *ctx, accel_backend kind)
     return host->ctx_backend_state(ctx, kind);
 }
 
-void *accel__runtime_backend_state(accel_runtime *rt, accel_backend kind)
+void *accel__backend_registry_state(accel_runtime *rt, accel_backend kind)
 {
     return host->runtime_backend_state(rt, kind);
 }
 
-int accel__runtime_backend_status(accel_runtime *rt, accel_backend kind)
+int accel__backend_registry_status(accel_runtime *rt, accel_backend kind)
 {
     return host->runtime_backend_status(rt, kind);
 }

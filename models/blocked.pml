@@ -1,6 +1,6 @@
 /*
  * A blocked worker hands its place on (runtime/compensate.c) with the
- * park/wake protocol of worker.c, the extra workers' idle retirement and
+ * park/wake protocol of park.c, the extra workers' idle retirement and
  * the surplus rule.
  *
  * The base worker W runs op A, which blocks until session C's op has run

@@ -1,6 +1,6 @@
 /*
  * The cancel-vs-take handshake on a ring slot's seq word (runtime/ring.h,
- * "EX slots"; runtime/cancel.c; runtime/worker.c).
+ * "EX slots"; runtime/cancel.c; runtime/visit.c).
  *
  * One slot (capacity 1), so every op reuses it: op p is published with
  * seq = (p+1)|EX once the consumer has taken op p-1. A canceller per op

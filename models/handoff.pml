@@ -1,6 +1,6 @@
 /*
  * The one-RMW submit handshake (runtime/ring.h, runtime/submit.c,
- * runtime/worker.c): the runnable claim lives in the ring's tail word, so
+ * runtime/visit.c): the runnable claim lives in the ring's tail word, so
  * a submit's reservation CAS is also its kick.
  *
  * Tail word: {pos, SCHED} (and CLOSED, modelled in close.pml).
@@ -130,7 +130,7 @@ end_top:
        };
        if
        :: got == 0 ->
-           /* park(): asymmetric Dekker with wake_one, see worker.c */
+           /* park(): asymmetric Dekker with wake_one, see park.c */
            seq = park_seq;
            idle++;
 #ifndef BROKEN_PARK

@@ -1,6 +1,6 @@
 /*
- * Waking the two lanes (runtime/worker.c accel__runtime_wake_lanes, park):
- * a burst of wakes must reach as many parked workers.
+ * Waking the two lanes (runtime/park.c accel__park_wake_lanes,
+ * accel__park_worker): a burst of wakes must reach as many parked workers.
  *
  * One short-lane worker and one general worker; two sessions that either
  * lane may run (both short-class). Each session has one op, and the two

@@ -1,7 +1,7 @@
 /*
  * Producers waiting for room in a full ring (runtime/progress.c
- * accel__session_wait_room, runtime/progress.h accel__progress_room,
- * called by runtime/worker.c after each release of head).
+ * accel__progress_wait_room, runtime/progress.h accel__progress_room,
+ * called by runtime/visit.c after each release of head).
  *
  * A ring of 4 is full (positions 0..3, all published); two producers
  * each want one more slot and wait for room. The op at position 0 waits

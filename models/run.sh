@@ -72,7 +72,7 @@ check handoff.pml 'fail:assertion violated ((((produced==' -DBROKEN_PARK
 # completion sleepers: sync/close announce a target in wake_at
 check sync.pml pass
 check sync.pml 'fail:invalid end state' -DBROKEN_NORECHECK
-# the lanes' wake: claims, and passing a claim on (runtime/worker.c)
+# the lanes' wake: claims, and passing a claim on (runtime/park.c)
 check lanes.pml pass
 check lanes.pml 'fail:assertion violated (met==' -DBROKEN_NOCLAIM
 check lanes.pml 'fail:assertion violated (met==' -DBROKEN_NOPASS

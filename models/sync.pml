@@ -1,7 +1,8 @@
 /*
- * Completion sleepers (runtime/session.c accel__session_wait_finished, the
- * worker's finish_one in runtime/worker.c): sync and close wait for the
- * session's `finished` count to reach a target without a futex wake per op.
+ * Completion sleepers (runtime/progress.c accel__progress_wait_finished,
+ * the consumer's accel__progress_finished, called by runtime/visit.c):
+ * sync and close wait for the session's `finished` count to reach a
+ * target without a futex wake per op.
  *
  * Sleeper: if finished >= T, done. Else read the futex word `event`,
  * announce T by a CAS-min on `wake_at`, (cold fence), look at finished

@@ -117,16 +117,14 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status);
  * backend kind, else NULL. */
 void *accel__ctx_backend_state(accel_ctx *ctx, accel_backend kind);
 
-/* The runtime-level state of backend kind in rt (NULL when it did not
- * probe usable), and its status: ACCEL_OK, ACCEL_ENOBACKEND (not built,
- * not loadable, or probe failed), ACCEL_EBACKEND (failed since). */
-void *accel__runtime_backend_state(accel_runtime *rt, accel_backend kind);
-int accel__runtime_backend_status(accel_runtime *rt, accel_backend kind);
+/* The runtime-level state and status of a backend are the registry's:
+ * accel__backend_registry_state and _status (backend_registry.h). */
 
 /* A backend built as a loadable module (docs/backends.md) gets these
- * accessors, and the runtime's allocator, as a table: a module cannot
- * link the library's hidden symbols. backends/module_host.c turns the
- * table back into the functions above inside the module. */
+ * accessors (the registry's two included), and the runtime's allocator,
+ * as a table: a module cannot link the library's hidden symbols.
+ * backends/module_host.c turns the table back into those functions inside
+ * the module. */
 typedef struct accel__backend_host {
     int version; /* ACCEL__BACKEND_VERSION */
     void (*op_complete)(accel_session *s, const accel_op *op, int status);

@@ -44,7 +44,7 @@ static void module_init(void)
     (void)pthread_atfork(module_prepare, module_parent, module_child);
 }
 
-void accel__backend_module_lock_hold(bool hold)
+void accel__backend_registry_module_lock_hold(bool hold)
 {
     pthread_once(&module_once, module_init);
     if (hold)
@@ -53,7 +53,7 @@ void accel__backend_module_lock_hold(bool hold)
         pthread_mutex_unlock(&module_lock);
 }
 
-const accel__backend_ops *accel__backend_ops_of(accel_backend kind)
+const accel__backend_ops *accel__backend_registry_ops_of(accel_backend kind)
 {
     if (kind <= ACCEL_BACKEND_AUTO || kind >= ACCEL__BACKEND_KINDS)
         return NULL;
@@ -79,7 +79,7 @@ void accel__backends_probe(accel__backend_slot *slots,
 {
     for (int k = 0; k < ACCEL__BACKEND_KINDS; k++) {
         accel__backend_slot *sl = &slots[k];
-        sl->ops = accel__backend_ops_of((accel_backend)k);
+        sl->ops = accel__backend_registry_ops_of((accel_backend)k);
         sl->state = NULL;
         sl->probe = ACCEL_ENOBACKEND;
         if (!sl->ops || sl->ops->version != ACCEL__BACKEND_VERSION)
@@ -104,10 +104,10 @@ void accel__backends_fini(accel__backend_slot *slots)
     }
 }
 
-const accel__backend_slot *accel__backend_choose(const accel__backend_slot *slots,
-                                                 accel_backend want,
-                                                 const accel__backend_ops *after,
-                                                 int *err)
+const accel__backend_slot *
+accel__backend_registry_choose(const accel__backend_slot *slots,
+                               accel_backend want,
+                               const accel__backend_ops *after, int *err)
 {
     *err = ACCEL_ENOBACKEND;
     if ((unsigned)want >= ACCEL__BACKEND_KINDS) {
@@ -139,7 +139,7 @@ void *accel__ctx_backend_state(accel_ctx *ctx, accel_backend kind)
     return ctx->session->bstate;
 }
 
-void *accel__runtime_backend_state(accel_runtime *rt, accel_backend kind)
+void *accel__backend_registry_state(accel_runtime *rt, accel_backend kind)
 {
     if (!rt || kind <= ACCEL_BACKEND_AUTO || kind >= ACCEL__BACKEND_KINDS)
         return NULL;
@@ -147,7 +147,7 @@ void *accel__runtime_backend_state(accel_runtime *rt, accel_backend kind)
     return sl->probe == ACCEL_OK ? sl->state : NULL;
 }
 
-int accel__runtime_backend_status(accel_runtime *rt, accel_backend kind)
+int accel__backend_registry_status(accel_runtime *rt, accel_backend kind)
 {
     if (!rt || kind <= ACCEL_BACKEND_AUTO || kind >= ACCEL__BACKEND_KINDS)
         return ACCEL_EINVAL;

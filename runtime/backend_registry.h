@@ -27,10 +27,10 @@ extern const char *const accel__module_backends[ACCEL__BACKEND_KINDS];
 
 /* The ops of kind: built in, else loaded from its module (once per
  * process); NULL when neither. Thread-safe. */
-const accel__backend_ops *accel__backend_ops_of(accel_backend kind);
+const accel__backend_ops *accel__backend_registry_ops_of(accel_backend kind);
 /* Tests (unit_fork.c): takes (hold) or drops the module lock, as a thread
  * in the middle of loading a module holds it. */
-void accel__backend_module_lock_hold(bool hold);
+void accel__backend_registry_module_lock_hold(bool hold);
 
 /* Fills slots[ACCEL__BACKEND_KINDS]: finds and probes every backend. */
 void accel__backends_probe(accel__backend_slot *slots,
@@ -40,10 +40,18 @@ void accel__backends_fini(accel__backend_slot *slots);
 /* The backend a session asking for `want` binds to, skipping `after` and
  * every backend ranked at or above it for AUTO (to fall back): the slot,
  * or NULL with *err (ACCEL_ENOBACKEND, ACCEL_EINVAL). */
-const accel__backend_slot *accel__backend_choose(const accel__backend_slot *slots,
-                                                 accel_backend want,
-                                                 const accel__backend_ops *after,
-                                                 int *err);
+const accel__backend_slot *
+accel__backend_registry_choose(const accel__backend_slot *slots,
+                               accel_backend want,
+                               const accel__backend_ops *after, int *err);
+
+/* For backends (as backend.h's accessors; a module gets them through
+ * its host table): the runtime-level state of backend kind in rt (NULL
+ * when it did not probe usable), and its status: ACCEL_OK,
+ * ACCEL_ENOBACKEND (not built, not loadable, or probe failed),
+ * ACCEL_EBACKEND (failed since). */
+void *accel__backend_registry_state(accel_runtime *rt, accel_backend kind);
+int accel__backend_registry_status(accel_runtime *rt, accel_backend kind);
 
 /* For the public accessors of a backend (such as backends/cuda/cuda_api.c): asks
  * the running op's session, if bound to kind, the query `what` (its

@@ -16,7 +16,7 @@
  * every begin, IPIs each CPU running the process and serializes in the
  * kernel (a blocking op's begin is not rare under load); the submitter
  * pays a fence only when it found no parked worker. models/blocked.pml checks this hand-off with the park/wake
- * protocol of worker.c.
+ * protocol of park.c.
  *
  * Counting: `blocked` is raised before a worker's block word goes from 0
  * to non-zero and lowered after it goes back to 0, by whoever made that
@@ -133,7 +133,7 @@ static void spawn(accel_runtime *rt)
         w->slot = ACCEL__SLOT_FREE;
         w->rt = rt;
         w->index = rt->nworkers + i;
-        w->lane = 0;
+        w->lane = ACCEL__LANE_GENERAL;
         w->extra = true;
         w->cpu = -1;
         w->m_phase = 0;
@@ -193,7 +193,7 @@ static void hand_on(accel_runtime *rt)
         return; /* host-driven: the host's own drivers */
     /* The blocker's half of the pair at the top: blocked++ before, the
      * look at the scheduler after (the submitter's seq_cst fence is in
-     * accel__runtime_wake_lanes). */
+     * accel__park_wake_lanes, park.c). */
     atomic_thread_fence(memory_order_seq_cst);
     if (rt->comp.ops.wake_parked(rt))
         return;

@@ -16,9 +16,10 @@
  * workers run ops that are not blocked, once a surplus extra has reached
  * the end of its visit and retired.
  *
- * Layering: this file sits under worker.c. It starts extra threads and
- * wakes parked workers only through the hooks worker.c hands it
- * (accel__comp_ops); worker.c calls down into it.
+ * Layering: this file sits under worker.c and park.c. It starts extra
+ * threads and wakes parked workers only through the hooks worker.c hands
+ * it (accel__comp_ops: worker.c's loop, park.c's wake); both call down
+ * into it.
  */
 #ifndef ACCEL_RUNTIME_COMPENSATE_H
 #define ACCEL_RUNTIME_COMPENSATE_H
@@ -32,7 +33,7 @@
 
 struct accel__worker;
 
-/* worker.c's side, handed to accel__comp_start. */
+/* The worker pool's side (worker.c, park.c), handed to accel__comp_start. */
 typedef struct accel__comp_ops {
     /* The loop of an extra worker: returns once it retires (it took
      * itself out of extra_active) or the runtime stops. */
@@ -86,7 +87,7 @@ void accel__comp_stop(accel_runtime *rt);
 /* A worker thread (base or extra) installs the block hook for itself. */
 void accel__comp_thread_begin(struct accel__worker *w);
 
-/* The wake path found no parked general worker for new work (worker.c):
+/* The wake path found no parked general worker for new work (park.c):
  * starts an extra if blocked workers are owed one, arms the monitor. Cold
  * unless a worker is blocked or the monitor sleeps. */
 void accel__comp_starved(accel_runtime *rt);

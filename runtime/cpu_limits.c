@@ -5,8 +5,6 @@
 #include "cpu_limits.h"
 
 #include "accel/accel.h"
-#include "runtime.h"
-#include "worker.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -195,25 +193,4 @@ int accel__thread_pin(pthread_t t, unsigned cpu)
                                                         : ACCEL_EINVAL;
     CPU_FREE(set);
     return rc;
-}
-
-void accel__worker_setup_thread(accel_runtime *rt, accel__worker *w)
-{
-    /* The k-th worker of its lane: short-lane workers come first. */
-    unsigned nshort = rt->cfg.short_lane_workers;
-    char name[16];
-    if (w->lane)
-        snprintf(name, sizeof(name), "accel-short%u", w->index % 10000u);
-    else
-        snprintf(name, sizeof(name), "accel-w%u",
-                 (w->index - nshort) % 10000u);
-    pthread_setname_np(w->thread, name);
-    w->cpu = -1;
-    if (rt->cfg.worker_cpus_count) {
-        unsigned cpu = rt->cfg.worker_cpus[w->index % rt->cfg.worker_cpus_count];
-        /* The CPUs were checked against the affinity mask at create; a
-         * later failure (the mask shrank since) leaves the worker free. */
-        if (accel__thread_pin(w->thread, cpu) == ACCEL_OK)
-            w->cpu = (int)cpu;
-    }
 }

@@ -52,4 +52,15 @@ static inline void accel__fence_hot(void)
 }
 void accel__fence_cold(void);
 
+/* The CPU's spin-wait hint, for a poll loop before giving up or sleeping
+ * (a visit's linger, a worker's spin before it parks). */
+static inline void accel__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 #endif

@@ -1,12 +1,12 @@
 /*
  * Host-driven workers (ACCEL_RUNTIME_HOST_WORKERS, accel.h): the host's
  * own threads drive the worker slots. A slot's visit is the C worker's
- * visit (worker.h: the same pick, takes, claims, charge and leave), cut
+ * visit (visit.h: the same pick, takes, claims, charge and leave), cut
  * in two around the host running the ops: accel_host_visit_begin takes
  * one run of ops and claims each (cancelled, expired and closed ops are
  * kept back and completed unrun), accel_host_visit_end completes them
  * all in FIFO order and ends the visit. Idle slots use the C workers'
- * parking counts (worker.c), with the host's sleep in place of the futex:
+ * parking counts (park.c), with the host's sleep in place of the futex:
  *
  *   host worker: parked++ (relaxed); fence_cold; pick (begin);
  *                nothing: sleep until host_wake; unpark
@@ -16,7 +16,7 @@
  * Either the host worker's pick sees the session, or the submitter's load
  * sees the parked count (the asymmetric fence pair, futex.h) and calls
  * host_wake, which the host's sleep keeps (a semaphore: a wake before the
- * sleep is not lost). That is the futex protocol of worker.c with the
+ * sleep is not lost). That is the futex protocol of park.c with the
  * host's primitive for the futex word; models/host.pml checks it.
  *
  * The slot's state is written only by the host thread driving the slot
@@ -29,13 +29,14 @@
 #include "accel/host.h"
 #include "alloc.h"
 #include "clock.h"
+#include "park.h"
 #include "progress.h"
 #include "rcu.h"
 #include "runtime.h"
 #include "session.h"
 #include "submit.h"
 #include "trace.h"
-#include "worker.h"
+#include "visit.h"
 
 /* pre[i] of a taken op: handed to the host, or its unrun status (< 0). */
 #define HANDED 1
@@ -84,7 +85,7 @@ static void take_ops(accel__host_slot *h, accel_op *out, unsigned cap)
 {
     accel__visit *v = &h->v;
     accel_session *s = v->s;
-    uint32_t max = v->budget < v->run_max ? v->budget : v->run_max;
+    uint32_t max = v->quota < v->run_max ? v->quota : v->run_max;
     if (max > cap)
         max = cap;
     uint32_t ex;
@@ -93,7 +94,7 @@ static void take_ops(accel__host_slot *h, accel_op *out, unsigned cap)
     uint32_t m = 0;
     for (uint32_t i = 0; i < k; i++) {
         int status = 0;
-        /* As run_ops (worker.c): an EX op is claimed against cancellers
+        /* As run_ops (visit.c): an EX op is claimed against cancellers
          * here, when it is handed out; relaxed: close(CANCEL)'s flag. */
         if (ex & (UINT32_C(1) << i))
             status = accel__visit_claim(v, h0, i, &ex, k);
@@ -128,7 +129,7 @@ int accel_host_visit_begin(accel_runtime *rt, unsigned worker, accel_op *ops,
         return ACCEL_EINVAL;
     if (accel__fork_stale(rt->fork_gen))
         return ACCEL_ECLOSED;
-    unsigned lane = worker < rt->cfg.short_lane_workers ? 1 : 0;
+    accel__lane lane = accel__lane_of_slot(worker, rt->cfg.short_lane_workers);
     accel__sched_entity *e = accel__sched_pick(rt->sched, lane);
     accel__bump(&rt->workers[worker].picks, 1);
     if (!e)
@@ -179,7 +180,8 @@ static int submit_begin(accel_runtime *rt, unsigned worker, accel_session *s,
         return ACCEL_EINVAL;
     *n = 0;
     *begun = ACCEL_EAGAIN;
-    accel__submit_take t = {.lane = worker < rt->cfg.short_lane_workers};
+    accel__submit_take t = {
+        .lane = accel__lane_of_slot(worker, rt->cfg.short_lane_workers)};
     int rc = accel__submit_take_one(s, op, timeout_ns, &t);
     if (rc != ACCEL_OK)
         return rc;
@@ -221,31 +223,26 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
     accel__visit *v = &h->v;
     accel_session *s = v->s;
     for (uint32_t i = 0, j = 0; i < h->k; i++) {
-        const accel_op *op = &h->ops[i];
         int st = h->pre[i];
-        if (st == HANDED) {
+        bool ran = st == HANDED;
+        if (ran)
             st = status[j++];
-            accel__bump(st == 0 ? &s->completed : &s->failed, 1);
-        }
-        /* op_done(session, arg, status) */
-        ACCEL_TRACE3(op_done, s, op->arg, st);
-        if (op->done)
-            op->done(op->arg, st);
+        accel__visit_op_done(s, &h->ops[i], st, ran);
     }
     if (h->k)
         accel__progress_finished(s, h->k);
     h->open = false;
     uint64_t now;
     unsigned lanes = accel__visit_end(v, &now);
-    unsigned lane = worker < rt->cfg.short_lane_workers ? 1 : 0;
+    accel__lane lane = accel__lane_of_slot(worker, rt->cfg.short_lane_workers);
     /* Re-queued for lanes this slot is not in (a short-lane slot's session
      * turned long): a worker that may run it must not stay parked. A
      * slot that stops does not begin again: then any re-queue wakes one
      * (the submitter's side of the parking protocol, after the re-queue
      * published the session: a worker either sees it in its pick after
      * announcing, or is seen parked here). */
-    if (lanes && (stop || !(lanes & (1u << lane))))
-        accel__runtime_wake_lanes(rt, lanes);
+    if (lanes && (stop || !(lanes & accel__lane_mask(lane))))
+        accel__park_wake_lanes(rt, lanes);
     return ACCEL_OK;
 }
 
@@ -269,8 +266,9 @@ int accel_host_idle_begin(accel_runtime *rt, unsigned worker)
     h->idle = true;
     accel__bump(&rt->workers[worker].parks, 1);
     /* parked++ then the full barrier: pairs with the submitter's
-     * fence_hot before it reads the count (worker.c). */
-    accel__park_announce(rt, worker < rt->cfg.short_lane_workers ? 1 : 0);
+     * fence_hot before it reads the count (park.c). */
+    accel__park_announce(
+        rt, accel__lane_of_slot(worker, rt->cfg.short_lane_workers));
     return ACCEL_OK;
 }
 
@@ -280,8 +278,9 @@ int accel_host_idle_end(accel_runtime *rt, unsigned worker, bool found_work)
     if (!h || !h->idle)
         return ACCEL_EINVAL;
     h->idle = false;
-    accel__park_leave(rt, worker < rt->cfg.short_lane_workers ? 1 : 0,
-                      found_work);
+    accel__park_leave(
+        rt, accel__lane_of_slot(worker, rt->cfg.short_lane_workers),
+        found_work);
     return ACCEL_OK;
 }
 

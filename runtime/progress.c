@@ -11,7 +11,7 @@
 
 _Thread_local const accel__block_hook *accel__tls_block_hook;
 
-void accel__session_notify(accel_session *s)
+void accel__progress_notify(accel_session *s)
 {
     /* release: pairs with the acquire load of event in waiters, so that
      * what changed before the bump is seen after the wake. */
@@ -32,7 +32,7 @@ static int wait_finished(accel_session *s, uint64_t target,
     for (;;) {
         if (finished_reached(s, target))
             return ACCEL_OK;
-        /* acquire: pairs with the release bump in accel__session_notify. */
+        /* acquire: pairs with the release bump in accel__progress_notify. */
         uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
         uint64_t w = atomic_load_explicit(&s->wake_at, memory_order_relaxed);
         /* relaxed CAS-min: the fence below orders it against the worker. */
@@ -55,8 +55,8 @@ static int wait_finished(accel_session *s, uint64_t target,
     }
 }
 
-int accel__session_wait_finished(accel_session *s, uint64_t target,
-                                 uint64_t deadline)
+int accel__progress_wait_finished(accel_session *s, uint64_t target,
+                                  uint64_t deadline)
 {
     bool blocking = false;
     int rc = wait_finished(s, target, deadline, &blocking);
@@ -65,9 +65,9 @@ int accel__session_wait_finished(accel_session *s, uint64_t target,
     return rc;
 }
 
-int accel__session_wait_room(accel_session *s, uint64_t deadline)
+int accel__progress_wait_room(accel_session *s, uint64_t deadline)
 {
-    /* acquire: pairs with the release bump in accel__session_notify. */
+    /* acquire: pairs with the release bump in accel__progress_notify. */
     uint32_t ev = atomic_load_explicit(&s->event, memory_order_acquire);
     /* relaxed: the cold fence orders it against the consumer's head store
      * and flag load (accel__progress_room). */

@@ -56,15 +56,15 @@ static inline void accel__block_end(void)
 }
 
 /* Wakes every thread sleeping on the session's event word. */
-void accel__session_notify(accel_session *s);
+void accel__progress_notify(accel_session *s);
 
 /* Sleeps until `finished` >= target: ACCEL_OK, or ACCEL_ETIMEDOUT once
  * deadline (accel__deadline()) passed. */
-int accel__session_wait_finished(accel_session *s, uint64_t target,
-                                 uint64_t deadline);
+int accel__progress_wait_finished(accel_session *s, uint64_t target,
+                                  uint64_t deadline);
 /* Sleeps until the ring has room or is closed (then the caller retries):
  * ACCEL_OK, or ACCEL_ETIMEDOUT. */
-int accel__session_wait_room(accel_session *s, uint64_t deadline);
+int accel__progress_wait_room(accel_session *s, uint64_t deadline);
 
 /* Consumer, after each release of head ([R2]): wakes the producers
  * sleeping for room, if one announced itself since the last wake. When no
@@ -78,7 +78,7 @@ static inline void accel__progress_room(accel_session *s)
      * clears the flag, so one announcement gets one wake. */
     if (atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
         atomic_exchange_explicit(&s->space_waiters, 0, memory_order_relaxed))
-        accel__session_notify(s);
+        accel__progress_notify(s);
 }
 
 /* Consumer: `finished` += k (one store per run of completions), then
@@ -94,7 +94,7 @@ static inline void accel__progress_finished(accel_session *s, uint64_t k)
     /* relaxed: the sleeper's cold fence orders it. */
     if (f >= atomic_load_explicit(&s->wake_at, memory_order_relaxed)) {
         atomic_store_explicit(&s->wake_at, UINT64_MAX, memory_order_relaxed);
-        accel__session_notify(s);
+        accel__progress_notify(s);
     }
 }
 

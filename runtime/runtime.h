@@ -42,12 +42,12 @@ typedef struct accel__worker {
     accel_runtime *rt;
     pthread_t thread;
     unsigned index; /* trace probes name the worker by it */
-    unsigned lane; /* 0 general, 1 short lane */
+    accel__lane lane;
     int cpu;       /* pinned to this CPU; -1: not pinned */
 } accel__worker;
 
 struct accel_runtime {
-    /* ---- parking (see worker.c). idle_*: parked workers of the lane in
+    /* ---- parking (see park.c). idle_*: parked workers of the lane in
      * the low 32 bits, how many of them a waker has claimed (sent a wake
      * for) in the high 32 (ACCEL__PARKED / ACCEL__CLAIMED). */
     alignas(64) _Atomic uint64_t idle_workers;
@@ -60,7 +60,7 @@ struct accel_runtime {
     _Atomic uint32_t extra_active;
     _Atomic uint32_t monitor_armed;
     /* short-lane workers park apart, so that a wake-up for work they may
-     * not run never lands on them (see worker.c) */
+     * not run never lands on them (see park.c) */
     alignas(64) _Atomic uint64_t idle_short;
     _Atomic uint32_t park_seq_short; /* futex word */
 

@@ -27,7 +27,7 @@ int accel_runtime_get_stats(accel_runtime *rt, accel_runtime_stats *out,
     accel_runtime_stats st = {0};
     st.workers = rt->nworkers;
     st.short_lane_workers = rt->cfg.short_lane_workers;
-    /* relaxed: a gauge; the parking protocol orders itself (worker.c). */
+    /* relaxed: a gauge; the parking protocol orders itself (park.c). */
     /* idle_*: parked workers in the low 32 bits (runtime.h). */
     st.parked =
         (uint32_t)atomic_load_explicit(&rt->idle_workers,

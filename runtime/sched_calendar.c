@@ -22,7 +22,7 @@
  *    comes after the clear. On x86 these are the same instructions as the
  *    weaker orders (RMWs are locked, loads are plain).
  * A pick that finds no bit returns NULL only while no push has completed
- * its bit: the enqueuer wakes a worker after it (worker.c).
+ * its bit: the enqueuer wakes a worker after it (park.c).
  */
 #include <sys/mman.h>
 

@@ -1,7 +1,8 @@
 /*
  * The scheduler's internal interface: which runnable session a worker runs
- * next. The worker pool (worker.c, which also enqueues for the submit
- * path) uses only this; the implementation (sched_wfq.c over the calendar
+ * next. The workers (worker.c, host.c) pick, visits (visit.c) charge and
+ * re-queue, and park.c enqueues for the submit path, through this only;
+ * the implementation (sched_wfq.c over the calendar
  * of sched_calendar.c) is described in docs/scheduler.md.
  *
  * Protocol (enforced by SCHED in the ring's tail word, see ring.h): an entity
@@ -21,9 +22,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Lanes a queued entity may be run by (the result of enqueue). */
-#define ACCEL__SCHED_LANE_GENERAL 1u /* lane 0 workers */
-#define ACCEL__SCHED_LANE_SHORT 2u   /* lane 1 (short-lane) workers */
+#include "lane.h"
+
+/* Lanes a queued entity may be run by (the result of enqueue): masks of
+ * lanes (lane.h). */
+#define ACCEL__SCHED_LANE_GENERAL accel__lane_mask(ACCEL__LANE_GENERAL)
+#define ACCEL__SCHED_LANE_SHORT accel__lane_mask(ACCEL__LANE_SHORT)
 
 /* Embedded in each session. The scheduler owns every field but weight,
  * which accel_session_set_priority() stores (relaxed: enqueue reads it
@@ -90,11 +94,12 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
  * the scheduler's either way: a push and that pick, without the
  * calendar's round trip. Lock-free. */
 unsigned accel__sched_enqueue_or_take(accel__sched *s, accel__sched_entity *e,
-                                      bool woke, unsigned lane, bool *taken);
+                                      bool woke, accel__lane lane,
+                                      bool *taken);
 /* Removes and returns the entity a worker of `lane` should run next
- * (lane 0: general workers, 1: short-lane workers), NULL when none is
+ * (an accel__lane: ACCEL__LANE_GENERAL or _SHORT), NULL when none is
  * runnable for that lane. Lock-free. */
-accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane);
+accel__sched_entity *accel__sched_pick(accel__sched *s, accel__lane lane);
 
 /* A hint, not a claim: up to max entities a worker of `lane` would likely
  * pick next (the top of the first non-empty bucket and those under it, in
@@ -104,7 +109,7 @@ accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane);
  * to prefetch, never dereference an entity. It also prefetches the queue
  * node under the last one, so that the next peek does not wait for
  * memory. Lock-free, read-only. */
-unsigned accel__sched_peek(accel__sched *s, unsigned lane,
+unsigned accel__sched_peek(accel__sched *s, accel__lane lane,
                           accel__sched_entity **e, uint32_t *hint,
                           unsigned max);
 

@@ -166,6 +166,7 @@ static unsigned wfq_prepare(accel__sched *s, accel__sched_entity *e, bool woke)
     return cls;
 }
 
+/* The lanes whose picks see class cls (the other way of lowest_class). */
 static inline unsigned lanes_of(unsigned cls)
 {
     return cls ? ACCEL__SCHED_LANE_GENERAL | ACCEL__SCHED_LANE_SHORT
@@ -184,12 +185,12 @@ unsigned accel__sched_enqueue(accel__sched *s, accel__sched_entity *e,
     return lanes_of(cls);
 }
 
-/* The lowest class a pick for `lane` looks at: the short lane (lane != 0)
- * sees only the short class (1), when there is one; the general lane sees
- * every class from 0. */
-static inline unsigned lowest_class(const accel__sched *s, unsigned lane)
+/* The one map from a lane to classes: the lowest class a pick for `lane`
+ * looks at. The short lane sees only the short class (1), when there is
+ * one; the general lane sees every class from 0. */
+static inline unsigned lowest_class(const accel__sched *s, accel__lane lane)
 {
-    return lane && s->ncls > 1 ? 1 : 0;
+    return lane == ACCEL__LANE_SHORT && s->ncls > 1 ? 1 : 0;
 }
 
 /* The first non-empty bucket of calendar k within its window from V_k:
@@ -216,7 +217,7 @@ static inline bool first_bucket(accel__sched *s, unsigned k, unsigned *slot,
  * wins). relaxed loads: V and the bitmaps are hints here as in pick; a
  * push racing with this look is ordered after it, as it would be after a
  * push and pop of e. */
-static bool would_pick(accel__sched *s, unsigned lane, unsigned cls,
+static bool would_pick(accel__sched *s, accel__lane lane, unsigned cls,
                        uint64_t b)
 {
     unsigned lo = lowest_class(s, lane);
@@ -234,7 +235,8 @@ static bool would_pick(accel__sched *s, unsigned lane, unsigned cls,
 }
 
 unsigned accel__sched_enqueue_or_take(accel__sched *s, accel__sched_entity *e,
-                                      bool woke, unsigned lane, bool *taken)
+                                      bool woke, accel__lane lane,
+                                      bool *taken)
 {
     unsigned cls = wfq_prepare(s, e, woke);
     uint64_t V = atomic_load_explicit(&s->V[cls].v, memory_order_relaxed);
@@ -287,7 +289,7 @@ static void vtime_advance(accel__sched *s, unsigned cls, uint64_t to)
         ;
 }
 
-unsigned accel__sched_peek(accel__sched *s, unsigned lane,
+unsigned accel__sched_peek(accel__sched *s, accel__lane lane,
                           accel__sched_entity **e, uint32_t *hint,
                           unsigned max)
 {
@@ -318,7 +320,7 @@ unsigned accel__sched_peek(accel__sched *s, unsigned lane,
     return n;
 }
 
-accel__sched_entity *accel__sched_pick(accel__sched *s, unsigned lane)
+accel__sched_entity *accel__sched_pick(accel__sched *s, accel__lane lane)
 {
     unsigned lo = lowest_class(s, lane);
     for (;;) {

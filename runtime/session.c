@@ -264,8 +264,9 @@ static int backend_open(accel_runtime *rt, accel_session *s,
     int rc = s->bops->session_open(slot->state, s, &oa, &s->bstate);
     while (rc == ACCEL_ENOBACKEND && cfg->backend == ACCEL_BACKEND_AUTO) {
         int err;
-        slot = accel__backend_choose(rt->backends, ACCEL_BACKEND_AUTO,
-                                     s->bops, &err);
+        slot = accel__backend_registry_choose(rt->backends,
+                                              ACCEL_BACKEND_AUTO, s->bops,
+                                              &err);
         if (!slot)
             break;
         s->bops = slot->ops;
@@ -317,7 +318,7 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
         return ACCEL_ECLOSED; /* the parent's runtime (fork.c) */
     int rc;
     const accel__backend_slot *slot =
-        accel__backend_choose(rt->backends, c.backend, NULL, &rc);
+        accel__backend_registry_choose(rt->backends, c.backend, NULL, &rc);
     if (!slot)
         return rc;
     accel_session *s = session_alloc(rt, &c, idlen, prio, depth, slot->ops);
@@ -380,10 +381,10 @@ int accel_session_close(accel_session *s, unsigned flags)
     uint64_t final = accel__ring_close(ACCEL__RING(s));
     /* close(session, id, flags, accepted ops): every closer fires it */
     ACCEL_TRACE4(close, s, s->id, flags, final);
-    accel__session_notify(s); /* producers blocked on a full ring */
+    accel__progress_notify(s); /* producers blocked on a full ring */
     if (accel__tls_current == s)
         return ACCEL_OK;
-    return accel__session_wait_finished(s, final, UINT64_MAX);
+    return accel__progress_wait_finished(s, final, UINT64_MAX);
 }
 
 void accel_session_release(accel_session *s)

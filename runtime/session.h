@@ -17,7 +17,7 @@
  * through a deferral), so a session is never freed while queued, running
  * or deferred. Lookups hold an RCU read-side section for their table walk;
  * workers hold one only at the end of a visit, while the session may pass
- * to another thread (worker.c), never while an op runs.
+ * to another thread (visit.c), never while an op runs.
  *
  * Cache lines: see the layout of struct accel_session below.
  */

@@ -16,12 +16,12 @@
 #include "clock.h"
 #include "defaults.h"
 #include "futex.h"
+#include "park.h"
 #include "progress.h"
 #include "runtime.h"
 #include "session.h"
 #include "submit.h"
 #include "trace.h"
-#include "worker.h"
 
 /* The ring was full: a few yields first (on a 2-core machine the consumer
  * often just needs the CPU), then sleep until room, close or the deadline. */
@@ -37,7 +37,7 @@ static int wait_for_room(accel_session *s, int64_t timeout_ns,
         sched_yield();
         return accel__remaining(*deadline) == 0 ? ACCEL_ETIMEDOUT : ACCEL_OK;
     }
-    return accel__session_wait_room(s, *deadline);
+    return accel__progress_wait_room(s, *deadline);
 }
 
 /* Only sampled positions read the clock (waitstat.h); the stamp is
@@ -123,12 +123,12 @@ submit_ops(accel_session *s, const accel_op *ops, size_t n, int64_t timeout_ns,
         if (owner) {
             accel__session_set_next(s, first, s->rp.mask);
             if (take && !take->taken)
-                take->taken = accel__workers_enqueue_or_take(s, take->lane);
+                take->taken = accel__park_enqueue_or_take(s, take->lane);
             else
-                accel__workers_enqueue(s, true);
+                accel__park_enqueue(s, true);
         } else if (accel__ring_mp_claim_deferred(ACCEL__RING(s))) {
             accel__session_set_next(s, first, s->rp.mask); /* about: a hint */
-            accel__workers_enqueue(s, false);
+            accel__park_enqueue(s, false);
         }
     }
     if (accepted)
@@ -238,8 +238,8 @@ int accel_session_sync(accel_session *s, int64_t timeout_ns)
     if (accel__fork_stale(s->rt->fork_gen))
         return ACCEL_ECLOSED;
     uint64_t target = accel__ring_submitted(ACCEL__RING(s));
-    return accel__session_wait_finished(s, target,
-                                        accel__deadline(timeout_ns));
+    return accel__progress_wait_finished(s, target,
+                                         accel__deadline(timeout_ns));
 }
 
 int accel_session_reserve(accel_session *s, int64_t bytes)

@@ -9,10 +9,11 @@
 #include <stdint.h>
 
 #include "accel/accel.h"
+#include "lane.h"
 
 /* A submit whose caller drives host slot `lane` next (host.c). */
 typedef struct accel__submit_take {
-    unsigned lane;
+    accel__lane lane;
     bool taken; /* out: the session was handed to the caller */
 } accel__submit_take;
 /* accel_submit of one op (arguments checked by the caller), with take. */

@@ -26,13 +26,13 @@ MUTANTS = [
      "accel_unit_ring",
      "tests/accel_unit_ring --jobs 1 --filter ring/room_at_exactly_one_free_slot",
      "a room waiter with exactly one free slot sees the ring full"),
-    ("park-no-second-pick", "runtime/worker.c",
+    ("park-no-second-pick", "runtime/park.c",
      "    accel__park_announce(rt, lane);\n    e = accel__sched_pick(rt->sched, lane);",
      "    accel__park_announce(rt, lane);\n    e = NULL;",
      "accel_unit_regressions",
      "tests/accel_unit_regressions --jobs 1 --filter regressions/submit_in_the_park_window_is_not_lost",
      "park() sleeps without picking again after announcing itself"),
-    ("wake-never-sent", "runtime/worker.c",
+    ("wake-never-sent", "runtime/park.c",
      "    atomic_fetch_add_explicit(word, 1, memory_order_release);\n"
      "    accel__futex_wake(word, 1);",
      "    atomic_fetch_add_explicit(word, 1, memory_order_release);",
@@ -56,7 +56,7 @@ MUTANTS = [
      "accel_unit_budget",
      "tests/accel_unit_budget --jobs 1 --filter budget/charge_racing_in_the_check_window",
      "the budget charge as check-then-add, no CAS retry"),
-    ("visit-no-requeue", "runtime/worker.c",
+    ("visit-no-requeue", "runtime/visit.c",
      "    if (pending || accel__ring_sc_ready(ACCEL__RING(s), h))\n"
      "        return accel__sched_enqueue(rt->sched, &s->se, false);",
      "    if (pending || accel__ring_sc_ready(ACCEL__RING(s), h))\n"
@@ -65,7 +65,7 @@ MUTANTS = [
      "tests/accel_stress_exactly_once --seconds 1 --quiet",
      "a visit that does not re-queue a session with ops left (a hang: the "
      "stress watchdog names the step and exits 124)"),
-    ("visit-clears-current", "runtime/worker.c",
+    ("visit-clears-current", "runtime/visit.c",
      "    accel__tls_current = v->outer;",
      "    accel__tls_current = NULL;",
      "accel_unit_host",

@@ -308,7 +308,7 @@ static void *hold_main(void *arg)
     if (h->m)
         pthread_mutex_lock(h->m);
     else
-        accel__backend_module_lock_hold(true);
+        accel__backend_registry_module_lock_hold(true);
     atomic_store(&h->held, 1);
     while (!atomic_load(h->until_forked ? &h->forked : &h->forking))
         sched_yield();
@@ -317,7 +317,7 @@ static void *hold_main(void *arg)
     if (h->m)
         pthread_mutex_unlock(h->m);
     else
-        accel__backend_module_lock_hold(false);
+        accel__backend_registry_module_lock_hold(false);
     return NULL;
 }
 

@@ -17,9 +17,9 @@
 
 #include "core_util.h"
 #include "futex.h"
+#include "park.h"
 #include "runtime.h"
 #include "session.h"
-#include "worker.h"
 
 /* Marks one worker of lane as parked (white-box, no thread). */
 #define TEST_PARK(rt, lane)                                                   \
@@ -373,8 +373,8 @@ Test(regressions, two_wakes_claim_two_parked_workers, .timeout = 10)
     TEST_PARK(rt, 1);
     TEST_PARK(rt, 0);
     unsigned both = ACCEL__SCHED_LANE_GENERAL | ACCEL__SCHED_LANE_SHORT;
-    accel__runtime_wake_lanes(rt, both);
-    accel__runtime_wake_lanes(rt, both);
+    accel__park_wake_lanes(rt, both);
+    accel__park_wake_lanes(rt, both);
     cr_assert_eq(atomic_load(&rt->park_seq_short), 1,
                  "wakes sent to the short lane's one parked worker: %u",
                  atomic_load(&rt->park_seq_short));
@@ -382,7 +382,7 @@ Test(regressions, two_wakes_claim_two_parked_workers, .timeout = 10)
                  "wakes sent to the general lane's one parked worker: %u",
                  atomic_load(&rt->park_seq));
     /* A third wake finds no unclaimed parked worker: nothing to send. */
-    accel__runtime_wake_lanes(rt, both);
+    accel__park_wake_lanes(rt, both);
     cr_assert_eq(atomic_load(&rt->park_seq_short) + atomic_load(&rt->park_seq),
                  2);
     free(rt);

@@ -8,7 +8,7 @@
  * server of bench/nodesim/fluid.c fed the same arrivals: this is the
  * share error of accel-nodesim with the machine's noise taken out.
  *
- * Workers follow worker.c: a visit takes up to accel__sched_visit_ops
+ * Workers follow worker.c and visit.c: a visit takes up to accel__sched_visit_ops
  * ops, ends early once quantum_ns has passed or the ring is empty, drops
  * an op whose deadline has passed when it comes up (no work, counted as
  * an op of the visit), is charged its duration, and the session is

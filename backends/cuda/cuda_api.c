@@ -36,5 +36,5 @@ int accel_runtime_cuda_status(accel_runtime *rt)
 {
     if (!rt)
         return ACCEL_EINVAL;
-    return accel__runtime_backend_status(rt, ACCEL_BACKEND_CUDA);
+    return accel__backend_registry_status(rt, ACCEL_BACKEND_CUDA);
 }

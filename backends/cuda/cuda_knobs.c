@@ -2,9 +2,11 @@
  * the tests and bench/gpu_check.c, which link the backend statically. */
 #include "cuda_internal.h"
 
+#include "backend_registry.h"
+
 static accel__cuda_rt *cuda_rt_of(accel_runtime *rt)
 {
-    return rt ? accel__runtime_backend_state(rt, ACCEL_BACKEND_CUDA) : NULL;
+    return rt ? accel__backend_registry_state(rt, ACCEL_BACKEND_CUDA) : NULL;
 }
 
 int accel__cuda_set_priorities(accel_runtime *rt, int on)

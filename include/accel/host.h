@@ -75,7 +75,7 @@ extern "C" {
 
 /* Picks a runnable session for worker slot `worker` exactly as an accel
  * worker thread would and takes up to cap of its ops (fewer when the
- * scheduler's visit budget, the predicted op cost or the ring says so)
+ * scheduler's visit quota, the predicted op cost or the ring says so)
  * into ops[0..*n), in FIFO order. Returns ACCEL_OK (a visit is open on
  * the slot: call accel_host_visit_end; *n may be 0), ACCEL_EAGAIN
  * (nothing runnable; no visit open), ACCEL_EINVAL (rt or n NULL, rt not
