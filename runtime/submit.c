@@ -49,13 +49,15 @@ static inline void stamp_position(accel_session *s, uint64_t pos)
             accel__now_ns();
 }
 
-/* An op of accel_submit_ex: published as an EX slot (ring.h). */
+/* Ops of accel_submit_ex (one, with a ticket) or of
+ * accel__submit_batch_until (any number, one deadline): published as EX
+ * slots (ring.h). */
 typedef struct submit_ex {
     int64_t deadline_ns; /* 0: none */
-    uint64_t pos;        /* out: the position it got */
+    uint64_t pos;        /* out: the position the first op got */
 } submit_ex;
 
-/* Publishes ops[0..n), all with a valid fn. ex: n == 1, an EX op.
+/* Publishes ops[0..n), all with a valid fn. ex: EX ops.
  * take: a host slot of take->lane will pick right after (host.c,
  * accel_host_submit_begin): a session this submit makes runnable goes to
  * it directly when its pick would return it (take->taken). Inlined into
@@ -103,13 +105,19 @@ submit_ops(accel_session *s, const accel_op *ops, size_t n, int64_t timeout_ns,
             __builtin_prefetch(&s->refs, 1);
             __builtin_prefetch(&s->se, 1);
         }
-        if (ex) { /* one op (n == 1): kept out of the plain loop below */
-            stamp_position(s, first);
-            ex->pos = first;
-            /* submit(session, id, position, arg) */
-            ACCEL_TRACE4(submit, s, s->id, first, ops[done].arg);
-            accel__ring_mp_publish_ex(ACCEL__RING(s), first, &ops[done],
-                                      ex->deadline_ns);
+        if (ex) { /* kept out of the plain loop below */
+            if (done == 0)
+                ex->pos = first;
+            for (int64_t i = 0; i < k; i++) {
+                uint64_t pos = first + (uint64_t)i;
+                stamp_position(s, pos);
+                /* submit(session, id, position, arg) */
+                ACCEL_TRACE4(submit, s, s->id, pos,
+                             ops[done + (size_t)i].arg);
+                accel__ring_mp_publish_ex(ACCEL__RING(s), pos,
+                                          &ops[done + (size_t)i],
+                                          ex->deadline_ns);
+            }
         }
         for (int64_t i = 0; i < k && !ex; i++) {
             uint64_t pos = first + (uint64_t)i;
@@ -177,6 +185,26 @@ int accel_submit_batch(accel_session *s, const accel_op *ops, size_t n,
     while (valid < n && ops[valid].fn)
         valid++;
     int rc = submit_ops(s, ops, valid, timeout_ns, accepted, NULL, NULL);
+    if (rc == ACCEL_OK && valid < n)
+        rc = ACCEL_EINVAL;
+    return rc;
+}
+
+int accel__submit_batch_until(accel_session *s, const accel_op *ops,
+                              size_t n, int64_t deadline_ns,
+                              int64_t timeout_ns, size_t *accepted)
+{
+    if (deadline_ns == 0)
+        return accel_submit_batch(s, ops, n, timeout_ns, accepted);
+    if (accepted)
+        *accepted = 0;
+    if (!s || (!ops && n) || timeout_ns < ACCEL_FOREVER || deadline_ns < 0)
+        return ACCEL_EINVAL;
+    size_t valid = 0;
+    while (valid < n && ops[valid].fn)
+        valid++;
+    submit_ex ex = {.deadline_ns = deadline_ns};
+    int rc = submit_ops(s, ops, valid, timeout_ns, accepted, &ex, NULL);
     if (rc == ACCEL_OK && valid < n)
         rc = ACCEL_EINVAL;
     return rc;

@@ -1,11 +1,13 @@
 /*
  * The submit side's interface to the layer above (submit.c): a submit of
- * one op that can hand its session straight to the caller's host slot.
+ * one op that can hand its session straight to the caller's host slot,
+ * and a batch with one deadline for all its ops.
  */
 #ifndef ACCEL_RUNTIME_SUBMIT_H
 #define ACCEL_RUNTIME_SUBMIT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "accel/accel.h"
@@ -19,5 +21,12 @@ typedef struct accel__submit_take {
 /* accel_submit of one op (arguments checked by the caller), with take. */
 int accel__submit_take_one(accel_session *s, const accel_op *op,
                            int64_t timeout_ns, accel__submit_take *take);
+
+/* accel_submit_batch whose ops all carry deadline_ns as accel_submit_ex's
+ * (0: none, the plain batch): the Go package's SubmitBatch under a ctx
+ * with a deadline. */
+int accel__submit_batch_until(accel_session *s, const accel_op *ops,
+                              size_t n, int64_t deadline_ns,
+                              int64_t timeout_ns, size_t *accepted);
 
 #endif

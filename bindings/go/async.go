@@ -133,7 +133,7 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 		var got C.size_t
 		rc := C.ACCEL_ECLOSED
 		if c := v.sess.enter(); c != nil {
-			rc = int(C.goaccel_submit_batch(c, &buf[0], C.size_t(n), C.ACCEL_NO_WAIT, &got))
+			rc = int(C.goaccel_submit_batch(c, &buf[0], C.size_t(n), 0, C.ACCEL_NO_WAIT, &got))
 			v.h.exit()
 		}
 		k := 0
@@ -182,7 +182,9 @@ func (b *batchWait) arrive() {
 // with one crossing into C for all of fs while the queue has room (more
 // only to wait for room), and returns each f's error. ctx is
 // honoured per op until it starts, also while the batch waits for queue
-// room: ops not started when ctx ends get ctx.Err() and never run. If the
+// room: ops not started when ctx ends get ctx.Err() and never run (its
+// deadline goes with each op to the scheduler, which drops the ops not
+// started by then, as for Submit). If the
 // session closes part-way, the ops not queued get ErrSessionClosed. From
 // inside one of the session's own ops every op gets ErrDeadlock (the
 // batch would wait for itself), as with Submit.
@@ -236,7 +238,9 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 		cids[i] = r.arg()
 	}
 	// Queue them, waiting for room: without limit if ctx cannot end, else
-	// in slices between which ctx is looked at.
+	// in slices between which ctx is looked at. ctx's deadline goes with
+	// each op: the scheduler drops an op not started by then (as Submit's).
+	deadline := ctxDeadline(ctx)
 	queued := 0
 	var stop error
 	// First without waiting: a wait for room inside an op then counts
@@ -251,7 +255,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 			timeout = C.ACCEL_NO_WAIT
 		}
 		var got C.size_t
-		rc := int(C.goaccel_submit_batch(c, &cids[queued], C.size_t(len(fs)-queued), timeout, &got))
+		rc := int(C.goaccel_submit_batch(c, &cids[queued], C.size_t(len(fs)-queued), deadline, timeout, &got))
 		queued += int(got)
 		if rc == C.ACCEL_OK {
 			continue

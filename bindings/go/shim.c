@@ -12,6 +12,7 @@
 
 #include "_cgo_export.h"
 #include "cpu_limits.h" /* unlike session.h (below), needs no liburcu */
+#include "submit.h"
 
 /* session.h's (not included here: it needs liburcu's headers, which only
  * csources.c should ask for). */
@@ -149,7 +150,8 @@ int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
 }
 
 int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
-                         int64_t timeout_ns, size_t *accepted)
+                         int64_t deadline_ns, int64_t timeout_ns,
+                         size_t *accepted)
 {
     enum { CHUNK = 64 };
     accel_op ops[CHUNK];
@@ -160,7 +162,8 @@ int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
         for (size_t i = 0; i < k; i++)
             ops[i] = (accel_op){.fn = goaccel_op_fn, .done = goaccel_op_done,
                                 .arg = (void *)recs[done + i]};
-        rc = accel_submit_batch(s, ops, k, timeout_ns, &got);
+        rc = accel__submit_batch_until(s, ops, k, deadline_ns, timeout_ns,
+                                       &got);
         done += got;
     }
     *accepted = done;

@@ -41,9 +41,12 @@ int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
 int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
                        unsigned w, uintptr_t *recs, unsigned *n, int *begun);
 
-/* Queues recs[0..n) in order; *accepted = how many were (a prefix). */
+/* Queues recs[0..n) in order, each with deadline_ns (0: none; ctx's, so
+ * the scheduler drops an op unstarted by then); *accepted = how many
+ * were (a prefix). */
 int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
-                         int64_t timeout_ns, size_t *accepted);
+                         int64_t deadline_ns, int64_t timeout_ns,
+                         size_t *accepted);
 
 /* Whether the calling thread's host worker has a visit of rt open (an op
  * of rt runs here). */

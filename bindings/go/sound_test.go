@@ -183,6 +183,54 @@ func TestSubmitBatchBiggerThanQueue(t *testing.T) {
 	}
 }
 
+// deadlineOnly is a ctx with a deadline whose Done never closes (as a
+// user's own Context may be): only the deadline C was given can stop an
+// op of it.
+type deadlineOnly struct {
+	context.Context
+	at time.Time
+}
+
+func (c deadlineOnly) Deadline() (time.Time, bool) { return c.at, true }
+
+// SubmitBatch gives each op ctx's deadline in C, as Submit does: ops still
+// queued when it passes are dropped unstarted by the scheduler and get
+// context.DeadlineExceeded, even from a ctx whose Done channel has not
+// closed (a Go-side look at ctx.Done() alone let them run).
+func TestSubmitBatchCarriesCtxDeadline(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("batch-deadline")
+	release := blockWorker(t, v)
+	defer release()
+	at := time.Now().Add(2 * time.Millisecond)
+	ctx := deadlineOnly{Context: context.Background(), at: at}
+	var ran atomic.Int32
+	fs := make([]func(*Session) error, 3)
+	for i := range fs {
+		fs[i] = func(*Session) error { ran.Add(1); return nil }
+	}
+	res := make(chan []error, 1)
+	go func() { res <- v.SubmitBatch(ctx, fs) }()
+	done := step(t, "batch queued behind the blocked worker")
+	waitSubmitted(v, 1+uint64(len(fs)))
+	done()
+	for time.Now().Before(at.Add(time.Millisecond)) { // the deadline has passed
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	done = step(t, "SubmitBatch returns")
+	errs := <-res
+	done()
+	for i, err := range errs {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("op %d: %v, want context.DeadlineExceeded", i, err)
+		}
+	}
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("%d ops ran after their deadline", n)
+	}
+}
+
 // SubmitBatch honours ctx while it waits for queue room.
 func TestSubmitBatchCtxWhileWaitingForRoom(t *testing.T) {
 	rt := newTestRuntime(t, 1)

@@ -552,6 +552,22 @@ func (v *VMSession) submitOwn(r *opRec) (queued bool, err error) {
 // may end it: Submit and SubmitBatch look at ctx between slices.
 const roomSlice = 200 * time.Microsecond
 
+// ctxDeadline is ctx's deadline on C's clock (accel_now_ns), 0 if none.
+func ctxDeadline(ctx context.Context) C.int64_t {
+	if ctx == nil {
+		return 0
+	}
+	d, ok := ctx.Deadline()
+	if !ok {
+		return 0
+	}
+	deadline := C.accel_now_ns() + C.int64_t(time.Until(d))
+	if deadline <= 0 {
+		deadline = 1 // 0 means none
+	}
+	return deadline
+}
+
 // enqueue hands r to C (deadline from ctx, ticket into t): without a ctx
 // that can end it waits for room without limit, else in slices between
 // which it looks at ctx, one such Submit of the session at a time (the
@@ -565,15 +581,7 @@ func (v *VMSession) enqueue(r *opRec, ctx context.Context, done <-chan struct{},
 		return ErrSessionClosed
 	}
 	defer v.h.exit()
-	var deadline C.int64_t
-	if ctx != nil {
-		if d, ok := ctx.Deadline(); ok {
-			deadline = C.accel_now_ns() + C.int64_t(time.Until(d))
-			if deadline <= 0 {
-				deadline = 1 // 0 means none
-			}
-		}
-	}
+	deadline := ctxDeadline(ctx)
 	if done == nil {
 		return statusErr(submitBlocked(c, r, deadline, t))
 	}
