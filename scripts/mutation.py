@@ -99,7 +99,7 @@ MUTANTS = [
      "tests/accel_unit_fork --jobs 1 --filter fork/fork_while_the_module_lock_is_held",
      "the backend-module lock left out of the fork handlers"),
     ("fork-arena-reclaim", "runtime/session.c",
-     "    if (accel__runtime_forked(s->rt)) {\n        accel__rcu_reclaim_end();\n        return;\n    }\n",
+     "    if (accel__fork_stale(s->rt->fork_gen)) {\n        accel__rcu_reclaim_end();\n        return;\n    }\n",
      "",
      "accel_unit_fork",
      "tests/accel_unit_fork --jobs 1 --filter fork/fork_while_the_arena_lock_is_held",
