@@ -212,7 +212,9 @@ static inline bool accel__session_tryref(accel_session *s)
     return accel__session_tryref_add(s, ACCEL__SESSION_REF);
 }
 
-/* The full stats of this library's layout (accel_session_get_stats_ex writes them by size). */
+/* The full stats of this library's layout (accel_session_get_stats_ex
+ * writes them by size; the Prometheus text, metrics.c, formats them): the
+ * one reader of a session's counters. */
 void accel__session_fill_stats(const accel_session *s,
                                accel_session_stats *out);
 
