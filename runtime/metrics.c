@@ -233,7 +233,7 @@ static void take_snap(accel_session *s, snap *d)
      * exact, the set not one instant; completion side first, so queued
      * never underflows). */
     accel__session_fill_stats(s, &d->st);
-    memcpy(d->id, s->id, s->id_len + 1);
+    memcpy(d->id, s->id, s->table_node.len + 1);
 }
 
 /* Copies every open session (cold path: list_lock). Returns the count, or
