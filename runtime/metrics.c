@@ -14,7 +14,8 @@
  *      would not fit.
  *
  * No hot path takes a lock or pays anything for this: the counters are
- * the ones stats already read (relaxed loads).
+ * read by the one function that fills accel_session_get_stats_ex
+ * (accel__session_fill_stats: relaxed loads).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +24,10 @@
 #include "runtime.h"
 #include "session.h"
 
+/* A session's stats as accel_session_get_stats_ex fills them (one reader
+ * of the counters, session.c), and its id. */
 typedef struct snap {
-    uint64_t submitted, completed, failed, cancelled, expired, queued;
-    uint64_t service_ns, wait_p50_ns, wait_p99_ns;
-    int64_t mem_used, mem_budget;
-    uint32_t priority;
+    accel_session_stats st;
     char id[ACCEL_ID_MAX + 1];
 } snap;
 
@@ -182,7 +182,7 @@ static void session_labels(out *o, const char *name, const snap *s)
     puts_(o, "{session=\"");
     put_label(o, s->id);
     puts_(o, "\",priority=\"");
-    put_u64(o, s->priority);
+    put_u64(o, s->st.priority);
     puts_(o, "\"} ");
 }
 
@@ -194,7 +194,7 @@ typedef struct sess_family {
     enum kind kind;
 } sess_family;
 
-#define F(field) offsetof(snap, field)
+#define F(field) offsetof(snap, st.field)
 static const sess_family sess_families[] = {
     {"accel_session_ops_submitted_total", "counter",
      "Ops accepted by the session.", F(submitted), K_U64},
@@ -220,36 +220,20 @@ static const sess_family sess_families[] = {
     {"accel_session_queue_depth", "gauge",
      "Ops accepted and not yet started.", F(queued), K_U64},
     {"accel_session_memory_used_bytes", "gauge",
-     "Bytes charged to the session's budget.", F(mem_used), K_I64},
+     "Bytes charged to the session's budget.", F(memory_used), K_I64},
     {"accel_session_memory_budget_bytes", "gauge",
-     "The session's memory budget in bytes (0: unlimited).", F(mem_budget),
+     "The session's memory budget in bytes (0: unlimited).", F(memory_budget),
      K_I64},
 };
 #undef F
 
-static uint64_t metrics_ld(_Atomic uint64_t *p)
-{
-    return atomic_load_explicit(p, memory_order_relaxed);
-}
-
 static void take_snap(accel_session *s, snap *d)
 {
-    /* Relaxed loads as in accel_session_get_stats: each counter exact,
-     * the set not one instant. Completion side first, so queued never
-     * underflows. */
-    d->completed = metrics_ld(&s->completed);
-    d->failed = metrics_ld(&s->failed);
-    d->cancelled = metrics_ld(&s->cancelled);
-    d->expired = metrics_ld(&s->expired);
-    d->queued = accel__ring_count(ACCEL__RING(s));
-    d->submitted = accel__ring_submitted(ACCEL__RING(s));
-    d->service_ns = metrics_ld(&s->service_ns);
-    d->wait_p50_ns = accel__waitstat_quantile(&s->wait, 0.50);
-    d->wait_p99_ns = accel__waitstat_quantile(&s->wait, 0.99);
-    d->mem_used = accel__budget_used(&s->budget);
-    d->mem_budget = s->budget.cap;
-    d->priority = atomic_load_explicit(&s->priority, memory_order_relaxed);
-    memcpy(d->id, s->id, s->id_len + 1);
+    /* The reads of accel_session_get_stats_ex (relaxed: each counter
+     * exact, the set not one instant; completion side first, so queued
+     * never underflows). */
+    accel__session_fill_stats(s, &d->st);
+    memcpy(d->id, s->id, s->table_node.len + 1);
 }
 
 /* Copies every open session (cold path: list_lock). Returns the count, or

@@ -241,9 +241,7 @@ static accel_session *session_alloc(accel_runtime *rt,
     s->serial = atomic_fetch_add_explicit(&session_serials, 1,
                                           memory_order_relaxed);
     memcpy(s->id, cfg->id, idlen);
-    s->id_len = (uint32_t)idlen;
-    s->hash = (uint32_t)accel__table_hash(s->id, idlen);
-    cds_lfht_node_init(&s->table_node);
+    accel__table_node_init(&s->table_node, s->id, idlen);
     accel__sched_entity_init(rt->sched, &s->se, prio, s);
     return s;
 }
@@ -286,7 +284,7 @@ static int session_register(accel_runtime *rt, accel_session *s)
     if (list_reserve(rt, &grow) != ACCEL_OK)
         return ACCEL_ENOMEM;
     accel__rcu_read_lock();
-    int rc = accel__table_insert(rt->table, s);
+    int rc = accel__table_insert(rt->table, &s->table_node);
     accel__rcu_read_unlock();
     /* Not before the insert: a lookup finds s only once it is in the
      * table, and the handle the opener holds keeps the last release (the
@@ -345,8 +343,10 @@ int accel_session_lookup(accel_runtime *rt, const char *id,
         return ACCEL_ECLOSED;
     int rc = ACCEL_ENOENT;
     accel__rcu_read_lock();
-    accel_session *s = accel__table_find(rt->table, id, len,
-                                         accel__table_hash(id, len));
+    accel__table_node *n = accel__table_find(rt->table, id, len,
+                                             accel__table_hash(id, len));
+    accel_session *s =
+        n ? caa_container_of(n, accel_session, table_node) : NULL;
     /* The handle and its reference: one RMW. */
     if (s && accel__session_tryref_add(s, ACCEL__SESSION_HANDLE |
                                               ACCEL__SESSION_REF)) {
@@ -372,7 +372,7 @@ int accel_session_close(accel_session *s, unsigned flags)
      * in the table. The fetch_or below is a release, which orders the
      * removal before CLOSED for readers that acquire it. */
     accel__rcu_read_lock();
-    accel__table_remove(s->rt->table, s);
+    accel__table_remove(s->rt->table, &s->table_node);
     accel__rcu_read_unlock();
     /* LP of close (see the top of this file). release: the table removal
      * above happens before a reader that sees CLOSED with the acquire load

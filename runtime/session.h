@@ -39,6 +39,7 @@
 #include "budget.h"
 #include "ring.h"
 #include "sched_core.h"
+#include "table.h"
 #include "waitstat.h"
 
 struct accel_ctx {
@@ -58,12 +59,13 @@ struct accel_session {
      * asserts below keep it so. */
 
     /* ---- pair A, line 0: the ring's producer half (tail CAS), fields
-     * written at open/close */
+     * written at open/close, and the reclamation's head (written only
+     * once no handle and no SCHED are left, so no producer shares the
+     * line any more) */
     alignas(128) accel__ring_prod rp;
     _Atomic uint32_t priority;
     uint32_t stamp_mask;
-    uint32_t arena_units; /* this allocation's size in the runtime's arena
-                             (arena.h); 0: a plain allocation */
+    struct rcu_head rcu;
     /* ---- pair A, line 1: read on every op and every visit, written
      * rarely (wake_at: by closers and syncers about to sleep, and by the
      * consumer that wakes them) */
@@ -106,24 +108,26 @@ struct accel_session {
     accel__waitstat wait;
     accel__budget budget;
     /* ---- pair C, line 1: what a lookup touches in the session it finds
-     * (the table entry, the key's length, the refs it takes), apart from
-     * the producers' line so that lookups and submits do not contend;
-     * then the runtime's list and the reclamation */
-    alignas(64) struct cds_lfht_node table_node;
+     * (the table entry with the id's pointer, length and hash, the refs it
+     * takes), apart from the producers' line so that lookups and submits
+     * do not contend; then the runtime's list and the arena size */
+    alignas(64) accel__table_node table_node; /* keyed by id */
     _Atomic uint64_t refs;      /* bits 0..31: references (handles + the
                                    scheduler's, SCHED); bits 32..63: user
                                    handles (open, lookups - releases). One
                                    word: a lookup takes both with one RMW,
                                    and a release drops both with one */
-    uint32_t hash;
-    uint32_t id_len;
     struct cds_list_head rt_link; /* runtime's list; under rt->list_lock */
-    struct rcu_head rcu;
+    uint32_t arena_units; /* this allocation's size in the runtime's arena
+                             (arena.h); 0: a plain allocation */
 };
 
 /* The ring's halves of a session, for the ring.h calls. */
 #define ACCEL__RING(s) (&(s)->rp), (&(s)->rc)
 
+_Static_assert(offsetof(struct accel_session, rcu) + sizeof(struct rcu_head) <=
+                   64,
+               "pair A, line 0: the producers' line holds the RCU head");
 _Static_assert(offsetof(struct accel_session, rt) == 64,
                "pair A: producers' line, then the read-only line");
 _Static_assert(offsetof(struct accel_session, rc) == 128,
@@ -134,8 +138,10 @@ _Static_assert(offsetof(struct accel_session, se) == 192 &&
 _Static_assert(offsetof(struct accel_session, failed) == 256,
                "pair C: the cold rest");
 _Static_assert(offsetof(struct accel_session, table_node) == 320 &&
-                   offsetof(struct accel_session, id_len) < 384 - 32,
-               "pair C, line 1: the table entry, refs, hash, id length");
+                   offsetof(struct accel_session, refs) +
+                           sizeof(uint64_t) <=
+                       384,
+               "pair C, line 1: the table entry (id, length, hash), refs");
 _Static_assert(sizeof(struct accel_session) == 384,
                "the session is three 128-byte pairs");
 /* The session's memory (arena.h): the session, then its ring slots
@@ -212,7 +218,9 @@ static inline bool accel__session_tryref(accel_session *s)
     return accel__session_tryref_add(s, ACCEL__SESSION_REF);
 }
 
-/* The full stats of this library's layout (accel_session_get_stats_ex writes them by size). */
+/* The full stats of this library's layout (accel_session_get_stats_ex
+ * writes them by size; the Prometheus text, metrics.c, formats them): the
+ * one reader of a session's counters. */
 void accel__session_fill_stats(const accel_session *s,
                                accel_session_stats *out);
 

@@ -6,7 +6,6 @@
 
 #include "fault.h"
 #include "rcu.h"
-#include "session.h"
 
 struct cds_lfht *accel__table_create(void)
 {
@@ -46,8 +45,8 @@ void accel__table_destroy(struct cds_lfht *t)
     if (rc == 0)
         return;
     /* Nodes left in it (cds_lfht_destroy refuses a table that is not
-     * empty, and leaks it): unlink them (the sessions are freed by the
-     * caller's walk, not here), then destroy again. */
+     * empty, and leaks it): unlink them (their owner frees the objects
+     * in its own walk, not here), then destroy again. */
     struct cds_lfht_iter it;
     struct cds_lfht_node *n;
     accel__rcu_read_lock();
@@ -62,54 +61,63 @@ void accel__table_destroy(struct cds_lfht *t)
 }
 
 /* FNV-1a: ids are short; good enough spread for cds_lfht's split order. */
-unsigned long accel__table_hash(const char *id, size_t len)
+unsigned long accel__table_hash(const char *key, size_t len)
 {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)id[i];
+        h ^= (unsigned char)key[i];
         h *= 1099511628211ull;
     }
     return (unsigned long)(uint32_t)(h ^ (h >> 32));
 }
 
-typedef struct key {
-    const char *id;
+typedef struct lookup_key {
+    const char *bytes;
     size_t len;
-} key;
+} lookup_key;
+
+void accel__table_node_init(accel__table_node *n, const char *key,
+                            size_t len)
+{
+    cds_lfht_node_init(&n->lfht);
+    n->key = key;
+    n->len = (uint32_t)len;
+    n->hash = (uint32_t)accel__table_hash(key, len);
+}
 
 static int match(struct cds_lfht_node *node, const void *k)
 {
-    const accel_session *s =
-        caa_container_of(node, accel_session, table_node);
-    const key *kk = k;
-    accel__rcu_tsan_found(s); /* match reads s inside the lookup */
-    return s->id_len == kk->len && memcmp(s->id, kk->id, kk->len) == 0;
+    const accel__table_node *n =
+        caa_container_of(node, accel__table_node, lfht);
+    const lookup_key *kk = k;
+    accel__rcu_tsan_found(n); /* match reads n inside the lookup */
+    return n->len == kk->len && memcmp(n->key, kk->bytes, kk->len) == 0;
 }
 
-int accel__table_insert(struct cds_lfht *t, accel_session *s)
+int accel__table_insert(struct cds_lfht *t, accel__table_node *n)
 {
-    key k = {s->id, s->id_len};
-    accel__rcu_tsan_publish(s); /* pairs with found in match and find */
+    lookup_key k = {n->key, n->len};
+    accel__rcu_tsan_publish(n); /* pairs with found in match and find */
     struct cds_lfht_node *got =
-        cds_lfht_add_unique(t, (unsigned long)s->hash, match, &k, &s->table_node);
-    return got == &s->table_node ? ACCEL_OK : ACCEL_EEXIST;
+        cds_lfht_add_unique(t, (unsigned long)n->hash, match, &k, &n->lfht);
+    return got == &n->lfht ? ACCEL_OK : ACCEL_EEXIST;
 }
 
-void accel__table_remove(struct cds_lfht *t, accel_session *s)
+void accel__table_remove(struct cds_lfht *t, accel__table_node *n)
 {
-    (void)cds_lfht_del(t, &s->table_node);
+    (void)cds_lfht_del(t, &n->lfht);
 }
 
-accel_session *accel__table_find(struct cds_lfht *t, const char *id,
-                                 size_t len, unsigned long hash)
+accel__table_node *accel__table_find(struct cds_lfht *t, const char *key,
+                                     size_t len, unsigned long hash)
 {
-    key k = {id, len};
+    lookup_key k = {key, len};
     struct cds_lfht_iter it;
     cds_lfht_lookup(t, hash, match, &k, &it);
-    struct cds_lfht_node *n = cds_lfht_iter_get_node(&it);
-    if (!n)
+    struct cds_lfht_node *ln = cds_lfht_iter_get_node(&it);
+    if (!ln)
         return NULL;
-    accel_session *s = caa_container_of(n, accel_session, table_node);
-    accel__rcu_tsan_found(s);
-    return s;
+    accel__table_node *n = caa_container_of(ln, accel__table_node, lfht);
+    accel__rcu_tsan_found(n);
+    return n;
 }
