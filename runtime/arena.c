@@ -132,12 +132,13 @@ static bool blocks_take(accel__arena *a, uint32_t hu, uint32_t tu,
 }
 
 /* Zeroed, 128-byte aligned, not a fault site (the caller was one);
- * *units: 0, or ACCEL__ARENA_MAPPED | pages for a mapping. */
-static void *plain_calloc(size_t n, uint32_t *units)
+ * *units: 0, or ACCEL__ARENA_MAPPED | pages for a mapping (only if
+ * may_map). */
+static void *plain_calloc(size_t n, bool may_map, uint32_t *units)
 {
     void *p;
-#ifndef ACCEL__ARENA_ASAN /* ASan's allocator keeps its use-after-free reports */
-    if (n >= ACCEL__ARENA_MAP_FROM) {
+#ifndef ACCEL__ARENA_NO_MAP /* a sanitizer's allocator reports a use after free */
+    if (may_map && n >= ACCEL__ARENA_MAP_FROM) {
         size_t page = (size_t)sysconf(_SC_PAGESIZE);
         size_t pages = (n + page - 1) / page;
         p = mmap(NULL, pages * page, PROT_READ | PROT_WRITE,
@@ -147,6 +148,8 @@ static void *plain_calloc(size_t n, uint32_t *units)
         *units = ACCEL__ARENA_MAPPED | (uint32_t)pages; /* zero from mmap */
         return p;
     }
+#else
+    (void)may_map, (void)units; /* stays 0: always malloc's */
 #endif
     if (posix_memalign(&p, ACCEL__ARENA_UNIT, n) != 0)
         return NULL;
@@ -167,6 +170,10 @@ void *accel__arena_calloc_at(accel__arena *a, size_t head, size_t tail,
                              ACCEL__ARENA_TAIL_UNIT);
     pthread_mutex_lock(&a->lock); /* cold: session open */
     a->open++;
+    /* Mappings only up to the arena's threshold: at most `from` of them
+     * live (each may be a kernel VMA, and vm.max_map_count is finite);
+     * a node with more sessions keeps the large ones in malloc. */
+    bool may_map = a->open <= a->from;
     if (a->open > a->from && head <= ACCEL__ARENA_MAX &&
         tail <= ACCEL__ARENA_TAIL_MAX && blocks_take(a, hu, tu, &p, tailp)) {
         *units = hu | tu << 16;
@@ -174,7 +181,7 @@ void *accel__arena_calloc_at(accel__arena *a, size_t head, size_t tail,
     }
     pthread_mutex_unlock(&a->lock);
     if (!p) { /* below the threshold, too large, or no chunk: plain */
-        p = plain_calloc(head + tail, units);
+        p = plain_calloc(head + tail, may_map, units);
         if (p) {
             *tailp = (char *)p + head;
         } else {

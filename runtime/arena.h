@@ -34,12 +34,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Built with AddressSanitizer: blocks are poisoned, large ones stay malloc's. */
+/* Built with AddressSanitizer: blocks are poisoned. Under it or
+ * ThreadSanitizer large plain blocks stay malloc's (ACCEL__ARENA_NO_MAP):
+ * a use after free is then a sanitizer's report, not a fault on an
+ * unmapped page (tests/tsan_sees_reclaim.c relies on it). */
 #if defined(__SANITIZE_ADDRESS__)
 #define ACCEL__ARENA_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define ACCEL__ARENA_ASAN 1
+#endif
+#endif
+#if defined(ACCEL__ARENA_ASAN) || defined(__SANITIZE_THREAD__)
+#define ACCEL__ARENA_NO_MAP 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ACCEL__ARENA_NO_MAP 1
 #endif
 #endif
 
@@ -49,10 +59,12 @@
 #define ACCEL__ARENA_TAIL_MAX 2048
 #define ACCEL__ARENA_CHUNK ((size_t)2 << 20)
 #define ACCEL__ARENA_MAPPED (1u << 31) /* in *units: above any chunk's */
-/* A plain allocation this large is a mapping of its own (not under
- * AddressSanitizer): malloc would keep it, once freed, in the arena of
+/* A plain allocation this large is a mapping of its own (not under a
+ * sanitizer): malloc would keep it, once freed, in the arena of
  * whichever thread opened the session, and open/close churn across
- * threads left tens of MB free but resident there. */
+ * threads left tens of MB free but resident there. Only while at most
+ * ACCEL__ARENA_FROM sessions are open (a mapping may be a kernel VMA of
+ * its own, and their number is bounded). */
 #define ACCEL__ARENA_MAP_FROM (32 * 1024)
 /* Sessions open before the arena is used (plain allocations until then). */
 #define ACCEL__ARENA_FROM 1024
