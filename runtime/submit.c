@@ -1,5 +1,5 @@
 /*
- * Submit paths: submit, batch, submit_wait, sync; budget reservations.
+ * Submit paths: submit, submit_ex, batch, submit_wait.
  *
  * A submit reserves ring positions with one CAS on the tail word (ring.h),
  * which also sets SCHED; it publishes each slot, and then either enqueues
@@ -313,72 +313,4 @@ int accel_submit_wait(accel_session *s, accel_op_fn fn, void *arg,
         accel__block_end();
     }
     return w.status;
-}
-
-int accel_session_sync(accel_session *s, int64_t timeout_ns)
-{
-    if (!s || timeout_ns < ACCEL_FOREVER)
-        return ACCEL_EINVAL;
-    if (accel__tls_current == s)
-        return ACCEL_EDEADLK;
-    if (accel__fork_stale(s->rt->fork_gen))
-        return ACCEL_ECLOSED;
-    uint64_t target = accel__ring_submitted(ACCEL__RING(s));
-    return accel__progress_wait_finished(s, target,
-                                         accel__deadline(timeout_ns));
-}
-
-int accel_session_reserve(accel_session *s, int64_t bytes)
-{
-    if (!s || bytes < 0)
-        return ACCEL_EINVAL;
-    if (accel_session_is_closed(s))
-        return ACCEL_ECLOSED;
-    int rc = accel__budget_charge(&s->budget, bytes);
-    if (rc == ACCEL_EBUDGET)
-        ACCEL_TRACE3(budget_refused, s, s->id, bytes);
-    return rc;
-}
-
-int accel_session_unreserve(accel_session *s, int64_t bytes)
-{
-    if (!s)
-        return ACCEL_EINVAL;
-    return accel__budget_refund(&s->budget, bytes);
-}
-
-int64_t accel_session_memory_used(const accel_session *s)
-{
-    return s ? accel__budget_used(&s->budget) : 0;
-}
-
-accel_session *accel_ctx_session(accel_ctx *ctx)
-{
-    return ctx ? ctx->session : NULL;
-}
-
-int accel_ctx_alloc(accel_ctx *ctx, size_t bytes, void **out)
-{
-    if (!ctx || !out || bytes == 0 || bytes > INT64_MAX)
-        return ACCEL_EINVAL;
-    accel_session *s = ctx->session;
-    size_t charge = s->bops->alloc_charge(s->bstate, bytes);
-    int rc = accel__budget_charge(&s->budget, (int64_t)charge);
-    if (rc != ACCEL_OK) {
-        ACCEL_TRACE3(budget_refused, s, s->id, (int64_t)charge);
-        return rc;
-    }
-    rc = s->bops->alloc(s->bstate, ctx, bytes, out);
-    if (rc != ACCEL_OK)
-        (void)accel__budget_refund(&s->budget, (int64_t)charge);
-    return rc;
-}
-
-void accel_ctx_free(accel_ctx *ctx, void *p)
-{
-    if (!ctx || !p)
-        return;
-    accel_session *s = ctx->session;
-    size_t refund = s->bops->free(s->bstate, ctx, p);
-    (void)accel__budget_refund(&s->budget, (int64_t)refund);
 }
