@@ -237,7 +237,7 @@ static accel_session *session_alloc(accel_runtime *rt,
     atomic_init(&s->priority, prio);
     /* the handle we return, and its reference */
     atomic_init(&s->refs, ACCEL__SESSION_HANDLE | ACCEL__SESSION_REF);
-    atomic_init(&s->wake_at, UINT64_MAX);
+    accel__progress_init(&s->progress);
     /* relaxed: only uniqueness matters. */
     s->serial = atomic_fetch_add_explicit(&session_serials, 1,
                                           memory_order_relaxed);
@@ -382,10 +382,10 @@ int accel_session_close(accel_session *s, unsigned flags)
     uint64_t final = accel__ring_close(ACCEL__RING(s));
     /* close(session, id, flags, accepted ops): every closer fires it */
     ACCEL_TRACE4(close, s, s->id, flags, final);
-    accel__progress_notify(s); /* producers blocked on a full ring */
+    accel__progress_notify(&s->progress); /* producers blocked on a full ring */
     if (accel__tls_current == s)
         return ACCEL_OK;
-    return accel__progress_wait_finished(s, final, UINT64_MAX);
+    return accel__progress_wait_finished(&s->progress, final, UINT64_MAX);
 }
 
 /* The wait of close's step 3, for the ops accepted before the call. */
@@ -398,7 +398,7 @@ int accel_session_sync(accel_session *s, int64_t timeout_ns)
     if (accel__fork_stale(s->rt->fork_gen))
         return ACCEL_ECLOSED;
     uint64_t target = accel__ring_submitted(ACCEL__RING(s));
-    return accel__progress_wait_finished(s, target,
+    return accel__progress_wait_finished(&s->progress, target,
                                          accel__deadline(timeout_ns));
 }
 

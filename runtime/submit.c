@@ -37,7 +37,7 @@ static int wait_for_room(accel_session *s, int64_t timeout_ns,
         sched_yield();
         return accel__remaining(*deadline) == 0 ? ACCEL_ETIMEDOUT : ACCEL_OK;
     }
-    return accel__progress_wait_room(s, *deadline);
+    return accel__progress_wait_room(&s->progress, ACCEL__RING(s), *deadline);
 }
 
 /* Only sampled positions read the clock (waitstat.h); the stamp is
