@@ -230,7 +230,7 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
         accel__visit_op_done(s, &h->ops[i], st, ran);
     }
     if (h->k)
-        accel__progress_finished(s, h->k);
+        accel__progress_finished(&s->progress, h->k);
     h->open = false;
     uint64_t now;
     unsigned lanes = accel__visit_end(v, &now);

@@ -28,7 +28,34 @@
 #include <stdint.h>
 
 #include "futex.h"
-#include "session.h"
+#include "ring.h"
+
+/* The words of both protocols, embedded in their owner (a session). The
+ * consumer reads the first three on every visit and few write them
+ * (sleepers about to sleep, the consumer that wakes them); `finished` is
+ * the consumer's own store, once per run. Hence the order: `finished`
+ * last, so that the owner can lay the struct across a line boundary, the
+ * first three on a line that few write and `finished` opening the
+ * consumer's line (session.h). */
+typedef struct accel__progress {
+    _Atomic uint64_t wake_at;       /* lowest `finished` a sleeper waits
+                                       for; UINT64_MAX: none */
+    _Atomic uint32_t event;         /* futex word, bumped on progress */
+    _Atomic uint32_t space_waiters; /* 1: a producer may sleep for room
+                                       (set by it, cleared by the waking
+                                       consumer) */
+    _Atomic uint64_t finished;      /* ops whose done callback has
+                                       returned */
+} accel__progress;
+
+/* Before the owner is shared: no sleeper, nothing finished. */
+static inline void accel__progress_init(accel__progress *p)
+{
+    atomic_init(&p->wake_at, UINT64_MAX);
+    atomic_init(&p->event, 0);
+    atomic_init(&p->space_waiters, 0);
+    atomic_init(&p->finished, 0);
+}
 
 /* The block hook: a worker thread installs it for itself (compensate.c,
  * a layer above) so that accel's own waits inside an op can tell it they
@@ -55,46 +82,47 @@ static inline void accel__block_end(void)
         h->end(h->arg);
 }
 
-/* Wakes every thread sleeping on the session's event word. */
-void accel__progress_notify(accel_session *s);
+/* Wakes every thread sleeping on the event word. */
+void accel__progress_notify(accel__progress *p);
 
 /* Sleeps until `finished` >= target: ACCEL_OK, or ACCEL_ETIMEDOUT once
  * deadline (accel__deadline()) passed. */
-int accel__progress_wait_finished(accel_session *s, uint64_t target,
+int accel__progress_wait_finished(accel__progress *p, uint64_t target,
                                   uint64_t deadline);
-/* Sleeps until the ring has room or is closed (then the caller retries):
- * ACCEL_OK, or ACCEL_ETIMEDOUT. */
-int accel__progress_wait_room(accel_session *s, uint64_t deadline);
+/* Sleeps until the ring (prod, cons: the owner's) has room or is closed (then
+ * the caller retries): ACCEL_OK, or ACCEL_ETIMEDOUT. */
+int accel__progress_wait_room(accel__progress *p, const accel__ring_prod *prod,
+                              const accel__ring_cons *cons, uint64_t deadline);
 
 /* Consumer, after each release of head ([R2]): wakes the producers
  * sleeping for room, if one announced itself since the last wake. When no
  * one waits: a compiler barrier and a relaxed load. */
-static inline void accel__progress_room(accel_session *s)
+static inline void accel__progress_room(accel__progress *p)
 {
     accel__fence_hot();
     /* relaxed load and exchange: the sleeper's cold fence orders its
      * announcement against our head store (futex.h); the notify's release
      * bump of `event` publishes the head to the woken. Only the consumer
      * clears the flag, so one announcement gets one wake. */
-    if (atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
-        atomic_exchange_explicit(&s->space_waiters, 0, memory_order_relaxed))
-        accel__progress_notify(s);
+    if (atomic_load_explicit(&p->space_waiters, memory_order_relaxed) &&
+        atomic_exchange_explicit(&p->space_waiters, 0, memory_order_relaxed))
+        accel__progress_notify(p);
 }
 
 /* Consumer: `finished` += k (one store per run of completions), then
  * wakes completion sleepers whose target it reached. */
-static inline void accel__progress_finished(accel_session *s, uint64_t k)
+static inline void accel__progress_finished(accel__progress *p, uint64_t k)
 {
-    uint64_t f = atomic_load_explicit(&s->finished, memory_order_relaxed) + k;
+    uint64_t f = atomic_load_explicit(&p->finished, memory_order_relaxed) + k;
     /* [R5] release: the done callbacks (and the counters) happen before a
      * closer or syncer that sees the count; pairs with [A5] in
      * progress.c. Single writer, so a store. */
-    atomic_store_explicit(&s->finished, f, memory_order_release);
+    atomic_store_explicit(&p->finished, f, memory_order_release);
     accel__fence_hot();
     /* relaxed: the sleeper's cold fence orders it. */
-    if (f >= atomic_load_explicit(&s->wake_at, memory_order_relaxed)) {
-        atomic_store_explicit(&s->wake_at, UINT64_MAX, memory_order_relaxed);
-        accel__progress_notify(s);
+    if (f >= atomic_load_explicit(&p->wake_at, memory_order_relaxed)) {
+        atomic_store_explicit(&p->wake_at, UINT64_MAX, memory_order_relaxed);
+        accel__progress_notify(p);
     }
 }
 

@@ -133,9 +133,9 @@ typedef struct accel__ring_cons {
 
 /* A ring on its own: each half at the start of its own 128-byte pair
  * (like DPDK's prod/cons). An owner may instead embed the two halves in
- * its own struct, each at the start of a pair, to keep its per-side
- * fields in the rest of that pair (the session does, session.h); every
- * function takes the two halves. */
+ * its own struct, each in a pair of its own, to keep its per-side fields
+ * in the rest of that pair (the session does, session.h); every function
+ * takes the two halves. */
 typedef struct accel__ring {
     alignas(128) accel__ring_prod prod;
     alignas(128) accel__ring_cons cons;

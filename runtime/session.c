@@ -1,5 +1,6 @@
 /*
- * Session lifecycle: open, lookup, close, release, reclamation, getters.
+ * Session lifecycle: open, lookup, close, sync, release, reclamation,
+ * getters, budget reservations.
  * See session.h for the SCHED bit and the lifetime rules.
  *
  * Close protocol (the submit-vs-close handshake):
@@ -236,7 +237,7 @@ static accel_session *session_alloc(accel_runtime *rt,
     atomic_init(&s->priority, prio);
     /* the handle we return, and its reference */
     atomic_init(&s->refs, ACCEL__SESSION_HANDLE | ACCEL__SESSION_REF);
-    atomic_init(&s->wake_at, UINT64_MAX);
+    accel__progress_init(&s->progress);
     /* relaxed: only uniqueness matters. */
     s->serial = atomic_fetch_add_explicit(&session_serials, 1,
                                           memory_order_relaxed);
@@ -381,10 +382,24 @@ int accel_session_close(accel_session *s, unsigned flags)
     uint64_t final = accel__ring_close(ACCEL__RING(s));
     /* close(session, id, flags, accepted ops): every closer fires it */
     ACCEL_TRACE4(close, s, s->id, flags, final);
-    accel__progress_notify(s); /* producers blocked on a full ring */
+    accel__progress_notify(&s->progress); /* producers blocked on a full ring */
     if (accel__tls_current == s)
         return ACCEL_OK;
-    return accel__progress_wait_finished(s, final, UINT64_MAX);
+    return accel__progress_wait_finished(&s->progress, final, UINT64_MAX);
+}
+
+/* The wait of close's step 3, for the ops accepted before the call. */
+int accel_session_sync(accel_session *s, int64_t timeout_ns)
+{
+    if (!s || timeout_ns < ACCEL_FOREVER)
+        return ACCEL_EINVAL;
+    if (accel__tls_current == s)
+        return ACCEL_EDEADLK;
+    if (accel__fork_stale(s->rt->fork_gen))
+        return ACCEL_ECLOSED;
+    uint64_t target = accel__ring_submitted(ACCEL__RING(s));
+    return accel__progress_wait_finished(&s->progress, target,
+                                         accel__deadline(timeout_ns));
 }
 
 void accel_session_release(accel_session *s)
@@ -463,6 +478,30 @@ int accel_session_set_priority(accel_session *s, uint32_t priority)
     if (s->bops->set_priority)
         s->bops->set_priority(s->bstate, priority);
     return ACCEL_OK;
+}
+
+int accel_session_reserve(accel_session *s, int64_t bytes)
+{
+    if (!s || bytes < 0)
+        return ACCEL_EINVAL;
+    if (accel_session_is_closed(s))
+        return ACCEL_ECLOSED;
+    int rc = accel__budget_charge(&s->budget, bytes);
+    if (rc == ACCEL_EBUDGET)
+        ACCEL_TRACE3(budget_refused, s, s->id, bytes);
+    return rc;
+}
+
+int accel_session_unreserve(accel_session *s, int64_t bytes)
+{
+    if (!s)
+        return ACCEL_EINVAL;
+    return accel__budget_refund(&s->budget, bytes);
+}
+
+int64_t accel_session_memory_used(const accel_session *s)
+{
+    return s ? accel__budget_used(&s->budget) : 0;
 }
 
 accel_backend accel_session_backend(const accel_session *s)

@@ -37,6 +37,7 @@
 #include "accel/accel.h"
 #include "backend.h"
 #include "budget.h"
+#include "progress.h"
 #include "ring.h"
 #include "sched_core.h"
 #include "table.h"
@@ -49,9 +50,10 @@ struct accel_ctx {
 struct accel_session {
     /* Three 128-byte pairs (adjacent-line prefetch moves lines in pairs,
      * so each writer gets a pair of its own): the producers', the visit's,
-     * the cold rest. The ring's two halves (ring.h) open the first two, so
-     * each side's per-op fields share its pair. A visit of a CPU session
-     * touches pair B, line A1 (read-only for it) and the slots it takes:
+     * the cold rest. The ring's producer half (ring.h) opens pair A and its
+     * consumer half sits on pair B's first line, so each side's per-op
+     * fields share its pair. A visit of a CPU session touches pair B, line
+     * A1 (read-only for it) and the slots it takes:
      * with 100k sessions each of those lines is a cache miss, so what a
      * visit writes is packed into pair B, scheduler entity included, and
      * the worker prefetches the three lines and the next slot of the
@@ -67,8 +69,9 @@ struct accel_session {
     uint32_t stamp_mask;
     struct rcu_head rcu;
     /* ---- pair A, line 1: read on every op and every visit, written
-     * rarely (wake_at: by closers and syncers about to sleep, and by the
-     * consumer that wakes them) */
+     * rarely (progress's wake_at, event and space_waiters: by closers,
+     * syncers and producers about to sleep, and by the consumer that
+     * wakes them) */
     alignas(64) accel_runtime *rt;
     const accel__backend_ops *bops;
     void *bstate;
@@ -76,24 +79,22 @@ struct accel_session {
                          position, indexed (pos / SAMPLE) & stamp_mask;
                          they open the session's tail (below) */
     char *id; /* NUL-terminated, in the tail after the stamps */
-    _Atomic uint64_t wake_at;   /* lowest `finished` a sleeper waits for;
-                                   UINT64_MAX: none */
-    _Atomic uint32_t event;     /* futex word, bumped on progress */
-    accel_backend backend;
     uint64_t serial;            /* unique per session in the process:
                                    tickets carry it (cancel.c) */
+    /* The completion and room waits (progress.h): its first three words
+     * end this line, its `finished` opens pair B (asserted below). */
+    accel__progress progress;
 
-    /* ---- pair B, line 0: the ring's consumer half and what a visit
-     * writes per op (whichever worker holds SCHED), and the two flags it
-     * reads per op or per run of takes, written rarely by others */
-    alignas(128) accel__ring_cons rc;
-    _Atomic uint64_t finished; /* ops whose done callback has returned */
+    /* ---- pair B, line 0 (from progress.finished, the consumer's store
+     * per run): the ring's consumer half and what a visit writes per op
+     * (whichever worker holds SCHED), the flag it reads per op or per run
+     * of takes, written rarely by others, and the backend kind (read by
+     * the session's own ops: ctx accessors) */
+    accel__ring_cons rc;
     _Atomic uint64_t dispatched, completed;
     _Atomic uint64_t service_ns;
     _Atomic uint32_t close_cancels;  /* close(CANCEL) began */
-    _Atomic uint32_t space_waiters; /* 1: a producer may sleep for room
-                                       (set by it, cleared by the waking
-                                       consumer) */
+    accel_backend backend;
     /* ---- pair B, line 1: the scheduler entity (the visiting worker
      * charges and re-queues it), the visit count */
     alignas(64) accel__sched_entity se;
@@ -130,8 +131,12 @@ _Static_assert(offsetof(struct accel_session, rcu) + sizeof(struct rcu_head) <=
                "pair A, line 0: the producers' line holds the RCU head");
 _Static_assert(offsetof(struct accel_session, rt) == 64,
                "pair A: producers' line, then the read-only line");
-_Static_assert(offsetof(struct accel_session, rc) == 128,
-               "pair B: the ring's consumer half");
+_Static_assert(offsetof(struct accel_session, progress) >= 64 &&
+                   offsetof(struct accel_session, progress.finished) == 128,
+               "progress: three words on line A1, finished opening pair B");
+_Static_assert(offsetof(struct accel_session, rc) >= 128 &&
+                   offsetof(struct accel_session, backend) < 192,
+               "pair B, line 0: the ring's consumer half, counters, flag");
 _Static_assert(offsetof(struct accel_session, se) == 192 &&
                    offsetof(struct accel_session, visits) < 256,
                "pair B, line 1: the entity and the visit count");

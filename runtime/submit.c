@@ -1,5 +1,5 @@
 /*
- * Submit paths: submit, batch, submit_wait, sync; budget reservations.
+ * Submit paths: submit, submit_ex, batch, submit_wait.
  *
  * A submit reserves ring positions with one CAS on the tail word (ring.h),
  * which also sets SCHED; it publishes each slot, and then either enqueues
@@ -37,7 +37,7 @@ static int wait_for_room(accel_session *s, int64_t timeout_ns,
         sched_yield();
         return accel__remaining(*deadline) == 0 ? ACCEL_ETIMEDOUT : ACCEL_OK;
     }
-    return accel__progress_wait_room(s, *deadline);
+    return accel__progress_wait_room(&s->progress, ACCEL__RING(s), *deadline);
 }
 
 /* Only sampled positions read the clock (waitstat.h); the stamp is
@@ -57,17 +57,122 @@ typedef struct submit_ex {
     uint64_t pos;        /* out: the position the first op got */
 } submit_ex;
 
+/* Every helper of submit_ops is forced inline like it: the folding of
+ * its callers' constants reaches into them. */
+#define SUBMIT_INLINE static inline __attribute__((always_inline))
+
+/* A child of fork() must not touch its parent's sessions (fork.c): one
+ * load and compare of the runtime's generation, before any write to the
+ * ring. */
+SUBMIT_INLINE bool submit_forked(const accel_session *s)
+{
+    return accel__fork_stale(s->rt->fork_gen);
+}
+
+/* Reserves up to want positions (one CAS, ring.h), or waits for room
+ * while the ring is full: returns how many (the first in *first, *owner
+ * as accel__ring_mp_reserve's); 0 after a wait that ended in room (the
+ * caller tries again); -1 with *rc the error. The retry is the caller's
+ * loop, not one in here, so that the compiler lays out the one-CAS path
+ * straight. The wait's deadline and yields live in the caller, so a batch
+ * that fills the ring more than once has one deadline for all its waits. */
+SUBMIT_INLINE int64_t submit_reserve(accel_session *s, size_t want,
+                                     int64_t timeout_ns, uint64_t *deadline,
+                                     unsigned *yields, uint64_t *first,
+                                     bool *owner, int *rc)
+{
+    int64_t k = accel__ring_mp_reserve(ACCEL__RING(s), want, first, owner);
+    if (k < 0) {
+        *rc = ACCEL_ECLOSED;
+        return -1;
+    }
+    if (k == 0) {
+        /* Full, and we run inside one of s's own ops (or its done):
+         * only this thread's worker frees room in s, so waiting would
+         * never end. */
+        if (timeout_ns != ACCEL_NO_WAIT && accel__tls_current == s) {
+            *rc = ACCEL_EDEADLK;
+            return -1;
+        }
+        *rc = wait_for_room(s, timeout_ns, deadline, yields);
+        if (*rc != ACCEL_OK)
+            return -1;
+    }
+    return k;
+}
+
+/* Publishes ops[done..done+k) at positions first.. (each slot's [R1],
+ * ring.h), plain or, with ex, as EX slots carrying the deadline. The EX
+ * loop is kept apart so that the plain one has no per-slot test of ex. */
+SUBMIT_INLINE void submit_publish(accel_session *s, const accel_op *ops,
+                                  size_t done, uint64_t first, int64_t k,
+                                  submit_ex *ex)
+{
+    if (ex) { /* kept out of the plain loop below */
+        if (done == 0)
+            ex->pos = first;
+        for (int64_t i = 0; i < k; i++) {
+            uint64_t pos = first + (uint64_t)i;
+            stamp_position(s, pos);
+            /* submit(session, id, position, arg) */
+            ACCEL_TRACE4(submit, s, s->id, pos,
+                         ops[done + (size_t)i].arg);
+            accel__ring_mp_publish_ex(ACCEL__RING(s), pos,
+                                      &ops[done + (size_t)i],
+                                      ex->deadline_ns);
+        }
+    }
+    for (int64_t i = 0; i < k && !ex; i++) {
+        uint64_t pos = first + (uint64_t)i;
+        stamp_position(s, pos);
+        /* submit(session, id, position, arg) */
+        ACCEL_TRACE4(submit, s, s->id, pos, ops[done + (size_t)i].arg);
+        accel__ring_mp_publish(ACCEL__RING(s), pos, &ops[done + (size_t)i]);
+    }
+}
+
+/* Before the publish, when this reservation set SCHED: the kick's
+ * enqueue writes the refs word (pair C) and the entity (pair B); with many
+ * sessions both are cold, so their misses overlap the publish's instead
+ * of following it. */
+SUBMIT_INLINE void submit_kick_prefetch(accel_session *s, bool owner)
+{
+    if (owner) {
+        __builtin_prefetch(&s->refs, 1);
+        __builtin_prefetch(&s->se, 1);
+    }
+}
+
+/* After the publish: the owner (its CAS set SCHED) hands the session to
+ * the scheduler, or to the caller's host slot with take; anyone else
+ * looks at the ring's defer word (a compiler barrier and, almost always, a
+ * load of 0) in case a consumer left the session to it (ring.h). */
+SUBMIT_INLINE void submit_kick(accel_session *s, uint64_t first, bool owner,
+                               accel__submit_take *take)
+{
+    if (owner) {
+        accel__session_set_next(s, first, s->rp.mask);
+        if (take && !take->taken)
+            take->taken = accel__park_enqueue_or_take(s, take->lane);
+        else
+            accel__park_enqueue(s, true);
+    } else if (accel__ring_mp_claim_deferred(ACCEL__RING(s))) {
+        accel__session_set_next(s, first, s->rp.mask); /* about: a hint */
+        accel__park_enqueue(s, false);
+    }
+}
+
 /* Publishes ops[0..n), all with a valid fn. ex: EX ops.
  * take: a host slot of take->lane will pick right after (host.c,
  * accel_host_submit_begin): a session this submit makes runnable goes to
  * it directly when its pick would return it (take->taken). Inlined into
  * each caller, whose constants (one op, no ex, no take) fold the loop and
  * branches away: accel_submit is one straight path. */
-static inline __attribute__((always_inline)) int
-submit_ops(accel_session *s, const accel_op *ops, size_t n, int64_t timeout_ns,
-           size_t *accepted, submit_ex *ex, accel__submit_take *take)
+SUBMIT_INLINE int submit_ops(accel_session *s, const accel_op *ops, size_t n,
+                             int64_t timeout_ns, size_t *accepted,
+                             submit_ex *ex, accel__submit_take *take)
 {
-    if (accel__fork_stale(s->rt->fork_gen)) {
+    if (submit_forked(s)) {
         if (accepted)
             *accepted = 0;
         return ACCEL_ECLOSED; /* the parent's session (fork.c) */
@@ -79,65 +184,18 @@ submit_ops(accel_session *s, const accel_op *ops, size_t n, int64_t timeout_ns,
     while (done < n) {
         uint64_t first;
         bool owner;
-        int64_t k = accel__ring_mp_reserve(ACCEL__RING(s), n - done, &first, &owner);
-        if (k < 0) {
-            rc = ACCEL_ECLOSED;
+        int64_t k = submit_reserve(s, n - done, timeout_ns, &deadline,
+                                   &yields, &first, &owner, &rc);
+        if (k < 0)
             break;
-        }
-        if (k == 0) {
-            /* Full, and we run inside one of s's own ops (or its done):
-             * only this thread's worker frees room in s, so waiting would
-             * never end. */
-            if (timeout_ns != ACCEL_NO_WAIT && accel__tls_current == s) {
-                rc = ACCEL_EDEADLK;
-                break;
-            }
-            rc = wait_for_room(s, timeout_ns, &deadline, &yields);
-            if (rc != ACCEL_OK)
-                break;
-            continue;
-        }
+        if (k == 0)
+            continue; /* waited for room */
         ACCEL__YIELD_POINT(); /* between reserve and publish */
-        if (owner) {
-            /* The enqueue below writes the refs word (pair C) and the
-             * entity (pair B): with many sessions both are cold, so their
-             * misses overlap the publish's instead of following it. */
-            __builtin_prefetch(&s->refs, 1);
-            __builtin_prefetch(&s->se, 1);
-        }
-        if (ex) { /* kept out of the plain loop below */
-            if (done == 0)
-                ex->pos = first;
-            for (int64_t i = 0; i < k; i++) {
-                uint64_t pos = first + (uint64_t)i;
-                stamp_position(s, pos);
-                /* submit(session, id, position, arg) */
-                ACCEL_TRACE4(submit, s, s->id, pos,
-                             ops[done + (size_t)i].arg);
-                accel__ring_mp_publish_ex(ACCEL__RING(s), pos,
-                                          &ops[done + (size_t)i],
-                                          ex->deadline_ns);
-            }
-        }
-        for (int64_t i = 0; i < k && !ex; i++) {
-            uint64_t pos = first + (uint64_t)i;
-            stamp_position(s, pos);
-            /* submit(session, id, position, arg) */
-            ACCEL_TRACE4(submit, s, s->id, pos, ops[done + (size_t)i].arg);
-            accel__ring_mp_publish(ACCEL__RING(s), pos, &ops[done + (size_t)i]);
-        }
+        submit_kick_prefetch(s, owner);
+        submit_publish(s, ops, done, first, k, ex);
         done += (size_t)k;
         ACCEL__YIELD_POINT(); /* between publish and the kick */
-        if (owner) {
-            accel__session_set_next(s, first, s->rp.mask);
-            if (take && !take->taken)
-                take->taken = accel__park_enqueue_or_take(s, take->lane);
-            else
-                accel__park_enqueue(s, true);
-        } else if (accel__ring_mp_claim_deferred(ACCEL__RING(s))) {
-            accel__session_set_next(s, first, s->rp.mask); /* about: a hint */
-            accel__park_enqueue(s, false);
-        }
+        submit_kick(s, first, owner, take);
     }
     if (accepted)
         *accepted = done;
@@ -255,72 +313,4 @@ int accel_submit_wait(accel_session *s, accel_op_fn fn, void *arg,
         accel__block_end();
     }
     return w.status;
-}
-
-int accel_session_sync(accel_session *s, int64_t timeout_ns)
-{
-    if (!s || timeout_ns < ACCEL_FOREVER)
-        return ACCEL_EINVAL;
-    if (accel__tls_current == s)
-        return ACCEL_EDEADLK;
-    if (accel__fork_stale(s->rt->fork_gen))
-        return ACCEL_ECLOSED;
-    uint64_t target = accel__ring_submitted(ACCEL__RING(s));
-    return accel__progress_wait_finished(s, target,
-                                         accel__deadline(timeout_ns));
-}
-
-int accel_session_reserve(accel_session *s, int64_t bytes)
-{
-    if (!s || bytes < 0)
-        return ACCEL_EINVAL;
-    if (accel_session_is_closed(s))
-        return ACCEL_ECLOSED;
-    int rc = accel__budget_charge(&s->budget, bytes);
-    if (rc == ACCEL_EBUDGET)
-        ACCEL_TRACE3(budget_refused, s, s->id, bytes);
-    return rc;
-}
-
-int accel_session_unreserve(accel_session *s, int64_t bytes)
-{
-    if (!s)
-        return ACCEL_EINVAL;
-    return accel__budget_refund(&s->budget, bytes);
-}
-
-int64_t accel_session_memory_used(const accel_session *s)
-{
-    return s ? accel__budget_used(&s->budget) : 0;
-}
-
-accel_session *accel_ctx_session(accel_ctx *ctx)
-{
-    return ctx ? ctx->session : NULL;
-}
-
-int accel_ctx_alloc(accel_ctx *ctx, size_t bytes, void **out)
-{
-    if (!ctx || !out || bytes == 0 || bytes > INT64_MAX)
-        return ACCEL_EINVAL;
-    accel_session *s = ctx->session;
-    size_t charge = s->bops->alloc_charge(s->bstate, bytes);
-    int rc = accel__budget_charge(&s->budget, (int64_t)charge);
-    if (rc != ACCEL_OK) {
-        ACCEL_TRACE3(budget_refused, s, s->id, (int64_t)charge);
-        return rc;
-    }
-    rc = s->bops->alloc(s->bstate, ctx, bytes, out);
-    if (rc != ACCEL_OK)
-        (void)accel__budget_refund(&s->budget, (int64_t)charge);
-    return rc;
-}
-
-void accel_ctx_free(accel_ctx *ctx, void *p)
-{
-    if (!ctx || !p)
-        return;
-    accel_session *s = ctx->session;
-    size_t refund = s->bops->free(s->bstate, ctx, p);
-    (void)accel__budget_refund(&s->budget, (int64_t)refund);
 }

@@ -29,7 +29,7 @@
 void accel__op_complete(accel_session *s, const accel_op *op, int status)
 {
     accel__visit_op_done(s, op, status, true);
-    accel__progress_finished(s, 1);
+    accel__progress_finished(&s->progress, 1);
 }
 
 /* A visit that empties the ring polls it a little before giving the
@@ -121,7 +121,7 @@ uint32_t accel__visit_take(accel__visit *v, accel_op *ops, uint32_t max,
     uint32_t rel = release_bound(*ex, k);
     if (rel) {
         accel__ring_sc_release(ACCEL__RING(s), v->h + rel);
-        accel__progress_room(s);
+        accel__progress_room(&s->progress);
     }
     v->h += k;
     /* A run holds at most one sampled position: ACCEL__TAKE_MAX is no
@@ -150,7 +150,7 @@ __attribute__((noinline)) int accel__visit_claim(accel__visit *v, uint64_t h0,
                                               &deadline);
     *ex &= *ex - 1; /* ops[i] claimed: it was the lowest bit */
     accel__ring_sc_release(ACCEL__RING(s), h0 + release_bound(*ex, k));
-    accel__progress_room(s);
+    accel__progress_room(&s->progress);
     if (claim == ACCEL__CLAIM_CANCELED)
         return ACCEL_ECANCELED;
     /* relaxed: a flag, as in run_ops. */
@@ -219,7 +219,7 @@ static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
         finished++;
     }
     if (finished)
-        accel__progress_finished(s, finished);
+        accel__progress_finished(&s->progress, finished);
 }
 
 /* The visit's loop: runs of takes until the quota, the clock or the ring

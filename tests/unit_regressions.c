@@ -181,7 +181,8 @@ static void producer_sleeps_then_run(accel_session *s, room_prod *prod,
     cr_assert_eq(pthread_create(&th, NULL, room_producer, prod), 0);
     tu_wait_at_least(&prod->tid, 1);
     int tid = atomic_load(&prod->tid);
-    while (!(atomic_load_explicit(&s->space_waiters, memory_order_relaxed) &&
+    while (!(atomic_load_explicit(&s->progress.space_waiters,
+                                  memory_order_relaxed) &&
              thread_state(tid) == 'S'))
         tu_nap_us(100);
 
@@ -647,7 +648,8 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     sync_watch w = {.s = s, .first = &p};
     pthread_t st;
     cr_assert_eq(pthread_create(&st, NULL, sync_main, &w), 0);
-    while (atomic_load_explicit(&s->wake_at, memory_order_relaxed) != 1)
+    while (atomic_load_explicit(&s->progress.wake_at,
+                                memory_order_relaxed) != 1)
         tu_nap_us(100);
 
     /* c queued behind p, then a CANCEL close; then visits may take again */

@@ -25,6 +25,7 @@
 #include "../../runtime/futex.c"
 #include "../../runtime/host.c"
 #include "../../runtime/metrics.c"
+#include "../../runtime/op_ctx.c"
 #include "../../runtime/park.c"
 #include "../../runtime/progress.c"
 #include "../../runtime/rcu.c"
