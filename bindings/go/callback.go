@@ -227,10 +227,8 @@ func runGroupFrom(r *opRec, s *VMSession, d *driver, from int) C.int {
 // salvageGoexit completes the op of record r whose f (op i of a group)
 // called runtime.Goexit: it failed with errGoexit. Runs in the exiting
 // driver's deferred check. For a group with ops after i it returns true
-// and keeps r: the caller has them run (runGroupFrom from i+1). With
-// resume false (no driver goes on: driver.ownExited) those ops never run
-// and complete with errGoexit too, counted cancelled.
-func salvageGoexit(r *opRec, i int, fl *recList, resume bool) bool {
+// and keeps r: the caller has them run (runGroupFrom from i+1).
+func salvageGoexit(r *opRec, i int, fl *recList) bool {
 	s := r.session()
 	if !r.isGroup() {
 		s.failed.Add(1)
@@ -240,28 +238,17 @@ func salvageGoexit(r *opRec, i int, fl *recList, resume bool) bool {
 	r.gbad++
 	s.countOutcomes(&r.gok, &r.gbad)
 	done, base := r.groupDone()
-	n := r.gn
-	g := r.group()
-	last := n - 1
-	if resume {
-		last = i
+	op := r.first()
+	if i > 0 || op.f == nil {
+		op = r.group().ops[i]
+		r.group().ops[i] = groupOp{}
 	}
-	for j := i; j <= last; j++ {
-		op := r.first()
-		if j > 0 || op.f == nil {
-			op = g.ops[j]
-			g.ops[j] = groupOp{}
-		}
-		if j > i {
-			s.cancelled.Add(1)
-		}
-		if done != nil {
-			done(base+j, errGoexit)
-		} else if op.cb != nil {
-			op.cb(errGoexit)
-		}
+	if done != nil {
+		done(base+i, errGoexit)
+	} else if op.cb != nil {
+		op.cb(errGoexit)
 	}
-	if resume && i+1 < n {
+	if i+1 < r.gn {
 		return true
 	}
 	r.reset()
