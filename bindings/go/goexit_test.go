@@ -2,12 +2,15 @@ package accel
 
 // runtime.Goexit in f (t.Fatal, t.FailNow) where the op runs off the
 // usual driver path: an op of a group beside a synchronous submitter's
-// helper slot. Each wait has a step watchdog.
+// helper slot, and ops that accel_runtime_destroy runs inside its call.
+// Each wait has a step watchdog.
 
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -268,5 +271,220 @@ func TestGoexitInGroupOnOwnSubmitsHelperSlot(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// B: Runtime.Close while a session is being closed with DRAIN by its
+// user and ops wait behind a blocked op: a group of combined
+// SubmitAsyncs, a SubmitAsyncBatch group and a Submit, each with an op
+// that calls runtime.Goexit. Each of those ops fails alone, the rest run
+// in order, the Submit's goroutine ends, both Closes return nil, and
+// another session's queued op runs too.
+func TestGoexitInOpsDrainedAtRuntimeClose(t *testing.T) {
+	rt, err := NewRuntime(RuntimeConfig{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := rt.NewVMSession("v")
+	w, _ := rt.NewVMSession("w")
+	var seq atomic.Int32
+	rel, in := make(chan struct{}), make(chan struct{})
+	if err := v.SubmitAsync(func(*Session) error { close(in); <-rel; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := step(t, "blocking op starts")
+	<-in
+	done()
+	ga := newGroupProbe(4, 1, &seq)
+	for i := 0; i < 4; i++ {
+		i := i
+		if err := v.SubmitAsync(ga.f(i), func(err error) { ga.done(i, err) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gb := newGroupProbe(4, 2, &seq)
+	fs := make([]func(*Session) error, 4)
+	for i := range fs {
+		fs[i] = gb.f(i)
+	}
+	if k, err := v.SubmitAsyncBatch(fs, gb.done); k != 4 || err != nil {
+		t.Fatalf("SubmitAsyncBatch: %d, %v", k, err)
+	}
+	exited, returned := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		v.Submit(bg(), func(*Session) error { runtime.Goexit(); return nil })
+		close(returned)
+	}()
+	done = step(t, "the Submit is queued")
+	for v.submitted.Load() != 1+4+4+1 {
+		runtime.Gosched()
+	}
+	done()
+	wran := make(chan error, 1)
+	if err := w.SubmitAsync(func(*Session) error { return nil }, func(err error) { wran <- err }); err != nil {
+		t.Fatal(err)
+	}
+	closes := make(chan error, 2)
+	go func() { closes <- v.Close() }()
+	go func() { closes <- rt.Close() }()
+	close(rel)
+	done = step(t, "the groups' completions")
+	ga.wg.Wait()
+	gb.wg.Wait()
+	done()
+	ga.check(t, "combined SubmitAsyncs")
+	gb.check(t, "SubmitAsyncBatch")
+	done = step(t, "the goroutine whose Submit's op called Goexit")
+	<-exited
+	done()
+	select {
+	case <-returned:
+		t.Error("Submit returned after its f called runtime.Goexit")
+	default:
+	}
+	done = step(t, "the other session's op")
+	if err := <-wran; err != nil {
+		t.Errorf("w's op: %v", err)
+	}
+	done()
+	for k := 0; k < 2; k++ {
+		done = step(t, fmt.Sprintf("Close %d", k))
+		if err := <-closes; err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		done()
+	}
+	st := v.FullStats()
+	if st.Failed != 3 || st.Cancelled != 0 || st.Completed != 1+3+3 {
+		t.Errorf("stats %+v: want 7 completed, 3 failed", st)
+	}
+}
+
+// B where the package's API cannot lead (Runtime.Close drains every
+// session before it stops the drivers, so destroy finds nothing queued;
+// C also runs a device session's ops inside its own calls): ops still
+// queued when accel_runtime_destroy runs them through goAccelRun, a
+// callback into Go inside that C call, where Go cannot end a goroutine.
+// The drivers are stopped first (stopWorkersForTest) so that the ops
+// stay queued. A Goexit in one op of a group fails that op alone and the
+// rest run in order; a Submit whose f calls Goexit ends its goroutine;
+// an op that calls Submit and Sync of its own session is still inside
+// its op there (ErrDeadlock, nil); destroy returns. In a child process:
+// the crash this guards against ends the process.
+func TestGoexitInOpRunByRuntimeDestroy(t *testing.T) {
+	if os.Getenv("ACCEL_TEST_DESTROY_GOEXIT_CHILD") != "1" {
+		out := runChild(t, "^TestGoexitInOpRunByRuntimeDestroy$", "ACCEL_TEST_DESTROY_GOEXIT_CHILD=1")
+		if !strings.Contains(out, "DESTROY-RAN-EVERY-OP") || strings.Contains(out, "--- FAIL") {
+			if len(out) > 4000 {
+				out = out[:4000] + "\n..."
+			}
+			t.Fatalf("child run:\n%s", out)
+		}
+		return
+	}
+	rt, err := NewRuntime(RuntimeConfig{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := rt.NewVMSession("v")
+	w, _ := rt.NewVMSession("w")
+	rt.stopWorkersForTest()
+	var seq atomic.Int32
+	ga := newGroupProbe(4, 1, &seq)
+	for i := 0; i < 4; i++ {
+		i := i
+		if err := v.SubmitAsync(ga.f(i), func(err error) { ga.done(i, err) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gb := newGroupProbe(4, 2, &seq)
+	fs := make([]func(*Session) error, 4)
+	for i := range fs {
+		fs[i] = gb.f(i)
+	}
+	if k, err := v.SubmitAsyncBatch(fs, gb.done); k != 4 || err != nil {
+		t.Fatalf("SubmitAsyncBatch: %d, %v", k, err)
+	}
+	exited, returned := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		v.Submit(bg(), func(*Session) error { runtime.Goexit(); return nil })
+		close(returned)
+	}()
+	done := step(t, "the Goexit Submit is queued")
+	for v.submitted.Load() != 4+4+1 {
+		runtime.Gosched()
+	}
+	done()
+	var inner, innerSync error
+	nested := make(chan error, 1)
+	go func() {
+		nested <- v.Submit(bg(), func(*Session) error {
+			inner = v.Submit(bg(), func(*Session) error { return nil })
+			innerSync = v.Sync()
+			return nil
+		})
+	}()
+	done = step(t, "the nesting Submit is queued")
+	for v.submitted.Load() != 4+4+1+1 {
+		runtime.Gosched()
+	}
+	done()
+	wran := make(chan error, 1)
+	if err := w.SubmitAsync(func(*Session) error { return nil }, func(err error) { wran <- err }); err != nil {
+		t.Fatal(err)
+	}
+	// On a goroutine of its own, as a Runtime.Close of the user's: a
+	// Goexit that got out of f would end it inside the C call.
+	var derr error
+	destroyEnded, destroyReturned := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(destroyEnded)
+		derr = rt.destroyForTest()
+		close(destroyReturned)
+	}()
+	done = step(t, "accel_runtime_destroy runs the queued ops")
+	<-destroyEnded
+	done()
+	select {
+	case <-destroyReturned:
+		if derr != nil {
+			t.Errorf("destroy: %v", derr)
+		}
+	default:
+		t.Fatal("the goroutine in accel_runtime_destroy ended inside it (an op's Goexit got out)")
+	}
+	done = step(t, "the groups' completions")
+	ga.wg.Wait()
+	gb.wg.Wait()
+	done()
+	ga.check(t, "combined SubmitAsyncs")
+	gb.check(t, "SubmitAsyncBatch")
+	done = step(t, "the goroutine whose Submit's op called Goexit")
+	<-exited
+	done()
+	select {
+	case <-returned:
+		t.Error("Submit returned after its f called runtime.Goexit")
+	default:
+	}
+	done = step(t, "the nesting Submit")
+	if err := <-nested; err != nil {
+		t.Errorf("nesting Submit: %v", err)
+	}
+	done()
+	if !errors.Is(inner, ErrDeadlock) || innerSync != nil {
+		t.Errorf("from inside an op run by destroy: own Submit %v (want ErrDeadlock), Sync %v (want nil)", inner, innerSync)
+	}
+	if err := <-wran; err != nil {
+		t.Errorf("w's op: %v", err)
+	}
+	st := v.FullStats()
+	if st.Failed != 3 || st.Cancelled != 0 || st.Completed != 3+3+1 {
+		t.Errorf("stats %+v: want 7 completed, 3 failed", st)
+	}
+	if !t.Failed() {
+		fmt.Println("DESTROY-RAN-EVERY-OP")
 	}
 }

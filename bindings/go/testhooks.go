@@ -95,3 +95,33 @@ func (v *VMSession) submitRacedForTest(g *opRec, f func(*Session) error) (begun 
 	}
 	return begun, err
 }
+
+// stopWorkersForTest stops rt's driver goroutines and takes its helper
+// slots, as Runtime.Close does once its sessions are drained, but with
+// them open: what is submitted from here on stays queued until
+// destroyForTest's accel_runtime_destroy runs it on its own thread.
+func (rt *Runtime) stopWorkersForTest() { rt.host.stop() }
+
+// destroyForTest ends rt after stopWorkersForTest as Runtime.Close ends
+// it, without the drains: accel_runtime_destroy runs what is queued on
+// this goroutine's thread, then closes and frees every session. Their
+// handles are then retired, not released (destroy freed them), so that
+// their methods answer ErrSessionClosed.
+func (rt *Runtime) destroyForTest() error {
+	rt.mu.Lock()
+	rt.closing = true
+	all := make([]*VMSession, 0, len(rt.all))
+	for v := range rt.all {
+		all = append(all, v)
+	}
+	rt.mu.Unlock()
+	rt.g.retire()
+	rc := int(C.accel_runtime_destroy(rt.c))
+	for _, v := range all {
+		v.closed.Store(true)
+		if v.h != nil {
+			v.h.g.retire()
+		}
+	}
+	return statusErr(rc)
+}
