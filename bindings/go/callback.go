@@ -1,8 +1,10 @@
 package accel
 
-// Running one Go op: on a worker goroutine (hostworker.go), or, for ops
-// still queued when a runtime is destroyed, in a callback into Go from
-// accel_runtime_destroy's thread (goAccelRun).
+// Running one Go op: on a worker goroutine (hostworker.go), or, for an op
+// that C runs inside one of its own calls (those still queued when
+// accel_runtime_destroy runs, a device session's in its visit's begin),
+// on a goroutine that the callback into Go (goAccelRun) starts and waits
+// for.
 
 // #include <stdint.h>
 // #include "shim.h"
@@ -11,6 +13,7 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"time"
 )
@@ -31,26 +34,22 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
-// callF runs f and turns a panic into a *PanicError. d (nil on the destroy
-// path) records that user code runs, for its exit check (driver.exited:
-// only runtime.Goexit leaves f other than by returning here).
+// callF runs f and turns a panic into a *PanicError. d records that user
+// code runs, for its exit check (driver.exited, asideRun: only
+// runtime.Goexit leaves f other than by returning here).
 func callF(f func(*Session) error, s *Session, d *driver, r *opRec, op int) (err error) {
-	if d != nil {
-		d.phase, d.cur, d.curOp = phaseF, r, op
-		d.userIn() // compensate.go
-	}
+	d.phase, d.cur, d.curOp = phaseF, r, op
+	d.userIn() // compensate.go
 	returned := false
 	defer func() {
-		if d != nil {
-			d.userOut()
-		}
+		d.userOut()
 		v := recover()
 		if v != nil {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 		// Neither returned nor panicked: runtime.Goexit, which goes on
 		// up to the driver's check; the phase tells it so.
-		if d != nil && (returned || v != nil) {
+		if returned || v != nil {
 			d.phase, d.cur = phaseOut, nil
 		}
 	}()
@@ -86,22 +85,84 @@ func callGroupDone(done func(int, error), i int, err error, d *driver) {
 	}
 }
 
+// goAccelRun is the op trampoline's call into Go, made inside a C call
+// on its thread (accel_runtime_destroy's run of what is still queued, or
+// a device session's visit): it runs the op on a goroutine of its own
+// and waits for it (runAside). f may call runtime.Goexit (t.Fatal), and
+// run here it would end the goroutine that made the C call in the middle
+// of it (or, on a thread C made, crash the process); there it ends only
+// that goroutine.
+//
 //export goAccelRun
-func goAccelRun(arg C.uintptr_t) C.int { return runRec(recOf(arg), nil) }
+func goAccelRun(arg C.uintptr_t) C.int { return runAside(recOf(arg)) }
+
+// runAside runs the op of record r on a new goroutine, locked to its
+// thread with the calling thread's C thread-locals (the op's session, for
+// accel_current_session, and the visit goaccel_cur_slot names), so that
+// from inside f a Submit or Sync of its own session answers at once, as
+// on the calling thread, instead of waiting for itself. Returns runRec's
+// status.
+func runAside(r *opRec) C.int {
+	var w C.uint
+	rt := C.goaccel_cur_slot(&w)
+	sess := C.accel_current_session()
+	st := make(chan C.int, 1)
+	go asideRun(r, 0, rt, sess, w, st)
+	return <-st
+}
+
+// asideRun runs r for runAside (from > 0: r's group from op from on,
+// after op from-1 called runtime.Goexit) and sends its C status on st.
+// If an f calls runtime.Goexit, the op fails (salvageGoexit) and the
+// group's later ops go on on another such goroutine.
+func asideRun(r *opRec, from int, rt *C.accel_runtime, sess *C.accel_session, w C.uint, st chan<- C.int) {
+	d := &driver{}
+	normal := false
+	defer func() {
+		C.goaccel_visit_move(nil, nil, 0) // as the thread was: in no visit
+		runtime.UnlockOSThread()
+		if normal {
+			return
+		}
+		switch d.phase {
+		case phaseF:
+		case phaseDone:
+			panic("accel: a completion callback (SubmitAsync, SubmitAsyncBatch) panicked or called runtime.Goexit")
+		default:
+			return // the package's own panic: let it go on
+		}
+		d.phase = phaseOut
+		more := salvageGoexit(d.cur, d.curOp, &d.fl)
+		d.fl.flush()
+		if more {
+			go asideRun(d.cur, d.curOp+1, rt, sess, w, st)
+			return
+		}
+		st <- 1 // failed, for the C stats too
+	}()
+	runtime.LockOSThread()
+	C.goaccel_visit_move(rt, sess, w)
+	var rc C.int
+	if from == 0 {
+		rc = runRec(r, d)
+	} else {
+		runGroupFrom(r, r.session(), d, from)
+		rc = 1 // an op of it failed (Goexit)
+	}
+	d.fl.flush()
+	normal = true
+	st <- rc
+}
 
 // runRec runs the op of record r and returns its C status: 0, or 1 if it
-// failed. d: the driver running it (nil: destroy's thread); the records it
-// is done with go to d's list.
+// failed. d: the driver running it; the records it is done with go to
+// d's list.
 func runRec(r *opRec, d *driver) C.int {
-	var fl *recList
-	if d != nil {
-		fl = &d.fl
-	}
 	// The cancel race (oprec.go): whoever moves the state off queued
 	// owns the outcome.
 	if !r.take() {
 		r.reset()
-		fl.free(r) // the submitter gave the record up when it cancelled
+		d.fl.free(r) // the submitter gave the record up when it cancelled
 		return 0
 	}
 	s := r.session()
@@ -213,11 +274,7 @@ func runGroupFrom(r *opRec, s *VMSession, d *driver, from int) C.int {
 	}
 	// Freed after the ops: the group's holder goes with the record.
 	r.reset()
-	if d != nil {
-		d.fl.free(r)
-	} else {
-		freeRec(r)
-	}
+	d.fl.free(r)
 	if failed {
 		return 1
 	}
@@ -227,10 +284,8 @@ func runGroupFrom(r *opRec, s *VMSession, d *driver, from int) C.int {
 // salvageGoexit completes the op of record r whose f (op i of a group)
 // called runtime.Goexit: it failed with errGoexit. Runs in the exiting
 // driver's deferred check. For a group with ops after i it returns true
-// and keeps r: the caller has them run (runGroupFrom from i+1). With
-// resume false (no driver goes on: driver.ownExited) those ops never run
-// and complete with errGoexit too, counted cancelled.
-func salvageGoexit(r *opRec, i int, fl *recList, resume bool) bool {
+// and keeps r: the caller has them run (runGroupFrom from i+1).
+func salvageGoexit(r *opRec, i int, fl *recList) bool {
 	s := r.session()
 	if !r.isGroup() {
 		s.failed.Add(1)
@@ -240,28 +295,17 @@ func salvageGoexit(r *opRec, i int, fl *recList, resume bool) bool {
 	r.gbad++
 	s.countOutcomes(&r.gok, &r.gbad)
 	done, base := r.groupDone()
-	n := r.gn
-	g := r.group()
-	last := n - 1
-	if resume {
-		last = i
+	op := r.first()
+	if i > 0 || op.f == nil {
+		op = r.group().ops[i]
+		r.group().ops[i] = groupOp{}
 	}
-	for j := i; j <= last; j++ {
-		op := r.first()
-		if j > 0 || op.f == nil {
-			op = g.ops[j]
-			g.ops[j] = groupOp{}
-		}
-		if j > i {
-			s.cancelled.Add(1)
-		}
-		if done != nil {
-			done(base+j, errGoexit)
-		} else if op.cb != nil {
-			op.cb(errGoexit)
-		}
+	if done != nil {
+		done(base+i, errGoexit)
+	} else if op.cb != nil {
+		op.cb(errGoexit)
 	}
-	if resume && i+1 < n {
+	if i+1 < r.gn {
 		return true
 	}
 	r.reset()

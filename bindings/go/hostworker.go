@@ -9,12 +9,14 @@ package accel
 // These goroutines run the ops (f and the completions). A submitting
 // goroutine runs at most its own op, and only when the scheduler hands it
 // its session directly (submitOwn: the session was idle and would be
-// picked first); it never runs another session's op, so a caller that
-// holds a lock around Submit, or whose ctx ends, is never held up by
-// someone else's op.
+// picked first); it never runs another op, of its session or another, so
+// a caller that holds a lock around Submit, or whose ctx ends, is never
+// held up by someone else's op, and a runtime.Goexit in someone else's f
+// never ends the caller's goroutine.
 //
-// A driver goroutine is started per C worker slot by startHostWorkers, and
-// again by the driver that replaces one whose op called runtime.Goexit
+// A driver goroutine is started per C worker slot by startHostWorkers,
+// again by the driver that replaces one whose op called runtime.Goexit,
+// and for a helper slot's visit that its submitter hands on (runOwn)
 // (startDriver): the one place that starts a driver, so that another
 // reason to start one (a slot C adds while a worker is blocked) is one
 // more call of it.
@@ -106,6 +108,10 @@ func (h *hostWorkers) startDriver(d *driver) {
 		go d.extraLoop() // a slot added for a blocked one (compensate.go)
 		return
 	}
+	if d.help != nil {
+		go d.helpLoop()
+		return
+	}
 	go d.loop()
 }
 
@@ -183,6 +189,9 @@ type driver struct {
 	curOp int
 	mon   *slotMon // the slot's blocked-op state (compensate.go); nil: a helper slot
 	extra bool     // an extra slot, added for a blocked one (extraLoop)
+	// A helper slot whose open visit this goroutine runs for its
+	// submitter (helpLoop): at the visit's end the slot goes back.
+	help *helperSlot
 	// A group whose op restOp-1 ended the last driver: its ops from
 	// restOp on run first (op i of the visit).
 	rest   *opRec
@@ -307,9 +316,9 @@ func (d *driver) exited() {
 	d.phase = phaseOut
 	r := d.cur
 	d.b.status[d.i] = 1 // failed, for the C stats too
-	more := salvageGoexit(r, d.curOp, &d.fl, true)
+	more := salvageGoexit(r, d.curOp, &d.fl)
 	nd := &driver{h: d.h, w: d.w, lane: d.lane, b: d.b, fl: d.fl,
-		n: d.n, i: d.i + 1, open: true, sess: d.sess, mon: d.mon, extra: d.extra}
+		n: d.n, i: d.i + 1, open: true, sess: d.sess, mon: d.mon, extra: d.extra, help: d.help}
 	if more {
 		// The group's later ops run first on the new driver.
 		nd.i, nd.rest, nd.restOp = d.i, r, d.curOp+1
@@ -320,12 +329,10 @@ func (d *driver) exited() {
 
 // submitOwn submits r (a synchronous Submit of v without a ctx that can
 // end) on a free helper slot, and if the scheduler hands v to the slot
-// directly, runs the visit's op here, on the submitter's goroutine: its
-// own op (or, if another submitter of v raced it into the ring, that
-// one, which is first in v's order). Either way r's outcome then comes
-// through r.wake as for a queued op. queued: r is in (or through) the
-// queue; false with a nil error: no slot was free or the queue was full,
-// nothing submitted.
+// directly, runs the visit's op, r, here, on the submitter's goroutine
+// (runOwn). Either way r's outcome then comes through r.wake as for a
+// queued op. queued: r is in (or through) the queue; false with a nil
+// error: no slot was free or the queue was full, nothing submitted.
 func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec) (queued bool, err error) {
 	hs := h.takeHelpSlot()
 	if hs == nil {
@@ -344,13 +351,39 @@ func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec) (que
 		}
 		return rc == C.ACCEL_OK, statusErr(rc)
 	}
+	h.runOwn(hs, r)
+	return true, nil
+}
+
+// runOwn runs the visit that the direct hand-off began on helper slot hs
+// (its ops in hs.d.b, the thread locked) for the submitter of own, ends
+// it and gives the slot back.
+//
+// The visit holds one op, the first in v's order: own, unless another
+// submitter of v raced own into the ring (host.h, accel_host_submit_own).
+// That op, a group of SubmitAsyncs perhaps, is not the caller's to run:
+// a Goexit in it would end the caller's goroutine, which then never got
+// own's outcome, and the group's later ops could run on no goroutine. So
+// the visit goes to a driver goroutine of its own (helpLoop), as the
+// workers' visits do, and own waits behind it as a queued op.
+func (h *hostWorkers) runOwn(hs *helperSlot, own *opRec) {
+	d := &hs.d
+	d.n, d.i, d.open = int(d.b.n), 0, true
+	if d.n > 0 && recOf(d.b.recs[0]) != own {
+		sess := C.accel_current_session()
+		C.goaccel_visit_move(nil, nil, 0) // this thread runs no visit now
+		runtime.UnlockOSThread()
+		d.open = false
+		h.startDriver(&driver{h: h, w: d.w, lane: d.lane, b: d.b,
+			n: d.n, open: true, sess: sess, help: hs})
+		return
+	}
 	normal := false
 	defer func() {
 		if !normal {
-			d.ownExited(hs, r)
+			d.ownExited(hs, own)
 		}
 	}()
-	d.n, d.i, d.open = int(d.b.n), 0, true
 	d.runVisit()
 	C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP,
 		&d.b.status[0], d.b.n, nil, 0, nil)
@@ -359,10 +392,9 @@ func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec) (que
 	// Release: the next taker's CAS acquires this slot's C state (the
 	// visit ended) and its batch.
 	hs.busy.Store(0)
-	return true, nil
 }
 
-// ownExited: f of the op run by its submitter (submitOwn) called
+// ownExited: f of own, run by its submitter (runOwn), called
 // runtime.Goexit. The op fails; the visit ends here, on its thread (cap 1:
 // it had no other op), the slot goes back, and the Goexit goes on, ending
 // the submitter's goroutine as f run there would. A panic elsewhere is
@@ -372,23 +404,40 @@ func (d *driver) ownExited(hs *helperSlot, own *opRec) {
 		return
 	}
 	d.phase = phaseOut
-	r := d.cur
 	d.b.status[d.i] = 1
-	if r == own {
-		// Its submitter is this goroutine, which is ending: no one
-		// receives the outcome, so the record is freed here.
-		r.session().failed.Add(1)
-		r.reset()
-		freeRec(r)
-	} else {
-		salvageGoexit(r, d.curOp, &d.fl, false)
-	}
+	// Its submitter is this goroutine, which is ending: no one receives
+	// the outcome, so the record is freed here.
+	own.session().failed.Add(1)
+	own.reset()
+	freeRec(own)
 	d.fl.flush()
 	d.open = false
 	C.goaccel_host_step(d.h.rt, C.uint(d.w), C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP,
 		&d.b.status[0], d.b.n, nil, 0, nil)
 	runtime.UnlockOSThread()
 	hs.busy.Store(0)
+}
+
+// helpLoop runs the rest of a helper slot's open visit for its submitter
+// (runOwn handed it on, or the last such driver's op called
+// runtime.Goexit), ends it and gives the slot back.
+func (d *driver) helpLoop() {
+	h := d.h
+	normal := false
+	defer func() {
+		if !normal {
+			d.exited()
+		}
+	}()
+	runtime.LockOSThread()
+	C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w))
+	d.runVisit()
+	C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP,
+		&d.b.status[0], C.uint(d.n), nil, 0, nil)
+	normal = true
+	runtime.UnlockOSThread()
+	d.help.busy.Store(0) // release, as runOwn's
+	h.wg.Done()
 }
 
 // takeHelpSlot takes a free helper slot (nil: none). LP: the CAS 0 -> 1

@@ -1,11 +1,13 @@
 package accel
 
-// A hook for the tests (cgo is not allowed in test files). Not part of
+// Hooks for the tests (cgo is not allowed in test files). Not part of
 // the API.
 
 // #include <malloc.h>
 // #include "shim.h"
 import "C"
+
+import "runtime"
 
 // closeCancelForTest closes v as Close does, but with ACCEL_CLOSE_CANCEL
 // (queued ops complete unrun), without waiting when called from inside
@@ -35,3 +37,91 @@ func cHeapInUse() int64 {
 // binary without touching other runtimes. Call it before rt's first
 // session opens: SubmitAsync reads the setting without synchronization.
 func (rt *Runtime) setCombineForTest(on bool) { rt.noCombine = !on }
+
+// submitRacedForTest runs a Submit of f on v in the state
+// accel_host_submit_own allows when another submitter of v raced the
+// Submit's op into the ring (host.h): the visit the direct hand-off
+// begins on the Submit's helper slot holds that other submitter's op, g
+// (a group, newGroupForTest), and the Submit's own op is queued behind
+// it. The C scheduler makes that state only in a race; this makes it in
+// order: g goes through the hand-off, then f is queued while the helper
+// holds v. begun false: no hand-off (no helper slot free, v not idle):
+// g and f went to the workers. Then the rest is Submit's (f's error, and
+// runtime.Goexit here if f called it).
+func (v *VMSession) submitRacedForTest(g *opRec, f func(*Session) error) (begun bool, err error) {
+	h := v.rt.host
+	c := v.h.enter()
+	if c == nil {
+		return false, ErrSessionClosed
+	}
+	defer v.h.exit()
+	r := allocRec()
+	r.fillSync(v, f, nil, nil)
+	hs := h.takeHelpSlot()
+	if hs != nil {
+		d := &hs.d
+		runtime.LockOSThread()
+		var ok C.int
+		rc := int(C.goaccel_submit_own(h.rt, c, g.arg(), C.uint(d.w), &d.b.recs[0], &d.b.n, &ok))
+		if rc != C.ACCEL_OK {
+			runtime.UnlockOSThread()
+			hs.busy.Store(0)
+			return false, statusErr(rc)
+		}
+		v.submitted.Add(uint64(g.gcommitted.Load()))
+		begun = ok == C.ACCEL_OK
+		if !begun {
+			runtime.UnlockOSThread()
+			hs.busy.Store(0)
+		}
+	} else if rc := v.submitRec(g); rc != C.ACCEL_OK {
+		return false, statusErr(rc)
+	} else {
+		v.submitted.Add(uint64(g.gcommitted.Load()))
+	}
+	if rc := int(C.goaccel_submit(c, r.arg(), 0, C.ACCEL_NO_WAIT, 0, nil)); rc != C.ACCEL_OK {
+		panic("submitRacedForTest: " + statusErr(rc).Error())
+	}
+	v.submitted.Add(1)
+	if begun {
+		h.runOwn(hs, r)
+	}
+	<-r.waitCh()
+	err = r.outcome()
+	r.reset()
+	freeRec(r)
+	if err == errGoexit {
+		runtime.Goexit()
+	}
+	return begun, err
+}
+
+// stopWorkersForTest stops rt's driver goroutines and takes its helper
+// slots, as Runtime.Close does once its sessions are drained, but with
+// them open: what is submitted from here on stays queued until
+// destroyForTest's accel_runtime_destroy runs it on its own thread.
+func (rt *Runtime) stopWorkersForTest() { rt.host.stop() }
+
+// destroyForTest ends rt after stopWorkersForTest as Runtime.Close ends
+// it, without the drains: accel_runtime_destroy runs what is queued on
+// this goroutine's thread, then closes and frees every session. Their
+// handles are then retired, not released (destroy freed them), so that
+// their methods answer ErrSessionClosed.
+func (rt *Runtime) destroyForTest() error {
+	rt.mu.Lock()
+	rt.closing = true
+	all := make([]*VMSession, 0, len(rt.all))
+	for v := range rt.all {
+		all = append(all, v)
+	}
+	rt.mu.Unlock()
+	rt.g.retire()
+	rc := int(C.accel_runtime_destroy(rt.c))
+	for _, v := range all {
+		v.closed.Store(true)
+		if v.h != nil {
+			v.h.g.retire()
+		}
+	}
+	return statusErr(rc)
+}
