@@ -150,9 +150,10 @@ static inline bool unpark(_Atomic uint64_t *idle)
  * costs microseconds, and under a stream of submits the next session is
  * usually a few hundred ns away. Bounded in time (ACCEL__SPIN_NS of polls
  * with a pause, then a few yields), so an idle runtime still sleeps, and
- * not in pauses: a pause is ~10 cycles on some CPUs and ~140 on others,
- * where 64 x 8 of them spun 10 us per idle spell and took, on a loaded
- * 2-core machine, 5-20% of the CPU from the threads that had work. */
+ * bounded by the clock, not by a count of pauses: a pause costs an order
+ * of magnitude more cycles on some CPUs than on others, and a count
+ * tuned on one spins far longer on the other, taking CPU from the
+ * threads that have work (docs/experiments/2026-ring-variants.md). */
 #define ACCEL__SPIN_NS 1000u
 #define ACCEL__SPIN_YIELDS 2
 

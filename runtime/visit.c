@@ -37,11 +37,10 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status)
  * published right now, and going idle costs a CAS on the producers' line,
  * a scheduler round trip and, for the producer, an enqueue. Bounded (about
  * a microsecond), so a sparse session costs little. (Skipping it after a
- * visit's first and only op while other sessions waited saved CPU with
- * 100k sparse sessions but cost 4 producers -> 4 sessions ~5%; skipping
- * it per session while its lingers missed made those 100k sessions'
- * visits 1.7x as many, each finding fewer ops, and slower per op: both
- * dropped, docs/ring.md.) */
+ * visit's first and only op, or per session while its lingers missed,
+ * were tried and dropped: the first slowed a few busy sessions, the
+ * second split sparse sessions' work into more, smaller visits; the
+ * measurements are in docs/experiments/.) */
 #define ACCEL__LINGER_POLLS 32
 /* Ops this long or longer read the clock after each op (see visit_begin). */
 #define ACCEL__CLOCK_CHECK_NS 1000u
