@@ -5,7 +5,7 @@
 # Spin's first error report must contain the expected text (the assertion,
 # or "invalid end state"), not a search-depth or memory limit.
 # Exit 0 only if all of this holds for all of them.
-# Usage: models/run.sh        (needs spin and a C compiler; ~40 s)
+# Usage: models/run.sh        (needs spin and a C compiler; ~2 min on 2 cores)
 #        MODELS_FULL=1 models/run.sh   (adds the larger instances, ~5 min)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
