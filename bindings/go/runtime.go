@@ -220,9 +220,10 @@ func (rt *Runtime) Close() error {
 		v.Close() // from outside any op: drains and frees
 	}
 	// A Close from inside an op that is still finishing in its own
-	// goroutine: the Close above waited for the same drain and freed.
-	// The sessions are drained: stop the worker goroutines (destroy runs
-	// anything queued since on this thread).
+	// goroutine: the Close above waited for the same drain; its release
+	// may still be running, and rt.g's retire below waits for it
+	// (chandle.free). The sessions are drained: stop the worker
+	// goroutines (destroy runs anything queued since on this thread).
 	rt.host.stop()
 	rt.g.retire()
 	if rc := int(C.accel_runtime_destroy(rt.c)); rc != C.ACCEL_OK {

@@ -119,11 +119,24 @@ func (h *chandle) enter() *C.accel_session {
 func (h *chandle) exit() { h.g.exit() }
 
 // free releases the C session (after a drain): at once, so that its
-// memory is back when Close returns, not when a GC runs a finalizer.
-func (h *chandle) free() {
+// memory is back when Close returns, not when a GC runs a finalizer. The
+// release runs inside the runtime's guard rg: a Close that finds h
+// already retired returns at once, and Runtime.Close may then destroy
+// the runtime, while the release (which can wait for a grace period:
+// accel_session_release) still uses it; rg's retire in Runtime.Close
+// waits for it. Once rg is retired, destroy frees the session instead.
+func (h *chandle) free(rg *guard) {
+	if !rg.enter() {
+		h.g.retire()
+		return
+	}
 	if h.g.retire() {
+		if f := releaseHookForTest.Load(); f != nil {
+			(*f)()
+		}
 		C.accel_session_release(h.c)
 	}
+	rg.exit()
 }
 
 // NewVMSession opens a session on the process default runtime. vmID must
@@ -418,7 +431,7 @@ func (v *VMSession) finishClose() int {
 		m.blockEnd()
 		v.h.exit()
 	}
-	v.h.free()
+	v.h.free(&v.rt.g)
 	v.rt.untrack(v)
 	return rc
 }
