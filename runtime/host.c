@@ -29,6 +29,7 @@
 #include "accel/host.h"
 #include "alloc.h"
 #include "clock.h"
+#include "host.h"
 #include "park.h"
 #include "progress.h"
 #include "rcu.h"
@@ -168,21 +169,27 @@ static int begin_session(accel_runtime *rt, unsigned worker,
  * end's to wake for (a helper that stops ends with _end_stop). Otherwise
  * the submit enqueues and wakes as accel_submit, and the begin picks. */
 /* own_only: a visit is begun only by the direct hand-off, never by the
- * slot's own pick (accel_host_submit_own). */
+ * slot's own pick (accel_host_submit_own). deadline_ns, ticket: the op's
+ * as accel_submit_ex's (0, NULL: a plain op). */
 static int submit_begin(accel_runtime *rt, unsigned worker, accel_session *s,
-                        const accel_op *op, int64_t timeout_ns, accel_op *ops,
-                        unsigned cap, unsigned *n, int *begun, bool own_only)
+                        const accel_op *op, int64_t deadline_ns,
+                        int64_t timeout_ns, accel_ticket *ticket,
+                        accel_op *ops, unsigned cap, unsigned *n, int *begun,
+                        bool own_only)
 {
+    if (ticket)
+        *ticket = (accel_ticket){0}; /* a failed submit leaves no ticket */
     accel__host_slot *h = slot_of(rt, worker);
     if (!h || !s || s->rt != rt || !op || !op->fn ||
-        timeout_ns < ACCEL_FOREVER || !n || !begun || cap == 0 || !ops ||
-        h->open || h->idle)
+        timeout_ns < ACCEL_FOREVER || deadline_ns < 0 || !n || !begun ||
+        cap == 0 || !ops || h->open || h->idle)
         return ACCEL_EINVAL;
     *n = 0;
     *begun = ACCEL_EAGAIN;
     accel__submit_take t = {
         .lane = accel__lane_of_slot(worker, rt->cfg.short_lane_workers)};
-    int rc = accel__submit_take_one(s, op, timeout_ns, &t);
+    int rc = accel__submit_take_one_ex(s, op, deadline_ns, timeout_ns, ticket,
+                                       &t);
     if (rc != ACCEL_OK)
         return rc;
     if (t.taken) {
@@ -200,8 +207,8 @@ int accel_host_submit_begin(accel_runtime *rt, unsigned worker,
                             int64_t timeout_ns, accel_op *ops, unsigned cap,
                             unsigned *n, int *begun)
 {
-    return submit_begin(rt, worker, s, op, timeout_ns, ops, cap, n, begun,
-                        false);
+    return submit_begin(rt, worker, s, op, 0, timeout_ns, NULL, ops, cap, n,
+                        begun, false);
 }
 
 int accel_host_submit_own(accel_runtime *rt, unsigned worker,
@@ -209,8 +216,18 @@ int accel_host_submit_own(accel_runtime *rt, unsigned worker,
                           int64_t timeout_ns, accel_op *ops, unsigned cap,
                           unsigned *n, int *begun)
 {
-    return submit_begin(rt, worker, s, op, timeout_ns, ops, cap, n, begun,
-                        true);
+    return submit_begin(rt, worker, s, op, 0, timeout_ns, NULL, ops, cap, n,
+                        begun, true);
+}
+
+int accel__host_submit_own_ex(accel_runtime *rt, unsigned worker,
+                              accel_session *s, const accel_op *op,
+                              int64_t deadline_ns, int64_t timeout_ns,
+                              accel_ticket *ticket, accel_op *ops,
+                              unsigned cap, unsigned *n, int *begun)
+{
+    return submit_begin(rt, worker, s, op, deadline_ns, timeout_ns, ticket,
+                        ops, cap, n, begun, true);
 }
 
 /* stop: the slot will not begin again soon (accel_host_visit_end_stop). */

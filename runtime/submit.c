@@ -209,27 +209,38 @@ int accel_submit(accel_session *s, const accel_op *op, int64_t timeout_ns)
     return submit_ops(s, op, 1, timeout_ns, NULL, NULL, NULL);
 }
 
-int accel__submit_take_one(accel_session *s, const accel_op *op,
-                           int64_t timeout_ns, accel__submit_take *take)
-{
-    return submit_ops(s, op, 1, timeout_ns, NULL, NULL, take);
-}
-
-int accel_submit_ex(accel_session *s, const accel_op *op, int64_t deadline_ns,
-                    int64_t timeout_ns, accel_ticket *ticket)
+/* accel_submit_ex, and with take its host hand-off: inlined into both, so
+ * that accel_submit_ex folds the take away. */
+SUBMIT_INLINE int submit_one_ex(accel_session *s, const accel_op *op,
+                                int64_t deadline_ns, int64_t timeout_ns,
+                                accel_ticket *ticket,
+                                accel__submit_take *take)
 {
     if (ticket)
         *ticket = (accel_ticket){0}; /* a failed submit leaves no ticket */
     if (!s || !op || !op->fn || timeout_ns < ACCEL_FOREVER || deadline_ns < 0)
         return ACCEL_EINVAL;
     if (deadline_ns == 0 && !ticket) /* nothing to check: the plain path */
-        return submit_ops(s, op, 1, timeout_ns, NULL, NULL, NULL);
+        return submit_ops(s, op, 1, timeout_ns, NULL, NULL, take);
     submit_ex ex = {.deadline_ns = deadline_ns};
-    int rc = submit_ops(s, op, 1, timeout_ns, NULL, &ex, NULL);
+    int rc = submit_ops(s, op, 1, timeout_ns, NULL, &ex, take);
     if (rc == ACCEL_OK && ticket)
         *ticket = (accel_ticket){
             .session = s, .position = ex.pos, .serial = s->serial};
     return rc;
+}
+
+int accel_submit_ex(accel_session *s, const accel_op *op, int64_t deadline_ns,
+                    int64_t timeout_ns, accel_ticket *ticket)
+{
+    return submit_one_ex(s, op, deadline_ns, timeout_ns, ticket, NULL);
+}
+
+int accel__submit_take_one_ex(accel_session *s, const accel_op *op,
+                              int64_t deadline_ns, int64_t timeout_ns,
+                              accel_ticket *ticket, accel__submit_take *take)
+{
+    return submit_one_ex(s, op, deadline_ns, timeout_ns, ticket, take);
 }
 
 int accel_submit_batch(accel_session *s, const accel_op *ops, size_t n,

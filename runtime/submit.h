@@ -18,9 +18,12 @@ typedef struct accel__submit_take {
     accel__lane lane;
     bool taken; /* out: the session was handed to the caller */
 } accel__submit_take;
-/* accel_submit of one op (arguments checked by the caller), with take. */
-int accel__submit_take_one(accel_session *s, const accel_op *op,
-                           int64_t timeout_ns, accel__submit_take *take);
+/* accel_submit_ex of one op (its checks, its ticket) with take: deadline
+ * 0 and no ticket is accel_submit's plain op; with either, an op that a
+ * hand-off gives the caller can still expire or be cancelled queued. */
+int accel__submit_take_one_ex(accel_session *s, const accel_op *op,
+                              int64_t deadline_ns, int64_t timeout_ns,
+                              accel_ticket *ticket, accel__submit_take *take);
 
 /* accel_submit_batch whose ops all carry deadline_ns as accel_submit_ex's
  * (0: none, the plain batch): the Go package's SubmitBatch under a ctx

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core_util.h"
+#include "host.h" /* accel__host_submit_own_ex */
 
 #define HOUR_NS (INT64_C(3600) * 1000000000)
 
@@ -474,6 +475,95 @@ Test(host, submit_own_never_foreign, .timeout = 30)
     cr_assert_eq(rf.fn_calls, 2);
     accel_session_release(slow);
     accel_session_release(fast);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* accel__host_submit_own_ex (host.h): the hand-off with an op of
+ * accel_submit_ex. Idle session: the visit begins on the slot with the op
+ * (a live deadline: handed out, runs; a past one: kept back, *n 0, and the
+ * end completes it ACCEL_EEXPIRED unrun, as take_ops does with any expired
+ * EX op). Busy session (an op queued before it): no visit, the op is
+ * queued, and its ticket cancels it there. Bad input changes nothing but
+ * the ticket, zeroed. */
+Test(host, submit_own_ex, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 1, 0);
+    accel_session *s = tu_open(rt, "s", 16, 0);
+    tu_rec r = {0};
+    accel_op op = tu_rec_op(&r), ops[4];
+    int st[4];
+    unsigned n = 7;
+    int begun = 7;
+    accel_ticket t = {.position = 99};
+    cr_assert_eq(accel__host_submit_own_ex(rt, 0, s, &op, -1, ACCEL_NO_WAIT,
+                                           &t, ops, 4, &n, &begun),
+                 ACCEL_EINVAL, "negative deadline");
+    cr_assert_eq(n, 7);
+    cr_assert_eq(begun, 7);
+    cr_assert_eq(t.session, NULL, "a failed submit leaves no ticket");
+    cr_assert_eq(t.position, 0);
+
+    /* Idle, deadline an hour away: the op goes to the slot and runs. */
+    int64_t later = accel_now_ns() + HOUR_NS;
+    cr_assert_eq(accel__host_submit_own_ex(rt, 0, s, &op, later, ACCEL_NO_WAIT,
+                                           &t, ops, 4, &n, &begun), ACCEL_OK);
+    cr_assert_eq(begun, ACCEL_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(ops[0].arg, &r);
+    cr_assert_eq(t.session, s);
+    st[0] = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end_stop(rt, 0, st, 1), ACCEL_OK);
+    cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY, "taken: too late");
+    cr_assert_eq(r.fn_calls, 1);
+    cr_assert_eq(r.done_calls, 1);
+    cr_assert_eq(r.status, 0);
+
+    /* Idle, deadline already past: the visit opens with the op kept back. */
+    cr_assert_eq(accel__host_submit_own_ex(rt, 0, s, &op, 1, ACCEL_NO_WAIT,
+                                           &t, ops, 4, &n, &begun), ACCEL_OK);
+    cr_assert_eq(begun, ACCEL_OK);
+    cr_assert_eq(n, 0, "an expired op is not handed out");
+    cr_assert_eq(r.done_calls, 1, "completed at the end, not at the begin");
+    cr_assert_eq(accel_host_visit_end_stop(rt, 0, NULL, 0), ACCEL_OK);
+    cr_assert_eq(r.fn_calls, 1, "never ran");
+    cr_assert_eq(r.done_calls, 2);
+    cr_assert_eq(r.status, ACCEL_EEXPIRED);
+    accel_session_stats ss;
+    cr_assert_eq(accel_session_get_stats_ex(s, &ss, sizeof(ss)), ACCEL_OK);
+    cr_assert_eq(ss.expired, 1);
+
+    /* Busy: an op of s is queued first, so this submit does not make s
+     * runnable; no visit, and the queued op's ticket cancels it. */
+    tu_rec rq = {0}, rc = {0};
+    accel_op qop = tu_rec_op(&rq), cop = tu_rec_op(&rc);
+    cr_assert_eq(accel_submit(s, &qop, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_eq(accel__host_submit_own_ex(rt, 0, s, &cop, later,
+                                           ACCEL_NO_WAIT, &t, ops, 4, &n,
+                                           &begun), ACCEL_OK);
+    cr_assert_eq(begun, ACCEL_EAGAIN);
+    cr_assert_eq(n, 0);
+    cr_assert_eq(t.session, s);
+    cr_assert_eq(accel_cancel(&t), ACCEL_OK);
+    cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY);
+    drive_until_idle(rt, 0);
+    cr_assert_eq(rq.fn_calls, 1);
+    cr_assert_eq(rq.done_calls, 1);
+    cr_assert_eq(rc.fn_calls, 0, "cancelled: never ran");
+    cr_assert_eq(rc.done_calls, 1);
+    cr_assert_eq(rc.status, ACCEL_ECANCELED);
+
+    /* No deadline, no ticket: the plain hand-off of accel_host_submit_own. */
+    cr_assert_eq(accel__host_submit_own_ex(rt, 0, s, &op, 0, ACCEL_NO_WAIT,
+                                           NULL, ops, 4, &n, &begun),
+                 ACCEL_OK);
+    cr_assert_eq(begun, ACCEL_OK);
+    cr_assert_eq(n, 1);
+    st[0] = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end_stop(rt, 0, st, 1), ACCEL_OK);
+    cr_assert_eq(r.fn_calls, 2);
+    cr_assert_eq(r.done_calls, 3);
+    accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 

@@ -61,19 +61,29 @@ func plantNoGrow(t *testing.T) {
 	}
 }
 
-// queued is a ctx that can end: a Submit with it always goes through the
-// queue to a driver goroutine (never the caller's own hand-off).
+// queued is a ctx that can end (a Submit with it waits for ctx too); on a
+// runtime of newQueuedRuntime the Submit always goes through the queue to
+// a driver goroutine (never the caller's own hand-off).
 func queued(t *testing.T) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	return ctx
 }
 
+// newQueuedRuntime is newTestRuntime with Submit's direct hand-off off:
+// every f runs on a driver, whose blocking these tests are about.
+func newQueuedRuntime(t *testing.T, workers int) *Runtime {
+	t.Helper()
+	rt := newTestRuntime(t, workers)
+	rt.setOwnForTest(false)
+	return rt
+}
+
 // Nested Submit to depth 16 with one worker: each level's f submits to
 // the next session and waits for it.
 func TestCompNestedSubmitDepth16(t *testing.T) {
 	compCases(t, func(t *testing.T) {
-		rt := newTestRuntime(t, 1)
+		rt := newQueuedRuntime(t, 1)
 		const depth = 16
 		vs := make([]*VMSession, depth+1)
 		for i := range vs {
@@ -114,7 +124,7 @@ func TestCompBlockedOpsDoNotStall(t *testing.T) {
 }
 
 func blockedOpsDoNotStall(t *testing.T, how string) {
-	rt := newTestRuntime(t, 2)
+	rt := newQueuedRuntime(t, 2)
 	const n = 16
 	release := make(chan struct{})
 	var let atomic.Bool
@@ -185,7 +195,7 @@ func blockedOpsDoNotStall(t *testing.T, how string) {
 // workers; every op runs exactly once, in each session's order.
 func TestCompPairsNestedSubmit(t *testing.T) {
 	compCases(t, func(t *testing.T) {
-		rt := newTestRuntime(t, 2)
+		rt := newQueuedRuntime(t, 2)
 		const pairs, rounds = 16, 100
 		done := compWatch(t, "16 pairs x 100 rounds of A->B Submit from inside f")
 		defer done()
@@ -234,7 +244,7 @@ func TestCompPairsNestedSubmit(t *testing.T) {
 // b.Sync() from inside an op of a, with one worker and b's op queued.
 func TestCompSyncOtherFromInsideOp(t *testing.T) {
 	compCases(t, func(t *testing.T) {
-		rt := newTestRuntime(t, 1)
+		rt := newQueuedRuntime(t, 1)
 		a, _ := rt.NewVMSession("a")
 		b, _ := rt.NewVMSession("b")
 		var ran atomic.Bool
@@ -262,7 +272,7 @@ func TestCompSyncOtherFromInsideOp(t *testing.T) {
 // queued op), one worker.
 func TestCompCloseOtherFromInsideOp(t *testing.T) {
 	compCases(t, func(t *testing.T) {
-		rt := newTestRuntime(t, 1)
+		rt := newQueuedRuntime(t, 1)
 		a, _ := rt.NewVMSession("a")
 		b, _ := rt.NewVMSession("b")
 		var ran atomic.Bool
@@ -290,7 +300,7 @@ func TestCompCloseOtherFromInsideOp(t *testing.T) {
 // only another session's op releases: one worker.
 func TestCompUserMutexReleasedByOtherSession(t *testing.T) {
 	compCases(t, func(t *testing.T) {
-		rt := newTestRuntime(t, 1)
+		rt := newQueuedRuntime(t, 1)
 		a, _ := rt.NewVMSession("a")
 		b, _ := rt.NewVMSession("b")
 		var mu sync.Mutex
@@ -315,7 +325,7 @@ func TestCompUserMutexReleasedByOtherSession(t *testing.T) {
 // The monitor sleeps when no driver runs user code.
 func TestCompMonitorSleepsWhenIdle(t *testing.T) {
 	plantNoGrow(t)
-	rt := newTestRuntime(t, 1)
+	rt := newQueuedRuntime(t, 1)
 	v, _ := rt.NewVMSession("v")
 	if err := v.Submit(queued(t), func(*Session) error { time.Sleep(5 * time.Millisecond); return nil }); err != nil {
 		t.Fatal(err)
@@ -332,7 +342,7 @@ func TestCompMonitorSleepsWhenIdle(t *testing.T) {
 // wait (as without compensation) and run once some return.
 func TestCompCapBoundsExtras(t *testing.T) {
 	plantNoGrow(t)
-	rt := newTestRuntime(t, 1)
+	rt := newQueuedRuntime(t, 1)
 	limit := 1 + extraCap(1)
 	n := limit + 4
 	release := make(chan struct{})
@@ -381,7 +391,7 @@ func TestCompCapBoundsExtras(t *testing.T) {
 // runs) and the extras still retire.
 func TestCompGoexitOnExtraDriver(t *testing.T) {
 	plantNoGrow(t)
-	rt := newTestRuntime(t, 1)
+	rt := newQueuedRuntime(t, 1)
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")
 	release := make(chan struct{})
@@ -443,7 +453,7 @@ func TestCompRoomWaitFromInsideOp(t *testing.T) {
 	for _, how := range []string{"Submit", "Submit-ctx", "SubmitBatch"} {
 		t.Run(how, func(t *testing.T) {
 			compCases(t, func(t *testing.T) {
-				rt := newTestRuntime(t, 1)
+				rt := newQueuedRuntime(t, 1)
 				a, _ := rt.NewVMSession("a")
 				b, _ := rt.NewVMSession("b", WithQueueDepth(4))
 				var ran atomic.Int32

@@ -19,10 +19,10 @@
 // every f of theirs and of SubmitBatch, runs on one of the runtime's
 // worker goroutines (Runtime.Workers of them, and extra ones while ops
 // block: below). The f of a Submit runs
-// there too, or on the goroutine that called Submit: only when its ctx
-// cannot end (context.Background()) and the scheduler hands the idle
-// session straight over (the direct hand-off, which saves two goroutine
-// switches). A goroutine that calls Submit never runs another session's
+// there too, or on the goroutine that called Submit: only when the
+// scheduler hands the idle session straight over (the direct hand-off,
+// which saves two goroutine switches; with any ctx: an op that is queued
+// instead keeps ctx's deadline and cancel). A goroutine that calls Submit never runs another session's
 // op, so a lock it holds around Submit is held only against its own f,
 // and its ctx is answered whatever the other sessions' ops do. Keep
 // completion callbacks short: they hold the worker.

@@ -327,13 +327,15 @@ func (d *driver) exited() {
 	d.h.wg.Done()
 }
 
-// submitOwn submits r (a synchronous Submit of v without a ctx that can
-// end) on a free helper slot, and if the scheduler hands v to the slot
-// directly, runs the visit's op, r, here, on the submitter's goroutine
-// (runOwn). Either way r's outcome then comes through r.wake as for a
-// queued op. queued: r is in (or through) the queue; false with a nil
-// error: no slot was free or the queue was full, nothing submitted.
-func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec) (queued bool, err error) {
+// submitOwn submits r (a synchronous Submit of v) on a free helper slot,
+// with deadline (0: none) and, t not nil, a ticket into t for
+// accel_cancel, and if the scheduler hands v to the slot directly, runs
+// the visit's op, r, here, on the submitter's goroutine (runOwn). Either
+// way r's outcome then comes through r.wake as for a queued op, and t
+// names the op while it is queued. queued: r is in (or through) the
+// queue; false with a nil error: no slot was free or the queue was full,
+// nothing submitted.
+func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec, deadline C.int64_t, t *C.accel_ticket) (queued bool, err error) {
 	hs := h.takeHelpSlot()
 	if hs == nil {
 		return false, nil
@@ -341,8 +343,8 @@ func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec) (que
 	d := &hs.d
 	runtime.LockOSThread() // begin and end of the visit on one thread
 	var begun C.int
-	rc := int(C.goaccel_submit_own(h.rt, c, r.arg(), C.uint(d.w),
-		&d.b.recs[0], &d.b.n, &begun))
+	rc := int(C.goaccel_submit_own_ex(h.rt, c, r.arg(), C.uint(d.w),
+		deadline, t, &d.b.recs[0], &d.b.n, &begun))
 	if rc != C.ACCEL_OK || begun != C.ACCEL_OK {
 		runtime.UnlockOSThread()
 		hs.busy.Store(0)

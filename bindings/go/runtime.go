@@ -49,7 +49,11 @@ type Runtime struct {
 	// A/B pairs set it (setCombineForTest), before the runtime's first
 	// session opens.
 	noCombine bool
-	g         guard // calls on c itself (WritePrometheus) against destroy
+	// noOwn: Submit never takes the direct hand-off, so its op always
+	// goes to a driver goroutine. Only tests of the drivers set it
+	// (setOwnForTest), before the runtime's first session opens.
+	noOwn bool
+	g     guard // calls on c itself (WritePrometheus) against destroy
 
 	mu      sync.Mutex // guards the fields below; never held on an op path
 	byID    map[string][]*VMSession

@@ -12,6 +12,7 @@
 
 #include "_cgo_export.h"
 #include "cpu_limits.h" /* unlike session.h (below), needs no liburcu */
+#include "host.h"       /* accel__host_submit_own_ex */
 #include "submit.h"
 
 /* session.h's (not included here: it needs liburcu's headers, which only
@@ -122,11 +123,15 @@ int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
     return accel_submit_ex(s, &op, deadline_ns, timeout_ns, ticket);
 }
 
-int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
-                       unsigned w, uintptr_t *recs, unsigned *n, int *begun)
+int goaccel_submit_own_ex(accel_runtime *rt, accel_session *s, uintptr_t rec,
+                          unsigned w, int64_t deadline_ns,
+                          accel_ticket *ticket, uintptr_t *recs, unsigned *n,
+                          int *begun)
 {
     *begun = ACCEL_EAGAIN;
     *n = 0;
+    if (ticket)
+        *ticket = (accel_ticket){0};
     if (accel_current_session() == s)
         return ACCEL_EDEADLK;
     accel_op op = {.fn = goaccel_op_fn, .done = goaccel_op_done,
@@ -134,12 +139,13 @@ int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
     /* A thread that runs an op (a visit open on it) opens no second one:
      * the thread-locals that tell an op's session are the first one's. */
     if (goaccel_visiting != NULL)
-        return accel_submit(s, &op, ACCEL_NO_WAIT);
+        return accel_submit_ex(s, &op, deadline_ns, ACCEL_NO_WAIT, ticket);
     accel_op ops[1];
     goaccel_visiting = rt; /* a device visit runs its ops in begin */
     goaccel_visit_w = w;
-    int rc = accel_host_submit_own(rt, w, s, &op, ACCEL_NO_WAIT, ops, 1, n,
-                                   begun);
+    int rc = accel__host_submit_own_ex(rt, w, s, &op, deadline_ns,
+                                       ACCEL_NO_WAIT, ticket, ops, 1, n,
+                                       begun);
     if (rc != ACCEL_OK || *begun != ACCEL_OK) {
         goaccel_visiting = NULL;
         return rc;
@@ -147,6 +153,12 @@ int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
     for (unsigned i = 0; i < *n; i++)
         recs[i] = (uintptr_t)ops[i].arg;
     return rc;
+}
+
+int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
+                       unsigned w, uintptr_t *recs, unsigned *n, int *begun)
+{
+    return goaccel_submit_own_ex(rt, s, rec, w, 0, NULL, recs, n, begun);
 }
 
 int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,

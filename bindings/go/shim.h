@@ -41,6 +41,16 @@ int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
 int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
                        unsigned w, uintptr_t *recs, unsigned *n, int *begun);
 
+/* goaccel_submit_own with the op of accel_submit_ex: deadline_ns (0: none;
+ * past it when the visit takes it, the op is kept back, *n 0, and the
+ * visit's end completes it unrun) and, ticket not NULL, its ticket for
+ * accel_cancel (zeroed unless accepted), so that an op that is queued
+ * rather than begun stays cancellable (accel__host_submit_own_ex). */
+int goaccel_submit_own_ex(accel_runtime *rt, accel_session *s, uintptr_t rec,
+                          unsigned w, int64_t deadline_ns,
+                          accel_ticket *ticket, uintptr_t *recs, unsigned *n,
+                          int *begun);
+
 /* Queues recs[0..n) in order, each with deadline_ns (0: none; ctx's, so
  * the scheduler drops an op unstarted by then); *accepted = how many
  * were (a prefix). */

@@ -97,6 +97,9 @@ func TestSubmitUnderCallersLock(t *testing.T) {
 // runs, and its f never starts.
 func TestSubmitDeadlineWhileOtherSessionRuns(t *testing.T) {
 	rt := newTestRuntime(t, 1)
+	// a's op is queued: not the direct hand-off, which would run it at
+	// once on this goroutine (TestSubmitCtxHandOffWhileOtherSessionRuns).
+	rt.setOwnForTest(false)
 	rt.host.comp.noGrow.Store(true) // b's blocked op keeps the only worker
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")
@@ -132,6 +135,7 @@ func TestSubmitDeadlineWhileOtherSessionRuns(t *testing.T) {
 // context.Canceled before that op ends, and f never runs.
 func TestSubmitCancelWhileQueued(t *testing.T) {
 	rt := newTestRuntime(t, 1)
+	rt.setOwnForTest(false)         // queued: as above
 	rt.host.comp.noGrow.Store(true) // b's blocked op keeps the only worker
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")

@@ -45,6 +45,12 @@ func cHeapInUse() int64 {
 // session opens: SubmitAsync reads the setting without synchronization.
 func (rt *Runtime) setCombineForTest(on bool) { rt.noCombine = !on }
 
+// setOwnForTest switches Submit's direct hand-off on or off for rt alone
+// (off: every f of a Submit runs on a driver goroutine, as the tests of
+// blocked drivers need). Call it before rt's first session opens, as
+// setCombineForTest.
+func (rt *Runtime) setOwnForTest(on bool) { rt.noOwn = !on }
+
 // submitRacedForTest runs a Submit of f on v in the state
 // accel_host_submit_own allows when another submitter of v raced the
 // Submit's op into the ring (host.h): the visit the direct hand-off
@@ -131,4 +137,20 @@ func (rt *Runtime) destroyForTest() error {
 		}
 	}
 	return statusErr(rc)
+}
+
+// cUnrunForTest is the C runtime's count of v's ops that completed unrun
+// by accel_cancel (a ticket) and by their deadline: which of the two
+// stopped an op tells whether its ticket reached C.
+func (v *VMSession) cUnrunForTest() (cancelled, expired uint64) {
+	c := v.sess.enter()
+	if c == nil {
+		return 0, 0
+	}
+	defer v.h.exit()
+	var cs C.accel_session_stats
+	if C.accel_session_get_stats_ex(c, &cs, C.sizeof_accel_session_stats) != C.ACCEL_OK {
+		return 0, 0
+	}
+	return uint64(cs.cancelled), uint64(cs.expired)
 }

@@ -444,10 +444,9 @@ func (v *VMSession) closeResult(rc int) error {
 
 // Submit runs f(s) after the ops submitted before it to this session, and
 // returns f's error. f runs on one of the runtime's worker goroutines, or,
-// with a ctx that cannot end (context.Background()), when the session is
-// idle and the scheduler would pick it first, on the calling goroutine
-// (the direct hand-off: no goroutine switch). The calling goroutine never
-// runs another session's op.
+// when the session is idle and the scheduler would pick it first, on the
+// calling goroutine (the direct hand-off: no goroutine switch), with any
+// ctx. The calling goroutine never runs another session's op.
 //
 // A panic in f comes back as a *PanicError (the op counts as failed and
 // the session goes on). If f calls runtime.Goexit (t.Fatal does), the op
@@ -485,19 +484,22 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	r := allocRec()
 	r.fillSync(v, f, ctx, done)
 	var t C.accel_ticket
-	queued := false
-	if done == nil {
-		// Its own op on this goroutine if the scheduler hands the session
-		// over directly; else queued, or nothing done (no free helper
-		// slot, queue full). Not with a ctx that can end: that op must
-		// be cancellable in the queue (ticket, deadline).
-		var err error
-		queued, err = v.submitOwn(r)
-		if err != nil {
-			r.reset()
-			freeRec(r)
-			return err
-		}
+	// Its own op on this goroutine if the scheduler hands the session
+	// over directly; else queued, or nothing done (no free helper slot,
+	// queue full). With a ctx that can end, the op carries ctx's deadline
+	// and t names it, so that one left queued is cancelled below as an
+	// enqueued one is; a begun one has run, or was refused (runRec) or
+	// dropped at its deadline, by the time submitOwn returns.
+	var tp *C.accel_ticket
+	var deadline C.int64_t
+	if done != nil {
+		tp, deadline = &t, ctxDeadline(ctx)
+	}
+	queued, err := v.submitOwn(r, deadline, tp)
+	if err != nil {
+		r.reset()
+		freeRec(r)
+		return err
 	}
 	if !queued {
 		if err := v.enqueue(r, ctx, done, &t); err != nil {
@@ -530,7 +532,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 			waitRec(r.waitCh()) // f started before ctx ended: it is not interrupted
 		}
 	}
-	err := r.outcome()
+	err = r.outcome()
 	r.reset()
 	freeRec(r)
 	if err == errGoexit {
@@ -543,7 +545,10 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 // if f ends the goroutine (runtime.Goexit). Then Submit never gets back
 // to count its op as submitted (it was, and counted failed): that is
 // done here.
-func (v *VMSession) submitOwn(r *opRec) (queued bool, err error) {
+func (v *VMSession) submitOwn(r *opRec, deadline C.int64_t, t *C.accel_ticket) (queued bool, err error) {
+	if v.rt.noOwn {
+		return false, nil
+	}
 	c := v.h.enter()
 	if c == nil {
 		return false, nil // closed: enqueue says so
@@ -556,7 +561,7 @@ func (v *VMSession) submitOwn(r *opRec) (queued bool, err error) {
 			v.submitted.Add(1)
 		}
 	}()
-	queued, err = v.rt.host.submitOwn(v, c, r)
+	queued, err = v.rt.host.submitOwn(v, c, r, deadline, t)
 	back = true
 	return queued, err
 }
