@@ -3,7 +3,7 @@
 # bench/run-all.sh from two builds in turn (A B A B ..., the order
 # alternating per repetition so a drifting machine hits both alike) and
 # prints, for every TARGET line, the median of each build and new/old.
-#   bench/ab.sh OLD_BUILD NEW_BUILD [REPS]      (REPS default 2)
+#   [AB_FAST=1] bench/ab.sh OLD_BUILD NEW_BUILD [REPS]   (REPS default 2)
 # OLD_BUILD and NEW_BUILD are build folders with bench/ built (Release).
 # A ratio is only as good as the spread beside it: each cell also shows
 # the lowest and highest sample of each build.
@@ -23,8 +23,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # The suite's programs and arguments (bench/run-all.sh), one line each.
-cat > "$tmp/progs" <<'EOF'
-throughput accel_bench_throughput --reps 2 --rounds 3
+# AB_FAST=1: the throughput matrix once per run instead of three passes
+# (each pass is minutes on 2 cores).
+rounds=3
+[ "${AB_FAST:-0}" = 1 ] && rounds=1
+cat > "$tmp/progs" <<EOF
+throughput accel_bench_throughput --reps 2 --rounds $rounds
 sessions_scale accel_bench_sessions_scale
 idle accel_bench_idle
 fairness accel_bench_fairness --seconds 2
