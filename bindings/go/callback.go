@@ -121,17 +121,9 @@ func asideRun(r *opRec, from int, rt *C.accel_runtime, sess *C.accel_session, w 
 	defer func() {
 		C.goaccel_visit_move(nil, nil, 0) // as the thread was: in no visit
 		runtime.UnlockOSThread()
-		if normal {
+		if normal || !d.goexitInF() {
 			return
 		}
-		switch d.phase {
-		case phaseF:
-		case phaseDone:
-			panic("accel: a completion callback (SubmitAsync, SubmitAsyncBatch) panicked or called runtime.Goexit")
-		default:
-			return // the package's own panic: let it go on
-		}
-		d.phase = phaseOut
 		more := salvageGoexit(d.cur, d.curOp, &d.fl)
 		d.fl.flush()
 		if more {

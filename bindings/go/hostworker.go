@@ -298,6 +298,21 @@ func (d *driver) runVisit() {
 	d.open = false
 }
 
+// goexitInF reports, for a goroutine ending other than by returning,
+// whether f called runtime.Goexit (then the op is the caller's to fail:
+// phaseOut from here). A panic or Goexit in a completion callback ends
+// the program; the package's own panic goes on (false).
+func (d *driver) goexitInF() bool {
+	switch d.phase {
+	case phaseF:
+		d.phase = phaseOut
+		return true
+	case phaseDone:
+		panic("accel: a completion callback (SubmitAsync, SubmitAsyncBatch) panicked or called runtime.Goexit")
+	}
+	return false
+}
+
 // exited runs when the driver's goroutine ends other than by stop: f
 // called runtime.Goexit (a panic in f is recovered in callF). The op
 // fails, and a new goroutine takes the slot over with the rest of the
@@ -306,14 +321,9 @@ func (d *driver) runVisit() {
 // Goexit in a completion callback is not recovered: it ends the program,
 // as it would in a goroutine of the caller's.
 func (d *driver) exited() {
-	switch d.phase {
-	case phaseF:
-	case phaseDone:
-		panic("accel: a completion callback (SubmitAsync, SubmitAsyncBatch) panicked or called runtime.Goexit")
-	default:
-		return // the package's own panic: let it go on
+	if !d.goexitInF() {
+		return
 	}
-	d.phase = phaseOut
 	r := d.cur
 	d.b.status[d.i] = 1 // failed, for the C stats too
 	more := salvageGoexit(r, d.curOp, &d.fl)
