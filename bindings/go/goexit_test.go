@@ -29,6 +29,37 @@ type groupProbe struct {
 	wg    sync.WaitGroup
 }
 
+// queueGroupsAndGoexit queues on v four combined SubmitAsyncs (ga, op 1
+// calls runtime.Goexit), a SubmitAsyncBatch of four (gb, op 2 does), and,
+// on a goroutine of its own, a Submit whose f calls runtime.Goexit:
+// exited closes when that goroutine ends, returned if its Submit returned
+// (it must not).
+func queueGroupsAndGoexit(t *testing.T, v *VMSession, seq *atomic.Int32) (ga, gb *groupProbe, exited, returned chan struct{}) {
+	t.Helper()
+	ga = newGroupProbe(4, 1, seq)
+	for i := 0; i < 4; i++ {
+		i := i
+		if err := v.SubmitAsync(ga.f(i), func(err error) { ga.done(i, err) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gb = newGroupProbe(4, 2, seq)
+	fs := make([]func(*Session) error, 4)
+	for i := range fs {
+		fs[i] = gb.f(i)
+	}
+	if k, err := v.SubmitAsyncBatch(fs, gb.done); k != 4 || err != nil {
+		t.Fatalf("SubmitAsyncBatch: %d, %v", k, err)
+	}
+	exited, returned = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		v.Submit(bg(), func(*Session) error { runtime.Goexit(); return nil })
+		close(returned)
+	}()
+	return ga, gb, exited, returned
+}
+
 func newGroupProbe(n, exit int, seq *atomic.Int32) *groupProbe {
 	p := &groupProbe{exit: exit, seq: seq, pos: make([]atomic.Int32, n),
 		runs: make([]atomic.Int32, n), calls: make([]atomic.Int32, n), errs: make([]error, n)}
@@ -295,27 +326,7 @@ func TestGoexitInOpsDrainedAtRuntimeClose(t *testing.T) {
 	done := step(t, "blocking op starts")
 	<-in
 	done()
-	ga := newGroupProbe(4, 1, &seq)
-	for i := 0; i < 4; i++ {
-		i := i
-		if err := v.SubmitAsync(ga.f(i), func(err error) { ga.done(i, err) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gb := newGroupProbe(4, 2, &seq)
-	fs := make([]func(*Session) error, 4)
-	for i := range fs {
-		fs[i] = gb.f(i)
-	}
-	if k, err := v.SubmitAsyncBatch(fs, gb.done); k != 4 || err != nil {
-		t.Fatalf("SubmitAsyncBatch: %d, %v", k, err)
-	}
-	exited, returned := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
-		v.Submit(bg(), func(*Session) error { runtime.Goexit(); return nil })
-		close(returned)
-	}()
+	ga, gb, exited, returned := queueGroupsAndGoexit(t, v, &seq)
 	done = step(t, "the Submit is queued")
 	for v.submitted.Load() != 1+4+4+1 {
 		runtime.Gosched()
@@ -391,27 +402,7 @@ func TestGoexitInOpRunByRuntimeDestroy(t *testing.T) {
 	w, _ := rt.NewVMSession("w")
 	rt.stopWorkersForTest()
 	var seq atomic.Int32
-	ga := newGroupProbe(4, 1, &seq)
-	for i := 0; i < 4; i++ {
-		i := i
-		if err := v.SubmitAsync(ga.f(i), func(err error) { ga.done(i, err) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gb := newGroupProbe(4, 2, &seq)
-	fs := make([]func(*Session) error, 4)
-	for i := range fs {
-		fs[i] = gb.f(i)
-	}
-	if k, err := v.SubmitAsyncBatch(fs, gb.done); k != 4 || err != nil {
-		t.Fatalf("SubmitAsyncBatch: %d, %v", k, err)
-	}
-	exited, returned := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
-		v.Submit(bg(), func(*Session) error { runtime.Goexit(); return nil })
-		close(returned)
-	}()
+	ga, gb, exited, returned := queueGroupsAndGoexit(t, v, &seq)
 	done := step(t, "the Goexit Submit is queued")
 	for v.submitted.Load() != 4+4+1 {
 		runtime.Gosched()
