@@ -102,32 +102,26 @@ SUBMIT_INLINE int64_t submit_reserve(accel_session *s, size_t want,
 }
 
 /* Publishes ops[done..done+k) at positions first.. (each slot's [R1],
- * ring.h), plain or, with ex, as EX slots carrying the deadline. The EX
- * loop is kept apart so that the plain one has no per-slot test of ex. */
+ * ring.h), plain or, with ex, as EX slots carrying the deadline. ex is a
+ * constant in every inlined caller, so the plain loop keeps no per-slot
+ * test of it. */
 SUBMIT_INLINE void submit_publish(accel_session *s, const accel_op *ops,
                                   size_t done, uint64_t first, int64_t k,
                                   submit_ex *ex)
 {
-    if (ex) { /* kept out of the plain loop below */
-        if (done == 0)
-            ex->pos = first;
-        for (int64_t i = 0; i < k; i++) {
-            uint64_t pos = first + (uint64_t)i;
-            stamp_position(s, pos);
-            /* submit(session, id, position, arg) */
-            ACCEL_TRACE4(submit, s, s->id, pos,
-                         ops[done + (size_t)i].arg);
-            accel__ring_mp_publish_ex(ACCEL__RING(s), pos,
-                                      &ops[done + (size_t)i],
-                                      ex->deadline_ns);
-        }
-    }
-    for (int64_t i = 0; i < k && !ex; i++) {
+    if (ex && done == 0)
+        ex->pos = first;
+    for (int64_t i = 0; i < k; i++) {
         uint64_t pos = first + (uint64_t)i;
+        const accel_op *op = &ops[done + (size_t)i];
         stamp_position(s, pos);
         /* submit(session, id, position, arg) */
-        ACCEL_TRACE4(submit, s, s->id, pos, ops[done + (size_t)i].arg);
-        accel__ring_mp_publish(ACCEL__RING(s), pos, &ops[done + (size_t)i]);
+        ACCEL_TRACE4(submit, s, s->id, pos, op->arg);
+        if (ex)
+            accel__ring_mp_publish_ex(ACCEL__RING(s), pos, op,
+                                      ex->deadline_ns);
+        else
+            accel__ring_mp_publish(ACCEL__RING(s), pos, op);
     }
 }
 
@@ -243,8 +237,10 @@ int accel__submit_take_one_ex(accel_session *s, const accel_op *op,
     return submit_one_ex(s, op, deadline_ns, timeout_ns, ticket, take);
 }
 
-int accel_submit_batch(accel_session *s, const accel_op *ops, size_t n,
-                       int64_t timeout_ns, size_t *accepted)
+/* accel_submit_batch, with ex its EX form (one deadline for all). */
+SUBMIT_INLINE int submit_batch(accel_session *s, const accel_op *ops,
+                               size_t n, int64_t timeout_ns,
+                               size_t *accepted, submit_ex *ex)
 {
     if (accepted)
         *accepted = 0;
@@ -253,30 +249,31 @@ int accel_submit_batch(accel_session *s, const accel_op *ops, size_t n,
     size_t valid = 0;
     while (valid < n && ops[valid].fn)
         valid++;
-    int rc = submit_ops(s, ops, valid, timeout_ns, accepted, NULL, NULL);
+    int rc = submit_ops(s, ops, valid, timeout_ns, accepted, ex, NULL);
     if (rc == ACCEL_OK && valid < n)
         rc = ACCEL_EINVAL;
     return rc;
+}
+
+int accel_submit_batch(accel_session *s, const accel_op *ops, size_t n,
+                       int64_t timeout_ns, size_t *accepted)
+{
+    return submit_batch(s, ops, n, timeout_ns, accepted, NULL);
 }
 
 int accel__submit_batch_until(accel_session *s, const accel_op *ops,
                               size_t n, int64_t deadline_ns,
                               int64_t timeout_ns, size_t *accepted)
 {
-    if (deadline_ns == 0)
-        return accel_submit_batch(s, ops, n, timeout_ns, accepted);
-    if (accepted)
-        *accepted = 0;
-    if (!s || (!ops && n) || timeout_ns < ACCEL_FOREVER || deadline_ns < 0)
+    if (deadline_ns < 0) {
+        if (accepted)
+            *accepted = 0;
         return ACCEL_EINVAL;
-    size_t valid = 0;
-    while (valid < n && ops[valid].fn)
-        valid++;
+    }
+    if (deadline_ns == 0)
+        return submit_batch(s, ops, n, timeout_ns, accepted, NULL);
     submit_ex ex = {.deadline_ns = deadline_ns};
-    int rc = submit_ops(s, ops, valid, timeout_ns, accepted, &ex, NULL);
-    if (rc == ACCEL_OK && valid < n)
-        rc = ACCEL_EINVAL;
-    return rc;
+    return submit_batch(s, ops, n, timeout_ns, accepted, &ex);
 }
 
 typedef struct wait_op {
