@@ -65,6 +65,18 @@ static size_t session_bytes(const accel_session *s)
     return sizeof(*s) + accel__ring_bytes((uint32_t)(s->rp.mask + 1));
 }
 
+/* Frees s, a grace period after its last reference went, and ends the
+ * reclamation; the caller began it (accel__rcu_reclaim_begin: TSan's
+ * edge from the readers) before its first read of s. */
+static void reclaim_now(accel_session *s)
+{
+    accel__session_free_now(s);
+    /* relaxed: a statistic. */
+    atomic_fetch_add_explicit(&accel__sessions_reclaimed, 1,
+                              memory_order_relaxed);
+    accel__rcu_reclaim_end();
+}
+
 static void session_reclaim(struct rcu_head *head)
 {
     accel_session *s = caa_container_of(head, accel_session, rcu);
@@ -78,15 +90,11 @@ static void session_reclaim(struct rcu_head *head)
     }
     accel_runtime *rt = s->rt;
     size_t bytes = session_bytes(s);
-    accel__session_free_now(s);
+    reclaim_now(s);
     /* relaxed: a count that only paces releases (accel_session_release);
      * no memory is handed over through it. */
     atomic_fetch_sub_explicit(&rt->reclaim_pending, bytes,
                               memory_order_relaxed);
-    /* relaxed: a statistic. */
-    atomic_fetch_add_explicit(&accel__sessions_reclaimed, 1,
-                              memory_order_relaxed);
-    accel__rcu_reclaim_end();
 }
 
 void accel__session_free_now(accel_session *s)
@@ -445,11 +453,7 @@ void accel_session_release(accel_session *s)
     list_del(rt, s);
     accel__rcu_synchronize(); /* readers that found s in the table are done */
     accel__rcu_reclaim_begin();
-    accel__session_free_now(s);
-    /* relaxed: a statistic. */
-    atomic_fetch_add_explicit(&accel__sessions_reclaimed, 1,
-                              memory_order_relaxed);
-    accel__rcu_reclaim_end();
+    reclaim_now(s);
 }
 
 const char *accel_session_id(const accel_session *s)
