@@ -60,6 +60,27 @@ func queueGroupsAndGoexit(t *testing.T, v *VMSession, seq *atomic.Int32) (ga, gb
 	return ga, gb, exited, returned
 }
 
+// checkGroupsAndGoexit waits for what queueGroupsAndGoexit queued and
+// checks it: each group's ops ran in order with their own results, and
+// the Goexit Submit's goroutine ended without its Submit returning.
+func checkGroupsAndGoexit(t *testing.T, ga, gb *groupProbe, exited, returned chan struct{}) {
+	t.Helper()
+	done := step(t, "the groups' completions")
+	ga.wg.Wait()
+	gb.wg.Wait()
+	done()
+	ga.check(t, "combined SubmitAsyncs")
+	gb.check(t, "SubmitAsyncBatch")
+	done = step(t, "the goroutine whose Submit's op called Goexit")
+	<-exited
+	done()
+	select {
+	case <-returned:
+		t.Error("Submit returned after its f called runtime.Goexit")
+	default:
+	}
+}
+
 func newGroupProbe(n, exit int, seq *atomic.Int32) *groupProbe {
 	p := &groupProbe{exit: exit, seq: seq, pos: make([]atomic.Int32, n),
 		runs: make([]atomic.Int32, n), calls: make([]atomic.Int32, n), errs: make([]error, n)}
@@ -340,20 +361,7 @@ func TestGoexitInOpsDrainedAtRuntimeClose(t *testing.T) {
 	go func() { closes <- v.Close() }()
 	go func() { closes <- rt.Close() }()
 	close(rel)
-	done = step(t, "the groups' completions")
-	ga.wg.Wait()
-	gb.wg.Wait()
-	done()
-	ga.check(t, "combined SubmitAsyncs")
-	gb.check(t, "SubmitAsyncBatch")
-	done = step(t, "the goroutine whose Submit's op called Goexit")
-	<-exited
-	done()
-	select {
-	case <-returned:
-		t.Error("Submit returned after its f called runtime.Goexit")
-	default:
-	}
+	checkGroupsAndGoexit(t, ga, gb, exited, returned)
 	done = step(t, "the other session's op")
 	if err := <-wran; err != nil {
 		t.Errorf("w's op: %v", err)
@@ -446,20 +454,7 @@ func TestGoexitInOpRunByRuntimeDestroy(t *testing.T) {
 	default:
 		t.Fatal("the goroutine in accel_runtime_destroy ended inside it (an op's Goexit got out)")
 	}
-	done = step(t, "the groups' completions")
-	ga.wg.Wait()
-	gb.wg.Wait()
-	done()
-	ga.check(t, "combined SubmitAsyncs")
-	gb.check(t, "SubmitAsyncBatch")
-	done = step(t, "the goroutine whose Submit's op called Goexit")
-	<-exited
-	done()
-	select {
-	case <-returned:
-		t.Error("Submit returned after its f called runtime.Goexit")
-	default:
-	}
+	checkGroupsAndGoexit(t, ga, gb, exited, returned)
 	done = step(t, "the nesting Submit")
 	if err := <-nested; err != nil {
 		t.Errorf("nesting Submit: %v", err)
