@@ -185,3 +185,22 @@ func TestSubmitCtxHandOffWhileOtherSessionRuns(t *testing.T) {
 		t.Fatalf("Submit = %v, f ran on goroutine %d, the caller is %d", err, ranOn, me)
 	}
 }
+
+// A ctx with a deadline and a nil Done (a user's own Context type) still
+// gives Submit's op that deadline, on the direct hand-off too: on an idle
+// session with the deadline past, f never runs.
+func TestSubmitDeadlineOnlyCtxOnHandOff(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("deadline-only")
+	ctx := deadlineOnly{Context: context.Background(), at: time.Now().Add(-time.Millisecond)}
+	var ran atomic.Bool
+	done := step(t, "Submit with a past deadline")
+	err := v.Submit(ctx, func(*Session) error { ran.Store(true); return nil })
+	done()
+	if ran.Load() {
+		t.Fatal("f ran after its ctx's deadline")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Submit = %v, want context.DeadlineExceeded", err)
+	}
+}

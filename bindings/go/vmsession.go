@@ -490,10 +490,10 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	// and t names it, so that one left queued is cancelled below as an
 	// enqueued one is; a begun one has run, or was refused (runRec) or
 	// dropped at its deadline, by the time submitOwn returns.
+	deadline := ctxDeadline(ctx) // also from a ctx whose Done is nil
 	var tp *C.accel_ticket
-	var deadline C.int64_t
 	if done != nil {
-		tp, deadline = &t, ctxDeadline(ctx)
+		tp = &t
 	}
 	queued, err := v.submitOwn(r, deadline, tp)
 	if err != nil {
@@ -502,7 +502,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 		return err
 	}
 	if !queued {
-		if err := v.enqueue(r, ctx, done, &t); err != nil {
+		if err := v.enqueue(r, deadline, ctx, done, &t); err != nil {
 			r.reset()
 			freeRec(r)
 			return err
@@ -586,20 +586,19 @@ func ctxDeadline(ctx context.Context) C.int64_t {
 	return deadline
 }
 
-// enqueue hands r to C (deadline from ctx, ticket into t): without a ctx
+// enqueue hands r to C (deadline: ctx's, ticket into t): without a ctx
 // that can end it waits for room without limit, else in slices between
 // which it looks at ctx, one such Submit of the session at a time (the
 // others wait for roomTok, parked in Go with ctx: a slice in C costs a
 // yield, a cold fence and a futex sleep, and each op's freed slot wakes
 // every C waiter). A wait in C holds nothing back: the wakes it needs go
 // to Go as they are asked for (shim.h).
-func (v *VMSession) enqueue(r *opRec, ctx context.Context, done <-chan struct{}, t *C.accel_ticket) error {
+func (v *VMSession) enqueue(r *opRec, deadline C.int64_t, ctx context.Context, done <-chan struct{}, t *C.accel_ticket) error {
 	c := v.h.enter()
 	if c == nil {
 		return ErrSessionClosed
 	}
 	defer v.h.exit()
-	deadline := ctxDeadline(ctx)
 	if done == nil {
 		return statusErr(submitBlocked(c, r, deadline, t))
 	}
