@@ -353,7 +353,7 @@ func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec, dead
 	d := &hs.d
 	runtime.LockOSThread() // begin and end of the visit on one thread
 	var begun C.int
-	rc := int(C.goaccel_submit_own_ex(h.rt, c, r.arg(), C.uint(d.w),
+	rc := int(C.goaccel_submit_own(h.rt, c, r.arg(), C.uint(d.w),
 		deadline, t, &d.b.recs[0], &d.b.n, &begun))
 	if rc != C.ACCEL_OK || begun != C.ACCEL_OK {
 		runtime.UnlockOSThread()

@@ -123,10 +123,9 @@ int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
     return accel_submit_ex(s, &op, deadline_ns, timeout_ns, ticket);
 }
 
-int goaccel_submit_own_ex(accel_runtime *rt, accel_session *s, uintptr_t rec,
-                          unsigned w, int64_t deadline_ns,
-                          accel_ticket *ticket, uintptr_t *recs, unsigned *n,
-                          int *begun)
+int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
+                       unsigned w, int64_t deadline_ns, accel_ticket *ticket,
+                       uintptr_t *recs, unsigned *n, int *begun)
 {
     *begun = ACCEL_EAGAIN;
     *n = 0;
@@ -153,12 +152,6 @@ int goaccel_submit_own_ex(accel_runtime *rt, accel_session *s, uintptr_t rec,
     for (unsigned i = 0; i < *n; i++)
         recs[i] = (uintptr_t)ops[i].arg;
     return rc;
-}
-
-int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
-                       unsigned w, uintptr_t *recs, unsigned *n, int *begun)
-{
-    return goaccel_submit_own_ex(rt, s, rec, w, 0, NULL, recs, n, begun);
 }
 
 int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,

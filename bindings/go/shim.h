@@ -35,21 +35,16 @@ int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
 /* A synchronous submit of rec on s that, on helper slot w, begins a visit
  * only by the direct hand-off (accel_host_submit_own, cap 1): *begun
  * ACCEL_OK with the visit's op in recs[0..*n), else the op is queued (or
- * refused: the status; ACCEL_EAGAIN when full, nothing queued). From
- * inside an op of s: ACCEL_EDEADLK; on a thread that runs an op: a plain
- * submit. */
+ * refused: the status; ACCEL_EAGAIN when full, nothing queued). The op is
+ * accel_submit_ex's: deadline_ns (0: none; past it when the visit takes
+ * it, the op is kept back, *n 0, and the visit's end completes it unrun)
+ * and, ticket not NULL, its ticket for accel_cancel (zeroed unless
+ * accepted), so that an op that is queued rather than begun stays
+ * cancellable (accel__host_submit_own_ex). From inside an op of s:
+ * ACCEL_EDEADLK; on a thread that runs an op: a plain accel_submit_ex. */
 int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
-                       unsigned w, uintptr_t *recs, unsigned *n, int *begun);
-
-/* goaccel_submit_own with the op of accel_submit_ex: deadline_ns (0: none;
- * past it when the visit takes it, the op is kept back, *n 0, and the
- * visit's end completes it unrun) and, ticket not NULL, its ticket for
- * accel_cancel (zeroed unless accepted), so that an op that is queued
- * rather than begun stays cancellable (accel__host_submit_own_ex). */
-int goaccel_submit_own_ex(accel_runtime *rt, accel_session *s, uintptr_t rec,
-                          unsigned w, int64_t deadline_ns,
-                          accel_ticket *ticket, uintptr_t *recs, unsigned *n,
-                          int *begun);
+                       unsigned w, int64_t deadline_ns, accel_ticket *ticket,
+                       uintptr_t *recs, unsigned *n, int *begun);
 
 /* Queues recs[0..n) in order, each with deadline_ns (0: none; ctx's, so
  * the scheduler drops an op unstarted by then); *accepted = how many

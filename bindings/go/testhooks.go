@@ -75,7 +75,7 @@ func (v *VMSession) submitRacedForTest(g *opRec, f func(*Session) error) (begun 
 		d := &hs.d
 		runtime.LockOSThread()
 		var ok C.int
-		rc := int(C.goaccel_submit_own(h.rt, c, g.arg(), C.uint(d.w), &d.b.recs[0], &d.b.n, &ok))
+		rc := int(C.goaccel_submit_own(h.rt, c, g.arg(), C.uint(d.w), 0, nil, &d.b.recs[0], &d.b.n, &ok))
 		if rc != C.ACCEL_OK {
 			runtime.UnlockOSThread()
 			hs.busy.Store(0)
