@@ -1,8 +1,9 @@
 /*
  * host.c's internal interface (the public one is include/accel/host.h):
- * the direct hand-off of accel_host_submit_own for an op that stays
- * cancellable, which the Go binding (built with the runtime's sources)
- * uses for a Submit whose ctx can end.
+ * the direct hand-off of accel_host_submit_own for an op with a deadline
+ * and a ticket, which the Go binding (built with the runtime's sources)
+ * uses for every synchronous Submit (ctx's deadline; a ticket when ctx
+ * can end, so that an op left queued stays cancellable).
  */
 #ifndef ACCEL_RUNTIME_HOST_H
 #define ACCEL_RUNTIME_HOST_H
