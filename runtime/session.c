@@ -88,13 +88,12 @@ static void session_reclaim(struct rcu_head *head)
         accel__rcu_reclaim_end();
         return;
     }
-    accel_runtime *rt = s->rt;
-    size_t bytes = session_bytes(s);
-    reclaim_now(s);
     /* relaxed: a count that only paces releases (accel_session_release);
-     * no memory is handed over through it. */
-    atomic_fetch_sub_explicit(&rt->reclaim_pending, bytes,
+     * no memory is handed over through it. Before reclaim_now's end of
+     * the reclamation: destroy's barrier frees rt after that end. */
+    atomic_fetch_sub_explicit(&s->rt->reclaim_pending, session_bytes(s),
                               memory_order_relaxed);
+    reclaim_now(s);
 }
 
 void accel__session_free_now(accel_session *s)
