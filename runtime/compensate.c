@@ -33,10 +33,10 @@
  * enqueues, fence_hot, loads the flag; the monitor pays, once a sleep): so an idle runtime's monitor sleeps, and
  * work that waits always has it armed. Armed, it ticks every
  * block_detect_ns / 2 and looks at each worker's visit count: a worker
- * found in the same visit at two ticks is sampled (CPU clock and run
- * delay), and once block_detect_ns later it is still there with less than
- * half the time busy (on a CPU or waiting for one), it is counted blocked
- * (SEEN) while work waits; the mark goes at the first tick that finds it
+ * found in the same visit at two ticks is sampled (its CPU clock), and
+ * once block_detect_ns later it is still there with less than half the
+ * time on a CPU and is neither running nor runnable (its /proc stat
+ * state, read only then), it is counted blocked (SEEN) while work waits; the mark goes at the first tick that finds it
  * in another visit or none.
  */
 #include "compensate.h"
@@ -280,7 +280,7 @@ void accel__comp_thread_begin(accel__worker *w)
     tls_hook = (accel__block_hook){.begin = own_begin, .end = own_end,
                                    .arg = w};
     accel__tls_block_hook = &tls_hook;
-    /* relaxed: read by the monitor only to find the thread's schedstat. */
+    /* relaxed: read by the monitor only to find the thread's /proc stat. */
     atomic_store_explicit(&w->tid, (int)syscall(SYS_gettid),
                           memory_order_relaxed);
 }
@@ -423,8 +423,14 @@ static ssize_t read_task_file(accel__worker *w, const char *name, char *buf,
     return n;
 }
 
-/* ns the thread spent on a CPU or waiting for one (schedstat's run
- * delay, where the kernel has it). *ok false: no CPU clock. */
+/* ns the thread has spent on a CPU (its CPU clock: one syscall). *ok
+ * false: no CPU clock. The kernel's run delay (schedstat) is not read
+ * here: that is an open, a read and a close of a /proc file at every
+ * sample, and the monitor samples every visit that outlives a tick (most
+ * visits of a loaded runtime). A thread that looks idle by its clock is
+ * asked instead whether it is running or runnable (thread_runnable),
+ * which covers what the run delay did, and costs a /proc read only when
+ * the clock alone would count it blocked. */
 static uint64_t busy_ns(accel__worker *w, bool *ok)
 {
     clockid_t cid;
@@ -433,20 +439,13 @@ static uint64_t busy_ns(accel__worker *w, bool *ok)
           clock_gettime(cid, &ts) == 0;
     if (!*ok)
         return 0;
-    uint64_t busy = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    char buf[96];
-    uint64_t on_cpu, delay;
-    /* on-CPU ns, run-queue wait ns, timeslices */
-    if (read_task_file(w, "schedstat", buf, sizeof(buf)) > 0 &&
-        sscanf(buf, "%" SCNu64 " %" SCNu64, &on_cpu, &delay) == 2)
-        busy += delay;
-    return busy;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Whether the thread is running or runnable now ('R' in its stat; a
- * sleeping or I/O-waiting one is 'S' or 'D'): the run delay grows only
- * once a waiting thread gets a CPU again, so a CPU-bound op on an
- * overloaded machine can look idle by the clocks alone. Unknown: true
+ * sleeping or I/O-waiting one is 'S' or 'D'): a CPU-bound op on an
+ * overloaded machine gets under half of the time on a CPU and looks idle
+ * by its clock alone, but it is runnable. Unknown: true
  * (never count a worker blocked on a guess). */
 static bool thread_runnable(accel__worker *w)
 {

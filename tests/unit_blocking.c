@@ -314,6 +314,57 @@ Test(blocking, cpu_bound_20ms_ops_start_no_extra_worker, .timeout = 120)
     wd_stop();
 }
 
+/* The same on an oversubscribed machine (a co-tenant): spinning threads
+ * outside accel, three per CPU, leave the worker well under half of the
+ * wall time on a CPU, so its clock alone says "idle"; it is runnable all
+ * along, and must not be counted blocked. */
+static _Atomic int spin_stop;
+
+static void *cotenant_spin(void *arg)
+{
+    (void)arg;
+    volatile uint64_t x = 0;
+    while (!atomic_load_explicit(&spin_stop, memory_order_relaxed))
+        x++;
+    return NULL;
+}
+
+Test(blocking, cpu_bound_ops_beside_a_cotenant_are_not_blocked, .timeout = 120)
+{
+    wd_start(90);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nspin = ncpu > 0 && ncpu < 16 ? (int)ncpu * 3 : 48;
+    pthread_t spin[48];
+    atomic_store(&spin_stop, 0);
+    for (int i = 0; i < nspin; i++)
+        cr_assert_eq(pthread_create(&spin[i], NULL, cotenant_spin, NULL), 0);
+    accel_runtime *rt = make_rt(1, 32, 0);
+    accel_session *s[8];
+    for (int i = 0; i < 8; i++)
+        s[i] = open_s(rt, i);
+    wd_step("8 sessions x 2 CPU-bound ops of 20 ms CPU beside the spinners");
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 8; i++) {
+            accel_op op = {.fn = cpu_20ms};
+            cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
+        }
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
+    atomic_store(&spin_stop, 1);
+    for (int i = 0; i < nspin; i++)
+        pthread_join(spin[i], NULL);
+    accel_runtime_stats st = stats_of(rt);
+    cr_expect_eq(st.blocked_detected, 0,
+                 "a runnable CPU-bound worker was counted blocked %llu times",
+                 (unsigned long long)st.blocked_detected);
+    cr_expect_eq(st.extra_started, 0, "CPU-bound ops started %llu extras",
+                 (unsigned long long)st.extra_started);
+    for (int i = 0; i < 8; i++)
+        accel_session_release(s[i]);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
+
 /* ---- bad input */
 
 static _Atomic int end_rc = 1, begin_rc = 1, end2_rc = 1;

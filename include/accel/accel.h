@@ -197,8 +197,8 @@ typedef struct accel_runtime_config {
      * 4096); 0: 4 x workers, at least 64 (1024 workers: 4096). */
     unsigned max_extra_workers;
     /* A worker inside one visit this long, while work waits, that spent
-     * under half of it on a CPU or waiting for one, counts as blocked;
-     * 0: 2 ms. */
+     * under half of it on a CPU and is neither running nor waiting for a
+     * CPU, counts as blocked; 0: 2 ms. */
     uint64_t block_detect_ns;
     /* Host-driven workers only (optional; NULL: a blocked host slot keeps
      * its place): called with (host_wake_arg) when a host slot counted
@@ -225,8 +225,9 @@ typedef struct accel_runtime_config {
  * - at once between accel_blocking_begin and _end (the op says it);
  * - for waits accel cannot see (sleep, lock, I/O): once a monitor thread
  *   has found it inside one visit for block_detect_ns (2 ms by default)
- *   while work waits, having spent under half that time on a CPU or
- *   waiting for one (its thread's CPU clock and the kernel's run delay).
+ *   while work waits, having spent under half that time on a CPU (its
+ *   thread's CPU clock), and is then neither running nor waiting for a
+ *   CPU (its state in /proc).
  *   A CPU-bound long op is never counted: more threads than CPUs would
  *   only slow everyone (the short lane is its latency answer).
  * Bounds: at most max_extra_workers extra threads; never more extra
