@@ -36,13 +36,12 @@
  * found in the same visit at two ticks is sampled (its CPU clock), and
  * once block_detect_ns later it is still there with less than half the
  * time on a CPU and is neither running nor runnable (its /proc stat
- * state, read only then), it is counted blocked (SEEN) while work waits; the mark goes at the first tick that finds it
- * in another visit or none.
+ * state, read only then), it is counted blocked (SEEN) while work waits;
+ * the mark goes at the first tick that finds it in another visit or none.
  */
 #include "compensate.h"
 
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>

@@ -8,8 +8,8 @@
  * runtime: the block hook of progress.h), inside accel_blocking_begin/_end,
  * or while the monitor has found it inside one visit for block_detect_ns
  * with most of that time off a CPU (its thread's CPU clock), and is then
- * neither running nor runnable (its /proc stat state). Each worker's `block` word
- * has a bit for each of the two ways; `blocked` counts the workers with
+ * neither running nor runnable (its /proc stat state). Each worker's
+ * `block` word has a bit for each of the two ways; `blocked` counts the workers with
  * any bit set. A blocked worker's place goes to a parked general worker,
  * or to an extra worker started for it (at most max_extra_workers, and
  * never more active extras than blocked workers): so at most `workers`

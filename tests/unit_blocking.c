@@ -289,27 +289,36 @@ static int cpu_20ms(accel_ctx *ctx, void *arg)
     return 0;
 }
 
+/* Runs `per` CPU-bound 20 ms ops on each of n new sessions of rt, waits
+ * for them, releases the sessions; returns rt's stats after the ops. */
+static accel_runtime_stats run_cpu_bound(accel_runtime *rt, int n, int per)
+{
+    accel_session *s[16];
+    cr_assert(n <= 16);
+    for (int i = 0; i < n; i++)
+        s[i] = open_s(rt, i);
+    for (int r = 0; r < per; r++)
+        for (int i = 0; i < n; i++) {
+            accel_op op = {.fn = cpu_20ms};
+            cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
+        }
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
+    accel_runtime_stats st = stats_of(rt);
+    for (int i = 0; i < n; i++)
+        accel_session_release(s[i]);
+    return st;
+}
+
 Test(blocking, cpu_bound_20ms_ops_start_no_extra_worker, .timeout = 120)
 {
     wd_start(90);
     accel_runtime *rt = make_rt(1, 32, 0);
-    accel_session *s[16];
-    for (int i = 0; i < 16; i++)
-        s[i] = open_s(rt, i);
     wd_step("16 sessions x 2 CPU-bound ops of 20 ms");
-    for (int r = 0; r < 2; r++)
-        for (int i = 0; i < 16; i++) {
-            accel_op op = {.fn = cpu_20ms};
-            cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
-        }
-    for (int i = 0; i < 16; i++)
-        cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
-    accel_runtime_stats st = stats_of(rt);
+    accel_runtime_stats st = run_cpu_bound(rt, 16, 2);
     cr_expect_eq(st.extra_started, 0, "CPU-bound ops started %llu extras",
                  (unsigned long long)st.extra_started);
     cr_expect_eq(st.blocked_detected, 0);
-    for (int i = 0; i < 16; i++)
-        accel_session_release(s[i]);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
     wd_stop();
 }
@@ -333,34 +342,22 @@ Test(blocking, cpu_bound_ops_beside_a_cotenant_are_not_blocked, .timeout = 120)
 {
     wd_start(90);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    pthread_t spin[32];
     int nspin = ncpu > 0 && ncpu < 16 ? (int)ncpu * 2 : 32;
-    pthread_t spin[48];
     atomic_store(&spin_stop, 0);
     for (int i = 0; i < nspin; i++)
         cr_assert_eq(pthread_create(&spin[i], NULL, cotenant_spin, NULL), 0);
     accel_runtime *rt = make_rt(1, 32, 0);
-    accel_session *s[8];
-    for (int i = 0; i < 8; i++)
-        s[i] = open_s(rt, i);
     wd_step("8 sessions x 1 CPU-bound op of 20 ms CPU beside the spinners");
-    for (int r = 0; r < 1; r++)
-        for (int i = 0; i < 8; i++) {
-            accel_op op = {.fn = cpu_20ms};
-            cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
-        }
-    for (int i = 0; i < 8; i++)
-        cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
+    accel_runtime_stats st = run_cpu_bound(rt, 8, 1);
     atomic_store(&spin_stop, 1);
     for (int i = 0; i < nspin; i++)
         pthread_join(spin[i], NULL);
-    accel_runtime_stats st = stats_of(rt);
     cr_expect_eq(st.blocked_detected, 0,
                  "a runnable CPU-bound worker was counted blocked %llu times",
                  (unsigned long long)st.blocked_detected);
     cr_expect_eq(st.extra_started, 0, "CPU-bound ops started %llu extras",
                  (unsigned long long)st.extra_started);
-    for (int i = 0; i < 8; i++)
-        accel_session_release(s[i]);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
     wd_stop();
 }
