@@ -213,7 +213,7 @@ static double sched_only(uint64_t n, uint64_t seed, double *switch_frac)
         sum += (uintptr_t)x->owner;
         sw += x != last;
         last = x;
-        accel__sched_charge(s, x, 100, 1);
+        accel__sched_charge(s, x, 100, 0, 1);
         accel__sched_enqueue(s, x, false);
     }
     double ns = (double)(bench_now_ns() - t0) / (double)opt.loops;

@@ -33,11 +33,21 @@
  * enqueues, fence_hot, loads the flag; the monitor pays, once a sleep): so an idle runtime's monitor sleeps, and
  * work that waits always has it armed. Armed, it ticks every
  * block_detect_ns / 2 and looks at each worker's visit count: a worker
- * found in the same visit at two ticks is sampled (its CPU clock), and
+ * found inside a visit is sampled (its CPU clock) once per visit, and
  * once block_detect_ns later it is still there with less than half the
  * time on a CPU and is neither running nor runnable (its /proc stat
  * state, read only then), it is counted blocked (SEEN) while work waits;
  * the mark goes at the first tick that finds it in another visit or none.
+ *
+ * Charging: a visit's time its worker spent blocked is not charged to its
+ * session's share (sched_core.h): its own waits and hints by the clock,
+ * and, in a visit the monitor sampled and then found off a CPU and not
+ * runnable (a tick in, or when it counts it blocked), the time since the
+ * sample that its thread was off a CPU (the worker reads its own CPU
+ * clock at the end of such a visit, one syscall in a visit of at least a
+ * tick). Time a runnable thread waited for a CPU is charged: on a busy
+ * machine that is every session's loss, and sessions of long visits
+ * would gain by it over sessions of short ones.
  */
 #include "compensate.h"
 
@@ -247,6 +257,7 @@ static void own_begin(void *arg)
     accel__worker *w = arg;
     if (w->block_depth++ != 0)
         return;
+    w->own_t0 = accel__now_ns();
     accel_runtime *rt = w->rt;
     /* relaxed: counts (the top of this file): raised before the bit. */
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
@@ -264,6 +275,7 @@ static void own_end(void *arg)
     accel__worker *w = arg;
     if (w->block_depth == 0 || --w->block_depth != 0)
         return;
+    w->own_ns += accel__now_ns() - w->own_t0;
     /* relaxed: counts; lowered after the word went back to 0. */
     if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_OWN,
                                   memory_order_relaxed) == ACCEL__BLOCK_OWN)
@@ -291,6 +303,44 @@ void accel__comp_visit_done(accel__worker *w)
         own_end(w);
         tls_hints = 0;
     }
+}
+
+uint64_t accel__comp_visit_blocked_ns(accel__worker *w, uint64_t t0)
+{
+    uint64_t now = accel__now_ns();
+    uint64_t span = now - t0;
+    uint64_t own = w->own_ns;
+    if (w->block_depth != 0)
+        own += now - w->own_t0; /* a hint still open: counted to here */
+    /* The seqlock's read side (publish_sample). acquire: pairs with the
+     * release store of sample_t, so sample_busy is that sample's or
+     * newer. */
+    uint64_t off = 0, ts0 = atomic_load_explicit(&w->sample_t,
+                                                 memory_order_acquire);
+    if (ts0 >= t0 && ts0 < now) { /* 0 (being written) is before t0 */
+        uint64_t busy0 = atomic_load_explicit(&w->sample_busy,
+                                              memory_order_relaxed);
+        uint32_t asleep = atomic_load_explicit(&w->sample_off,
+                                               memory_order_relaxed);
+        /* acquire fence: orders the data's loads before the second load
+         * of sample_t; pairs with publish_sample's release fence. */
+        atomic_thread_fence(memory_order_acquire);
+        struct timespec ts;
+        if (asleep &&
+            atomic_load_explicit(&w->sample_t, memory_order_relaxed) == ts0 &&
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+            /* Time off a CPU since the sample (the monitor found it
+             * waiting, not preempted): not served. */
+            uint64_t busy = (uint64_t)ts.tv_sec * 1000000000u +
+                            (uint64_t)ts.tv_nsec - busy0;
+            uint64_t wall = now - ts0;
+            off = busy < wall ? wall - busy : 0;
+        }
+    }
+    /* Own waits after the sample are in `off` too: the larger one, not
+     * the sum. */
+    uint64_t b = own > off ? own : off;
+    return b < span ? b : span;
 }
 
 int accel_blocking_begin(void)
@@ -455,6 +505,32 @@ static bool thread_runnable(accel__worker *w)
     return !p || p[1] != ' ' || p[2] == 'R';
 }
 
+/* Publishes the monitor's sample of w (the write side of a seqlock whose
+ * read side is accel__comp_visit_blocked_ns): sample_t goes to 0, then
+ * the CPU clock, then the time. Not a lock: the reader, which runs on w
+ * at its visit's end, skips a sample it saw change. */
+static void publish_sample(accel__worker *w, uint64_t t, uint64_t busy)
+{
+    atomic_store_explicit(&w->sample_t, 0, memory_order_relaxed);
+    /* release fence: orders the 0 before the data's store; pairs with the
+     * reader's acquire fence (a reader that saw the new data sees the 0
+     * or the new time at its second load). */
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&w->sample_busy, busy, memory_order_relaxed);
+    atomic_store_explicit(&w->sample_off, 0, memory_order_relaxed);
+    /* release: the data before the time; pairs with the reader's first
+     * (acquire) load of sample_t. */
+    atomic_store_explicit(&w->sample_t, t, memory_order_release);
+}
+
+/* The sampled worker was found off a CPU and not runnable: its time off
+ * a CPU since the sample is a wait. relaxed: read inside the seqlock's
+ * bracket; a reader that misses it charges the time (the safe side). */
+static void mark_off(accel__worker *w)
+{
+    atomic_store_explicit(&w->sample_off, 1, memory_order_relaxed);
+}
+
 /* One worker at one tick; true while it is counted blocked by the
  * monitor or being sampled. */
 static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
@@ -480,21 +556,33 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
         w->m_phase = 0; /* idle, or counted by its own wait */
         return false;
     }
-    if (w->m_phase == 0 || vis != w->m_visits) {
-        w->m_visits = vis; /* first seen in this visit */
-        w->m_phase = 1;
-        return true;
-    }
     bool ok;
-    if (w->m_phase == 1) { /* the same visit a tick later: sample */
+    if (w->m_phase == 0 || vis != w->m_visits) {
+        /* First seen in this visit: sampled. The sample opens the
+         * detection window and is what the worker measures its visit's
+         * time off a CPU from (accel__comp_visit_blocked_ns). */
+        w->m_visits = vis;
         w->m_busy0 = busy_ns(w, &ok);
         w->m_t0 = accel__now_ns(); /* next to the read: the monitor may
                                       itself have waited for a CPU */
-        w->m_phase = ok ? 2 : 0;
+        w->m_phase = ok;
+        if (ok)
+            publish_sample(w, w->m_t0, w->m_busy0);
         return ok;
     }
-    if (now - w->m_t0 < c->detect_ns)
+    if (now - w->m_t0 < c->detect_ns) {
+        /* A tick into the window: for its charge only, is it waiting?
+         * (Counting it blocked waits for the whole window.) */
+        if (w->m_phase == 1) {
+            w->m_phase = 2;
+            uint64_t busy = busy_ns(w, &ok);
+            uint64_t t = accel__now_ns();
+            if (ok && (busy - w->m_busy0) * 2 < t - w->m_t0 &&
+                !thread_runnable(w))
+                mark_off(w);
+        }
         return true;
+    }
     uint64_t busy = busy_ns(w, &ok);
     now = accel__now_ns();
     if (!ok) {
@@ -503,10 +591,16 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     }
     busy -= w->m_busy0;
     uint64_t wall = now - w->m_t0;
-    if (busy * 2 >= wall || !waits || thread_runnable(w)) {
-        /* working (or nothing waits for it): a new window from here */
+    /* the /proc read only for a thread idle by its clock */
+    bool asleep = busy * 2 < wall && !thread_runnable(w);
+    if (asleep)
+        mark_off(w);
+    if (!asleep || !waits) {
+        /* working (or nothing waits for it): a new window from here,
+         * looked at again a tick in */
         w->m_busy0 += busy;
         w->m_t0 = now;
+        w->m_phase = 1;
         return true;
     }
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);

@@ -118,10 +118,15 @@ unsigned accel__sched_peek(accel__sched *s, accel__lane lane,
 uint32_t accel__sched_visit_ops(const accel__sched *s,
                                 const accel__sched_entity *e);
 
-/* Charges a finished visit with its measured service. Only the picking
- * worker, before it re-enqueues or idles e. */
+/* Charges a finished visit with its measured service, of which
+ * blocked_ns its worker spent blocked, compensated (compensate.h): the
+ * share is charged only the rest (another worker ran other sessions in
+ * that time, so it cost them nothing), and so is the visit cost that
+ * sets its deadline; the op cost (quota, lane) is of the whole visit. Only the picking worker, before it re-enqueues or
+ * idles e. */
 void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
-                         uint64_t service_ns, uint32_t ops);
+                         uint64_t service_ns, uint64_t blocked_ns,
+                         uint32_t ops);
 
 /* An entity's virtual time, and its lag against its ideal share (for
  * stats): lag = (V - vtime) * weight, + when it is owed service. Any

@@ -390,16 +390,21 @@ static inline uint64_t ewma(uint64_t avg, uint64_t x, bool first)
 }
 
 void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
-                         uint64_t service_ns, uint32_t ops)
+                         uint64_t service_ns, uint64_t blocked_ns,
+                         uint32_t ops)
 {
     (void)s;
-    uint64_t t = service_ns + e->vrem;
+    uint64_t served = blocked_ns < service_ns ? service_ns - blocked_ns : 0;
+    uint64_t t = served + e->vrem;
     uint64_t v = atomic_load_explicit(&e->vtime, memory_order_relaxed);
     /* relaxed: only the holder writes; stats read approximately. */
     atomic_store_explicit(&e->vtime, v + t / e->w, memory_order_relaxed);
     e->vrem = (uint16_t)(t % e->w);
     bool first = !e->seen;
-    e->visit_cost_ns = ewma(e->visit_cost_ns, service_ns, first);
+    /* The deadline's visit is what the share pays for; the op cost (the
+     * quota, the lane) is the op's whole time, waits included: an op
+     * that waits is no short op. */
+    e->visit_cost_ns = ewma(e->visit_cost_ns, served, first);
     if (ops) {
         e->op_cost_ns = ewma(e->op_cost_ns, service_ns / ops, first);
         e->seen = 1;

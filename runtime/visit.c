@@ -295,7 +295,7 @@ unsigned accel__visit_end(accel__visit *v, uint64_t *now)
     ACCEL_TRACE4(visit_end, s, v->n, service, pending);
     accel__bump(&s->service_ns, service);
     accel__bump(&s->visits, 1);
-    accel__sched_charge(rt->sched, &s->se, service, v->n);
+    accel__sched_charge(rt->sched, &s->se, service, v->blocked_ns, v->n);
 
     /* From here the session (and the scheduler's reference) may pass to
      * another thread while this one still touches it: the enqueue's last

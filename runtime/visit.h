@@ -51,6 +51,10 @@ typedef struct accel__visit {
     accel_session *s;
     uint64_t h;           /* next position to take */
     uint64_t t0;          /* when the visit began */
+    /* Of the visit's time, how long its worker sat blocked (set by the
+     * driver before accel__visit_end; 0 unless it knows): not charged to
+     * the session's share (accel__sched_charge). */
+    uint64_t blocked_ns;
     uint32_t quota;       /* ops it may run */
     uint32_t n;           /* ops taken */
     uint32_t every;       /* ops between clock checks */
@@ -84,7 +88,8 @@ int accel__visit_claim(accel__visit *v, uint64_t h0, uint32_t i, uint32_t *ex,
 /* Runs the visit's ops in C (fn, or the backend) until its quota, the
  * clock or the ring ends it. */
 void accel__visit_run(accel__visit *v);
-/* Ends the visit: charges the service, re-queues or leaves the session
+/* Ends the visit: charges the service (less blocked_ns to the share),
+ * re-queues or leaves the session
  * (ring.h); *now: the end time. Returns the lanes that may run it if
  * re-queued, else 0. */
 unsigned accel__visit_end(accel__visit *v, uint64_t *now);

@@ -26,15 +26,28 @@
 
 /* Runs one visit of s starting at *now (the clock read when the visit
  * began: the end of the previous visit when the worker went straight on),
- * and leaves the visit's end time in *now. Returns the lanes that may run s
- * if it was re-queued, else 0. */
+ * and leaves the visit's end time in *now. w: the worker thread running
+ * it, whose blocked time in the visit is not charged to the session's
+ * share; NULL (a stopping runtime's last runs): all of it is. Returns the
+ * lanes that may run s if it was re-queued, else 0. */
 __attribute__((noinline)) /* a frame of its own: profiles (callgrind,
                              perf) count a visit apart from pick and park */
-static unsigned run_visit(accel_runtime *rt, accel_session *s, uint64_t *now)
+static unsigned run_visit(accel_runtime *rt, accel__worker *w,
+                          accel_session *s, uint64_t *now)
 {
     accel__visit v;
+    if (w)
+        w->own_ns = 0;
     accel__visit_begin(&v, rt, s, *now);
     accel__visit_run(&v);
+    /* relaxed: a look at whether the monitor sampled w in this visit;
+     * the call reads the sample again as a seqlock (compensate.c). */
+    if (w && __builtin_expect(
+                 (w->own_ns | w->block_depth) != 0 ||
+                     atomic_load_explicit(&w->sample_t,
+                                          memory_order_relaxed) >= v.t0,
+                 0))
+        v.blocked_ns = accel__comp_visit_blocked_ns(w, v.t0);
     return accel__visit_end(&v, now);
 }
 
@@ -111,7 +124,7 @@ static void worker_loop(accel__worker *w)
         /* relaxed: the monitor's heuristic view (compensate.c); this
          * worker's own line. */
         atomic_store_explicit(&w->in_visit, 1, memory_order_relaxed);
-        unsigned lanes = run_visit(rt, e->owner, &now);
+        unsigned lanes = run_visit(rt, w, e->owner, &now);
         atomic_store_explicit(&w->in_visit, 0, memory_order_relaxed);
         if (__builtin_expect(w->block_depth != 0, 0))
             accel__comp_visit_done(w); /* a hint left open by the op */
@@ -167,7 +180,7 @@ void accel__workers_run_queued(accel_runtime *rt)
         accel__sched_entity *e;
         while ((e = accel__sched_pick(rt->sched, lane)) != NULL) {
             now = accel__now_ns();
-            run_visit(rt, e->owner, &now);
+            run_visit(rt, NULL, e->owner, &now);
         }
     }
 }

@@ -48,7 +48,7 @@ static void *worker(void *arg)
         atomic_fetch_add_explicit(&picks, 1, memory_order_relaxed);
         uint64_t x = xr(&r);
         uint64_t cost = x % 4 ? 1000 + x % 50000 : 200000 + x % 3000000;
-        accel__sched_charge(S, e, cost, 1 + (uint32_t)(x % 3));
+        accel__sched_charge(S, e, cost, 0, 1 + (uint32_t)(x % 3));
         if (x % 16 == 0)
             atomic_store_explicit(&e->weight, 1 + (uint32_t)(x >> 40) % 1000,
                                   memory_order_relaxed);

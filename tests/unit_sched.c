@@ -316,7 +316,7 @@ Test(sched, set_priority_changes_the_scheduler_share, .timeout = 30)
         for (int i = 0; i < 2000; i++) {
             accel__sched_entity *e = accel__sched_pick(sc, 0);
             cr_assert(e == &a->se || e == &b->se, "pick %d: one of the two", i);
-            accel__sched_charge(sc, e, 1000000, 1);
+            accel__sched_charge(sc, e, 1000000, 0, 1);
             n[e == &b->se]++;
             accel__sched_enqueue(sc, e, false);
         }
@@ -330,6 +330,47 @@ Test(sched, set_priority_changes_the_scheduler_share, .timeout = 30)
               "weights 5 and 20: a %d b %d picks", n[0], n[1]);
     /* leave the scheduler empty, as a visit's end would */
     cr_assert_not_null(accel__sched_pick(sc, 0));
+    cr_assert_not_null(accel__sched_pick(sc, 0));
+    cr_assert_null(accel__sched_pick(sc, 0));
+    accel_session_release(a);
+    accel_session_release(b);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* A visit's blocked time (its worker waited while another ran in its
+ * place) is not charged to the share: of two sessions of equal weight and
+ * 1 ms visits, the one whose visits were 0.9 ms blocked is charged 0.1 ms
+ * a visit and picked ten times as often; blocked past the visit charges
+ * nothing. */
+Test(sched, blocked_time_is_not_charged, .timeout = 30)
+{
+    accel_runtime_config c = {.workers = 1,
+                              .struct_size = sizeof(c),
+                              .flags = ACCEL_RUNTIME_HOST_WORKERS,
+                              .host_wake = no_wake};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_session *a = tu_open(rt, "a", 4, 0), *b = tu_open(rt, "b", 4, 0);
+    cr_assert(a && b);
+    accel__sched *sc = rt->sched;
+    accel__sched_enqueue(sc, &a->se, true);
+    accel__sched_enqueue(sc, &b->se, true);
+    int n[2] = {0, 0};
+    for (int i = 0; i < 2200; i++) {
+        accel__sched_entity *e = accel__sched_pick(sc, 0);
+        cr_assert(e == &a->se || e == &b->se, "pick %d: one of the two", i);
+        accel__sched_charge(sc, e, 1000000, e == &a->se ? 900000 : 0, 1);
+        n[e == &b->se]++;
+        accel__sched_enqueue(sc, e, false);
+    }
+    cr_assert(n[0] >= 8 * n[1] && n[0] <= 12 * n[1],
+              "charged 0.1 ms and 1 ms a visit: a %d b %d picks", n[0], n[1]);
+    accel__sched_entity *e = accel__sched_pick(sc, 0);
+    cr_assert_not_null(e);
+    uint64_t v = accel__sched_vtime_of(sc, e);
+    accel__sched_charge(sc, e, 1000000, 2000000, 1);
+    cr_assert_eq(accel__sched_vtime_of(sc, e), v,
+                 "blocked longer than the visit: nothing charged");
     cr_assert_not_null(accel__sched_pick(sc, 0));
     cr_assert_null(accel__sched_pick(sc, 0));
     accel_session_release(a);

@@ -38,7 +38,7 @@ static void run_solo(accel__sched *s, accel__sched_entity *g)
     for (unsigned v = 0; v < SOLO_VISITS; v++) {
         accel__sched_entity *e = accel__sched_pick(s, 0);
         cr_assert_eq(e, g);
-        accel__sched_charge(s, e, COST_G, 1);
+        accel__sched_charge(s, e, COST_G, 0, 1);
         accel__sched_enqueue(s, e, false);
     }
 }
@@ -75,7 +75,7 @@ static uint64_t visits_before_general(uint32_t wg, uint32_t ws,
         unsigned k = !run[0] ? 1 : !run[1] ? 0 : until[0] <= until[1] ? 0 : 1;
         cr_assert_not_null(run[k], "both workers idle with work queued");
         now = until[k];
-        accel__sched_charge(s, run[k], COST_S, 1);
+        accel__sched_charge(s, run[k], COST_S, 0, 1);
         accel__sched_enqueue(s, run[k], false);
         run[k] = NULL;
         if (++shorts >= limit)
@@ -133,13 +133,13 @@ Test(sched_lanes, class_move_keeps_vtime, .timeout = 60)
     accel__sched_enqueue(s, &x, true);
     for (int v = 0; v < 10; v++) {
         cr_assert_eq(accel__sched_pick(s, 1), &x);
-        accel__sched_charge(s, &x, COST_S, 1);
+        accel__sched_charge(s, &x, COST_S, 0, 1);
         accel__sched_enqueue(s, &x, false);
     }
     cr_assert_eq(accel__sched_pick(s, 1), &x);
     /* its ops turn long: the next enqueue moves it to the general class */
     for (int v = 0; v < 8; v++)
-        accel__sched_charge(s, &x, 3000000, 1);
+        accel__sched_charge(s, &x, 3000000, 0, 1);
     uint64_t before = accel__sched_vtime_of(s, &x);
     cr_assert_eq(accel__sched_enqueue(s, &x, false),
                  ACCEL__SCHED_LANE_GENERAL);
@@ -152,7 +152,7 @@ Test(sched_lanes, class_move_keeps_vtime, .timeout = 60)
     cr_assert_eq(accel__sched_pick(s, 0), &x);
     /* back to short */
     for (int v = 0; v < 16; v++)
-        accel__sched_charge(s, &x, COST_S, 1);
+        accel__sched_charge(s, &x, COST_S, 0, 1);
     before = accel__sched_vtime_of(s, &x);
     accel__sched_enqueue(s, &x, false);
     cr_assert_eq(accel__sched_vtime_of(s, &x), before,
@@ -182,7 +182,7 @@ Test(sched_lanes, shares_across_classes_after_solo, .timeout = 60)
         accel__sched_entity *e = accel__sched_pick(s, 0);
         cr_assert_not_null(e);
         uint64_t c = e == &g ? COST_G : COST_S;
-        accel__sched_charge(s, e, c, 1);
+        accel__sched_charge(s, e, c, 0, 1);
         accel__sched_enqueue(s, e, false);
         total += (double)c;
         if (e == &g)

@@ -106,7 +106,7 @@ static int step(sim *m, cost_fn f)
     m->now = m->busy_until[k];
     accel__sched_entity *e = m->run[k];
     int i = idx_of(m, e);
-    accel__sched_charge(m->s, e, m->cost[k], 1);
+    accel__sched_charge(m->s, e, m->cost[k], 0, 1);
     m->service[i] += (double)m->cost[k];
     m->visits[i]++;
     if (!m->asleep[i])
@@ -354,9 +354,9 @@ Test(sched_model, high_weight_wakes_first, .timeout = 60)
         for (int v = 0; v < 37; v++)
             step(&m, f);
         accel__sched_entity *x = &m.e[6];
-        accel__sched_charge(m.s, x, 20000, 1);
+        accel__sched_charge(m.s, x, 20000, 0, 1);
         accel__sched_enqueue(m.s, x, true);
-        accel__sched_charge(m.s, m.run[0], m.cost[0], 1); /* finish */
+        accel__sched_charge(m.s, m.run[0], m.cost[0], 0, 1); /* finish */
         int i = idx_of(&m, m.run[0]);
         accel__sched_enqueue(m.s, m.run[0], false);
         accel__sched_entity *next = accel__sched_pick(m.s, 0);
@@ -381,8 +381,8 @@ Test(sched_model, short_lane_classes, .timeout = 60)
     cr_assert_eq(accel__sched_create(&c, &m.s), 0);
     for (int i = 0; i < 2; i++)
         accel__sched_entity_init(m.s, &m.e[i], w[i], NULL);
-    accel__sched_charge(m.s, &m.e[0], 20000, 1);   /* short */
-    accel__sched_charge(m.s, &m.e[1], 2000000, 1); /* long */
+    accel__sched_charge(m.s, &m.e[0], 20000, 0, 1);   /* short */
+    accel__sched_charge(m.s, &m.e[1], 2000000, 0, 1); /* long */
     cr_assert_eq(accel__sched_enqueue(m.s, &m.e[1], true),
                  ACCEL__SCHED_LANE_GENERAL);
     cr_assert_null(accel__sched_pick(m.s, 1));
@@ -394,7 +394,7 @@ Test(sched_model, short_lane_classes, .timeout = 60)
     cr_assert_null(accel__sched_pick(m.s, 0));
     /* a short session turning long moves to the general class */
     for (int k = 0; k < 8; k++)
-        accel__sched_charge(m.s, &m.e[0], 3000000, 1);
+        accel__sched_charge(m.s, &m.e[0], 3000000, 0, 1);
     cr_assert_eq(accel__sched_enqueue(m.s, &m.e[0], false),
                  ACCEL__SCHED_LANE_GENERAL);
     cr_assert_null(accel__sched_pick(m.s, 1));
@@ -417,7 +417,7 @@ Test(sched_model, far_deadlines_work_conserving, .timeout = 60)
             cr_assert_not_null(e);
             int i = idx_of(&m, e);
             visits[i]++;
-            accel__sched_charge(m.s, e, big[i], 1);
+            accel__sched_charge(m.s, e, big[i], 0, 1);
             m.service[i] += (double)big[i];
             accel__sched_enqueue(m.s, e, false);
         }
@@ -493,7 +493,7 @@ Test(sched_model, enqueue_or_take_is_enqueue_then_pick, .timeout = 60)
         uint32_t ops = 1 + (uint32_t)((rng >> 40) % 4);
         bool again = (rng >> 44) % 2;
         for (int k = 0; k < 2; k++) {
-            accel__sched_charge(s[k], &e[k][j], cost, ops);
+            accel__sched_charge(s[k], &e[k][j], cost, 0, ops);
             if (again)
                 accel__sched_enqueue(s[k], &e[k][j], false);
         }

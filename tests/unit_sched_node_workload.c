@@ -138,7 +138,7 @@ static void next_op(accel__sched *s, worker *x, double now)
             x->busy = true;
             return;
         }
-        accel__sched_charge(s, &c->e, (uint64_t)(now - x->t0), x->n);
+        accel__sched_charge(s, &c->e, (uint64_t)(now - x->t0), 0, x->n);
         if (c->head < c->tail) {
             c->state = 1;
             accel__sched_enqueue(s, &c->e, false);

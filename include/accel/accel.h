@@ -238,7 +238,13 @@ typedef struct accel_runtime_config {
  * monitor sleeps while nothing waits for a worker: an idle runtime uses
  * no CPU. If a thread cannot be started, the op waits as it would
  * without compensation. Host-driven runtimes (below) compensate only
- * through the host: see accel_host_blocking_begin. */
+ * through the host: see accel_host_blocking_begin.
+ * Shares: a session is charged for the time its ops ran, not for the
+ * time its worker sat blocked in them (accel's own waits and the hint by
+ * the clock; an unseen wait from the monitor's first look at the visit,
+ * at most a tick in, if the monitor found the thread off a CPU and not
+ * runnable), so a session whose ops wait keeps its share of the CPU.
+ * Host-driven workers' visits are charged whole. */
 
 /* Creates a runtime with its worker threads.
  * cfg NULL means all defaults. Returns ACCEL_OK and *out, or
