@@ -33,26 +33,29 @@
  * enqueues, fence_hot, loads the flag; the monitor pays, once a sleep): so an idle runtime's monitor sleeps, and
  * work that waits always has it armed. Armed, it ticks every
  * block_detect_ns / 2 and looks at each worker's visit count: a worker
- * found inside a visit is sampled (its CPU clock) once per visit, and
+ * found in the same visit at two ticks is sampled (its CPU clock), and
  * once block_detect_ns later it is still there with less than half the
  * time on a CPU and is neither running nor runnable (its /proc stat
  * state, read only then), it is counted blocked (SEEN) while work waits;
  * the mark goes at the first tick that finds it in another visit or none.
  *
- * Charging: a visit's time its worker spent blocked is not charged to its
- * session's share (sched_core.h): its own waits and hints by the clock,
- * and, in a visit the monitor sampled and then found off a CPU and not
- * runnable (a tick in, or when it counts it blocked), the time since the
- * sample that its thread was off a CPU (the worker reads its own CPU
- * clock at the end of such a visit, one syscall in a visit of at least a
- * tick). Time a runnable thread waited for a CPU is charged: on a busy
- * machine that is every session's loss, and sessions of long visits
- * would gain by it over sessions of short ones.
+ * Charging: a visit's time its worker sat blocked while another ran in
+ * its place is not charged to its session's share (sched_core.h): in its
+ * own waits and hints, their time off a CPU (the clock less the thread's
+ * CPU clock, read at the outermost begin and end); in a wait the monitor
+ * counted (SEEN), the time from the count to the visit's end that the
+ * thread was neither on a CPU nor waiting for one (/proc schedstat, read
+ * by the monitor when it counts and by the worker at the end of such a
+ * visit). Before the monitor counts it no one runs in its place, and
+ * past the cap on extras no one may: that time is charged. A thread
+ * preempted (runnable) is charged too: on a busy machine that is every
+ * session's loss, and long visits would gain by it over short ones.
  */
 #include "compensate.h"
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -252,12 +255,31 @@ void accel__comp_retire_idle(accel_runtime *rt)
 
 /* ---- a worker's own waits and the hint */
 
+/* This thread's CPU clock (0 if it has none: then a wait counts whole). */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The time off a CPU in w's open outermost wait, to now (its own thread):
+ * a hint around work that uses the CPU gets no credit for it. */
+static uint64_t off_cpu_since(accel__worker *w, uint64_t now)
+{
+    uint64_t wall = now - w->own_t0;
+    uint64_t cpu = w->own_cpu0 ? thread_cpu_ns() - w->own_cpu0 : 0;
+    return cpu < wall ? wall - cpu : 0;
+}
+
 static void own_begin(void *arg)
 {
     accel__worker *w = arg;
     if (w->block_depth++ != 0)
         return;
     w->own_t0 = accel__now_ns();
+    w->own_cpu0 = thread_cpu_ns();
     accel_runtime *rt = w->rt;
     /* relaxed: counts (the top of this file): raised before the bit. */
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
@@ -275,7 +297,7 @@ static void own_end(void *arg)
     accel__worker *w = arg;
     if (w->block_depth == 0 || --w->block_depth != 0)
         return;
-    w->own_ns += accel__now_ns() - w->own_t0;
+    w->own_ns += off_cpu_since(w, accel__now_ns());
     /* relaxed: counts; lowered after the word went back to 0. */
     if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_OWN,
                                   memory_order_relaxed) == ACCEL__BLOCK_OWN)
@@ -305,41 +327,50 @@ void accel__comp_visit_done(accel__worker *w)
     }
 }
 
+static bool read_schedstat(accel__worker *w, uint64_t *cpu, uint64_t *rd);
+
 uint64_t accel__comp_visit_blocked_ns(accel__worker *w, uint64_t t0)
 {
+    accel_runtime *rt = w->rt;
+    /* relaxed: counts. At the cap, with more workers blocked than extras
+     * running, some blocked worker has no one in its place: the visit is
+     * charged whole, as without compensation. */
+    uint32_t extras = atomic_load_explicit(&rt->extra_active,
+                                           memory_order_relaxed);
+    if (extras >= rt->comp.extra_max &&
+        atomic_load_explicit(&rt->blocked, memory_order_relaxed) > extras)
+        return 0;
     uint64_t now = accel__now_ns();
     uint64_t span = now - t0;
     uint64_t own = w->own_ns;
     if (w->block_depth != 0)
-        own += now - w->own_t0; /* a hint still open: counted to here */
-    /* The seqlock's read side (publish_sample). acquire: pairs with the
-     * release store of sample_t, so sample_busy is that sample's or
-     * newer. */
-    uint64_t off = 0, ts0 = atomic_load_explicit(&w->sample_t,
-                                                 memory_order_acquire);
-    if (ts0 >= t0 && ts0 < now) { /* 0 (being written) is before t0 */
-        uint64_t busy0 = atomic_load_explicit(&w->sample_busy,
-                                              memory_order_relaxed);
-        uint32_t asleep = atomic_load_explicit(&w->sample_off,
-                                               memory_order_relaxed);
-        /* acquire fence: orders the data's loads before the second load
-         * of sample_t; pairs with publish_sample's release fence. */
+        own += off_cpu_since(w, now); /* a hint still open: to here */
+    uint64_t seen = 0;
+    /* relaxed: the mark is the monitor's; what it published with it is
+     * read as a seqlock (publish_seen). A mark left from an earlier visit
+     * (the monitor drops it at its next tick) was counted before t0 and
+     * counts nothing. */
+    if (atomic_load_explicit(&w->block, memory_order_relaxed) &
+        ACCEL__BLOCK_SEEN) {
+        /* acquire: pairs with publish_seen's release store of seen_t */
+        uint64_t ts = atomic_load_explicit(&w->seen_t, memory_order_acquire);
+        uint64_t cpu0 = atomic_load_explicit(&w->seen_cpu,
+                                             memory_order_relaxed);
+        uint64_t rd0 = atomic_load_explicit(&w->seen_rd, memory_order_relaxed);
+        /* acquire fence: the data's loads before the second load of
+         * seen_t; pairs with publish_seen's release fence. */
         atomic_thread_fence(memory_order_acquire);
-        struct timespec ts;
-        if (asleep &&
-            atomic_load_explicit(&w->sample_t, memory_order_relaxed) == ts0 &&
-            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
-            /* Time off a CPU since the sample (the monitor found it
-             * waiting, not preempted): not served. */
-            uint64_t busy = (uint64_t)ts.tv_sec * 1000000000u +
-                            (uint64_t)ts.tv_nsec - busy0;
-            uint64_t wall = now - ts0;
-            off = busy < wall ? wall - busy : 0;
+        uint64_t cpu, rd;
+        if (ts >= t0 && ts < now &&
+            atomic_load_explicit(&w->seen_t, memory_order_relaxed) == ts &&
+            read_schedstat(w, &cpu, &rd)) {
+            uint64_t used = (cpu - cpu0) + (rd - rd0);
+            seen = used < now - ts ? now - ts - used : 0;
         }
     }
-    /* Own waits after the sample are in `off` too: the larger one, not
-     * the sum. */
-    uint64_t b = own > off ? own : off;
+    /* Own waits after the count are in `seen` too: the larger, not the
+     * sum. */
+    uint64_t b = own > seen ? own : seen;
     return b < span ? b : span;
 }
 
@@ -505,30 +536,45 @@ static bool thread_runnable(accel__worker *w)
     return !p || p[1] != ' ' || p[2] == 'R';
 }
 
-/* Publishes the monitor's sample of w (the write side of a seqlock whose
- * read side is accel__comp_visit_blocked_ns): sample_t goes to 0, then
- * the CPU clock, then the time. Not a lock: the reader, which runs on w
- * at its visit's end, skips a sample it saw change. */
-static void publish_sample(accel__worker *w, uint64_t t, uint64_t busy)
+/* The thread's time on a CPU and waiting on a run queue, in ns (its
+ * /proc schedstat; the monitor for any worker, a worker for itself).
+ * false: no schedstat here (then nothing counted by the monitor goes
+ * uncharged). */
+static bool read_schedstat(accel__worker *w, uint64_t *cpu, uint64_t *rd)
 {
-    atomic_store_explicit(&w->sample_t, 0, memory_order_relaxed);
-    /* release fence: orders the 0 before the data's store; pairs with the
-     * reader's acquire fence (a reader that saw the new data sees the 0
-     * or the new time at its second load). */
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&w->sample_busy, busy, memory_order_relaxed);
-    atomic_store_explicit(&w->sample_off, 0, memory_order_relaxed);
-    /* release: the data before the time; pairs with the reader's first
-     * (acquire) load of sample_t. */
-    atomic_store_explicit(&w->sample_t, t, memory_order_release);
+    char buf[96];
+    if (read_task_file(w, "schedstat", buf, sizeof(buf)) < 0)
+        return false;
+    char *end;
+    *cpu = strtoull(buf, &end, 10);
+    if (end == buf)
+        return false;
+    char *p = end;
+    *rd = strtoull(p, &end, 10);
+    return end != p;
 }
 
-/* The sampled worker was found off a CPU and not runnable: its time off
- * a CPU since the sample is a wait. relaxed: read inside the seqlock's
- * bracket; a reader that misses it charges the time (the safe side). */
-static void mark_off(accel__worker *w)
+/* Publishes where the monitor counted w blocked (the write side of a
+ * seqlock whose read side is accel__comp_visit_blocked_ns): seen_t goes
+ * to 0, then the data, then the time. Not a lock: the reader, on w at its
+ * visit's end, skips a count it saw change. Nothing published (no
+ * schedstat): the reader finds seen_t 0, before any visit. */
+static void publish_seen(accel__worker *w)
 {
-    atomic_store_explicit(&w->sample_off, 1, memory_order_relaxed);
+    uint64_t cpu, rd;
+    atomic_store_explicit(&w->seen_t, 0, memory_order_relaxed);
+    if (!read_schedstat(w, &cpu, &rd))
+        return;
+    uint64_t t = accel__now_ns(); /* next to the read */
+    /* release fence: the 0 before the data; pairs with the reader's
+     * acquire fence (a reader that saw the new data sees the 0 or the
+     * new time at its second load). */
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&w->seen_cpu, cpu, memory_order_relaxed);
+    atomic_store_explicit(&w->seen_rd, rd, memory_order_relaxed);
+    /* release: the data before the time; pairs with the reader's first
+     * (acquire) load of seen_t. */
+    atomic_store_explicit(&w->seen_t, t, memory_order_release);
 }
 
 /* One worker at one tick; true while it is counted blocked by the
@@ -556,33 +602,21 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
         w->m_phase = 0; /* idle, or counted by its own wait */
         return false;
     }
-    bool ok;
     if (w->m_phase == 0 || vis != w->m_visits) {
-        /* First seen in this visit: sampled. The sample opens the
-         * detection window and is what the worker measures its visit's
-         * time off a CPU from (accel__comp_visit_blocked_ns). */
-        w->m_visits = vis;
+        w->m_visits = vis; /* first seen in this visit */
+        w->m_phase = 1;
+        return true;
+    }
+    bool ok;
+    if (w->m_phase == 1) { /* the same visit a tick later: sample */
         w->m_busy0 = busy_ns(w, &ok);
         w->m_t0 = accel__now_ns(); /* next to the read: the monitor may
                                       itself have waited for a CPU */
-        w->m_phase = ok;
-        if (ok)
-            publish_sample(w, w->m_t0, w->m_busy0);
+        w->m_phase = ok ? 2 : 0;
         return ok;
     }
-    if (now - w->m_t0 < c->detect_ns) {
-        /* A tick into the window: for its charge only, is it waiting?
-         * (Counting it blocked waits for the whole window.) */
-        if (w->m_phase == 1) {
-            w->m_phase = 2;
-            uint64_t busy = busy_ns(w, &ok);
-            uint64_t t = accel__now_ns();
-            if (ok && (busy - w->m_busy0) * 2 < t - w->m_t0 &&
-                !thread_runnable(w))
-                mark_off(w);
-        }
+    if (now - w->m_t0 < c->detect_ns)
         return true;
-    }
     uint64_t busy = busy_ns(w, &ok);
     now = accel__now_ns();
     if (!ok) {
@@ -591,18 +625,15 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     }
     busy -= w->m_busy0;
     uint64_t wall = now - w->m_t0;
-    /* the /proc read only for a thread idle by its clock */
-    bool asleep = busy * 2 < wall && !thread_runnable(w);
-    if (asleep)
-        mark_off(w);
-    if (!asleep || !waits) {
-        /* working (or nothing waits for it): a new window from here,
-         * looked at again a tick in */
+    if (busy * 2 >= wall || !waits || thread_runnable(w)) {
+        /* working (or nothing waits for it): a new window from here */
         w->m_busy0 += busy;
         w->m_t0 = now;
-        w->m_phase = 1;
         return true;
     }
+    /* Before the mark: a worker that sees the mark finds this count's
+     * time, or a 0 (no credit). */
+    publish_seen(w);
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
     uint32_t zero = 0;
     if (!atomic_compare_exchange_strong_explicit(&w->block, &zero,

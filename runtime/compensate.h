@@ -99,13 +99,13 @@ bool accel__comp_surplus(accel_runtime *rt);
 void accel__comp_retire_idle(accel_runtime *rt);
 
 /* At the end of a visit of accel's own worker w that began at t0: how
- * long w sat blocked in it (its own waits and hints; the time its thread
- * was off a CPU since the monitor sampled it in this visit, if the
- * monitor found it waiting, not runnable), at most the visit. The share is not charged for it
- * (accel__sched_charge): other workers ran in its place. own_ns is the
- * caller's to zero at the visit's start, and to skip the call when
- * own_ns and block_depth are 0 and sample_t is before t0 (the common
- * visit: nothing to count). */
+ * long w sat blocked in it while another worker could run in its place
+ * (compensate.c, "Charging"): the time off a CPU in its own waits and
+ * hints, and the time asleep since the monitor counted it blocked; 0 at
+ * the cap on extras; at most the visit. The share is not charged for it
+ * (accel__sched_charge). own_ns is the caller's to zero at the visit's
+ * start, and to skip the call when own_ns, block_depth and the block
+ * word are all 0 (the common visit: nothing to count). */
 uint64_t accel__comp_visit_blocked_ns(struct accel__worker *w, uint64_t t0);
 
 /* After an op's visit: a hint the op left open is closed (accel.h). */

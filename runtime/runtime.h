@@ -35,19 +35,15 @@ typedef struct accel__worker {
     _Atomic int tid;        /* kernel thread id, for the monitor */
     unsigned block_depth;   /* nested blocking waits and hints (owner) */
     /* This worker's own waits in the running visit (owner only): when
-     * the outermost one began, and the time in those that ended. Its
-     * visit is charged to the session's share without them
-     * (accel__comp_visit_blocked_ns). */
-    uint64_t own_t0, own_ns;
-    /* The monitor's first sample of this worker in a visit: the clock
-     * and the thread's CPU clock then (sample_t 0 while being written: a
-     * seqlock, compensate.c). Written by the monitor, read by this worker
-     * at its visit's end. */
-    _Atomic uint64_t sample_t, sample_busy;
-    /* Set by the monitor once it found the sampled thread off a CPU and
-     * not runnable (a wait, not a preemption): only then does the time
-     * off a CPU since the sample go uncharged. Part of the sample. */
-    _Atomic uint32_t sample_off;
+     * the outermost one began (the clock and the thread's CPU clock), and
+     * the time off a CPU in those that ended. The visit is charged to the
+     * session's share without it (accel__comp_visit_blocked_ns). */
+    uint64_t own_t0, own_cpu0, own_ns;
+    /* Where the monitor counted this worker blocked (SEEN): the clock and
+     * the thread's time on a CPU and waiting for one (/proc schedstat)
+     * then; seen_t 0 while being written (a seqlock, compensate.c).
+     * Written by the monitor, read by this worker at its visit's end. */
+    _Atomic uint64_t seen_t, seen_cpu, seen_rd;
     bool extra;             /* an extra worker (compensate.c) */
     unsigned slot;          /* extra workers: ACCEL__SLOT_*, under comp.lock */
     /* The monitor's sample of this worker (monitor thread only). */

@@ -40,12 +40,11 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
         w->own_ns = 0;
     accel__visit_begin(&v, rt, s, *now);
     accel__visit_run(&v);
-    /* relaxed: a look at whether the monitor sampled w in this visit;
-     * the call reads the sample again as a seqlock (compensate.c). */
+    /* relaxed: a look at whether the monitor marked w (the call reads
+     * what it published with the mark as a seqlock: compensate.c). */
     if (w && __builtin_expect(
-                 (w->own_ns | w->block_depth) != 0 ||
-                     atomic_load_explicit(&w->sample_t,
-                                          memory_order_relaxed) >= v.t0,
+                 (w->own_ns | w->block_depth |
+                  atomic_load_explicit(&w->block, memory_order_relaxed)) != 0,
                  0))
         v.blocked_ns = accel__comp_visit_blocked_ns(w, v.t0);
     return accel__visit_end(&v, now);

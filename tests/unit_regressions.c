@@ -20,6 +20,7 @@
 #include "park.h"
 #include "runtime.h"
 #include "session.h"
+#include "stress_watchdog.h"
 
 /* Marks one worker of lane as parked (white-box, no thread). */
 #define TEST_PARK(rt, lane)                                                   \
@@ -636,10 +637,14 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     fake.capacity = dev_capacity;
     s->bops = &fake; /* before any op: the worker reads it per visit */
 
+    /* Each wait below names its step: a hang fails fast and says where
+     * (the limits are watchdogs, many times a loaded machine's). */
+    watchdog_start("unit_regressions");
     dev_op p = {0}, c = {0};
     accel_op pop = {.fn = op_noop, .done = dev_done, .arg = &p};
     accel_op cop = {.fn = op_noop, .done = dev_done, .arg = &c};
     cr_assert_eq(accel_submit(s, &pop, ACCEL_FOREVER), ACCEL_OK);
+    watchdog_step("p goes to the device", 20);
     while (!atomic_load(&dev.pending)) /* p is on the "device" */
         tu_nap_us(100);
     atomic_store(&dev.hold, 1); /* visits take nothing for now */
@@ -648,6 +653,7 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     sync_watch w = {.s = s, .first = &p};
     pthread_t st;
     cr_assert_eq(pthread_create(&st, NULL, sync_main, &w), 0);
+    watchdog_step("the sync announces its target", 20);
     while (atomic_load_explicit(&s->progress.wake_at,
                                 memory_order_relaxed) != 1)
         tu_nap_us(100);
@@ -657,16 +663,21 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     closer_arg ca = {.s = s, .flags = ACCEL_CLOSE_CANCEL};
     pthread_t ct;
     cr_assert_eq(pthread_create(&ct, NULL, closer_main, &ca), 0);
+    watchdog_step("the CANCEL close marks the session", 20);
     while (!atomic_load_explicit(&s->close_cancels, memory_order_relaxed))
         tu_nap_us(100);
     atomic_store(&dev.hold, 0);
     /* Let the worker run some visits while p is still on the device. */
+    watchdog_step("visits poll the device while p is on it", 20);
     int polls = atomic_load(&dev.polls);
     while (atomic_load(&dev.polls) < polls + 5)
         tu_nap_us(100);
     atomic_store(&dev.gate, 1); /* p completes */
+    watchdog_step("the sync returns once p completed", 20);
     pthread_join(st, NULL);
+    watchdog_step("the close returns", 20);
     pthread_join(ct, NULL);
+    watchdog_step("release and destroy", 20);
     cr_assert_eq(w.rc, ACCEL_OK);
     cr_assert_eq(w.first_done_at_return, 1,
                  "sync returned before the earlier op's done ran");
@@ -677,6 +688,7 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     cr_assert_eq(ca.rc, ACCEL_OK);
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    watchdog_step("done", 1e9);
 }
 
 /* park(): a submit that lands after the worker's last pick and before it

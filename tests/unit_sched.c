@@ -365,6 +365,10 @@ Test(sched, blocked_time_is_not_charged, .timeout = 30)
     }
     cr_assert(n[0] >= 8 * n[1] && n[0] <= 12 * n[1],
               "charged 0.1 ms and 1 ms a visit: a %d b %d picks", n[0], n[1]);
+    /* The deadline's visit cost is the charged part; the op cost (quota,
+     * lane: an op that waits is no short op) the whole visit. */
+    cr_assert_eq(a->se.visit_cost_ns, 100000);
+    cr_assert_eq(a->se.op_cost_ns, 1000000);
     accel__sched_entity *e = accel__sched_pick(sc, 0);
     cr_assert_not_null(e);
     uint64_t v = accel__sched_vtime_of(sc, e);

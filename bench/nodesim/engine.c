@@ -109,8 +109,15 @@ static int ns_op(accel_ctx *ctx, void *arg)
     }
     if (rec->wait_us) {
         /* a storage read or a remote signer's round trip: the thread
-         * sleeps, the CPU is free (blocking scenario only) */
+         * sleeps, the CPU is free (blocking scenario only). --hint-waits:
+         * the op says so (outside an accel op the hint does nothing, so
+         * the baselines run the same body). */
+        bool hint = cr->run->hint_waits;
+        if (hint)
+            (void)accel_blocking_begin();
         bench_sleep_ns((uint64_t)rec->wait_us * 1000u);
+        if (hint)
+            (void)accel_blocking_end();
     }
     if (rec->calls)
         ns_body_run(cr->cfg->body, rec->item, rec->calls); /* a wrong answer fails the run */

@@ -10,7 +10,7 @@ static struct {
     double duration, load, capacity, flood_factor;
     uint64_t workers, seed, depth, slices, metrics_port, cotenant;
     const char *chains, *scenario, *format, *json, *out, *flood_chains, *systems;
-    bool smoke, modelled, sabotage;
+    bool smoke, modelled, sabotage, hint_waits;
 } opt = {.duration = 4, .workers = 2, .seed = 42, .depth = 1024, .slices = 2, .flood_factor = 20,
          .scenario = "all", .format = "auto"};
 
@@ -178,6 +178,7 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
         if (sc->flood)
             pick_flood_chains(&runs[s]->burst);
         runs[s]->blocking = sc->blocking;
+        runs[s]->hint_waits = opt.hint_waits;
         out->runs[out->nruns++] = runs[s];
     }
     /* Slices in A B C D E, E D C B A order: a drift of the machine's other
@@ -247,7 +248,8 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
         char extra[160] = "";
         if (sc->blocking)
             snprintf(extra, sizeof extra, " (the chains' storage reads and remote-signer "
-                                          "calls wait 1-5 ms, little CPU)");
+                                          "calls wait 1-5 ms, little CPU%s)",
+                     opt.hint_waits ? ", hinted" : "");
         if (sc->cotenant)
             snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                      " beside %u busy co-tenant process%s", sc->cotenant,
@@ -305,6 +307,10 @@ int main(int argc, char **argv)
         {"modelled", BENCH_OPT_FLAG, &opt.modelled,
          "run every chain's modelled spin loop, even where the chains file names a real "
          "body"},
+        {"hint-waits", BENCH_OPT_FLAG, &opt.hint_waits,
+         "blocking scenario: each wait runs between accel_blocking_begin and _end (an op "
+         "that knows it will wait says so; accel compensates at once and does not charge "
+         "the wait); default: waits accel must find by itself"},
         {"wrong-answer", BENCH_OPT_FLAG, &opt.sabotage,
          "test of the result check: flip the expected answer of one input per real body; "
          "the run must then fail (exit 1)"},

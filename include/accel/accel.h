@@ -239,11 +239,13 @@ typedef struct accel_runtime_config {
  * no CPU. If a thread cannot be started, the op waits as it would
  * without compensation. Host-driven runtimes (below) compensate only
  * through the host: see accel_host_blocking_begin.
- * Shares: a session is charged for the time its ops ran, not for the
- * time its worker sat blocked in them (accel's own waits and the hint by
- * the clock; an unseen wait from the monitor's first look at the visit,
- * at most a tick in, if the monitor found the thread off a CPU and not
- * runnable), so a session whose ops wait keeps its share of the CPU.
+ * Shares: a session is not charged for the time its worker sat blocked
+ * in its ops while another worker could run in its place (the time off a
+ * CPU inside accel's own waits and the hint: CPU work inside the hint is
+ * charged; the time asleep from the moment the monitor counted it), so a
+ * session whose ops wait keeps its share of the CPU. Still charged: an
+ * unseen wait until it is counted, a wait for a CPU, and blocked visits
+ * while the extras are at their cap with blocked workers left over.
  * Host-driven workers' visits are charged whole. */
 
 /* Creates a runtime with its worker threads.
@@ -546,7 +548,9 @@ typedef struct accel_session_stats {
     uint64_t cancelled;  /* never ran: ACCEL_ECLOSED or ACCEL_ECANCELED */
     uint64_t queued;     /* accepted, not yet started */
     int64_t memory_used, memory_budget;
-    uint64_t service_ns; /* total time its ops ran (measured per visit) */
+    uint64_t service_ns; /* total time its visits took (measured per
+                            visit; blocked time included, which the
+                            share is not charged: "Ops that block") */
     uint64_t visits;     /* times a worker picked the session */
     uint32_t priority;
     /* Scheduler view (docs/scheduler.md): the session's virtual time and
