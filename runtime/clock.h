@@ -2,8 +2,22 @@
 #ifndef ACCEL_RUNTIME_CLOCK_H
 #define ACCEL_RUNTIME_CLOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+
+/* Clock c in ns; false (and 0) if it cannot be read (a thread's CPU
+ * clock on a system without one). */
+static inline bool accel__clock_ns(clockid_t c, uint64_t *ns)
+{
+    struct timespec ts;
+    if (clock_gettime(c, &ts) != 0) {
+        *ns = 0;
+        return false;
+    }
+    *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return true;
+}
 
 static inline uint64_t accel__now_ns(void)
 {

@@ -258,10 +258,9 @@ void accel__comp_retire_idle(accel_runtime *rt)
 /* This thread's CPU clock (0 if it has none: then a wait counts whole). */
 static uint64_t thread_cpu_ns(void)
 {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    uint64_t ns;
+    (void)accel__clock_ns(CLOCK_THREAD_CPUTIME_ID, &ns);
+    return ns;
 }
 
 /* The time off a CPU in w's open outermost wait, to now (its own thread):
@@ -273,13 +272,23 @@ static uint64_t off_cpu_since(accel__worker *w, uint64_t now)
     return cpu < wall ? wall - cpu : 0;
 }
 
+/* Whether w's own waits are timed for its visit's charge: only accel's
+ * own worker threads (a host-driven slot's visit is charged whole, and
+ * its begin and end may come from different threads of the host). */
+static inline bool own_timed(const accel__worker *w)
+{
+    return !(w->rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS);
+}
+
 static void own_begin(void *arg)
 {
     accel__worker *w = arg;
     if (w->block_depth++ != 0)
         return;
-    w->own_t0 = accel__now_ns();
-    w->own_cpu0 = thread_cpu_ns();
+    if (own_timed(w)) {
+        w->own_t0 = accel__now_ns();
+        w->own_cpu0 = thread_cpu_ns();
+    }
     accel_runtime *rt = w->rt;
     /* relaxed: counts (the top of this file): raised before the bit. */
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
@@ -297,7 +306,8 @@ static void own_end(void *arg)
     accel__worker *w = arg;
     if (w->block_depth == 0 || --w->block_depth != 0)
         return;
-    w->own_ns += off_cpu_since(w, accel__now_ns());
+    if (own_timed(w))
+        w->own_ns += off_cpu_since(w, accel__now_ns());
     /* relaxed: counts; lowered after the word went back to 0. */
     if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_OWN,
                                   memory_order_relaxed) == ACCEL__BLOCK_OWN)
@@ -514,12 +524,10 @@ static ssize_t read_task_file(accel__worker *w, const char *name, char *buf,
 static uint64_t busy_ns(accel__worker *w, bool *ok)
 {
     clockid_t cid;
-    struct timespec ts;
+    uint64_t ns = 0;
     *ok = pthread_getcpuclockid(w->thread, &cid) == 0 &&
-          clock_gettime(cid, &ts) == 0;
-    if (!*ok)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+          accel__clock_ns(cid, &ns);
+    return ns;
 }
 
 /* Whether the thread is running or runnable now ('R' in its stat; a

@@ -292,21 +292,30 @@ static void no_wake(void *arg, unsigned lane)
     (void)arg, (void)lane;
 }
 
-Test(sched, set_priority_changes_the_scheduler_share, .timeout = 30)
+/* A host-driven runtime that is never driven (only this thread touches
+ * its scheduler) with sessions a and b of equal priority, both queued. */
+static void two_queued(accel_runtime **rt, accel_session **a,
+                       accel_session **b)
 {
-    /* host-driven and never driven: only this thread touches the
-     * scheduler */
     accel_runtime_config c = {.workers = 1,
                               .struct_size = sizeof(c),
                               .flags = ACCEL_RUNTIME_HOST_WORKERS,
                               .host_wake = no_wake};
-    accel_runtime *rt = NULL;
-    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
-    accel_session *a = tu_open(rt, "a", 4, 0), *b = tu_open(rt, "b", 4, 0);
-    cr_assert(a && b);
+    *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, rt), ACCEL_OK);
+    *a = tu_open(*rt, "a", 4, 0);
+    *b = tu_open(*rt, "b", 4, 0);
+    cr_assert(*a && *b);
+    cr_assert_neq(accel__sched_enqueue((*rt)->sched, &(*a)->se, true), 0);
+    cr_assert_neq(accel__sched_enqueue((*rt)->sched, &(*b)->se, true), 0);
+}
+
+Test(sched, set_priority_changes_the_scheduler_share, .timeout = 30)
+{
+    accel_runtime *rt;
+    accel_session *a, *b;
+    two_queued(&rt, &a, &b);
     accel__sched *sc = rt->sched;
-    cr_assert_eq(accel__sched_enqueue(sc, &a->se, true) != 0, true);
-    cr_assert_eq(accel__sched_enqueue(sc, &b->se, true) != 0, true);
     int n[2] = {0, 0};
     for (int round = 0; round < 2; round++) {
         if (round == 1)
@@ -344,17 +353,10 @@ Test(sched, set_priority_changes_the_scheduler_share, .timeout = 30)
  * nothing. */
 Test(sched, blocked_time_is_not_charged, .timeout = 30)
 {
-    accel_runtime_config c = {.workers = 1,
-                              .struct_size = sizeof(c),
-                              .flags = ACCEL_RUNTIME_HOST_WORKERS,
-                              .host_wake = no_wake};
-    accel_runtime *rt = NULL;
-    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
-    accel_session *a = tu_open(rt, "a", 4, 0), *b = tu_open(rt, "b", 4, 0);
-    cr_assert(a && b);
+    accel_runtime *rt;
+    accel_session *a, *b;
+    two_queued(&rt, &a, &b);
     accel__sched *sc = rt->sched;
-    accel__sched_enqueue(sc, &a->se, true);
-    accel__sched_enqueue(sc, &b->se, true);
     int n[2] = {0, 0};
     for (int i = 0; i < 2200; i++) {
         accel__sched_entity *e = accel__sched_pick(sc, 0);
