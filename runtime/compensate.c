@@ -32,12 +32,15 @@
  * clears the flag, fence_cold, looks at the scheduler; a submitter
  * enqueues, fence_hot, loads the flag; the monitor pays, once a sleep): so an idle runtime's monitor sleeps, and
  * work that waits always has it armed. Armed, it ticks every
- * block_detect_ns / 2 and looks at each worker's visit count: a worker
- * found in the same visit at two ticks is sampled (its CPU clock), and
- * once block_detect_ns later it is still there with less than half the
- * time on a CPU and is neither running nor runnable (its /proc stat
- * state, read only then), it is counted blocked (SEEN) while work waits;
- * the mark goes at the first tick that finds it in another visit or none.
+ * block_detect_ns and looks at each worker's visit count: a worker is
+ * sampled (its CPU clock) at the first tick that finds it in a visit, and
+ * if at the next it is still there with less than half the time on a CPU
+ * and is neither running nor runnable (its /proc stat state, read only
+ * then), it is counted blocked (SEEN) while work waits: 1 to 2 ticks into
+ * the wait (sampling at the second look, as before, made that 2 to 3, and
+ * most 1-5 ms storage waits ended uncounted and charged). The mark goes at
+ * the first tick that finds the worker in another visit or none; a new
+ * visit is sampled at that same tick.
  *
  * Charging: a visit's time its worker sat blocked while another ran in
  * its place is not charged to its session's share (sched_core.h): in its
@@ -70,7 +73,7 @@
 #include "session.h"
 #include "trace.h"
 
-#define DETECT_NS_DEFAULT 2000000u
+#define DETECT_NS_DEFAULT 1000000u
 
 void accel__comp_init(accel_runtime *rt, unsigned extra_max,
                       uint64_t detect_ns)
@@ -604,24 +607,22 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
             ACCEL__BLOCK_SEEN)
             atomic_fetch_sub_explicit(&rt->blocked, 1, memory_order_relaxed);
         w->m_phase = 0;
-        return false;
+        st &= ~ACCEL__BLOCK_SEEN; /* a new visit is sampled at this tick */
     }
     if (!inv || (st & ACCEL__BLOCK_OWN)) {
         w->m_phase = 0; /* idle, or counted by its own wait */
         return false;
     }
-    if (w->m_phase == 0 || vis != w->m_visits) {
-        w->m_visits = vis; /* first seen in this visit */
-        w->m_phase = 1;
-        return true;
-    }
     bool ok;
-    if (w->m_phase == 1) { /* the same visit a tick later: sample */
+    if (w->m_phase == 0 || vis != w->m_visits) {
+        /* First seen in this visit: sample at once, so that a wait is
+         * counted one tick after the monitor first finds it, not two. */
+        w->m_visits = vis;
         w->m_busy0 = busy_ns(w, &ok);
         w->m_t0 = accel__now_ns(); /* next to the read: the monitor may
                                       itself have waited for a CPU */
-        w->m_phase = ok ? 2 : 0;
-        return ok;
+        w->m_phase = ok ? 1 : 0;
+        return true;
     }
     if (now - w->m_t0 < c->detect_ns)
         return true;
@@ -672,7 +673,7 @@ static void *monitor_main(void *arg)
             accel__futex_wait(&rt->monitor_armed, 0, -1);
             continue;
         }
-        accel__futex_wait(&c->monitor_stop, 0, (int64_t)(c->detect_ns / 2));
+        accel__futex_wait(&c->monitor_stop, 0, (int64_t)c->detect_ns);
         uint64_t now = accel__now_ns();
         bool waits = work_waits(rt);
         bool busy = false;

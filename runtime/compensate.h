@@ -6,8 +6,9 @@
  * A worker is blocked while it is inside one of accel's own waits (a
  * submit_wait, a room wait, a sync or draining close, a destroy of another
  * runtime: the block hook of progress.h), inside accel_blocking_begin/_end,
- * or while the monitor has found it inside one visit for block_detect_ns
- * with most of that time off a CPU (its thread's CPU clock), and is then
+ * or once the monitor has found it inside one visit at two ticks
+ * (block_detect_ns apart) with most of that time off a CPU (its thread's
+ * CPU clock), and is then
  * neither running nor runnable (its /proc stat state). Each worker's
  * `block` word has a bit for each of the two ways; `blocked` counts the workers with
  * any bit set. A blocked worker's place goes to a parked general worker,

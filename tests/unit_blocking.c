@@ -268,6 +268,59 @@ Test(blocking, sixteen_sleepers_hint_seventeenth_runs, .timeout = 60)
     seventeenth(true, UINT64_C(60000000000));
 }
 
+/* ---- an unseen wait is counted one tick after the monitor finds it */
+
+#define TICK_NS UINT64_C(40000000) /* block_detect_ns: the monitor's tick */
+#define TICK_SESSIONS 4
+#define TICK_OPS 8
+
+static int sleep_past_two_ticks(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    struct timespec ts = {0, (long)(TICK_NS * 9 / 4)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    return 0;
+}
+
+/* Waits of 2.25 ticks, while other sessions' waits are queued all along
+ * (one worker, one extra at most): the monitor first finds each visit at
+ * a tick within a tick of its start, samples it there and counts it at
+ * the next, so all but the last (nothing queued behind them) are
+ * counted. Planted, each of these counts about half of them or fewer:
+ * sampling only at the second tick that finds a visit (counted after two
+ * to three ticks), and a worker whose mark the monitor drops for its new
+ * visit not sampled at that same tick. Not a timing bound: the tick is
+ * 40 ms, the slack a quarter of it. */
+Test(blocking, a_wait_is_counted_a_tick_after_it_is_found, .timeout = 60)
+{
+    wd_start(45);
+    accel_runtime *rt = make_rt(1, 1, TICK_NS);
+    accel_session *s[TICK_SESSIONS];
+    for (int i = 0; i < TICK_SESSIONS; i++)
+        s[i] = open_s(rt, 200 + i);
+    wd_step("4 sessions x 8 waits of 2.25 ticks, one worker and an extra");
+    for (int r = 0; r < TICK_OPS; r++)
+        for (int i = 0; i < TICK_SESSIONS; i++) {
+            accel_op op = {.fn = sleep_past_two_ticks};
+            cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
+        }
+    for (int i = 0; i < TICK_SESSIONS; i++)
+        cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
+    accel_runtime_stats st = stats_of(rt);
+    cr_expect_geq(st.blocked_detected * 4, st.visits * 3,
+                  "%llu of %llu visits, each a wait of 2.25 ticks, were "
+                  "counted blocked (at least 3/4 must be)",
+                  (unsigned long long)st.blocked_detected,
+                  (unsigned long long)st.visits);
+    wd_step("destroy");
+    for (int i = 0; i < TICK_SESSIONS; i++)
+        accel_session_release(s[i]);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
+
 /* ---- CPU-bound long ops start no extra worker */
 
 static _Atomic uint64_t cpu_sink;

@@ -196,9 +196,11 @@ typedef struct accel_runtime_config {
      * this many extra worker threads are started in their place (max
      * 4096); 0: 4 x workers, at least 64 (1024 workers: 4096). */
     unsigned max_extra_workers;
-    /* A worker inside one visit this long, while work waits, that spent
-     * under half of it on a CPU and is neither running nor waiting for a
-     * CPU, counts as blocked; 0: 2 ms. */
+    /* The blocked-worker monitor's tick while work waits: a worker found
+     * inside one visit at two ticks this far apart, while work waits,
+     * that spent under half of that time on a CPU and is neither running
+     * nor waiting for a CPU, counts as blocked (1 to 2 ticks after its
+     * visit began); 0: 1 ms. */
     uint64_t block_detect_ns;
     /* Host-driven workers only (optional; NULL: a blocked host slot keeps
      * its place): called with (host_wake_arg) when a host slot counted
@@ -223,11 +225,12 @@ typedef struct accel_runtime_config {
  *   accel_runtime_destroy of another runtime (so ops that submit_wait
  *   on other sessions nest to any depth, also with one worker);
  * - at once between accel_blocking_begin and _end (the op says it);
- * - for waits accel cannot see (sleep, lock, I/O): once a monitor thread
- *   has found it inside one visit for block_detect_ns (2 ms by default)
- *   while work waits, having spent under half that time on a CPU (its
- *   thread's CPU clock), and is then neither running nor waiting for a
- *   CPU (its state in /proc).
+ * - for waits accel cannot see (sleep, lock, I/O): once a monitor thread,
+ *   ticking every block_detect_ns (1 ms by default) while work waits, has
+ *   found it inside the same visit at two ticks, having spent under half
+ *   the time between them on a CPU (its thread's CPU clock), and it is
+ *   then neither running nor waiting for a CPU (its state in /proc): 1 to
+ *   2 ticks after the wait began.
  *   A CPU-bound long op is never counted: more threads than CPUs would
  *   only slow everyone (the short lane is its latency answer).
  * Bounds: at most max_extra_workers extra threads; never more extra
