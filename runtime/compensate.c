@@ -32,24 +32,32 @@
  * clears the flag, fence_cold, looks at the scheduler; a submitter
  * enqueues, fence_hot, loads the flag; the monitor pays, once a sleep): so an idle runtime's monitor sleeps, and
  * work that waits always has it armed. Armed, it ticks every
- * block_detect_ns and looks at each worker's visit count: a worker is
- * sampled (its CPU clock) at the first tick that finds it in a visit, and
- * if at the next it is still there with less than half the time on a CPU
- * and is neither running nor runnable (its /proc stat state, read only
- * then), it is counted blocked (SEEN) while work waits: 1 to 2 ticks into
- * the wait (sampling at the second look, as before, made that 2 to 3, and
- * most 1-5 ms storage waits ended uncounted and charged). The mark goes at
- * the first tick that finds the worker in another visit or none; a new
- * visit is sampled at that same tick.
+ * block_detect_ns and looks at each worker's visit count and the time its
+ * visit began: a worker is sampled (its CPU clock) at the first tick that
+ * finds it in a visit at least a quarter tick old, and if at the next it
+ * is still there with less than half the time on a CPU and is neither
+ * running nor runnable (its /proc stat state, read only then), it is
+ * counted blocked (SEEN) while work waits: 1 to 2.25 ticks into a wait
+ * that begins its visit (sampling at the second look, as before, made
+ * that 2 to 3 of the old half-ticks, and most 1-5 ms storage waits ended
+ * uncounted and charged). Windows after a visit's first are two ticks
+ * long (a long CPU-bound visit is looked at half as often): a wait that
+ * begins later in a visit is counted 1 to 3 ticks in. The mark goes at the first tick that finds the
+ * worker in another visit or none (a new visit is sampled at that same
+ * tick), or on a CPU again in the same visit: half the time since the
+ * last tick on it, or any time on it and running or runnable now (an op
+ * that waited and then computes must not keep an extra beside it).
  *
  * Charging: a visit's time its worker sat blocked while another ran in
  * its place is not charged to its session's share (sched_core.h): in its
  * own waits and hints, their time off a CPU (the clock less the thread's
  * CPU clock, read at the outermost begin and end); in a wait the monitor
- * counted (SEEN), the time from the count to the visit's end that the
- * thread was neither on a CPU nor waiting for one (/proc schedstat, read
- * by the monitor when it counts and by the worker at the end of such a
- * visit). Before the monitor counts it no one runs in its place, and
+ * counted (SEEN), the time from the count to the visit's end, or to the
+ * tick that took the mark back, that the thread was neither on a CPU nor
+ * waiting for one (/proc schedstat, read by the monitor when it counts;
+ * by the worker at the end of such a visit, or by the monitor when it
+ * takes a mark back: that credit is banked for the visit's end,
+ * bank_seen). Before the monitor counts it no one runs in its place, and
  * past the cap on extras no one may: that time is charged. A thread
  * preempted (runnable) is charged too: on a busy machine that is every
  * session's loss, and long visits would gain by it over short ones.
@@ -381,6 +389,19 @@ uint64_t accel__comp_visit_blocked_ns(accel__worker *w, uint64_t t0)
             seen = used < now - ts ? now - ts - used : 0;
         }
     }
+    /* Counts whose mark the monitor took back in this visit (the worker
+     * was found on a CPU again): their time asleep, banked (bank_seen).
+     * acquire: pairs with bank_seen's release store of seen_bank_vis. */
+    uint64_t vis = atomic_load_explicit(&w->visits, memory_order_relaxed);
+    uint64_t bv = atomic_load_explicit(&w->seen_bank_vis, memory_order_acquire);
+    uint64_t bank = atomic_load_explicit(&w->seen_bank, memory_order_relaxed);
+    /* acquire fence: the bank's load before the second load of its visit
+     * number; pairs with bank_seen's release fence. A bank written twice
+     * in one visit only grows: either value is a credit it earned. */
+    atomic_thread_fence(memory_order_acquire);
+    if (bv == vis &&
+        atomic_load_explicit(&w->seen_bank_vis, memory_order_relaxed) == bv)
+        seen += bank;
     /* Own waits after the count are in `seen` too: the larger, not the
      * sum. */
     uint64_t b = own > seen ? own : seen;
@@ -519,11 +540,12 @@ static ssize_t read_task_file(accel__worker *w, const char *name, char *buf,
 /* ns the thread has spent on a CPU (its CPU clock: one syscall). *ok
  * false: no CPU clock. The kernel's run delay (schedstat) is not read
  * here: that is an open, a read and a close of a /proc file at every
- * sample, and the monitor samples every visit that outlives a tick (most
- * visits of a loaded runtime). A thread that looks idle by its clock is
- * asked instead whether it is running or runnable (thread_runnable),
- * which covers what the run delay did, and costs a /proc read only when
- * the clock alone would count it blocked. */
+ * sample, and the monitor samples every visit it finds at a tick a
+ * quarter tick old or more (most long visits of a loaded runtime). A
+ * thread that looks idle by its clock is asked instead whether it is
+ * running or runnable (thread_runnable), which covers what the run delay
+ * did, and costs a /proc read only when the clock alone would count it
+ * blocked. */
 static uint64_t busy_ns(accel__worker *w, bool *ok)
 {
     clockid_t cid;
@@ -588,6 +610,38 @@ static void publish_seen(accel__worker *w)
     atomic_store_explicit(&w->seen_t, t, memory_order_release);
 }
 
+/* The mark of w is taken back within its visit `vis` (it was found on a
+ * CPU again): its time asleep since the count (as the worker would have
+ * found at its visit's end) goes to the bank that visit's end reads. The
+ * write side of a seqlock whose read side is accel__comp_visit_blocked_ns:
+ * seen_bank_vis goes to 0, then the sum, then the visit's number. */
+static void bank_seen(accel__worker *w, uint64_t vis)
+{
+    /* relaxed: the monitor's own writes (publish_seen), read back. */
+    uint64_t ts = atomic_load_explicit(&w->seen_t, memory_order_relaxed);
+    uint64_t cpu, rd;
+    if (ts == 0 || !read_schedstat(w, &cpu, &rd))
+        return; /* nothing published at the count: no credit */
+    uint64_t now = accel__now_ns();
+    uint64_t used = (cpu - atomic_load_explicit(&w->seen_cpu,
+                                                memory_order_relaxed)) +
+                    (rd - atomic_load_explicit(&w->seen_rd,
+                                               memory_order_relaxed));
+    uint64_t asleep = now > ts && used < now - ts ? now - ts - used : 0;
+    uint64_t sum = asleep;
+    if (atomic_load_explicit(&w->seen_bank_vis, memory_order_relaxed) == vis)
+        sum += atomic_load_explicit(&w->seen_bank, memory_order_relaxed);
+    atomic_store_explicit(&w->seen_bank_vis, 0, memory_order_relaxed);
+    /* release fence: the 0 before the sum; pairs with the reader's
+     * acquire fence (a reader that saw the new sum sees the 0 or the
+     * number again at its second load). */
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&w->seen_bank, sum, memory_order_relaxed);
+    /* release: the sum before the number; pairs with the reader's first
+     * (acquire) load of seen_bank_vis. */
+    atomic_store_explicit(&w->seen_bank_vis, vis, memory_order_release);
+}
+
 /* One worker at one tick; true while it is counted blocked by the
  * monitor or being sampled. */
 static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
@@ -597,11 +651,29 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     /* relaxed: a heuristic view of the worker's own counters; the block
      * word's transitions are RMWs (the top of this file). */
     uint64_t vis = atomic_load_explicit(&w->visits, memory_order_relaxed);
-    bool inv = atomic_load_explicit(&w->in_visit, memory_order_relaxed);
+    uint64_t vt0 = atomic_load_explicit(&w->visit_t0, memory_order_relaxed);
+    bool inv = vt0 != 0;
     uint32_t st = atomic_load_explicit(&w->block, memory_order_relaxed);
+    bool ok;
     if (st & ACCEL__BLOCK_SEEN) {
-        if (inv && vis == w->m_visits)
-            return true;
+        if (inv && vis == w->m_visits) {
+            /* Still in the counted visit: counted while it stays mostly
+             * off a CPU since the last tick and, if it ran at all, is not
+             * runnable (one woken beside a co-tenant gets under half a
+             * CPU; a sleeping one none, and costs no /proc read). A
+             * worker that computes again (an op that waited, then works)
+             * is no longer owed a place: an extra beside it would
+             * oversubscribe the CPUs. */
+            uint64_t busy = busy_ns(w, &ok);
+            uint64_t t = accel__now_ns();
+            uint64_t d = busy - w->m_busy0, win = t - w->m_t0;
+            if (ok && d * 2 < win && (d * 64 < win || !thread_runnable(w))) {
+                w->m_busy0 = busy;
+                w->m_t0 = t;
+                return true;
+            }
+            bank_seen(w, vis);
+        }
         if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_SEEN,
                                       memory_order_relaxed) ==
             ACCEL__BLOCK_SEEN)
@@ -613,18 +685,27 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
         w->m_phase = 0; /* idle, or counted by its own wait */
         return false;
     }
-    bool ok;
     if (w->m_phase == 0 || vis != w->m_visits) {
         /* First seen in this visit: sample at once, so that a wait is
-         * counted one tick after the monitor first finds it, not two. */
+         * counted one tick after the monitor first finds it, not two;
+         * but not a visit begun under a quarter tick ago, most likely a
+         * short one about to end (a CPU-clock read saved): that one is
+         * sampled at the next tick. */
         w->m_visits = vis;
+        w->m_phase = 0;
+        if (vt0 + c->detect_ns / 4 > now)
+            return true;
         w->m_busy0 = busy_ns(w, &ok);
         w->m_t0 = accel__now_ns(); /* next to the read: the monitor may
                                       itself have waited for a CPU */
         w->m_phase = ok ? 1 : 0;
         return true;
     }
-    if (now - w->m_t0 < c->detect_ns)
+    /* The first window of a visit is one tick (a wait that begins the
+     * visit, as a storage read before the work, is counted soon); later
+     * ones two: a long CPU-bound visit is looked at half as often (each
+     * look a CPU-clock read, and a /proc read when it was preempted). */
+    if (now - w->m_t0 < (w->m_phase == 1 ? c->detect_ns : 2 * c->detect_ns))
         return true;
     uint64_t busy = busy_ns(w, &ok);
     now = accel__now_ns();
@@ -638,6 +719,7 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
         /* working (or nothing waits for it): a new window from here */
         w->m_busy0 += busy;
         w->m_t0 = now;
+        w->m_phase = 2;
         return true;
     }
     /* Before the mark: a worker that sees the mark finds this count's
@@ -653,6 +735,9 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
         w->m_phase = 0;
         return false;
     }
+    /* The window of the checks while counted (above) starts here. */
+    w->m_busy0 += busy;
+    w->m_t0 = now;
     /* relaxed: a statistic. */
     atomic_fetch_add_explicit(&c->detected, 1, memory_order_relaxed);
     pthread_mutex_unlock(&c->lock); /* hand_on may spawn: it takes it */

@@ -27,9 +27,10 @@ typedef struct accel__worker {
     /* Counters written only by this worker (relaxed load + store), read by
      * stats and metrics from any thread; a line of their own. */
     alignas(64) _Atomic uint64_t picks, visits, parks;
-    /* 1 while a visit runs (the monitor's view of a long op: compensate.c);
-     * written by this worker only. */
-    _Atomic uint32_t in_visit;
+    /* When the running visit began (accel__now_ns), 0 while none runs:
+     * the monitor's view of a long op (compensate.c); written by this
+     * worker only. */
+    _Atomic uint64_t visit_t0;
     /* ACCEL__BLOCK_* bits: OWN set by this worker, SEEN by the monitor. */
     _Atomic uint32_t block;
     _Atomic int tid;        /* kernel thread id, for the monitor */
@@ -44,6 +45,12 @@ typedef struct accel__worker {
      * then; seen_t 0 while being written (a seqlock, compensate.c).
      * Written by the monitor, read by this worker at its visit's end. */
     _Atomic uint64_t seen_t, seen_cpu, seen_rd;
+    /* The time asleep between a count and the tick at which the monitor
+     * found the worker on a CPU again and took the mark back, summed over
+     * the visit numbered seen_bank_vis (0 while being written: a seqlock,
+     * compensate.c). Written by the monitor, read by this worker at its
+     * visit's end. */
+    _Atomic uint64_t seen_bank, seen_bank_vis;
     bool extra;             /* an extra worker (compensate.c) */
     unsigned slot;          /* extra workers: ACCEL__SLOT_*, under comp.lock */
     /* The monitor's sample of this worker (monitor thread only). */

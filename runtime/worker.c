@@ -40,11 +40,17 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
         w->own_ns = 0;
     accel__visit_begin(&v, rt, s, *now);
     accel__visit_run(&v);
-    /* relaxed: a look at whether the monitor marked w (the call reads
-     * what it published with the mark as a seqlock: compensate.c). */
+    /* relaxed: a look at whether the monitor marked w, or took a mark
+     * back in this visit (the call reads what it published with either as
+     * a seqlock: compensate.c). */
     if (w && __builtin_expect(
                  (w->own_ns | w->block_depth |
-                  atomic_load_explicit(&w->block, memory_order_relaxed)) != 0,
+                  atomic_load_explicit(&w->block, memory_order_relaxed)) !=
+                         0 ||
+                     atomic_load_explicit(&w->seen_bank_vis,
+                                          memory_order_relaxed) ==
+                         atomic_load_explicit(&w->visits,
+                                              memory_order_relaxed),
                  0))
         v.blocked_ns = accel__comp_visit_blocked_ns(w, v.t0);
     return accel__visit_end(&v, now);
@@ -122,9 +128,9 @@ static void worker_loop(accel__worker *w)
             prefetch_session(next[i], hint[i]);
         /* relaxed: the monitor's heuristic view (compensate.c); this
          * worker's own line. */
-        atomic_store_explicit(&w->in_visit, 1, memory_order_relaxed);
+        atomic_store_explicit(&w->visit_t0, now, memory_order_relaxed);
         unsigned lanes = run_visit(rt, w, e->owner, &now);
-        atomic_store_explicit(&w->in_visit, 0, memory_order_relaxed);
+        atomic_store_explicit(&w->visit_t0, 0, memory_order_relaxed);
         if (__builtin_expect(w->block_depth != 0, 0))
             accel__comp_visit_done(w); /* a hint left open by the op */
         /* An extra worker more than the blocked ones need leaves after

@@ -110,6 +110,32 @@ MUTANTS = [
      "accel_unit_lifecycle",
      "tests/accel_unit_lifecycle --jobs 1 --filter lifecycle/destroy_closes_sessions_opened_during_its_walk",
      "destroy walks the session list once"),
+    ("monitor-second-look", "runtime/compensate.c",
+     "        w->m_visits = vis;\n        w->m_phase = 0;\n"
+     "        if (vt0 + c->detect_ns / 4 > now)\n            return true;\n",
+     "        if (w->m_visits != vis) {\n            w->m_visits = vis;\n"
+     "            w->m_phase = 0;\n            return true;\n        }\n",
+     "accel_unit_blocking",
+     "tests/accel_unit_blocking --jobs 1 --filter blocking/a_wait_is_counted_a_tick_after_it_is_found",
+     "the monitor samples a visit only at the second tick that finds it"),
+    ("monitor-drop-no-sample", "runtime/compensate.c",
+     "        st &= ~ACCEL__BLOCK_SEEN; /* a new visit is sampled at this tick */",
+     "        return false;",
+     "accel_unit_blocking",
+     "tests/accel_unit_blocking --jobs 1 --filter blocking/a_wait_is_counted_a_tick_after_it_is_found",
+     "a worker whose mark the monitor drops for a new visit is sampled a tick late"),
+    ("monitor-keeps-mark", "runtime/compensate.c",
+     "            if (ok && d * 2 < win && (d * 64 < win || !thread_runnable(w))) {",
+     "            if (true) {",
+     "accel_unit_blocking",
+     "tests/accel_unit_blocking --jobs 1 --filter blocking/a_counted_worker_that_computes_again_is_uncounted",
+     "a counted worker keeps its mark for the whole visit, computing or not"),
+    ("monitor-bank-lost", "runtime/compensate.c",
+     "    if (ts == 0 || !read_schedstat(w, &cpu, &rd))\n        return; /* nothing published at the count: no credit */",
+     "    if (ts == 0 || !read_schedstat(w, &cpu, &rd) || 1)\n        return; /* nothing published at the count: no credit */",
+     "accel_unit_blocking_share",
+     "tests/accel_unit_blocking_share --jobs 1 --filter blocking_share/unseen_wait_then_cpu_work_keeps_its_credit",
+     "the time asleep of a mark taken back is not credited"),
 ]
 
 

@@ -4,8 +4,10 @@
  *
  * No timing thresholds: each test asserts an order (the quick op completed
  * while every sleeper was still inside its sleep; the nested chain
- * completed at all) or a count (no extra worker for CPU-bound ops). A
- * watchdog names the step a hang is stuck in and fails the test fast.
+ * completed at all) or a count (no extra worker for CPU-bound ops; waits
+ * of 2.25 monitor ticks of 100 ms counted, which needs the monitor on
+ * time within 12 ms, not any speed of the machine). A watchdog names the
+ * step a hang is stuck in and fails the test fast.
  */
 #define _GNU_SOURCE /* nanosleep, CLOCK_THREAD_CPUTIME_ID */
 #include <criterion/criterion.h>
@@ -270,7 +272,7 @@ Test(blocking, sixteen_sleepers_hint_seventeenth_runs, .timeout = 60)
 
 /* ---- an unseen wait is counted one tick after the monitor finds it */
 
-#define TICK_NS UINT64_C(40000000) /* block_detect_ns: the monitor's tick */
+#define TICK_NS UINT64_C(100000000) /* block_detect_ns: the monitor's tick */
 #define TICK_SESSIONS 4
 #define TICK_OPS 8
 
@@ -291,8 +293,9 @@ static int sleep_past_two_ticks(accel_ctx *ctx, void *arg)
  * counted. Planted, each of these counts about half of them or fewer:
  * sampling only at the second tick that finds a visit (counted after two
  * to three ticks), and a worker whose mark the monitor drops for its new
- * visit not sampled at that same tick. Not a timing bound: the tick is
- * 40 ms, the slack a quarter of it. */
+ * visit not sampled at that same tick. Not a bound on how fast anything
+ * runs: the tick is 100 ms, and a visit is missed only if the monitor is
+ * late by over an eighth of a tick at both of its looks (12 ms). */
 Test(blocking, a_wait_is_counted_a_tick_after_it_is_found, .timeout = 60)
 {
     wd_start(45);
@@ -866,6 +869,69 @@ Test(blocking, an_extra_counted_blocked_leaves_uncounted, .timeout = 120)
     while (stats_of(rt).extra_workers != 0)
         tu_nap_us(1000);
     wd_step("destroy");
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    wd_stop();
+}
+
+/* ---- a counted worker that computes again is counted no more */
+
+static _Atomic int wc_phase; /* 1 waiting, 2 computing */
+static _Atomic int wc_stop;
+
+static int wait_then_compute(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    atomic_store(&wc_phase, 1);
+    struct timespec ts = {0, 150000000}; /* 7.5 ticks of 20 ms */
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    atomic_store(&wc_phase, 2);
+    volatile uint64_t x = 0;
+    while (!atomic_load_explicit(&wc_stop, memory_order_relaxed))
+        for (int i = 0; i < 10000; i++)
+            x += (uint64_t)i;
+    atomic_fetch_add(&cpu_sink, x);
+    return 0;
+}
+
+/* An op waits (the monitor counts it, while another session's op waits
+ * for the worker), then computes until told to stop, in the same visit:
+ * its worker is no longer blocked, so the monitor must take its mark
+ * back (else an extra runs beside a CPU-bound op for the rest of it). A
+ * mark kept for the whole visit leaves `blocked` at 1 and the watchdog
+ * names the step. */
+Test(blocking, a_counted_worker_that_computes_again_is_uncounted,
+     .timeout = 60)
+{
+    wd_start(30);
+    atomic_store(&wc_phase, 0);
+    atomic_store(&wc_stop, 0);
+    accel_runtime *rt = make_rt(1, 4, UINT64_C(20000000));
+    accel_session *a = open_s(rt, 300), *b = open_s(rt, 301);
+    wd_step("a's op starts its wait");
+    accel_op oa = {.fn = wait_then_compute};
+    cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
+    while (atomic_load(&wc_phase) == 0)
+        tu_nap_us(100);
+    wd_step("b's op waits behind it: the monitor counts a's worker");
+    accel_op ob = {.fn = quick_c};
+    cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(atomic_load(&wc_phase), 1,
+                 "b's op ran while a's op still waited");
+    cr_assert_geq(stats_of(rt).blocked_detected, 1);
+    wd_step("a's op computes: the monitor takes its mark back");
+    while (atomic_load(&wc_phase) != 2)
+        tu_nap_us(1000);
+    while (stats_of(rt).blocked != 0)
+        tu_nap_us(1000);
+    atomic_store(&wc_stop, 1);
+    wd_step("a's op ends");
+    cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    wd_step("destroy");
+    accel_session_release(a);
+    accel_session_release(b);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
     wd_stop();
 }
