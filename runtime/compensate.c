@@ -82,13 +82,18 @@
 #include "trace.h"
 
 #define DETECT_NS_DEFAULT 1000000u
+#define DETECT_NS_MAX UINT64_C(3600000000000)
 
 void accel__comp_init(accel_runtime *rt, unsigned extra_max,
                       uint64_t detect_ns)
 {
     accel__comp *c = &rt->comp;
     c->extra_max = extra_max;
-    c->detect_ns = detect_ns ? detect_ns : DETECT_NS_DEFAULT;
+    /* An hour at most: the tick is a futex timeout in signed ns, and a
+     * window twice it must not wrap. */
+    c->detect_ns = !detect_ns                    ? DETECT_NS_DEFAULT
+                   : detect_ns > DETECT_NS_MAX ? DETECT_NS_MAX
+                                               : detect_ns;
     pthread_mutex_init(&c->lock, NULL);
 }
 
@@ -367,6 +372,25 @@ uint64_t accel__comp_visit_blocked_ns(accel__worker *w, uint64_t t0)
     if (w->block_depth != 0)
         own += off_cpu_since(w, now); /* a hint still open: to here */
     uint64_t seen = 0;
+    /* Counts whose mark the monitor took back in this visit (the worker
+     * was found on a CPU again): their time asleep, banked (bank_seen),
+     * read before the mark: the monitor clears a mark before it banks
+     * its time, so a bank read here is of a mark the load below finds
+     * gone, or of an earlier count than the one it finds; never the same
+     * time twice. acquire: pairs with bank_seen's release store of
+     * seen_bank_vis (and so orders the clear before it against the load
+     * of the mark). A bank missed here (written after) is lost: charged,
+     * never credited twice. */
+    uint64_t vis = atomic_load_explicit(&w->visits, memory_order_relaxed);
+    uint64_t bv = atomic_load_explicit(&w->seen_bank_vis, memory_order_acquire);
+    uint64_t bank = atomic_load_explicit(&w->seen_bank, memory_order_relaxed);
+    /* acquire fence: the bank's load before the second load of its visit
+     * number; pairs with bank_seen's release fence. A bank written twice
+     * in one visit only grows: either value is a credit it earned. */
+    atomic_thread_fence(memory_order_acquire);
+    if (bv == vis &&
+        atomic_load_explicit(&w->seen_bank_vis, memory_order_relaxed) == bv)
+        seen = bank;
     /* relaxed: the mark is the monitor's; what it published with it is
      * read as a seqlock (publish_seen). A mark left from an earlier visit
      * (the monitor drops it at its next tick) was counted before t0 and
@@ -386,22 +410,9 @@ uint64_t accel__comp_visit_blocked_ns(accel__worker *w, uint64_t t0)
             atomic_load_explicit(&w->seen_t, memory_order_relaxed) == ts &&
             read_schedstat(w, &cpu, &rd)) {
             uint64_t used = (cpu - cpu0) + (rd - rd0);
-            seen = used < now - ts ? now - ts - used : 0;
+            seen += used < now - ts ? now - ts - used : 0;
         }
     }
-    /* Counts whose mark the monitor took back in this visit (the worker
-     * was found on a CPU again): their time asleep, banked (bank_seen).
-     * acquire: pairs with bank_seen's release store of seen_bank_vis. */
-    uint64_t vis = atomic_load_explicit(&w->visits, memory_order_relaxed);
-    uint64_t bv = atomic_load_explicit(&w->seen_bank_vis, memory_order_acquire);
-    uint64_t bank = atomic_load_explicit(&w->seen_bank, memory_order_relaxed);
-    /* acquire fence: the bank's load before the second load of its visit
-     * number; pairs with bank_seen's release fence. A bank written twice
-     * in one visit only grows: either value is a credit it earned. */
-    atomic_thread_fence(memory_order_acquire);
-    if (bv == vis &&
-        atomic_load_explicit(&w->seen_bank_vis, memory_order_relaxed) == bv)
-        seen += bank;
     /* Own waits after the count are in `seen` too: the larger, not the
      * sum. */
     uint64_t b = own > seen ? own : seen;
@@ -614,7 +625,8 @@ static void publish_seen(accel__worker *w)
  * CPU again): its time asleep since the count (as the worker would have
  * found at its visit's end) goes to the bank that visit's end reads. The
  * write side of a seqlock whose read side is accel__comp_visit_blocked_ns:
- * seen_bank_vis goes to 0, then the sum, then the visit's number. */
+ * seen_bank_vis goes to 0, then the sum, then the visit's number. The
+ * caller has cleared the mark before (the reader relies on that order). */
 static void bank_seen(accel__worker *w, uint64_t vis)
 {
     /* relaxed: the monitor's own writes (publish_seen), read back. */
@@ -672,7 +684,20 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
                 w->m_t0 = t;
                 return true;
             }
+            /* Taken back: the mark goes first, then its time to the bank
+             * (the reader's order relies on it). The next window is two
+             * ticks: an op that wakes now and then is not counted and
+             * uncounted (an extra started and retired) every other tick. */
+            if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_SEEN,
+                                          memory_order_relaxed) ==
+                ACCEL__BLOCK_SEEN)
+                atomic_fetch_sub_explicit(&rt->blocked, 1,
+                                          memory_order_relaxed);
             bank_seen(w, vis);
+            w->m_busy0 = busy;
+            w->m_t0 = t;
+            w->m_phase = ok ? 2 : 0;
+            return true;
         }
         if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_SEEN,
                                       memory_order_relaxed) ==

@@ -6,9 +6,10 @@
  * A worker is blocked while it is inside one of accel's own waits (a
  * submit_wait, a room wait, a sync or draining close, a destroy of another
  * runtime: the block hook of progress.h), inside accel_blocking_begin/_end,
- * or once the monitor has found it inside one visit at two ticks
+ * or from when the monitor has found it inside one visit at two ticks
  * (block_detect_ns apart) with most of that time off a CPU (its thread's
- * CPU clock), and is then
+ * CPU clock) to the tick that finds it on a CPU again or in another
+ * visit, if it is at the count
  * neither running nor runnable (its /proc stat state). Each worker's
  * `block` word has a bit for each of the two ways; `blocked` counts the workers with
  * any bit set. A blocked worker's place goes to a parked general worker,

@@ -24,43 +24,50 @@
 #define ACCEL__SESSIONS_MAX (1u << 20)
 
 typedef struct accel__worker {
-    /* Counters written only by this worker (relaxed load + store), read by
-     * stats and metrics from any thread; a line of their own. */
-    alignas(64) _Atomic uint64_t picks, visits, parks;
+    /* ---- written by this worker, per visit: counters (relaxed load +
+     * store) read by stats and metrics from any thread, and what the
+     * monitor reads of it. */
+    alignas(64) _Atomic uint64_t picks; /* (alignas binds each declarator) */
+    _Atomic uint64_t visits, parks;
     /* When the running visit began (accel__now_ns), 0 while none runs:
-     * the monitor's view of a long op (compensate.c); written by this
-     * worker only. */
+     * the monitor's view of a long op (compensate.c). */
     _Atomic uint64_t visit_t0;
     /* ACCEL__BLOCK_* bits: OWN set by this worker, SEEN by the monitor. */
     _Atomic uint32_t block;
     _Atomic int tid;        /* kernel thread id, for the monitor */
     unsigned block_depth;   /* nested blocking waits and hints (owner) */
-    /* This worker's own waits in the running visit (owner only): when
-     * the outermost one began (the clock and the thread's CPU clock), and
-     * the time off a CPU in those that ended. The visit is charged to the
-     * session's share without it (accel__comp_visit_blocked_ns). */
-    uint64_t own_t0, own_cpu0, own_ns;
-    /* Where the monitor counted this worker blocked (SEEN): the clock and
-     * the thread's time on a CPU and waiting for one (/proc schedstat)
-     * then; seen_t 0 while being written (a seqlock, compensate.c).
-     * Written by the monitor, read by this worker at its visit's end. */
-    _Atomic uint64_t seen_t, seen_cpu, seen_rd;
+    /* The time off a CPU in this worker's own waits that ended in the
+     * running visit (owner only): the visit is charged to the session's
+     * share without it (accel__comp_visit_blocked_ns). */
+    uint64_t own_ns;
+    /* ---- written by the monitor when it counts this worker blocked or
+     * takes the mark back (rare), read by this worker at a visit's end.
+     * Where it counted it (SEEN): the clock and the thread's time on a
+     * CPU and waiting for one (/proc schedstat) then; seen_t 0 while being
+     * written (a seqlock, compensate.c). */
+    alignas(64) _Atomic uint64_t seen_t;
+    _Atomic uint64_t seen_cpu, seen_rd;
     /* The time asleep between a count and the tick at which the monitor
      * found the worker on a CPU again and took the mark back, summed over
      * the visit numbered seen_bank_vis (0 while being written: a seqlock,
-     * compensate.c). Written by the monitor, read by this worker at its
-     * visit's end. */
+     * compensate.c). */
     _Atomic uint64_t seen_bank, seen_bank_vis;
-    bool extra;             /* an extra worker (compensate.c) */
-    unsigned slot;          /* extra workers: ACCEL__SLOT_*, under comp.lock */
-    /* The monitor's sample of this worker (monitor thread only). */
-    uint64_t m_visits, m_t0, m_busy0;
-    unsigned m_phase;
-    accel_runtime *rt;
+    /* ---- read-mostly, and the owner's hint state. */
+    alignas(64) accel_runtime *rt;
     pthread_t thread;
     unsigned index; /* trace probes name the worker by it */
     accel__lane lane;
     int cpu;       /* pinned to this CPU; -1: not pinned */
+    bool extra;    /* an extra worker (compensate.c) */
+    unsigned slot; /* extra workers: ACCEL__SLOT_*, under comp.lock */
+    /* The outermost open wait of this worker (owner only): when it began,
+     * by the clock and the thread's CPU clock. */
+    uint64_t own_t0, own_cpu0;
+    /* ---- the monitor's sample of this worker (monitor thread only,
+     * written every tick that finds it in a visit). */
+    alignas(64) uint64_t m_visits;
+    uint64_t m_t0, m_busy0;
+    unsigned m_phase;
 } accel__worker;
 
 struct accel_runtime {

@@ -126,7 +126,7 @@ MUTANTS = [
      "a worker whose mark the monitor drops for a new visit is sampled a tick late"),
     ("monitor-keeps-mark", "runtime/compensate.c",
      "            if (ok && d * 2 < win && (d * 64 < win || !thread_runnable(w))) {",
-     "            if (true) {",
+     "            if (ok || d * 2 < win || win || true) {",
      "accel_unit_blocking",
      "tests/accel_unit_blocking --jobs 1 --filter blocking/a_counted_worker_that_computes_again_is_uncounted",
      "a counted worker keeps its mark for the whole visit, computing or not"),

@@ -5,7 +5,7 @@
  * No timing thresholds: each test asserts an order (the quick op completed
  * while every sleeper was still inside its sleep; the nested chain
  * completed at all) or a count (no extra worker for CPU-bound ops; waits
- * of 2.25 monitor ticks of 100 ms counted, which needs the monitor on
+ * of 2.5 monitor ticks of 100 ms counted, which needs the monitor on
  * time within 12 ms, not any speed of the machine). A watchdog names the
  * step a hang is stuck in and fails the test fast.
  */
@@ -276,26 +276,27 @@ Test(blocking, sixteen_sleepers_hint_seventeenth_runs, .timeout = 60)
 #define TICK_SESSIONS 4
 #define TICK_OPS 8
 
-static int sleep_past_two_ticks(accel_ctx *ctx, void *arg)
+static int sleep_two_and_a_half_ticks(accel_ctx *ctx, void *arg)
 {
     (void)ctx;
     (void)arg;
-    struct timespec ts = {0, (long)(TICK_NS * 9 / 4)};
+    struct timespec ts = {0, (long)(TICK_NS * 5 / 2)};
     while (nanosleep(&ts, &ts) != 0)
         ;
     return 0;
 }
 
-/* Waits of 2.25 ticks, while other sessions' waits are queued all along
- * (one worker, one extra at most): the monitor first finds each visit at
- * a tick within a tick of its start, samples it there and counts it at
- * the next, so all but the last (nothing queued behind them) are
- * counted. Planted, each of these counts about half of them or fewer:
- * sampling only at the second tick that finds a visit (counted after two
- * to three ticks), and a worker whose mark the monitor drops for its new
- * visit not sampled at that same tick. Not a bound on how fast anything
- * runs: the tick is 100 ms, and a visit is missed only if the monitor is
- * late by over an eighth of a tick at both of its looks (12 ms). */
+/* Waits of 2.5 ticks, while other sessions' waits are queued all along
+ * (one worker, one extra at most): the monitor samples each visit at the
+ * first tick that finds it a quarter tick old or more (1.25 ticks in at
+ * the latest) and counts it at the next (2.25), so all but the last
+ * (nothing queued behind them) are counted. Planted, each of these
+ * counts about half of them or fewer: sampling only at the second tick
+ * that finds a visit (counted 2 to 3 ticks in), and a worker whose mark
+ * the monitor drops for its new visit not sampled at that same tick. Not
+ * a bound on how fast anything runs: the tick is 100 ms, and a visit is
+ * missed only if the monitor is late by over an eighth of a tick at each
+ * of its two looks (12 ms). */
 Test(blocking, a_wait_is_counted_a_tick_after_it_is_found, .timeout = 60)
 {
     wd_start(45);
@@ -303,17 +304,17 @@ Test(blocking, a_wait_is_counted_a_tick_after_it_is_found, .timeout = 60)
     accel_session *s[TICK_SESSIONS];
     for (int i = 0; i < TICK_SESSIONS; i++)
         s[i] = open_s(rt, 200 + i);
-    wd_step("4 sessions x 8 waits of 2.25 ticks, one worker and an extra");
+    wd_step("4 sessions x 8 waits of 2.5 ticks, one worker and an extra");
     for (int r = 0; r < TICK_OPS; r++)
         for (int i = 0; i < TICK_SESSIONS; i++) {
-            accel_op op = {.fn = sleep_past_two_ticks};
+            accel_op op = {.fn = sleep_two_and_a_half_ticks};
             cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
         }
     for (int i = 0; i < TICK_SESSIONS; i++)
         cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
     accel_runtime_stats st = stats_of(rt);
     cr_expect_geq(st.blocked_detected * 4, st.visits * 3,
-                  "%llu of %llu visits, each a wait of 2.25 ticks, were "
+                  "%llu of %llu visits, each a wait of 2.5 ticks, were "
                   "counted blocked (at least 3/4 must be)",
                   (unsigned long long)st.blocked_detected,
                   (unsigned long long)st.visits);

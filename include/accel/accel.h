@@ -200,7 +200,7 @@ typedef struct accel_runtime_config {
      * inside one visit at two ticks this far apart, while work waits,
      * that spent under half of that time on a CPU and is neither running
      * nor waiting for a CPU, counts as blocked ("Ops that block"); 0:
-     * 1 ms. */
+     * 1 ms; at most an hour (more is taken as an hour). */
     uint64_t block_detect_ns;
     /* Host-driven workers only (optional; NULL: a blocked host slot keeps
      * its place): called with (host_wake_arg) when a host slot counted
@@ -229,12 +229,12 @@ typedef struct accel_runtime_config {
  *   ticking every block_detect_ns (1 ms by default) while work waits, has
  *   found it inside the same visit at two ticks, having spent under half
  *   the time between them on a CPU (its thread's CPU clock), and it is
- *   then neither running nor waiting for a CPU (its state in /proc): 1
- *   to 2.25 ticks into a wait that begins its visit, 1 to 3 into one that
- *   begins later in a visit (plus any lateness of the monitor).
+ *   then neither running nor waiting for a CPU (its state in /proc): 1.25
+ *   to 2.25 ticks into a wait that begins its visit, 1 to 3 into one
+ *   that begins later in a visit (plus any lateness of the monitor).
  *   It counts no more from the first tick that finds it on a CPU again
- *   (half the time since the last tick, or running or runnable after any
- *   CPU time at all), or in another visit.
+ *   (half the time since the last tick, or over 1/64 of it and running
+ *   or runnable now), or in another visit.
  *   A CPU-bound long op is never counted: more threads than CPUs would
  *   only slow everyone (the short lane is its latency answer).
  * Bounds: at most max_extra_workers extra threads; never more extra
