@@ -29,7 +29,7 @@ static void serve_two_backlogged(double w0, double w1, double capacity,
 {
     ns_fluid_op *a = stream(1000, 0, 0, 1 * MS, 1e15), *b = stream(1000, 0, 0, 1 * MS, 1e15);
     ns_fluid_chain c[2] = {{a, 1000, w0}, {b, 1000, w1}};
-    cr_assert_eq(ns_fluid_serve(c, 2, capacity, workers, 1024, until, done, NULL), 0);
+    cr_assert_eq(ns_fluid_serve(c, 2, capacity, workers, 1024, until, done, NULL, NULL), 0);
     free(a);
     free(b);
 }
@@ -61,7 +61,7 @@ Test(nodesim_fluid, idle_share_goes_to_the_backlogged, .timeout = 10)
     ns_fluid_op *a = stream(100, 0, 10 * MS, 2 * MS, 1e15), *b = stream(2000, 0, 0, 1 * MS, 1e15);
     ns_fluid_chain c[2] = {{a, 100, 100}, {b, 2000, 1}};
     double done[2];
-    cr_assert_eq(ns_fluid_serve(c, 2, 1.0, 1, 4096, 1000 * MS, done, NULL), 0);
+    cr_assert_eq(ns_fluid_serve(c, 2, 1.0, 1, 4096, 1000 * MS, done, NULL, NULL), 0);
     cr_assert_float_eq(done[0], 200 * MS, 1);
     cr_assert_float_eq(done[1], 799 * MS, 1.5 * MS);
     free(a);
@@ -83,7 +83,7 @@ Test(nodesim_fluid, never_more_than_the_capacity, .timeout = 10)
     }
     const double window = 300 * MS, cap = 1.5;
     cr_assert_gt(offered, 2 * cap * window); /* overloaded */
-    cr_assert_eq(ns_fluid_serve(c, N, cap, 2, 1024, window, done, NULL), 0);
+    cr_assert_eq(ns_fluid_serve(c, N, cap, 2, 1024, window, done, NULL, NULL), 0);
     for (int i = 0; i < N; i++) {
         sum += done[i];
         free(o[i]);
@@ -101,7 +101,7 @@ Test(nodesim_fluid, below_capacity_everything_is_served, .timeout = 10)
     ns_fluid_chain c[2] = {{a, 100, 1}, {b, 100, 10}};
     double done[2];
     uint64_t lost = 99;
-    cr_assert_eq(ns_fluid_serve(c, 2, 1.0, 1, 1024, 2000 * MS, done, &lost), 0);
+    cr_assert_eq(ns_fluid_serve(c, 2, 1.0, 1, 1024, 2000 * MS, done, &lost, NULL), 0);
     cr_assert_eq(lost, 0);
     cr_assert_float_eq(done[0], 300 * MS, 1);
     cr_assert_float_eq(done[1], 400 * MS, 1);
@@ -117,7 +117,7 @@ Test(nodesim_fluid, ops_that_cannot_start_by_their_deadline_are_dropped, .timeou
     ns_fluid_chain c[1] = {{a, 10, 1}};
     double done[1];
     uint64_t lost = 0;
-    cr_assert_eq(ns_fluid_serve(c, 1, 1.0, 1, 1024, 1000 * MS, done, &lost), 0);
+    cr_assert_eq(ns_fluid_serve(c, 1, 1.0, 1, 1024, 1000 * MS, done, &lost, NULL), 0);
     cr_assert_float_eq(done[0], 30 * MS, 1);
     cr_assert_eq(lost, 7);
     free(a);
@@ -130,8 +130,36 @@ Test(nodesim_fluid, admission_depth, .timeout = 10)
     ns_fluid_chain c[1] = {{a, 10, 1}};
     double done[1];
     uint64_t lost = 0;
-    cr_assert_eq(ns_fluid_serve(c, 1, 1.0, 1, 2, 100 * MS, done, &lost), 0);
+    cr_assert_eq(ns_fluid_serve(c, 1, 1.0, 1, 2, 100 * MS, done, &lost, NULL), 0);
     cr_assert_float_eq(done[0], 2 * MS, 1);
     cr_assert_eq(lost, 8);
     free(a);
+}
+
+Test(nodesim_fluid, outcomes_count_as_the_systems_do, .timeout = 10)
+{
+    /* Ten 10 ms ops at t = 0 with a 25 ms deadline on one CPU: done at
+     * 10 and 20 ms (on time), at 30 ms (late), seven expired: 2 on time,
+     * 8 missed. */
+    ns_fluid_op *a = stream(10, 0, 0, 10 * MS, 25 * MS);
+    ns_fluid_chain c[1] = {{a, 10, 1}};
+    double done[1];
+    ns_fluid_outcome out[1];
+    cr_assert_eq(ns_fluid_serve(c, 1, 1.0, 1, 1024, 1000 * MS, done, NULL, out), 0);
+    cr_assert_eq(out[0].ontime, 2);
+    cr_assert_eq(out[0].missed, 8);
+    free(a);
+    /* Unfinished at the window's end: a miss once its deadline is past,
+     * else neither (censored). Two 10 ms ops, window 15 ms: the second
+     * is under way at the end. */
+    ns_fluid_op *b = stream(2, 0, 0, 10 * MS, 12 * MS), *d = stream(2, 0, 0, 10 * MS, 1e15);
+    ns_fluid_chain cb[1] = {{b, 2, 1}}, cd[1] = {{d, 2, 1}};
+    cr_assert_eq(ns_fluid_serve(cb, 1, 1.0, 1, 1024, 15 * MS, done, NULL, out), 0);
+    cr_assert_eq(out[0].ontime, 1);
+    cr_assert_eq(out[0].missed, 1, "deadline 12 ms, unfinished at 15: a miss");
+    cr_assert_eq(ns_fluid_serve(cd, 1, 1.0, 1, 1024, 15 * MS, done, NULL, out), 0);
+    cr_assert_eq(out[0].ontime, 1);
+    cr_assert_eq(out[0].missed, 0, "deadline ahead, unfinished: censored");
+    free(b);
+    free(d);
 }

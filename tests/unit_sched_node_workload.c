@@ -220,7 +220,7 @@ static double run(double load, double factor, bool lane, uint64_t *hi_expired)
     double fd[NCH], tm = 0, tf = 0, err = 0;
     for (int i = 0; i < NCH; i++)
         fc[i] = (ns_fluid_chain){c[i].ops, c[i].n, chains[i].w};
-    cr_assert_eq(ns_fluid_serve(fc, NCH, CPUS, CPUS, DEPTH, dur, fd, NULL), 0);
+    cr_assert_eq(ns_fluid_serve(fc, NCH, CPUS, CPUS, DEPTH, dur, fd, NULL, NULL), 0);
     *hi_expired = 0;
     for (int i = 0; i < NCH; i++) {
         tm += c[i].done;

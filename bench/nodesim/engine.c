@@ -313,12 +313,13 @@ static int gen_arrivals(ns_run *r, ns_chain_run *cr)
 }
 
 /* Work of each chain the fluid server (fluid.h) completes in the window
- * at `capacity` CPUs; returns the total, or -1 (out of memory). */
+ * at `capacity` CPUs (and how its ops fared, if out); returns the total,
+ * or -1 (out of memory). */
 static double fluid_at(ns_run *r, const ns_fluid_chain *fc, double capacity, double *done,
-                       uint64_t *lost)
+                       uint64_t *lost, ns_fluid_outcome *out)
 {
     if (ns_fluid_serve(fc, r->nchains, capacity, r->workers, r->depth, (double)r->duration_ns,
-                       done, lost) != 0)
+                       done, lost, out) != 0)
         return -1;
     double t = 0;
     for (unsigned i = 0; i < r->nchains; i++)
@@ -350,6 +351,7 @@ static int fair_reference(ns_run *r)
 {
     ns_fluid_chain fc[NS_MAX_CHAINS] = {{0}};
     double done[NS_MAX_CHAINS] = {0}, win[NS_MAX_CHAINS], all[NS_MAX_CHAINS], did = 0;
+    ns_fluid_outcome out[NS_MAX_CHAINS] = {{0}};
     uint64_t lost = 0;
     int rc = 0;
     for (unsigned i = 0; i < r->nchains; i++) {
@@ -369,7 +371,7 @@ static int fair_reference(ns_run *r)
         }
         fc[i] = (ns_fluid_chain){ops, cr->nops, (double)cr->cfg->priority};
     }
-    double cap = r->capacity / 1e9, got = rc ? -1 : fluid_at(r, fc, cap, done, &lost);
+    double cap = r->capacity / 1e9, got = rc ? -1 : fluid_at(r, fc, cap, done, &lost, NULL);
     if (got > 0 && did > 0) {
         /* The capacity at which the fluid server completes in the window
          * what the system did: bracket, then bisect (its work grows with
@@ -379,10 +381,10 @@ static int fair_reference(ns_run *r)
         for (int k = 0; k < 8 && got >= 0 && got < did; k++) {
             lo = hi;
             hi *= 1.25;
-            got = fluid_at(r, fc, hi, done, NULL);
+            got = fluid_at(r, fc, hi, done, NULL, NULL);
         }
         for (int it = 0; it < 16 && got >= did; it++) {
-            double mid = (lo + hi) / 2, g = fluid_at(r, fc, mid, done, NULL);
+            double mid = (lo + hi) / 2, g = fluid_at(r, fc, mid, done, NULL, NULL);
             if (g < 0) {
                 got = -1;
                 break;
@@ -393,7 +395,7 @@ static int fair_reference(ns_run *r)
                 hi = mid;
         }
         cap = hi;
-        got = got < 0 ? -1 : fluid_at(r, fc, cap, done, &lost);
+        got = got < 0 ? -1 : fluid_at(r, fc, cap, done, &lost, out);
     }
     bool below = got >= 0 && lost == 0;
     if (below)
@@ -407,6 +409,8 @@ static int fair_reference(ns_run *r)
         if (got >= 0) {
             r->chain[i].fair_ns += done[i];
             r->chain[i].measured_ns += below ? all[i] : win[i];
+            r->chain[i].fair_ontime += out[i].ontime;
+            r->chain[i].fair_missed += out[i].missed;
         }
     }
     if (got < 0)

@@ -50,7 +50,8 @@ static void split(const ns_fluid_chain *c, fl_chain *s, size_t n, double capacit
 }
 
 int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned workers,
-                   uint64_t depth, double window_ns, double *done_ns, uint64_t *lost)
+                   uint64_t depth, double window_ns, double *done_ns, uint64_t *lost,
+                   ns_fluid_outcome *out)
 {
     uint64_t nlost = 0;
     /* Work below this is rounding: the op is complete. */
@@ -61,6 +62,8 @@ int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned 
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         done_ns[i] = 0;
+        if (out)
+            out[i] = (ns_fluid_outcome){0, 0};
         s[i].q = malloc((c[i].n ? c[i].n : 1) * sizeof *s[i].q);
         if (!s[i].q)
             rc = -1;
@@ -73,15 +76,20 @@ int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned 
             fl_chain *f = &s[i];
             const ns_fluid_op *ops = c[i].ops;
             for (; f->arr < c[i].n && ops[f->arr].t <= now; f->arr++)
-                if (f->tail - f->head < depth)
+                if (f->tail - f->head < depth) {
                     f->q[f->tail++] = f->arr;
-                else
+                } else {
                     nlost++;
+                    if (out)
+                        out[i].missed++;
+                }
             /* The next op starts now, unless its deadline has passed. */
             while (!f->started && f->head < f->tail) {
                 const ns_fluid_op *op = &ops[f->q[f->head]];
                 if (now > op->deadline) {
                     nlost++;
+                    if (out)
+                        out[i].missed++;
                     f->head++;
                     continue;
                 }
@@ -114,7 +122,12 @@ int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned 
                 continue;
             f->rem -= f->rate * dt;
             if (!end && (f->rem <= tol || i == first)) {
-                done_ns[i] += c[i].ops[f->q[f->head]].cost;
+                const ns_fluid_op *op = &c[i].ops[f->q[f->head]];
+                done_ns[i] += op->cost;
+                if (out && next <= op->deadline)
+                    out[i].ontime++;
+                else if (out)
+                    out[i].missed++;
                 f->head++;
                 f->started = false;
             }
@@ -122,6 +135,17 @@ int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned 
         now = next;
         if (end)
             break;
+    }
+    for (size_t i = 0; out && rc == 0 && i < n; i++) {
+        /* Unfinished at the end: a miss if its deadline passed (admitted
+         * or not yet arrived, as the systems count an op skipped at the
+         * cut). */
+        for (size_t k = s[i].head; k < s[i].tail; k++)
+            if (c[i].ops[s[i].q[k]].deadline < window_ns)
+                out[i].missed++;
+        for (size_t k = s[i].arr; k < c[i].n; k++)
+            if (c[i].ops[k].deadline < window_ns)
+                out[i].missed++;
     }
     for (size_t i = 0; i < n; i++)
         free(s[i].q);

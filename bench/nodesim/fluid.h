@@ -41,12 +41,23 @@ typedef struct ns_fluid_chain {
     double weight; /* > 0 */
 } ns_fluid_chain;
 
+/* How a chain's ops fared on the fluid server, as the systems' are
+ * counted: on time (completed by the deadline), or missed (dropped at
+ * admission, expired at the head of the chain, completed late, or still
+ * unfinished at window_ns with the deadline past). An op unfinished at
+ * window_ns whose deadline is still ahead is neither (censored). */
+typedef struct ns_fluid_outcome {
+    uint64_t ontime, missed;
+} ns_fluid_outcome;
+
 /* Runs the fluid server over [0, window_ns) with `capacity` ns of work
  * per ns (CPUs) and `workers` workers (a chain gets at most
  * capacity/workers), and writes into done_ns[i] the work of chain i's ops
- * completed before window_ns, and into *lost (if not NULL) how many ops
- * it dropped or let expire. 0, or -1 when out of memory. */
+ * completed before window_ns, into *lost (if not NULL) how many ops it
+ * dropped or let expire, and into out[i] (if out is not NULL) how chain
+ * i's ops fared. 0, or -1 when out of memory. */
 int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned workers,
-                   uint64_t depth, double window_ns, double *done_ns, uint64_t *lost);
+                   uint64_t depth, double window_ns, double *done_ns, uint64_t *lost,
+                   ns_fluid_outcome *out);
 
 #endif

@@ -90,6 +90,10 @@ typedef struct ns_chain_run {
     uint64_t offered; /* arrivals of all slices so far, this one included */
     double fair_ns;     /* the fair reference's op work (engine.c, fair_reference) */
     double measured_ns; /* the op work it is compared with, same place */
+    /* The fair reference's ops on time and missed (fluid.h), on the
+     * capacity this system had: what an ideal weighted-fair server with
+     * the chains' weights would have kept on time. */
+    uint64_t fair_ontime, fair_missed;
     double maxmin_ns; /* per-phase weighted max-min op work (earlier reference) */
     _Atomic size_t next; /* submitter's cursor (read by the idle check) */
     bench_hist latency; /* arrival -> finish, completed ops */

@@ -208,6 +208,21 @@ static void burst_ontime(const ns_run *r, double *pct)
         pct[g] = all[g] > 0 ? 100 * ok[g] / all[g] : -1;
 }
 
+/* On time by class on the fair reference (engine.c, fair_reference): an
+ * ideal fluid weighted-fair server with the chains' weights, fed the same
+ * arrivals on the capacity this system had; -1 where a class had none. */
+static void fair_class_ontime(const ns_run *r, double pct[NS_NCLASS])
+{
+    uint64_t ok[NS_NCLASS] = {0}, all[NS_NCLASS] = {0};
+    for (unsigned i = 0; i < r->nchains; i++) {
+        int k = ns_class(r->chain[i].cfg->priority);
+        ok[k] += r->chain[i].fair_ontime;
+        all[k] += r->chain[i].fair_ontime + r->chain[i].fair_missed;
+    }
+    for (int k = 0; k < NS_NCLASS; k++)
+        pct[k] = all[k] ? 100.0 * (double)ok[k] / (double)all[k] : -1;
+}
+
 void ns_emit_json(const ns_run *r, const char *scenario)
 {
     ns_summary s;
@@ -244,6 +259,13 @@ void ns_emit_json(const ns_run *r, const char *scenario)
             snprintf(key, sizeof key, "burst_%s_ontime_pct", burst_group[g]);
             bench_result_f64(&res, key, pct[g]);
         }
+    }
+    double fair[NS_NCLASS];
+    fair_class_ontime(r, fair);
+    for (int k = 0; k < NS_NCLASS; k++) {
+        char key[48];
+        snprintf(key, sizeof key, "fair_%s_ontime_pct", ns_class_name[k]);
+        bench_result_f64(&res, key, fair[k]);
     }
     bench_result_f64(&res, "work_cpu", s.work_per_s / 1e9);
     bench_result_f64(&res, "work_x_capacity", s.work_per_s / r->capacity);
@@ -306,6 +328,17 @@ void ns_print_comparison(ns_run *const *runs, size_t n, const char *title)
         printf("%-16s %8s %9s %8s %8s %8s %8.1f%% %9s %9s %9.2fx %8.2f %3.1f pts\n",
                ns_system_name[runs[k]->sys], all, c[0], c[1], c[2], c[3], s.drop_pct, p0, p1,
                s.work_per_s / runs[k]->capacity, s.work_per_cpu_s, s.share_error);
+    }
+    printf("\nThe fair reference on each system's capacity (an ideal weighted-fair server with the"
+           "\nchains' weights, fed the same arrivals): on time by class\n");
+    printf("%-16s %9s %8s %8s %8s\n", "system", "critical", "high", "normal", "low");
+    for (size_t k = 0; k < n; k++) {
+        double fair[NS_NCLASS];
+        char c[NS_NCLASS][16];
+        fair_class_ontime(runs[k], fair);
+        for (int j = 0; j < NS_NCLASS; j++)
+            fmt_pct(c[j], sizeof c[j], fair[j]);
+        printf("%-16s %9s %8s %8s %8s\n", ns_system_name[runs[k]->sys], c[0], c[1], c[2], c[3]);
     }
     const ns_run *r0 = runs[0];
     printf("\nPer chain: on time %% (missed = dropped + expired + late) and p99 of completed "
