@@ -34,11 +34,10 @@
  * work that waits always has it armed. Armed, it ticks every
  * block_detect_ns and looks at each worker's visit count and the time its
  * visit began: a worker is sampled (its CPU clock) at the first tick that
- * finds it in a visit at least a quarter tick old, and if at the next it
- * is still there with less than half the time on a CPU and is neither
- * running nor runnable (its /proc stat state, read only then), it is
- * counted blocked (SEEN) while work waits: 1 to 2.25 ticks into a wait
- * that begins its visit (sampling at the second look, as before, made
+ * finds it in a visit, and if at the next it is still there with less
+ * than half the time on a CPU and is neither running nor runnable (its
+ * /proc stat state, read only then), it is counted blocked (SEEN) while
+ * work waits: 1 to 2 ticks into a wait that begins its visit (sampling at the second look, as before, made
  * that 2 to 3 of the old half-ticks, and most 1-5 ms storage waits ended
  * uncounted and charged). Windows after a visit's first are two ticks
  * long (a long CPU-bound visit is looked at half as often): a wait that
@@ -551,8 +550,8 @@ static ssize_t read_task_file(accel__worker *w, const char *name, char *buf,
 /* ns the thread has spent on a CPU (its CPU clock: one syscall). *ok
  * false: no CPU clock. The kernel's run delay (schedstat) is not read
  * here: that is an open, a read and a close of a /proc file at every
- * sample, and the monitor samples every visit it finds at a tick a
- * quarter tick old or more (most long visits of a loaded runtime). A
+ * sample, and the monitor samples every visit it finds at a tick (most
+ * long visits of a loaded runtime). A
  * thread that looks idle by its clock is asked instead whether it is
  * running or runnable (thread_runnable), which covers what the run delay
  * did, and costs a /proc read only when the clock alone would count it
@@ -663,8 +662,7 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     /* relaxed: a heuristic view of the worker's own counters; the block
      * word's transitions are RMWs (the top of this file). */
     uint64_t vis = atomic_load_explicit(&w->visits, memory_order_relaxed);
-    uint64_t vt0 = atomic_load_explicit(&w->visit_t0, memory_order_relaxed);
-    bool inv = vt0 != 0;
+    bool inv = atomic_load_explicit(&w->in_visit, memory_order_relaxed);
     uint32_t st = atomic_load_explicit(&w->block, memory_order_relaxed);
     bool ok;
     if (st & ACCEL__BLOCK_SEEN) {
@@ -712,14 +710,10 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     }
     if (w->m_phase == 0 || vis != w->m_visits) {
         /* First seen in this visit: sample at once, so that a wait is
-         * counted one tick after the monitor first finds it, not two;
-         * but not a visit begun under a quarter tick ago, most likely a
-         * short one about to end (a CPU-clock read saved): that one is
-         * sampled at the next tick. */
+         * counted one tick after the monitor first finds it, not two (a
+         * CPU-clock read, about 0.2 us, for every visit found at a tick;
+         * skipping young visits saved little and counted later). */
         w->m_visits = vis;
-        w->m_phase = 0;
-        if (vt0 + c->detect_ns / 4 > now)
-            return true;
         w->m_busy0 = busy_ns(w, &ok);
         w->m_t0 = accel__now_ns(); /* next to the read: the monitor may
                                       itself have waited for a CPU */

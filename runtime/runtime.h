@@ -29,9 +29,9 @@ typedef struct accel__worker {
      * monitor reads of it. */
     alignas(64) _Atomic uint64_t picks; /* (alignas binds each declarator) */
     _Atomic uint64_t visits, parks;
-    /* When the running visit began (accel__now_ns), 0 while none runs:
-     * the monitor's view of a long op (compensate.c). */
-    _Atomic uint64_t visit_t0;
+    /* 1 while a visit runs: the monitor's view of a long op
+     * (compensate.c). */
+    _Atomic uint32_t in_visit;
     /* ACCEL__BLOCK_* bits: OWN set by this worker, SEEN by the monitor. */
     _Atomic uint32_t block;
     _Atomic int tid;        /* kernel thread id, for the monitor */

@@ -128,9 +128,9 @@ static void worker_loop(accel__worker *w)
             prefetch_session(next[i], hint[i]);
         /* relaxed: the monitor's heuristic view (compensate.c); this
          * worker's own line. */
-        atomic_store_explicit(&w->visit_t0, now, memory_order_relaxed);
+        atomic_store_explicit(&w->in_visit, 1, memory_order_relaxed);
         unsigned lanes = run_visit(rt, w, e->owner, &now);
-        atomic_store_explicit(&w->visit_t0, 0, memory_order_relaxed);
+        atomic_store_explicit(&w->in_visit, 0, memory_order_relaxed);
         if (__builtin_expect(w->block_depth != 0, 0))
             accel__comp_visit_done(w); /* a hint left open by the op */
         /* An extra worker more than the blocked ones need leaves after

@@ -111,10 +111,10 @@ MUTANTS = [
      "tests/accel_unit_lifecycle --jobs 1 --filter lifecycle/destroy_closes_sessions_opened_during_its_walk",
      "destroy walks the session list once"),
     ("monitor-second-look", "runtime/compensate.c",
-     "        w->m_visits = vis;\n        w->m_phase = 0;\n"
-     "        if (vt0 + c->detect_ns / 4 > now)\n            return true;\n",
+     "        w->m_visits = vis;\n        w->m_busy0 = busy_ns(w, &ok);",
      "        if (w->m_visits != vis) {\n            w->m_visits = vis;\n"
-     "            w->m_phase = 0;\n            return true;\n        }\n",
+     "            w->m_phase = 0;\n            return true;\n        }\n"
+     "        w->m_busy0 = busy_ns(w, &ok);",
      "accel_unit_blocking",
      "tests/accel_unit_blocking --jobs 1 --filter blocking/a_wait_is_counted_a_tick_after_it_is_found",
      "the monitor samples a visit only at the second tick that finds it"),

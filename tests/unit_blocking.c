@@ -288,15 +288,15 @@ static int sleep_two_and_a_half_ticks(accel_ctx *ctx, void *arg)
 
 /* Waits of 2.5 ticks, while other sessions' waits are queued all along
  * (one worker, one extra at most): the monitor samples each visit at the
- * first tick that finds it a quarter tick old or more (1.25 ticks in at
- * the latest) and counts it at the next (2.25), so all but the last
- * (nothing queued behind them) are counted. Planted, each of these
+ * first tick that finds it (a tick in at the latest) and counts it at
+ * the next (2 ticks), so all but the last (nothing queued behind them)
+ * are counted. Planted, each of these
  * counts about half of them or fewer: sampling only at the second tick
  * that finds a visit (counted 2 to 3 ticks in), and a worker whose mark
  * the monitor drops for its new visit not sampled at that same tick. Not
  * a bound on how fast anything runs: the tick is 100 ms, and a visit is
- * missed only if the monitor is late by over an eighth of a tick at each
- * of its two looks (12 ms). */
+ * missed only if the monitor is late by over a quarter of a tick at each
+ * of its two looks (25 ms). */
 Test(blocking, a_wait_is_counted_a_tick_after_it_is_found, .timeout = 60)
 {
     wd_start(45);

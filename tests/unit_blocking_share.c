@@ -13,7 +13,7 @@
  * is picked once the High sessions were charged ten times that, and the
  * High sessions run beside its wait on the worker sent for it: about W
  * per op with the hint, W + 10 d for a wait the monitor counts d ms in
- * (d 2.5-4.5 ms with its tick at 2 ms: 1.25 to 2.25 ticks). A loaded machine makes High ops
+ * (d 2-4 ms with its tick at 2 ms: 1 to 2 ticks). A loaded machine makes High ops
  * slower (fewer per op), and a late monitor makes d longer: the bounds
  * sit well between. The first Low op is not measured: its visit's cost
  * is not known until it ends.

@@ -229,9 +229,9 @@ typedef struct accel_runtime_config {
  *   ticking every block_detect_ns (1 ms by default) while work waits, has
  *   found it inside the same visit at two ticks, having spent under half
  *   the time between them on a CPU (its thread's CPU clock), and it is
- *   then neither running nor waiting for a CPU (its state in /proc): 1.25
- *   to 2.25 ticks into a wait that begins its visit, 1 to 3 into one
- *   that begins later in a visit (plus any lateness of the monitor).
+ *   then neither running nor waiting for a CPU (its state in /proc): 1
+ *   to 2 ticks into a wait that begins its visit, 1 to 3 into one that
+ *   begins later in a visit (plus any lateness of the monitor).
  *   It counts no more from the first tick that finds it on a CPU again
  *   (half the time since the last tick, or over 1/64 of it and running
  *   or runnable now), or in another visit.
