@@ -30,21 +30,22 @@
  * the monitor disarms itself when nothing is queued and no worker is
  * counted blocked by it, with the asymmetric fence pair of futex.h (it
  * clears the flag, fence_cold, looks at the scheduler; a submitter
- * enqueues, fence_hot, loads the flag; the monitor pays, once a sleep): so an idle runtime's monitor sleeps, and
- * work that waits always has it armed. Armed, it ticks every
- * block_detect_ns and looks at each worker's visit count and the time its
- * visit began: a worker is sampled (its CPU clock) at the first tick that
- * finds it in a visit, and if at the next it is still there with less
- * than half the time on a CPU and is neither running nor runnable (its
- * /proc stat state, read only then), it is counted blocked (SEEN) while
- * work waits: 1 to 2 ticks into a wait that begins its visit (sampling at the second look, as before, made
- * that 2 to 3 of the old half-ticks, and most 1-5 ms storage waits ended
- * uncounted and charged). Windows after a visit's first are two ticks
- * long (a long CPU-bound visit is looked at half as often): a wait that
- * begins later in a visit is counted 1 to 3 ticks in. The mark goes at the first tick that finds the
+ * enqueues, fence_hot, loads the flag; the monitor pays, once a sleep):
+ * so an idle runtime's monitor sleeps, and work that waits always has it
+ * armed. Armed, it ticks every block_detect_ns and looks at each worker's
+ * visit count and in-visit flag: a worker is sampled (its CPU clock) at
+ * the first tick that finds it in a visit, and if at the next it is still
+ * there with less than half the time on a CPU and is neither running nor
+ * runnable (its /proc stat state, read only then), it is counted blocked
+ * (SEEN) while work waits: 1 to 2 ticks into a wait that begins its visit
+ * (a sample taken only at the second look would make that 2 to 3, and
+ * most 1-5 ms storage waits would end uncounted and charged). Windows
+ * after a visit's first are two ticks long (a long CPU-bound visit is
+ * looked at half as often): a wait that begins later in a visit is
+ * counted 1 to 3 ticks in. The mark goes at the first tick that finds the
  * worker in another visit or none (a new visit is sampled at that same
  * tick), or on a CPU again in the same visit: half the time since the
- * last tick on it, or any time on it and running or runnable now (an op
+ * last tick on it, or over 1/64 of it and running or runnable now (an op
  * that waited and then computes must not keep an extra beside it).
  *
  * Charging: a visit's time its worker sat blocked while another ran in
@@ -378,8 +379,9 @@ uint64_t accel__comp_visit_blocked_ns(accel__worker *w, uint64_t t0)
      * gone, or of an earlier count than the one it finds; never the same
      * time twice. acquire: pairs with bank_seen's release store of
      * seen_bank_vis (and so orders the clear before it against the load
-     * of the mark). A bank missed here (written after) is lost: charged,
-     * never credited twice. */
+     * of the mark). A bank missed here (written after, or found being
+     * rewritten: all of it then, earlier take-backs' part too) is lost:
+     * charged, never credited twice. */
     uint64_t vis = atomic_load_explicit(&w->visits, memory_order_relaxed);
     uint64_t bv = atomic_load_explicit(&w->seen_bank_vis, memory_order_acquire);
     uint64_t bank = atomic_load_explicit(&w->seen_bank, memory_order_relaxed);
@@ -390,11 +392,14 @@ uint64_t accel__comp_visit_blocked_ns(accel__worker *w, uint64_t t0)
     if (bv == vis &&
         atomic_load_explicit(&w->seen_bank_vis, memory_order_relaxed) == bv)
         seen = bank;
-    /* relaxed: the mark is the monitor's; what it published with it is
-     * read as a seqlock (publish_seen). A mark left from an earlier visit
-     * (the monitor drops it at its next tick) was counted before t0 and
-     * counts nothing. */
-    if (atomic_load_explicit(&w->block, memory_order_relaxed) &
+    /* acquire: pairs with the release CAS that set the mark (watch):
+     * the seen_t read below is this mark's count or a later one, never an
+     * earlier count of this visit whose time is already in the bank. What
+     * the monitor published with the mark is read as a seqlock
+     * (publish_seen). A mark left from an earlier visit (the monitor
+     * drops it at its next tick) was counted before t0 and counts
+     * nothing. */
+    if (atomic_load_explicit(&w->block, memory_order_acquire) &
         ACCEL__BLOCK_SEEN) {
         /* acquire: pairs with publish_seen's release store of seen_t */
         uint64_t ts = atomic_load_explicit(&w->seen_t, memory_order_acquire);
@@ -668,8 +673,8 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     if (st & ACCEL__BLOCK_SEEN) {
         if (inv && vis == w->m_visits) {
             /* Still in the counted visit: counted while it stays mostly
-             * off a CPU since the last tick and, if it ran at all, is not
-             * runnable (one woken beside a co-tenant gets under half a
+             * off a CPU since the last tick and, if it ran over 1/64 of
+             * that, is not runnable (one woken beside a co-tenant gets under half a
              * CPU; a sleeping one none, and costs no /proc read). A
              * worker that computes again (an op that waited, then works)
              * is no longer owed a place: an extra beside it would
@@ -684,8 +689,9 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
             }
             /* Taken back: the mark goes first, then its time to the bank
              * (the reader's order relies on it). The next window is two
-             * ticks: an op that wakes now and then is not counted and
-             * uncounted (an extra started and retired) every other tick. */
+             * ticks: an op that wakes now and then is counted and
+             * uncounted (an extra started and retired) at most every
+             * third tick, not every other one. */
             if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_SEEN,
                                           memory_order_relaxed) ==
                 ACCEL__BLOCK_SEEN)
@@ -746,9 +752,13 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     publish_seen(w);
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
     uint32_t zero = 0;
+    /* release: publish_seen's writes before the mark; pairs with the
+     * acquire load of the mark in accel__comp_visit_blocked_ns (a reader
+     * that finds this count's mark finds this count's seen_t, not an
+     * earlier count's of the same visit whose time is in the bank). */
     if (!atomic_compare_exchange_strong_explicit(&w->block, &zero,
                                                  ACCEL__BLOCK_SEEN,
-                                                 memory_order_relaxed,
+                                                 memory_order_release,
                                                  memory_order_relaxed)) {
         atomic_fetch_sub_explicit(&rt->blocked, 1, memory_order_relaxed);
         w->m_phase = 0;

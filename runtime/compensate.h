@@ -107,7 +107,8 @@ void accel__comp_retire_idle(accel_runtime *rt);
  * the cap on extras; at most the visit. The share is not charged for it
  * (accel__sched_charge). own_ns is the caller's to zero at the visit's
  * start, and to skip the call when own_ns, block_depth and the block
- * word are all 0 (the common visit: nothing to count). */
+ * word are all 0 and seen_bank_vis is not the visit's number (the common
+ * visit: nothing to count). */
 uint64_t accel__comp_visit_blocked_ns(struct accel__worker *w, uint64_t t0);
 
 /* After an op's visit: a hint the op left open is closed (accel.h). */

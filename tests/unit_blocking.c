@@ -270,6 +270,29 @@ Test(blocking, sixteen_sleepers_hint_seventeenth_runs, .timeout = 60)
     seventeenth(true, UINT64_C(60000000000));
 }
 
+/* Runs `per` ops of fn on each of n new sessions of rt (round after
+ * round), waits for them, releases the sessions; returns rt's stats
+ * after the ops. */
+static accel_runtime_stats run_each(accel_runtime *rt, int n, int per,
+                                    accel_op_fn fn)
+{
+    accel_session *s[16];
+    cr_assert(n <= 16);
+    for (int i = 0; i < n; i++)
+        s[i] = open_s(rt, i);
+    for (int r = 0; r < per; r++)
+        for (int i = 0; i < n; i++) {
+            accel_op op = {.fn = fn};
+            cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
+        }
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
+    accel_runtime_stats st = stats_of(rt);
+    for (int i = 0; i < n; i++)
+        accel_session_release(s[i]);
+    return st;
+}
+
 /* ---- an unseen wait is counted one tick after the monitor finds it */
 
 #define TICK_NS UINT64_C(100000000) /* block_detect_ns: the monitor's tick */
@@ -301,26 +324,15 @@ Test(blocking, a_wait_is_counted_a_tick_after_it_is_found, .timeout = 60)
 {
     wd_start(45);
     accel_runtime *rt = make_rt(1, 1, TICK_NS);
-    accel_session *s[TICK_SESSIONS];
-    for (int i = 0; i < TICK_SESSIONS; i++)
-        s[i] = open_s(rt, 200 + i);
     wd_step("4 sessions x 8 waits of 2.5 ticks, one worker and an extra");
-    for (int r = 0; r < TICK_OPS; r++)
-        for (int i = 0; i < TICK_SESSIONS; i++) {
-            accel_op op = {.fn = sleep_two_and_a_half_ticks};
-            cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
-        }
-    for (int i = 0; i < TICK_SESSIONS; i++)
-        cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
-    accel_runtime_stats st = stats_of(rt);
+    accel_runtime_stats st =
+        run_each(rt, TICK_SESSIONS, TICK_OPS, sleep_two_and_a_half_ticks);
     cr_expect_geq(st.blocked_detected * 4, st.visits * 3,
                   "%llu of %llu visits, each a wait of 2.5 ticks, were "
                   "counted blocked (at least 3/4 must be)",
                   (unsigned long long)st.blocked_detected,
                   (unsigned long long)st.visits);
     wd_step("destroy");
-    for (int i = 0; i < TICK_SESSIONS; i++)
-        accel_session_release(s[i]);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
     wd_stop();
 }
@@ -346,33 +358,12 @@ static int cpu_20ms(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-/* Runs `per` CPU-bound 20 ms ops on each of n new sessions of rt, waits
- * for them, releases the sessions; returns rt's stats after the ops. */
-static accel_runtime_stats run_cpu_bound(accel_runtime *rt, int n, int per)
-{
-    accel_session *s[16];
-    cr_assert(n <= 16);
-    for (int i = 0; i < n; i++)
-        s[i] = open_s(rt, i);
-    for (int r = 0; r < per; r++)
-        for (int i = 0; i < n; i++) {
-            accel_op op = {.fn = cpu_20ms};
-            cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
-        }
-    for (int i = 0; i < n; i++)
-        cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
-    accel_runtime_stats st = stats_of(rt);
-    for (int i = 0; i < n; i++)
-        accel_session_release(s[i]);
-    return st;
-}
-
 Test(blocking, cpu_bound_20ms_ops_start_no_extra_worker, .timeout = 120)
 {
     wd_start(90);
     accel_runtime *rt = make_rt(1, 32, 0);
     wd_step("16 sessions x 2 CPU-bound ops of 20 ms");
-    accel_runtime_stats st = run_cpu_bound(rt, 16, 2);
+    accel_runtime_stats st = run_each(rt, 16, 2, cpu_20ms);
     cr_expect_eq(st.extra_started, 0, "CPU-bound ops started %llu extras",
                  (unsigned long long)st.extra_started);
     cr_expect_eq(st.blocked_detected, 0);
@@ -406,7 +397,7 @@ Test(blocking, cpu_bound_ops_beside_a_cotenant_are_not_blocked, .timeout = 120)
         cr_assert_eq(pthread_create(&spin[i], NULL, cotenant_spin, NULL), 0);
     accel_runtime *rt = make_rt(1, 32, 0);
     wd_step("8 sessions x 1 CPU-bound op of 20 ms CPU beside the spinners");
-    accel_runtime_stats st = run_cpu_bound(rt, 8, 1);
+    accel_runtime_stats st = run_each(rt, 8, 1, cpu_20ms);
     atomic_store(&spin_stop, 1);
     for (int i = 0; i < nspin; i++)
         pthread_join(spin[i], NULL);

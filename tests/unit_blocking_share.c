@@ -42,6 +42,17 @@ static uint64_t cpu_now_ns(void)
 
 static _Atomic uint64_t sink;
 
+/* Burns ms of this thread's CPU. */
+static void burn_cpu_ms(int ms)
+{
+    uint64_t t0 = cpu_now_ns();
+    volatile uint64_t x = 0;
+    while (cpu_now_ns() - t0 < (uint64_t)ms * 1000000u)
+        for (int i = 0; i < 1000; i++)
+            x += (uint64_t)i;
+    atomic_fetch_add(&sink, x);
+}
+
 /* The High session's op: 1 ms of this thread's CPU (less: stopping). */
 static int high_op(accel_ctx *ctx, void *arg)
 {
@@ -72,26 +83,14 @@ static int low_op(accel_ctx *ctx, void *arg)
     const struct low_arg *a = arg;
     if (a->hint)
         cr_assert_eq(accel_blocking_begin(), ACCEL_OK);
-    if (a->cpu) {
-        uint64_t t0 = cpu_now_ns();
-        volatile uint64_t x = 0;
-        while (cpu_now_ns() - t0 < (uint64_t)a->wait_ms * 1000000u)
-            for (int i = 0; i < 1000; i++)
-                x += (uint64_t)i;
-        atomic_fetch_add(&sink, x);
-    } else {
+    if (a->cpu)
+        burn_cpu_ms(a->wait_ms);
+    else
         tu_nap_us(a->wait_ms * 1000L);
-    }
     if (a->hint)
         cr_assert_eq(accel_blocking_end(), ACCEL_OK);
-    if (a->cpu_after_ms) {
-        uint64_t t0 = cpu_now_ns();
-        volatile uint64_t x = 0;
-        while (cpu_now_ns() - t0 < (uint64_t)a->cpu_after_ms * 1000000u)
-            for (int i = 0; i < 1000; i++)
-                x += (uint64_t)i;
-        atomic_fetch_add(&sink, x);
-    }
+    if (a->cpu_after_ms)
+        burn_cpu_ms(a->cpu_after_ms);
     int k = atomic_fetch_add(&low_done, 1);
     if (k < 64)
         atomic_store(&high_at_low[k], atomic_load(&high_done));

@@ -223,6 +223,16 @@ static void fair_class_ontime(const ns_run *r, double pct[NS_NCLASS])
         pct[k] = all[k] ? 100.0 * (double)ok[k] / (double)all[k] : -1;
 }
 
+/* One JSON field per class: key_fmt with the class's name, its value. */
+static void emit_per_class(bench_result *res, const char *key_fmt, const double v[NS_NCLASS])
+{
+    for (int k = 0; k < NS_NCLASS; k++) {
+        char key[48];
+        snprintf(key, sizeof key, key_fmt, ns_class_name[k]);
+        bench_result_f64(res, key, v[k]);
+    }
+}
+
 void ns_emit_json(const ns_run *r, const char *scenario)
 {
     ns_summary s;
@@ -244,13 +254,13 @@ void ns_emit_json(const ns_run *r, const char *scenario)
     bench_result_u64(&res, "censored", s.censored);
     bench_result_f64(&res, "ontime_pct", s.ontime_pct);
     bench_result_f64(&res, "drop_pct", s.drop_pct);
-    for (int k = 0; k < NS_NCLASS; k++) {
-        char key[48];
-        snprintf(key, sizeof key, "%s_ontime_pct", ns_class_name[k]);
-        bench_result_f64(&res, key, s.class_ontime[k]);
-        snprintf(key, sizeof key, "%s_p99_us", ns_class_name[k]);
-        bench_result_f64(&res, key, (double)s.class_p99[k] / 1e3);
-    }
+    double p99_us[NS_NCLASS], fair[NS_NCLASS];
+    for (int k = 0; k < NS_NCLASS; k++)
+        p99_us[k] = (double)s.class_p99[k] / 1e3;
+    fair_class_ontime(r, fair);
+    emit_per_class(&res, "%s_ontime_pct", s.class_ontime);
+    emit_per_class(&res, "%s_p99_us", p99_us);
+    emit_per_class(&res, "fair_%s_ontime_pct", fair);
     if (r->burst.factor > 1) {
         double pct[NS_BURST_GROUPS];
         burst_ontime(r, pct);
@@ -259,13 +269,6 @@ void ns_emit_json(const ns_run *r, const char *scenario)
             snprintf(key, sizeof key, "burst_%s_ontime_pct", burst_group[g]);
             bench_result_f64(&res, key, pct[g]);
         }
-    }
-    double fair[NS_NCLASS];
-    fair_class_ontime(r, fair);
-    for (int k = 0; k < NS_NCLASS; k++) {
-        char key[48];
-        snprintf(key, sizeof key, "fair_%s_ontime_pct", ns_class_name[k]);
-        bench_result_f64(&res, key, fair[k]);
     }
     bench_result_f64(&res, "work_cpu", s.work_per_s / 1e9);
     bench_result_f64(&res, "work_x_capacity", s.work_per_s / r->capacity);

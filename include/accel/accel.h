@@ -197,10 +197,11 @@ typedef struct accel_runtime_config {
      * 4096); 0: 4 x workers, at least 64 (1024 workers: 4096). */
     unsigned max_extra_workers;
     /* The blocked-worker monitor's tick while work waits: a worker found
-     * inside one visit at two ticks this far apart, while work waits,
-     * that spent under half of that time on a CPU and is neither running
-     * nor waiting for a CPU, counts as blocked ("Ops that block"); 0:
-     * 1 ms; at most an hour (more is taken as an hour). */
+     * inside one visit at two ticks (one tick apart for the visit's first
+     * look, two after that), while work waits, that spent under half of
+     * that time on a CPU and is neither running nor waiting for a CPU,
+     * counts as blocked ("Ops that block"); 0: 1 ms; at most an hour
+     * (more is taken as an hour). */
     uint64_t block_detect_ns;
     /* Host-driven workers only (optional; NULL: a blocked host slot keeps
      * its place): called with (host_wake_arg) when a host slot counted
