@@ -310,6 +310,19 @@ void ns_emit_json(const ns_run *r, const char *scenario)
     }
 }
 
+/* A table row: the system's name, then n percentages in columns of the
+ * given widths. */
+static void print_pct_row(const char *name, const double *pct, const int *width, int n)
+{
+    printf("%-16s", name);
+    for (int i = 0; i < n; i++) {
+        char c[16];
+        fmt_pct(c, sizeof c, pct[i]);
+        printf(" %*s", width[i], c);
+    }
+    printf("\n");
+}
+
 void ns_print_comparison(ns_run *const *runs, size_t n, const char *title)
 {
     printf("\n== %s ==\n", title);
@@ -335,13 +348,11 @@ void ns_print_comparison(ns_run *const *runs, size_t n, const char *title)
     printf("\nThe fair reference on each system's capacity (an ideal weighted-fair server with the"
            "\nchains' weights, fed the same arrivals): on time by class\n");
     printf("%-16s %9s %8s %8s %8s\n", "system", "critical", "high", "normal", "low");
+    static const int fair_width[NS_NCLASS] = {9, 8, 8, 8};
     for (size_t k = 0; k < n; k++) {
         double fair[NS_NCLASS];
-        char c[NS_NCLASS][16];
         fair_class_ontime(runs[k], fair);
-        for (int j = 0; j < NS_NCLASS; j++)
-            fmt_pct(c[j], sizeof c[j], fair[j]);
-        printf("%-16s %9s %8s %8s %8s\n", ns_system_name[runs[k]->sys], c[0], c[1], c[2], c[3]);
+        print_pct_row(ns_system_name[runs[k]->sys], fair, fair_width, NS_NCLASS);
     }
     const ns_run *r0 = runs[0];
     printf("\nPer chain: on time %% (missed = dropped + expired + late) and p99 of completed "
@@ -375,13 +386,10 @@ void ns_print_burst(ns_run *const *runs, size_t n)
     printf("%-16s %9s %8s %8s %10s %10s\n", "system", "critical", "high", "normal", "low",
            "low");
     printf("%-16s %9s %8s %8s %10s %10s\n", "", "", "", "", "(others)", "(flooding)");
+    static const int burst_width[NS_BURST_GROUPS] = {9, 8, 8, 10, 10};
     for (size_t k = 0; k < n; k++) {
         double pct[NS_BURST_GROUPS];
-        char c[NS_BURST_GROUPS][16];
         burst_ontime(runs[k], pct);
-        for (int g = 0; g < NS_BURST_GROUPS; g++)
-            fmt_pct(c[g], sizeof c[g], pct[g]);
-        printf("%-16s %9s %8s %8s %10s %10s\n", ns_system_name[runs[k]->sys], c[0], c[1], c[2],
-               c[3], c[4]);
+        print_pct_row(ns_system_name[runs[k]->sys], pct, burst_width, NS_BURST_GROUPS);
     }
 }
