@@ -355,6 +355,21 @@ void accel__comp_visit_done(accel__worker *w)
 
 static bool read_schedstat(accel__worker *w, uint64_t *cpu, uint64_t *rd);
 
+/* The time w's thread spent asleep (neither on a CPU nor waiting for
+ * one) from the count published at ts with its schedstat (cpu0, rd0) to
+ * now, by its schedstat now (read here); 0 if that cannot be read. The
+ * worker at its visit's end and the monitor taking a mark back both
+ * credit this. */
+static uint64_t asleep_since(accel__worker *w, uint64_t ts, uint64_t cpu0,
+                             uint64_t rd0, uint64_t now)
+{
+    uint64_t cpu, rd;
+    if (now <= ts || !read_schedstat(w, &cpu, &rd))
+        return 0;
+    uint64_t used = (cpu - cpu0) + (rd - rd0);
+    return used < now - ts ? now - ts - used : 0;
+}
+
 uint64_t accel__comp_visit_blocked_ns(accel__worker *w, uint64_t t0)
 {
     accel_runtime *rt = w->rt;
@@ -409,13 +424,9 @@ uint64_t accel__comp_visit_blocked_ns(accel__worker *w, uint64_t t0)
         /* acquire fence: the data's loads before the second load of
          * seen_t; pairs with publish_seen's release fence. */
         atomic_thread_fence(memory_order_acquire);
-        uint64_t cpu, rd;
-        if (ts >= t0 && ts < now &&
-            atomic_load_explicit(&w->seen_t, memory_order_relaxed) == ts &&
-            read_schedstat(w, &cpu, &rd)) {
-            uint64_t used = (cpu - cpu0) + (rd - rd0);
-            seen += used < now - ts ? now - ts - used : 0;
-        }
+        if (ts >= t0 &&
+            atomic_load_explicit(&w->seen_t, memory_order_relaxed) == ts)
+            seen += asleep_since(w, ts, cpu0, rd0, now);
     }
     /* Own waits after the count are in `seen` too: the larger, not the
      * sum. */
@@ -556,11 +567,10 @@ static ssize_t read_task_file(accel__worker *w, const char *name, char *buf,
  * false: no CPU clock. The kernel's run delay (schedstat) is not read
  * here: that is an open, a read and a close of a /proc file at every
  * sample, and the monitor samples every visit it finds at a tick (most
- * long visits of a loaded runtime). A
- * thread that looks idle by its clock is asked instead whether it is
- * running or runnable (thread_runnable), which covers what the run delay
- * did, and costs a /proc read only when the clock alone would count it
- * blocked. */
+ * long visits of a loaded runtime). A thread that looks idle by its clock
+ * is asked instead whether it is running or runnable (thread_runnable),
+ * which covers what the run delay did, and costs a /proc read only when
+ * the clock alone would count it blocked. */
 static uint64_t busy_ns(accel__worker *w, bool *ok)
 {
     clockid_t cid;
@@ -635,16 +645,12 @@ static void bank_seen(accel__worker *w, uint64_t vis)
 {
     /* relaxed: the monitor's own writes (publish_seen), read back. */
     uint64_t ts = atomic_load_explicit(&w->seen_t, memory_order_relaxed);
-    uint64_t cpu, rd;
-    if (ts == 0 || !read_schedstat(w, &cpu, &rd))
+    if (ts == 0)
         return; /* nothing published at the count: no credit */
-    uint64_t now = accel__now_ns();
-    uint64_t used = (cpu - atomic_load_explicit(&w->seen_cpu,
-                                                memory_order_relaxed)) +
-                    (rd - atomic_load_explicit(&w->seen_rd,
-                                               memory_order_relaxed));
-    uint64_t asleep = now > ts && used < now - ts ? now - ts - used : 0;
-    uint64_t sum = asleep;
+    uint64_t sum = asleep_since(
+        w, ts, atomic_load_explicit(&w->seen_cpu, memory_order_relaxed),
+        atomic_load_explicit(&w->seen_rd, memory_order_relaxed),
+        accel__now_ns());
     if (atomic_load_explicit(&w->seen_bank_vis, memory_order_relaxed) == vis)
         sum += atomic_load_explicit(&w->seen_bank, memory_order_relaxed);
     atomic_store_explicit(&w->seen_bank_vis, 0, memory_order_relaxed);
@@ -674,11 +680,11 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
         if (inv && vis == w->m_visits) {
             /* Still in the counted visit: counted while it stays mostly
              * off a CPU since the last tick and, if it ran over 1/64 of
-             * that, is not runnable (one woken beside a co-tenant gets under half a
-             * CPU; a sleeping one none, and costs no /proc read). A
-             * worker that computes again (an op that waited, then works)
-             * is no longer owed a place: an extra beside it would
-             * oversubscribe the CPUs. */
+             * that, is not runnable (one woken beside a co-tenant gets
+             * under half a CPU; a sleeping one none, and costs no /proc
+             * read). A worker that computes again (an op that waited,
+             * then works) is no longer owed a place: an extra beside it
+             * would oversubscribe the CPUs. */
             uint64_t busy = busy_ns(w, &ok);
             uint64_t t = accel__now_ns();
             uint64_t d = busy - w->m_busy0, win = t - w->m_t0;

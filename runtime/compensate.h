@@ -6,13 +6,12 @@
  * A worker is blocked while it is inside one of accel's own waits (a
  * submit_wait, a room wait, a sync or draining close, a destroy of another
  * runtime: the block hook of progress.h), inside accel_blocking_begin/_end,
- * or from when the monitor has found it inside one visit at two ticks
- * (block_detect_ns apart) with most of that time off a CPU (its thread's
- * CPU clock) to the tick that finds it on a CPU again or in another
- * visit, if it is at the count
- * neither running nor runnable (its /proc stat state). Each worker's
- * `block` word has a bit for each of the two ways; `blocked` counts the workers with
- * any bit set. A blocked worker's place goes to a parked general worker,
+ * or from the tick at which the monitor has found it inside one visit at
+ * two ticks with most of that time off a CPU (its thread's CPU clock)
+ * and neither running nor runnable then (its /proc stat state), to the
+ * tick that finds it on a CPU again or in another visit. Each worker's
+ * `block` word has a bit for each of the two ways; `blocked` counts the
+ * workers with any bit set. A blocked worker's place goes to a parked general worker,
  * or to an extra worker started for it (at most max_extra_workers, and
  * never more active extras than blocked workers): so at most `workers`
  * workers run ops that are not blocked, once a surplus extra has reached

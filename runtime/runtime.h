@@ -67,6 +67,9 @@ typedef struct accel__worker {
      * written every tick that finds it in a visit). */
     alignas(64) uint64_t m_visits;
     uint64_t m_t0, m_busy0;
+    /* 0: not sampled in visit m_visits; 1: sampled, in its first window
+     * (one tick); 2: in a later window (two ticks). While counted,
+     * m_busy0 and m_t0 are the last tick's sample. */
     unsigned m_phase;
 } accel__worker;
 

@@ -124,10 +124,8 @@ int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned 
             if (!end && (f->rem <= tol || i == first)) {
                 const ns_fluid_op *op = &c[i].ops[f->q[f->head]];
                 done_ns[i] += op->cost;
-                if (out && next <= op->deadline)
-                    out[i].ontime++;
-                else if (out)
-                    out[i].missed++;
+                if (out)
+                    *(next <= op->deadline ? &out[i].ontime : &out[i].missed) += 1;
                 f->head++;
                 f->started = false;
             }
