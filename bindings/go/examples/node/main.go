@@ -35,6 +35,7 @@ import (
 	"math/rand"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -303,8 +304,12 @@ func arrivals(seed uint64, load, capacity float64, d time.Duration) []*op {
 			}
 			for ; carry >= 1; carry-- {
 				cost := (c.loUs + (c.hiUs-c.loUs)*rng.Float64()) * 1e3
-				o := &op{chain: i, at: time.Duration(t), work: cost, first: rng.Intn(nItems),
-					wait: time.Duration(1e6 + rng.Float64()*4e6)}
+				o := &op{chain: i, at: time.Duration(t), work: cost, first: rng.Intn(nItems)}
+				// Drawn for every op, so that the other chains' arrivals
+				// do not depend on which chains wait.
+				if wait := time.Duration(1e6 + rng.Float64()*4e6); c.waits {
+					o.wait = wait
+				}
 				if c.body != model {
 					o.calls = batch(c, cost)
 					o.work = float64(o.calls) * unitNs[c.body]
@@ -346,6 +351,9 @@ func (v *oldVM) Submit(ctx context.Context, f func(*accel.Session) error) error 
 	defer v.mu.Unlock()
 	return f(nil)
 }
+
+// runs says which systems run (-systems): accel, the old design.
+var runs = [2]bool{true, true}
 
 type result struct {
 	system                                            string
@@ -544,13 +552,19 @@ func run(scenarios []scenario, d time.Duration, seed uint64, depth int64, print 
 			order = [2]int{1, 0}
 		}
 		for _, k := range order {
+			if !runs[k] {
+				continue // printTable skips a system with no ops
+			}
 			if k == 0 {
 				res[0] = runSystem("accel", vmsAccel, ops[0], d, depth, sc.blocking)
 			} else {
 				res[1] = runSystem("old VMSession", vmsOld, ops[1], d, depth, sc.blocking)
 			}
 		}
-		for _, r := range res {
+		for k, r := range res {
+			if !runs[k] {
+				continue
+			}
 			if got := r.ontime + r.late + r.expired + r.dropped + r.censored; got != r.offered || r.offered == 0 {
 				return all, fmt.Errorf("%s/%s: %d ops offered, %d accounted for", sc.name, r.system, r.offered, got)
 			}
@@ -613,6 +627,9 @@ func printTable(sc scenario, capNs float64, d time.Duration, res [2]result) {
 	fmt.Printf("%-14s %8s %9s %8s %8s %8s %8s %9s %9s %10s %8s\n", "", "(all)", "", "", "", "",
 		"", "", "", "x capacity", "CPU-s")
 	for _, r := range res {
+		if r.offered == 0 {
+			continue
+		}
 		judged := r.offered - r.censored
 		perCPU := 0.0
 		if r.cpu > 0 {
@@ -632,6 +649,8 @@ func main() {
 	d := flag.Duration("duration", 4*time.Second, "arrivals per system per scenario")
 	seed := flag.Uint64("seed", 42, "seed of the arrivals and inputs")
 	depth := flag.Int64("depth", 1024, "ops a VM may have outstanding; more are dropped (both systems)")
+	systems := flag.String("systems", "both", "both | accel | old: the systems run (one alone: to profile it)")
+	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	flag.Parse()
 	var list []scenario
 	for _, s := range []scenario{{"steady", 0.9, false}, {"overload", 1.2, false}, {"blocking", 0.9, true}} {
@@ -642,11 +661,33 @@ func main() {
 			list = append(list, s)
 		}
 	}
+	switch *systems {
+	case "both":
+	case "accel":
+		runs[1] = false
+	case "old":
+		runs[0] = false
+	default:
+		list = nil
+	}
 	if len(list) == 0 || *d < 200*time.Millisecond || *load < 0 || *depth < 1 {
-		fmt.Fprintln(os.Stderr, "node: bad -scenario, -duration (>= 200ms), -load or -depth (try -help)")
+		fmt.Fprintln(os.Stderr, "node: bad -scenario, -systems, -duration (>= 200ms), -load or -depth (try -help)")
 		os.Exit(2)
 	}
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "node: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	if _, err := run(list, *d, *seed, *depth, true); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "node:", err)
 		os.Exit(1)
 	}

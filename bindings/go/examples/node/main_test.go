@@ -46,3 +46,30 @@ func TestNodeExampleWrongAnswerFails(t *testing.T) {
 		t.Fatalf("run with a flipped expected answer returned %v, want a wrong-answer error", err)
 	}
 }
+
+// In the blocking scenario only the chains marked waits (storage reads,
+// the remote signer) wait before their body; every other chain's ops
+// are the steady scenario's, so the scenario isolates what waiting ops do
+// to the rest.
+func TestOnlyWaitingChainsWait(t *testing.T) {
+	if err := prepare(7); err != nil { // the bodies' measured costs
+		t.Fatal(err)
+	}
+	ops := arrivals(7, 0.9, 2, time.Second)
+	var waiting, still int
+	for _, o := range ops {
+		switch {
+		case chains[o.chain].waits && o.wait <= 0:
+			t.Fatalf("%s: an op with no wait", chains[o.chain].name)
+		case !chains[o.chain].waits && o.wait != 0:
+			t.Fatalf("%s: an op that waits %v, but the chain does not wait", chains[o.chain].name, o.wait)
+		case o.wait > 0:
+			waiting++
+		default:
+			still++
+		}
+	}
+	if waiting == 0 || still == 0 {
+		t.Fatalf("%d ops wait, %d do not: want both", waiting, still)
+	}
+}
