@@ -119,7 +119,7 @@ func asideRun(r *opRec, from int, rt *C.accel_runtime, sess *C.accel_session, w 
 	d := &driver{}
 	normal := false
 	defer func() {
-		C.goaccel_visit_move(nil, nil, 0) // as the thread was: in no visit
+		C.goaccel_visit_move(nil, nil, 0, nil) // as the thread was: in no visit
 		runtime.UnlockOSThread()
 		if normal || !d.goexitInF() {
 			return
@@ -133,7 +133,7 @@ func asideRun(r *opRec, from int, rt *C.accel_runtime, sess *C.accel_session, w 
 		st <- 1 // failed, for the C stats too
 	}()
 	runtime.LockOSThread()
-	C.goaccel_visit_move(rt, sess, w)
+	C.goaccel_visit_move(rt, sess, w, nil)
 	var rc C.int
 	if from == 0 {
 		rc = runRec(r, d)

@@ -15,16 +15,15 @@ package accel
 //   - for waits the binding cannot see (time.Sleep, a user mutex, I/O),
 //     by the monitor: a goroutine, ticking every blockTick while some
 //     driver is inside user code (asleep otherwise: an idle runtime has
-//     no timer), that counts a driver blocked once it has been inside the
-//     same op for blockTicks ticks while no general-lane driver is
-//     parked. The count ends when that op returns.
-// Go gives a goroutine no CPU clock (a driver is locked to its thread
-// during a visit, but a goroutine waiting for a P looks the same as one
-// waiting on a channel), so the monitor cannot tell a CPU-bound long op
-// from a blocked one, as C's monitor does: a CPU-bound op longer than the
-// threshold also gets an extra driver. Go time-slices goroutines over
-// GOMAXPROCS Ps, so that driver costs a goroutine and its share of the
-// Ps, not an oversubscribed CPU; the cap (max_extra_workers) bounds it.
+//     no timer), that samples the CPU clock of a driver's thread at the
+//     first tick that finds it inside an op (the driver is locked to its
+//     thread during a visit), and counts it blocked at the next tick if
+//     it is still inside that op, its thread did not run half the time
+//     between and is not runnable now, and no general-lane driver is
+//     parked: 1-2 ms into the wait. The count ends when that op returns.
+//     A CPU-bound op, however long, is not counted (computing). A
+//     goroutine waiting for a P looks blocked to the clock, as in C a
+//     thread waiting for a CPU does not: see computing.
 //
 // A slot's blocking calls (begin, end) are made by its driver's thread or
 // by the monitor, one at a time under the slot's mutex; the driver's
@@ -45,10 +44,9 @@ import (
 )
 
 const (
-	// The monitor's tick, and how many ticks a driver is inside one op
-	// (while no general-lane driver is parked) before it counts blocked.
-	blockTick  = time.Millisecond
-	blockTicks = 2
+	// The monitor's tick: a driver is counted blocked at the tick after
+	// the one that first found it inside an op (scan).
+	blockTick = time.Millisecond
 	// An extra driver parked this long leaves its slot.
 	extraIdle = 50 * time.Millisecond
 )
@@ -78,9 +76,16 @@ type slotMon struct {
 	rt *C.accel_runtime
 	w  C.uint
 	c  *comp
-	// the monitor's: the state it saw at its last ticks
+	// tid: the kernel id of the thread running the slot's visit (the
+	// driver is locked to it during the visit), stored by the driver at
+	// each visit's begin; 0: not known yet.
+	tid atomic.Int32
+	// the monitor's: the state it saw at its last tick, and the visit
+	// thread's CPU clock when it last looked (cpuOK false: none)
 	seen  uint64
-	ticks int
+	cpu0  uint64
+	t0    time.Time
+	cpuOK bool
 	_     [64]byte
 }
 
@@ -107,6 +112,7 @@ type comp struct {
 	stopMu           sync.Mutex
 	stopped          bool
 	extras           atomic.Int32 // extra drivers running (a statistic for the tests)
+	marks            atomic.Int64 // ops the monitor counted blocked (the same)
 	noGrow           atomic.Bool  // tests: no driver is added
 }
 
@@ -240,13 +246,14 @@ func (c *comp) monitor() {
 // user code.
 func (c *comp) scan() bool {
 	free := c.parked.Load() > 0
+	now := time.Now()
 	end := c.nbase + int(c.used.Load())
 	busy := false
 	for i := c.nhelp; i < end; i++ {
 		m := &c.slots[i]
 		v := m.st.Load()
 		if v&stUser == 0 {
-			m.seen, m.ticks = 0, 0
+			m.seen = 0
 			continue
 		}
 		busy = true
@@ -254,15 +261,51 @@ func (c *comp) scan() bool {
 			continue
 		}
 		if v != m.seen {
-			m.seen, m.ticks = v, 0
+			m.seen = v // first found inside this op: the window starts
+			m.sample(now)
 			continue
 		}
-		m.ticks++
-		if m.ticks >= blockTicks && !free && !noMonitorForTest.Load() {
+		// computing samples again: its window is from here if it says so.
+		if !free && !noMonitorForTest.Load() && !m.computing(now) {
 			m.mark(v)
 		}
 	}
 	return busy
+}
+
+// sample reads the CPU clock of the thread running m's visit, the start
+// of the window computing judges.
+func (m *slotMon) sample(now time.Time) {
+	var ns C.uint64_t
+	m.cpuOK = !cpuClockOffForTest.Load() && C.goaccel_thread_cpu_ns(C.int(m.tid.Load()), &ns) != 0
+	m.cpu0, m.t0 = uint64(ns), now
+}
+
+// computing reports whether the driver in m's slot ran on a CPU through
+// the window since the last sample, and starts the next window. Then it
+// is not blocked: an op that computes for longer than the window gets no
+// extra driver beside it. On a CPU means half the window's time on its
+// thread's clock, or its thread running or runnable now (a CPU-bound op
+// on a machine busier than its CPUs gets less than half, and is runnable,
+// not asleep; a blocked driver's thread sleeps in a futex or in I/O).
+// With no clock (the thread unknown or gone): false, counted as without
+// the clock.
+//
+// What the clock cannot tell: a driver whose goroutine waits for a P (all
+// GOMAXPROCS busy with other goroutines) leaves its locked thread asleep,
+// as a blocked one does, and is counted; its extra driver then waits for
+// a P too, and goes when the op returns. Drivers yield their P between
+// visits (yieldIfDue), so Go preempts one only inside an op over 10 ms.
+func (m *slotMon) computing(now time.Time) bool {
+	prev, t0, ok := m.cpu0, m.t0, m.cpuOK
+	m.sample(now)
+	if !ok || !m.cpuOK || m.cpu0 < prev {
+		return false
+	}
+	if 2*(m.cpu0-prev) >= uint64(now.Sub(t0)) {
+		return true
+	}
+	return C.goaccel_thread_runnable(C.int(m.tid.Load())) != 0
 }
 
 // mark counts m's slot blocked for op state v, if the op still runs.
@@ -271,6 +314,7 @@ func (c *comp) scan() bool {
 func (m *slotMon) mark(v uint64) {
 	m.mu.Lock()
 	if m.st.CompareAndSwap(v, v|stMarked) {
+		m.c.marks.Add(1)
 		C.accel_host_blocking_begin(m.rt, m.w)
 	}
 	m.mu.Unlock()
@@ -367,6 +411,11 @@ var noGrowForTest atomic.Bool
 // the binding's own waits count).
 var noMonitorForTest atomic.Bool
 
+// cpuClockOffForTest plants a third: the monitor reads no CPU clock, so
+// a CPU-bound op as long as its window is counted blocked (as before
+// the clock).
+var cpuClockOffForTest atomic.Bool
+
 // grower adds the slots C owes and starts a driver on each. A request
 // that comes while it runs is seen by its last look (growReq, then
 // growing: seq-cst, so either it sees the request or the requester's
@@ -432,15 +481,22 @@ func (d *driver) extraLoop() {
 	runtime.LockOSThread()
 	var mode, nprev C.uint
 	spins := 0
+	y := yielder{count: &h.yields}
+	y.reset()
+	endAlone := func(mode C.uint) bool {
+		var left C.int
+		C.goaccel_extra_step(h.rt, C.uint(d.w), mode, &d.b.status[0], d.b.n, nil, 0, nil, &left, nil)
+		return left != 0
+	}
 	if d.open {
-		C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w))
+		C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w), &d.b.tid)
 		d.runVisit()
 		mode, nprev = C.GOACCEL_STEP_END, C.uint(d.n)
 	}
 	for {
 		var left C.int
 		rc := int(C.goaccel_extra_step(h.rt, C.uint(d.w), mode, &d.b.status[0], nprev,
-			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n, &left))
+			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n, &left, &d.b.tid))
 		if left != 0 {
 			runtime.UnlockOSThread()
 			gone()
@@ -451,6 +507,12 @@ func (d *driver) extraLoop() {
 			d.sess = C.accel_current_session()
 			d.runVisit()
 			mode, nprev, spins = C.GOACCEL_STEP_END, d.b.n, 0
+			if yielded, left := y.yieldIfDue(endAlone); left {
+				gone()
+				return
+			} else if yielded {
+				mode, nprev = 0, 0
+			}
 			continue
 		}
 		runtime.UnlockOSThread()
@@ -467,7 +529,7 @@ func (d *driver) extraLoop() {
 		case <-h.quit:
 			tm.Stop()
 			C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_UNIDLE|C.GOACCEL_STEP_STOP,
-				nil, 0, nil, 0, nil)
+				nil, 0, nil, 0, nil, nil)
 			C.accel_host_slot_leave(h.rt, C.uint(d.w), 0)
 			gone()
 			return
@@ -476,12 +538,13 @@ func (d *driver) extraLoop() {
 		h.comp.unparked(0)
 		runtime.LockOSThread()
 		mode, nprev, spins = C.GOACCEL_STEP_UNIDLE, 0, 0
+		y.reset()
 		if !idle {
 			continue
 		}
 		// Idle a while: end the spell with one more look; nothing: leave.
 		rc = int(C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_UNIDLE, nil, 0,
-			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n))
+			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n, &d.b.tid))
 		if rc == C.ACCEL_OK {
 			d.n, d.i, d.open = int(d.b.n), 0, true
 			d.sess = C.accel_current_session()

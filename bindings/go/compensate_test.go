@@ -8,7 +8,10 @@ package accel
 // driver is ever added for a blocked one): each of these tests but the
 // monitor's then hangs and its watchdog fails it. ACCEL_TEST_NOMONITOR=1
 // (the monitor counts nothing) fails those whose f waits where the
-// binding cannot see (a channel, time.Sleep, a mutex).
+// binding cannot see (a channel, time.Sleep, a mutex);
+// ACCEL_TEST_NOCPUCLOCK=1 (the monitor reads no CPU clock) fails the
+// CPU-bound op's, ACCEL_TEST_NOYIELD=1 (drivers never yield their P)
+// the yield's.
 
 import (
 	"context"
@@ -58,6 +61,14 @@ func plantNoGrow(t *testing.T) {
 	if os.Getenv("ACCEL_TEST_NOMONITOR") == "1" {
 		noMonitorForTest.Store(true)
 		t.Cleanup(func() { noMonitorForTest.Store(false) })
+	}
+	if os.Getenv("ACCEL_TEST_NOCPUCLOCK") == "1" {
+		cpuClockOffForTest.Store(true)
+		t.Cleanup(func() { cpuClockOffForTest.Store(false) })
+	}
+	if os.Getenv("ACCEL_TEST_NOYIELD") == "1" {
+		yieldOffForTest.Store(true)
+		t.Cleanup(func() { yieldOffForTest.Store(false) })
 	}
 }
 
@@ -488,5 +499,78 @@ func TestCompRoomWaitFromInsideOp(t *testing.T) {
 				done()
 			})
 		})
+	}
+}
+
+// spinFor computes (no syscall, no wait) until d has passed.
+func spinFor(d time.Duration) {
+	for t0 := time.Now(); time.Since(t0) < d; {
+	}
+}
+
+// A CPU-bound op 30 monitor ticks long is not counted blocked: its
+// driver's thread is on a CPU, or runnable, at every tick, so no extra
+// driver starts beside it (with the process's GOMAXPROCS and with 1,
+// where the monitor runs only when Go preempts the driver).
+func TestCompCPUBoundOpIsNotCounted(t *testing.T) {
+	compCases(t, func(t *testing.T) {
+		rt := newQueuedRuntime(t, 1)
+		v, _ := rt.NewVMSession("cpu")
+		done := compWatch(t, "a CPU-bound op of 30 monitor ticks, 1 worker")
+		err := v.Submit(queued(t), func(*Session) error {
+			spinFor(30 * blockTick)
+			return nil
+		})
+		done()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := rt.host.comp.marks.Load(); n != 0 {
+			t.Fatalf("the monitor counted the CPU-bound op blocked %d times", n)
+		}
+		if e := rt.host.comp.extras.Load(); e != 0 {
+			t.Fatalf("%d extra drivers beside a CPU-bound op", e)
+		}
+	})
+}
+
+// A driver running CPU-bound ops back to back gives its P up between
+// visits: with GOMAXPROCS=1, 16 ops of 2 ms on 16 sessions, one worker,
+// a goroutine the first op starts runs before the last op is done, and
+// the runtime counts the driver's yields. (Go's own preemption, 10 ms
+// in, would also let that goroutine run before the end: the count is
+// what fails when the driver never yields.)
+func TestCompDriverYieldsItsP(t *testing.T) {
+	plantNoGrow(t)
+	old := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(old)
+	rt := newQueuedRuntime(t, 1)
+	const n = 16
+	var ops atomic.Int32
+	var started atomic.Bool
+	seen := make(chan int32, 1)
+	var all sync.WaitGroup
+	all.Add(n)
+	for i := 0; i < n; i++ {
+		v, _ := rt.NewVMSession(fmt.Sprintf("y%d", i))
+		if err := v.SubmitAsync(func(*Session) error {
+			if started.CompareAndSwap(false, true) { // the first op to run
+				go func() { seen <- ops.Load() }()
+			}
+			spinFor(2 * yieldAfter)
+			ops.Add(1)
+			return nil
+		}, func(error) { all.Done() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := compWatch(t, "16 CPU-bound ops of 2 ms, GOMAXPROCS=1, 1 worker")
+	all.Wait()
+	done()
+	if s := <-seen; s >= n {
+		t.Fatalf("the goroutine the first op started ran after all %d ops (yields %d)", s, rt.host.yields.Load())
+	}
+	if rt.host.yields.Load() == 0 {
+		t.Fatal("the driver never yielded its P in 32 ms of back-to-back ops")
 	}
 }

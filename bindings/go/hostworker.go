@@ -46,7 +46,8 @@ type hostWorkers struct {
 	// never woken) on which a synchronous Submit may run its own op
 	// (submitOwn); the drivers' slots come after them.
 	helpers []helperSlot
-	comp    *comp // compensation for drivers blocked in an op (compensate.go)
+	comp    *comp        // compensation for drivers blocked in an op (compensate.go)
+	yields  atomic.Int64 // drivers' yields of their P (yieldIfDue; a statistic for the tests)
 }
 
 // helperSlot is one helper slot: its busy word (taken by CAS: one driver
@@ -63,6 +64,7 @@ type slotBuf struct {
 	recs   [C.ACCEL_HOST_VISIT_MAX]C.uintptr_t
 	status [C.ACCEL_HOST_VISIT_MAX]C.int
 	n      C.uint
+	tid    C.int // the thread that began the open visit (its kernel id)
 }
 
 // hostRuntimes maps a runtime's wake id (its host_wake_arg) to its
@@ -158,6 +160,19 @@ func (h *hostWorkers) stop() {
 	hostRuntimes.Delete(h.id)
 }
 
+// A driver that has held its P for yieldAfter, running visits back to
+// back, ends the last one alone and calls runtime.Gosched before it
+// begins the next (yieldIfDue): the goroutines waiting for its P (the
+// node's network handlers, the submitters its ops' results woke) run
+// then, not when Go preempts the driver 10 ms in. Go preempts a
+// goroutine only after 10 ms and a driver with queued work never parks,
+// so without it every P held by a driver left the rest of the program
+// waiting up to 10 ms per turn (measured in the node example under
+// overload: 30 ms from an op's arrival to its Submit call at the median).
+// An op longer than yieldAfter still runs whole; Go's preemption is what
+// interrupts it.
+const yieldAfter = time.Millisecond
+
 // Idle slots spin this many times (a Gosched each, so that submitters on
 // the same P run) before they announce idle and park: the announcement
 // costs a process-wide barrier (futex.h).
@@ -220,6 +235,65 @@ func nextIdleStep(mode, nprev *C.uint, spins *int) bool {
 	return true
 }
 
+// yielder is a driver's record of its hold on a P (yieldIfDue).
+type yielder struct {
+	since time.Time // the last look (or yield, or unpark)
+	nvcsw uint64    // the thread's voluntary context switches then
+	tid   C.int     // ... and that thread; 0: none yet
+	count *atomic.Int64
+}
+
+// reset starts a new hold (the driver has just run again after parking).
+func (y *yielder) reset() { y.since, y.tid = time.Now(), 0 }
+
+// yieldIfDue: called after a visit (still open: status[0..nprev) its
+// ops' outcomes) on a thread locked to the driver. Once yieldAfter has
+// passed since its last look, it asks the kernel (one syscall a
+// millisecond at most) whether its thread has slept since then. If not,
+// the driver has held its P all that time: the visit is ended alone
+// (with step, the slot's kind of step: an extra slot may leave there),
+// the P is yielded with the thread unlocked (a Gosched on a locked thread
+// hands the P to another thread and back), and the thread is locked
+// again: the next step begins with nothing to end. A driver whose op
+// waited (time.Sleep, a channel, I/O: its locked thread slept) gave its
+// P up meanwhile and does not yield: a yield costs it its turn (it
+// queues behind every goroutine runnable); yielding on the wall clock
+// alone cost the node example's blocking scenario about 6% of its work.
+// The kernel preempting the thread is not a sleep: the driver still
+// holds its P then. yielded false: nothing done; left: the extra slot
+// left (the thread is unlocked then).
+func (y *yielder) yieldIfDue(step func(mode C.uint) (left bool)) (yielded, left bool) {
+	now := time.Now()
+	if now.Sub(y.since) < yieldAfter || yieldOffForTest.Load() {
+		return false, false
+	}
+	var tid C.int
+	var nv C.uint64_t
+	ok := C.goaccel_self_switches(&tid, &nv) != 0
+	held := ok && tid == y.tid && uint64(nv) == y.nvcsw
+	y.since, y.nvcsw, y.tid = now, uint64(nv), tid
+	if !ok {
+		y.tid = 0
+	}
+	if !held {
+		return false, false
+	}
+	if step(C.GOACCEL_STEP_END | C.GOACCEL_STEP_NOBEGIN) {
+		runtime.UnlockOSThread()
+		return true, true
+	}
+	runtime.UnlockOSThread()
+	runtime.Gosched()
+	runtime.LockOSThread()
+	y.count.Add(1)
+	y.reset() // maybe another thread now
+	return true, false
+}
+
+// yieldOffForTest plants the bug a test must catch: drivers never yield
+// their P between visits.
+var yieldOffForTest atomic.Bool
+
 // errGoexit is the outcome of an op whose f called runtime.Goexit (as
 // t.Fatal does): it counts as failed. A synchronous Submit that gets it
 // calls runtime.Goexit on its own goroutine, as f running there would
@@ -243,20 +317,29 @@ func (d *driver) loop() {
 	var mode C.uint
 	var nprev C.uint
 	spins := 0
+	y := yielder{count: &h.yields}
+	y.reset()
+	endAlone := func(mode C.uint) bool {
+		C.goaccel_host_step(h.rt, C.uint(d.w), mode, &d.b.status[0], d.b.n, nil, 0, nil, nil)
+		return false
+	}
 	if d.open {
 		// Taking over a visit whose driver ended in one of its ops.
-		C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w))
+		C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w), &d.b.tid)
 		d.runVisit()
 		mode, nprev = C.GOACCEL_STEP_END, C.uint(d.n)
 	}
 	for {
 		rc := int(C.goaccel_host_step(h.rt, C.uint(d.w), mode, &d.b.status[0], nprev,
-			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n))
+			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n, &d.b.tid))
 		if rc == C.ACCEL_OK {
 			d.n, d.i, d.open = int(d.b.n), 0, true
 			d.sess = C.accel_current_session()
 			d.runVisit()
 			mode, nprev, spins = C.GOACCEL_STEP_END, d.b.n, 0
+			if yielded, _ := y.yieldIfDue(endAlone); yielded {
+				mode, nprev = 0, 0
+			}
 			continue
 		}
 		// No visit open.
@@ -273,18 +356,24 @@ func (d *driver) loop() {
 			h.comp.unparked(d.lane)
 		case <-h.quit:
 			C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_UNIDLE|C.GOACCEL_STEP_STOP,
-				nil, 0, nil, 0, nil)
+				nil, 0, nil, 0, nil, nil)
 			normal = true
 			h.wg.Done()
 			return
 		}
 		runtime.LockOSThread()
 		mode, nprev, spins = C.GOACCEL_STEP_UNIDLE, 0, 0
+		y.reset()
 	}
 }
 
 // runVisit runs the open visit's ops from d.i on.
 func (d *driver) runVisit() {
+	if d.mon != nil {
+		// Before the ops' userIn stores: the monitor that sees one of
+		// them reads the visit's thread (seq-cst atomics order the two).
+		d.mon.tid.Store(int32(d.b.tid))
+	}
 	if r := d.rest; r != nil {
 		d.rest = nil
 		d.b.status[d.i] = 1 // an op of it failed (Goexit)
@@ -383,7 +472,7 @@ func (h *hostWorkers) runOwn(hs *helperSlot, own *opRec) {
 	d.n, d.i, d.open = int(d.b.n), 0, true
 	if d.n > 0 && recOf(d.b.recs[0]) != own {
 		sess := C.accel_current_session()
-		C.goaccel_visit_move(nil, nil, 0) // this thread runs no visit now
+		C.goaccel_visit_move(nil, nil, 0, nil) // this thread runs no visit now
 		runtime.UnlockOSThread()
 		d.open = false
 		h.startDriver(&driver{h: h, w: d.w, lane: d.lane, b: d.b,
@@ -398,7 +487,7 @@ func (h *hostWorkers) runOwn(hs *helperSlot, own *opRec) {
 	}()
 	d.runVisit()
 	C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP,
-		&d.b.status[0], d.b.n, nil, 0, nil)
+		&d.b.status[0], d.b.n, nil, 0, nil, nil)
 	normal = true
 	runtime.UnlockOSThread()
 	// Release: the next taker's CAS acquires this slot's C state (the
@@ -425,7 +514,7 @@ func (d *driver) ownExited(hs *helperSlot, own *opRec) {
 	d.fl.flush()
 	d.open = false
 	C.goaccel_host_step(d.h.rt, C.uint(d.w), C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP,
-		&d.b.status[0], d.b.n, nil, 0, nil)
+		&d.b.status[0], d.b.n, nil, 0, nil, nil)
 	runtime.UnlockOSThread()
 	hs.busy.Store(0)
 }
@@ -442,10 +531,10 @@ func (d *driver) helpLoop() {
 		}
 	}()
 	runtime.LockOSThread()
-	C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w))
+	C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w), nil)
 	d.runVisit()
 	C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP,
-		&d.b.status[0], C.uint(d.n), nil, 0, nil)
+		&d.b.status[0], C.uint(d.n), nil, 0, nil, nil)
 	normal = true
 	runtime.UnlockOSThread()
 	d.help.busy.Store(0) // release, as runOwn's

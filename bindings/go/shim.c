@@ -8,7 +8,13 @@
  */
 #include "shim.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "_cgo_export.h"
 #include "cpu_limits.h" /* unlike session.h (below), needs no liburcu */
@@ -32,6 +38,18 @@ static _Thread_local accel_runtime *goaccel_visiting;
 /* ... and the slot it is open on. */
 static _Thread_local unsigned goaccel_visit_w;
 
+/* The calling thread's kernel id: a syscall once per thread, then this
+ * thread-local (a driver records it at each visit's begin, and the
+ * monitor reads the thread's CPU clock and run state by it). */
+static _Thread_local int goaccel_tid_v;
+
+static int goaccel_tid(void)
+{
+    if (__builtin_expect(goaccel_tid_v == 0, 0))
+        goaccel_tid_v = (int)syscall(SYS_gettid);
+    return goaccel_tid_v;
+}
+
 int goaccel_in_visit(accel_runtime *rt) { return goaccel_visiting == rt; }
 
 /* The one line that names the library's internal function (built into
@@ -54,8 +72,11 @@ int goaccel_runtime_create(accel_runtime_config *c, uintptr_t id,
  * set here on the thread that takes the visit over. The binding is built
  * with the runtime's sources, so it reaches the variable itself rather
  * than widening the public host API for this one case. */
-void goaccel_visit_move(accel_runtime *rt, accel_session *s, unsigned w)
+void goaccel_visit_move(accel_runtime *rt, accel_session *s, unsigned w,
+                        int *tid)
 {
+    if (tid)
+        *tid = goaccel_tid();
     goaccel_visiting = rt;
     goaccel_visit_w = w;
     accel__tls_current = s;
@@ -63,7 +84,7 @@ void goaccel_visit_move(accel_runtime *rt, accel_session *s, unsigned w)
 
 int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
                       const int *status, unsigned nprev, uintptr_t *recs,
-                      unsigned cap, unsigned *n)
+                      unsigned cap, unsigned *n, int *tid)
 {
     accel_op ops[ACCEL_HOST_VISIT_MAX];
     if (mode & GOACCEL_STEP_END) {
@@ -78,7 +99,7 @@ int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
         accel_host_idle_end(rt, w, false);
     if (mode & GOACCEL_STEP_IDLE)
         accel_host_idle_begin(rt, w);
-    if (mode & GOACCEL_STEP_STOP)
+    if (mode & (GOACCEL_STEP_STOP | GOACCEL_STEP_NOBEGIN))
         return ACCEL_EAGAIN;
     if (cap > ACCEL_HOST_VISIT_MAX)
         cap = ACCEL_HOST_VISIT_MAX;
@@ -92,6 +113,8 @@ int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
             recs[i] = (uintptr_t)ops[i].arg;
         if (mode & GOACCEL_STEP_IDLE)
             accel_host_idle_end(rt, w, true);
+        if (tid)
+            *tid = goaccel_tid();
     }
     return rc;
 }
@@ -214,7 +237,7 @@ accel_runtime *goaccel_cur_slot(unsigned *w)
 
 int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
                        const int *status, unsigned nprev, uintptr_t *recs,
-                       unsigned cap, unsigned *n, int *left)
+                       unsigned cap, unsigned *n, int *left, int *tid)
 {
     *left = 0;
     if (mode & GOACCEL_STEP_END) {
@@ -228,5 +251,50 @@ int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
         }
         mode &= ~GOACCEL_STEP_END;
     }
-    return goaccel_host_step(rt, w, mode, status, 0, recs, cap, n);
+    return goaccel_host_step(rt, w, mode, status, 0, recs, cap, n, tid);
+}
+
+/* A thread's CPU clock: Linux's clock id for a thread by its kernel id
+ * (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED): what pthread_getcpuclockid
+ * returns, without a pthread_t, which a Go thread that has exited would
+ * leave dangling). A thread that has gone gives EINVAL: 0. */
+int goaccel_thread_cpu_ns(int tid, uint64_t *ns)
+{
+    struct timespec ts;
+    clockid_t c = (clockid_t)((~(unsigned)tid << 3) | 6u);
+    if (tid <= 0 || clock_gettime(c, &ts) != 0)
+        return 0;
+    *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return 1;
+}
+
+/* The calling thread's kernel id and its voluntary context switches so
+ * far (getrusage RUSAGE_THREAD: one syscall): a thread that slept (on a
+ * futex, in I/O) since the last look switched voluntarily; one the
+ * kernel preempted did not. */
+int goaccel_self_switches(int *tid, uint64_t *nvcsw)
+{
+    struct rusage ru;
+    *tid = goaccel_tid();
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return 0;
+    *nvcsw = (uint64_t)ru.ru_nvcsw;
+    return 1;
+}
+
+/* Whether a thread is running or runnable ('R' in its /proc stat; one
+ * that sleeps, on a futex or in I/O, is 'S' or 'D'). Unknown: 1 (the
+ * monitor never counts a driver blocked on a guess). */
+int goaccel_thread_runnable(int tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the name may hold anything */
+    return !p || p[1] != ' ' || p[2] == 'R';
 }

@@ -62,20 +62,26 @@ int goaccel_in_visit(accel_runtime *rt);
 #define GOACCEL_STEP_UNIDLE 2u
 #define GOACCEL_STEP_IDLE 4u
 #define GOACCEL_STEP_STOP 8u
+/* End (or end the idle spell) and begin nothing: the driver gives its P
+ * to the goroutines waiting for one before its next begin. */
+#define GOACCEL_STEP_NOBEGIN 16u
 
 /* One step of a host worker slot's loop, one crossing: by mode, end the
  * open visit (status[0..nprev)), end an idle spell that found nothing,
  * announce idle; then (unless STOP) begin the next visit, the record
  * indices of its ops in recs[0..*n). With IDLE, a begin that finds work
- * ends the idle spell itself; one that does not leaves the slot idle. */
+ * ends the idle spell itself; one that does not leaves the slot idle.
+ * A begun visit also sets *tid (unless tid is NULL): the calling thread's
+ * kernel id, by which the monitor reads its CPU clock. */
 int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
                       const int *status, unsigned nprev, uintptr_t *recs,
-                      unsigned cap, unsigned *n);
+                      unsigned cap, unsigned *n, int *tid);
 
 /* The open visit of a slot of rt, of session s, continues on the calling
  * thread (its driver goroutine ended inside an op: runtime.Goexit;
- * hostworker.go). */
-void goaccel_visit_move(accel_runtime *rt, accel_session *s, unsigned w);
+ * hostworker.go); *tid: the thread's kernel id. */
+void goaccel_visit_move(accel_runtime *rt, accel_session *s, unsigned w,
+                        int *tid);
 
 /* Budgeted memory outside an op: reserve then malloc; free then refund. */
 int goaccel_alloc(accel_session *s, size_t bytes, void **out);
@@ -95,6 +101,17 @@ accel_runtime *goaccel_cur_slot(unsigned *w);
  * (accel_host_slot_leave IF_SURPLUS: *left = 1, nothing begun). */
 int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
                        const int *status, unsigned nprev, uintptr_t *recs,
-                       unsigned cap, unsigned *n, int *left);
+                       unsigned cap, unsigned *n, int *left, int *tid);
+
+/* The CPU time of thread tid (a kernel id), in *ns; 0: unknown (it has
+ * exited). */
+int goaccel_thread_cpu_ns(int tid, uint64_t *ns);
+
+/* The calling thread's kernel id, and in *nvcsw its voluntary context
+ * switches so far; 0: unknown. */
+int goaccel_self_switches(int *tid, uint64_t *nvcsw);
+
+/* Whether thread tid is running or runnable ('R'); unknown: 1. */
+int goaccel_thread_runnable(int tid);
 
 #endif
