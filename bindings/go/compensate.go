@@ -18,9 +18,10 @@ package accel
 //     no timer), that samples the CPU clock of a driver's thread at the
 //     first tick that finds it inside an op (the driver is locked to its
 //     thread during a visit), and counts it blocked at the next tick if
-//     it is still inside that op, its thread did not run half the time
-//     between and is not runnable now, and no general-lane driver is
-//     parked: 1-2 ms into the wait. The count ends when that op returns.
+//     it is still inside that op, its thread ran no more than 1/64 of
+//     the time between and is not runnable now, and no general-lane
+//     driver is parked: 1-2 ms into the wait. The count ends when that op
+//     returns.
 //     A CPU-bound op, however long, is not counted (computing). A
 //     goroutine waiting for a P looks blocked to the clock, as in C a
 //     thread waiting for a CPU does not: see computing.
@@ -281,18 +282,23 @@ func (m *slotMon) sample(now time.Time) {
 	m.cpu0, m.t0 = uint64(ns), now
 }
 
-// computing reports whether the driver in m's slot ran on a CPU through
-// the window since the last sample, and starts the next window. Then it
-// is not blocked: an op that computes for longer than the window gets no
-// extra driver beside it. On a CPU means half the window's time on its
+// computing reports whether the driver in m's slot ran on a CPU in the
+// window since the last sample, and starts the next window. Then it is
+// not counted blocked: an op that computes, however long, gets no extra
+// driver beside it. Ran means more than 1/64 of the window's time on its
 // thread's clock, or its thread running or runnable now (a CPU-bound op
-// on a machine busier than its CPUs gets less than half, and is runnable,
-// not asleep; a blocked driver's thread sleeps in a futex or in I/O).
-// With no clock (the thread unknown or gone): false, counted as without
-// the clock.
+// on a machine busier than its CPUs is runnable, not asleep). A blocked
+// driver's thread sleeps in a futex or in I/O from the window's start,
+// its clock still; one that computed first and then blocked is counted a
+// tick later. The 1/64 (not half) is for Go's preemption: every 10 ms Go
+// takes the P from a driver inside a long op, and its locked thread
+// sleeps until the P is handed back, hundreds of us on a loaded machine,
+// so a window can hold only a few us of its time on a CPU. With no clock
+// (the thread unknown or gone): false, counted as without the clock.
 //
-// What the clock cannot tell: a driver whose goroutine waits for a P (all
-// GOMAXPROCS busy with other goroutines) leaves its locked thread asleep,
+// What the clock cannot tell: a driver whose goroutine waits for a P
+// through a whole window (all GOMAXPROCS busy with other goroutines, or
+// a slow hand-back after a preemption) leaves its locked thread asleep,
 // as a blocked one does, and is counted; its extra driver then waits for
 // a P too, and goes when the op returns. Drivers yield their P between
 // visits (yieldIfDue), so Go preempts one only inside an op over 10 ms.
@@ -302,7 +308,7 @@ func (m *slotMon) computing(now time.Time) bool {
 	if !ok || !m.cpuOK || m.cpu0 < prev {
 		return false
 	}
-	if 2*(m.cpu0-prev) >= uint64(now.Sub(t0)) {
+	if 64*(m.cpu0-prev) > uint64(now.Sub(t0)) {
 		return true
 	}
 	return C.goaccel_thread_runnable(C.int(m.tid.Load())) != 0

@@ -508,69 +508,91 @@ func spinFor(d time.Duration) {
 	}
 }
 
-// A CPU-bound op 30 monitor ticks long is not counted blocked: its
-// driver's thread is on a CPU, or runnable, at every tick, so no extra
+// CPU-bound ops 30 monitor ticks long are not counted blocked: a
+// driver's thread is on a CPU, or runnable, in every window, so no extra
 // driver starts beside it (with the process's GOMAXPROCS and with 1,
-// where the monitor runs only when Go preempts the driver).
+// where the monitor runs only while Go has preempted the driver). One
+// exception the design admits (compensate.go, computing): a driver whose
+// goroutine waits a whole tick for its P to come back after a preemption
+// looks blocked, which a machine loaded by other processes can cause; so
+// of 8 such ops fewer than half may be counted. With no CPU clock
+// (ACCEL_TEST_NOCPUCLOCK=1) every one is.
 func TestCompCPUBoundOpIsNotCounted(t *testing.T) {
 	compCases(t, func(t *testing.T) {
 		rt := newQueuedRuntime(t, 1)
 		v, _ := rt.NewVMSession("cpu")
-		done := compWatch(t, "a CPU-bound op of 30 monitor ticks, 1 worker")
-		err := v.Submit(queued(t), func(*Session) error {
-			spinFor(30 * blockTick)
-			return nil
-		})
-		done()
-		if err != nil {
-			t.Fatal(err)
+		const n = 8
+		for i := 0; i < n; i++ {
+			done := compWatch(t, fmt.Sprintf("CPU-bound op %d of %d, 30 monitor ticks, 1 worker", i+1, n))
+			err := v.Submit(queued(t), func(*Session) error {
+				spinFor(30 * blockTick)
+				return nil
+			})
+			done()
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
-		if n := rt.host.comp.marks.Load(); n != 0 {
-			t.Fatalf("the monitor counted the CPU-bound op blocked %d times", n)
-		}
-		if e := rt.host.comp.extras.Load(); e != 0 {
-			t.Fatalf("%d extra drivers beside a CPU-bound op", e)
+		if m := rt.host.comp.marks.Load(); 2*m >= n {
+			t.Fatalf("the monitor counted %d of %d CPU-bound ops blocked", m, n)
 		}
 	})
 }
 
 // A driver running CPU-bound ops back to back gives its P up between
 // visits: with GOMAXPROCS=1, 16 ops of 2 ms on 16 sessions, one worker,
-// a goroutine the first op starts runs before the last op is done, and
-// the runtime counts the driver's yields. (Go's own preemption, 10 ms
-// in, would also let that goroutine run before the end: the count is
-// what fails when the driver never yields.)
+// and a goroutine that loops on runtime.Gosched meanwhile, that goroutine
+// runs at least once for every two yields the runtime counts (each yield
+// lets it run once; Go's own preemption, every 10 ms, about 3 times in
+// all), and the driver yields. With drivers that never yield
+// (ACCEL_TEST_NOYIELD=1) no yield is counted; with a yield that counts
+// but keeps the P, the goroutine runs too seldom.
 func TestCompDriverYieldsItsP(t *testing.T) {
 	plantNoGrow(t)
 	old := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(old)
 	rt := newQueuedRuntime(t, 1)
 	const n = 16
-	var ops atomic.Int32
-	var started atomic.Bool
-	seen := make(chan int32, 1)
+	var started, finished atomic.Bool
+	var ops, runs atomic.Int32
 	var all sync.WaitGroup
 	all.Add(n)
 	for i := 0; i < n; i++ {
 		v, _ := rt.NewVMSession(fmt.Sprintf("y%d", i))
 		if err := v.SubmitAsync(func(*Session) error {
-			if started.CompareAndSwap(false, true) { // the first op to run
-				go func() { seen <- ops.Load() }()
-			}
+			started.Store(true)
 			spinFor(2 * yieldAfter)
-			ops.Add(1)
+			if ops.Add(1) == n {
+				finished.Store(true)
+			}
 			return nil
 		}, func(error) { all.Done() }); err != nil {
 			t.Fatal(err)
 		}
 	}
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if started.Load() && !finished.Load() {
+				runs.Add(1)
+			}
+			runtime.Gosched()
+		}
+	}()
 	done := compWatch(t, "16 CPU-bound ops of 2 ms, GOMAXPROCS=1, 1 worker")
 	all.Wait()
 	done()
-	if s := <-seen; s >= n {
-		t.Fatalf("the goroutine the first op started ran after all %d ops (yields %d)", s, rt.host.yields.Load())
-	}
-	if rt.host.yields.Load() == 0 {
+	close(stop)
+	y := rt.host.yields.Load()
+	if y == 0 {
 		t.Fatal("the driver never yielded its P in 32 ms of back-to-back ops")
+	}
+	if r := int64(runs.Load()); 2*r < y {
+		t.Fatalf("another goroutine ran %d times while the driver yielded %d times", r, y)
 	}
 }

@@ -55,13 +55,19 @@
 // none is free, so another session's op waits for a P and its fair share,
 // never for a worker held by a blocked op. Nested Submits across
 // sessions work to any depth, also with Workers: 1. The package's own
-// waits count at once; other waits once the op has run for about 2 ms
-// while no worker is free (a monitor goroutine, asleep while no op runs:
-// it cannot tell a CPU-bound op from a blocked one, so a long CPU-bound
-// op may get an extra worker goroutine too, which shares the Ps with it).
-// Bounds: at most 4 x Workers extra worker goroutines (at least 64); an
+// waits count at once; other waits 1-2 ms in, while no worker is free (a
+// monitor goroutine, asleep while no op runs, reads the CPU clock of the
+// worker's thread: a CPU-bound op, however long, gets no extra worker;
+// one whose goroutine waits for a P looks blocked and may). Bounds: at most 4 x Workers extra worker goroutines (at least 64); an
 // extra one leaves once no op needs it (surplus after its visit, or idle
 // 50 ms). Per-session order, priorities and exactly-once are unchanged.
+//
+// Worker goroutines share the Ps with the rest of the program: one that
+// has run ops for a millisecond without blocking gives its P up
+// (runtime.Gosched) before its next session: the program's other
+// goroutines get the P between sessions about every millisecond, not only
+// when Go preempts a worker, 10 ms into an op. An op itself is never
+// interrupted by the package.
 //
 // # Close
 //

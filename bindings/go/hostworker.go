@@ -237,14 +237,22 @@ func nextIdleStep(mode, nprev *C.uint, spins *int) bool {
 
 // yielder is a driver's record of its hold on a P (yieldIfDue).
 type yielder struct {
-	since time.Time // the last look (or yield, or unpark)
+	since time.Time // the last look (or the hold's start)
 	nvcsw uint64    // the thread's voluntary context switches then
 	tid   C.int     // ... and that thread; 0: none yet
 	count *atomic.Int64
 }
 
-// reset starts a new hold (the driver has just run again after parking).
-func (y *yielder) reset() { y.since, y.tid = time.Now(), 0 }
+// reset starts a new hold: the driver, on a locked thread, runs again
+// (after parking or yielding). The baseline costs one syscall.
+func (y *yielder) reset() {
+	var tid C.int
+	var nv C.uint64_t
+	if C.goaccel_self_switches(&tid, &nv) == 0 {
+		tid = 0 // no count: the first look takes it
+	}
+	y.since, y.nvcsw, y.tid = time.Now(), uint64(nv), tid
+}
 
 // yieldIfDue: called after a visit (still open: status[0..nprev) its
 // ops' outcomes) on a thread locked to the driver. Once yieldAfter has
