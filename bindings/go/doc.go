@@ -63,9 +63,9 @@
 // 50 ms). Per-session order, priorities and exactly-once are unchanged.
 //
 // Worker goroutines share the Ps with the rest of the program: one that
-// has run ops for a millisecond without blocking gives its P up
+// has run ops for 2 ms without blocking gives its P up
 // (runtime.Gosched) before its next session: the program's other
-// goroutines get the P between sessions about every millisecond, not only
+// goroutines get the P between sessions about every 2 ms, not only
 // when Go preempts a worker, 10 ms into an op. An op itself is never
 // interrupted by the package.
 //
