@@ -50,25 +50,26 @@ func compCases(t *testing.T, body func(t *testing.T)) {
 	})
 }
 
-// plantNoGrow plants the bug with ACCEL_TEST_NOGROW=1: no driver is
-// ever added for a blocked one; with ACCEL_TEST_NOMONITOR=1 the monitor
-// counts no op blocked (the waits the binding cannot see then stall).
+// plantNoGrow plants the bugs the environment names: ACCEL_TEST_NOGROW=1,
+// no driver is ever added for a blocked one; ACCEL_TEST_NOMONITOR=1, the
+// monitor counts no op blocked (the waits the binding cannot see then
+// stall); ACCEL_TEST_NOCPUCLOCK=1, the monitor reads no CPU clock;
+// ACCEL_TEST_NOYIELD=1, drivers never yield their P.
 func plantNoGrow(t *testing.T) {
-	if os.Getenv("ACCEL_TEST_NOGROW") == "1" {
-		noGrowForTest.Store(true)
-		t.Cleanup(func() { noGrowForTest.Store(false) })
-	}
-	if os.Getenv("ACCEL_TEST_NOMONITOR") == "1" {
-		noMonitorForTest.Store(true)
-		t.Cleanup(func() { noMonitorForTest.Store(false) })
-	}
-	if os.Getenv("ACCEL_TEST_NOCPUCLOCK") == "1" {
-		cpuClockOffForTest.Store(true)
-		t.Cleanup(func() { cpuClockOffForTest.Store(false) })
-	}
-	if os.Getenv("ACCEL_TEST_NOYIELD") == "1" {
-		yieldOffForTest.Store(true)
-		t.Cleanup(func() { yieldOffForTest.Store(false) })
+	for _, p := range []struct {
+		env string
+		bug *atomic.Bool
+	}{
+		{"ACCEL_TEST_NOGROW", &noGrowForTest},
+		{"ACCEL_TEST_NOMONITOR", &noMonitorForTest},
+		{"ACCEL_TEST_NOCPUCLOCK", &cpuClockOffForTest},
+		{"ACCEL_TEST_NOYIELD", &yieldOffForTest},
+	} {
+		if os.Getenv(p.env) == "1" {
+			bug := p.bug
+			bug.Store(true)
+			t.Cleanup(func() { bug.Store(false) })
+		}
 	}
 }
 
@@ -540,11 +541,11 @@ func TestCompCPUBoundOpIsNotCounted(t *testing.T) {
 }
 
 // A driver running CPU-bound ops back to back gives its P up between
-// visits: with GOMAXPROCS=1, 16 ops of 2 ms on 16 sessions, one worker,
-// and a goroutine that loops on runtime.Gosched meanwhile, that goroutine
-// runs at least once for every two yields the runtime counts (each yield
-// lets it run once; Go's own preemption, every 10 ms, about 3 times in
-// all), and the driver yields. With drivers that never yield
+// visits: with GOMAXPROCS=1, 16 ops of 2 x yieldAfter on 16 sessions,
+// one worker, and a goroutine that loops on runtime.Gosched meanwhile,
+// that goroutine runs at least once for every two yields the runtime
+// counts (each yield lets it run once; Go's own preemption, every 10 ms,
+// about 6 times in all), and the driver yields. With drivers that never yield
 // (ACCEL_TEST_NOYIELD=1) no yield is counted; with a yield that counts
 // but keeps the P, the goroutine runs too seldom.
 func TestCompDriverYieldsItsP(t *testing.T) {
@@ -584,13 +585,13 @@ func TestCompDriverYieldsItsP(t *testing.T) {
 			runtime.Gosched()
 		}
 	}()
-	done := compWatch(t, "16 CPU-bound ops of 2 ms, GOMAXPROCS=1, 1 worker")
+	done := compWatch(t, fmt.Sprintf("16 CPU-bound ops of %v, GOMAXPROCS=1, 1 worker", 2*yieldAfter))
 	all.Wait()
 	done()
 	close(stop)
 	y := rt.host.yields.Load()
 	if y == 0 {
-		t.Fatal("the driver never yielded its P in 32 ms of back-to-back ops")
+		t.Fatalf("the driver never yielded its P in %v of back-to-back ops", n*2*yieldAfter)
 	}
 	if r := int64(runs.Load()); 2*r < y {
 		t.Fatalf("another goroutine ran %d times while the driver yielded %d times", r, y)
