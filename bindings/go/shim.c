@@ -8,6 +8,7 @@
  */
 #include "shim.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,11 +290,13 @@ int goaccel_thread_runnable(int tid)
 {
     char path[64], buf[256];
     snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-    FILE *f = fopen(path, "re");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_CLOEXEC); /* no stdio: no malloc */
+    if (fd < 0)
         return 1;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 1;
     buf[n] = 0;
     const char *p = strrchr(buf, ')'); /* the name may hold anything */
     return !p || p[1] != ' ' || p[2] == 'R';
