@@ -597,3 +597,61 @@ func TestCompDriverYieldsItsP(t *testing.T) {
 		t.Fatalf("another goroutine ran %d times while the driver yielded %d times", r, y)
 	}
 }
+
+// Session.Blocking counts its wait at once: with the monitor counting
+// nothing and 1 worker, an op blocked on a channel inside s.Blocking does
+// not keep another session's op from running; a panic in the wait fails
+// the op and the session goes on; outside an op Blocking just runs the
+// wait. A Blocking that only ran
+// its wait would leave the second op waiting: its watchdog fails it.
+func TestCompSessionBlockingCountsAtOnce(t *testing.T) {
+	compCases(t, func(t *testing.T) {
+		noMonitorForTest.Store(true) // only the announcement can count it
+		defer noMonitorForTest.Store(false)
+		rt := newQueuedRuntime(t, 1)
+		a, _ := rt.NewVMSession("a")
+		b, _ := rt.NewVMSession("b")
+		release := make(chan struct{})
+		inside := make(chan struct{})
+		res := make(chan error, 1)
+		go func() {
+			res <- a.Submit(queued(t), func(s *Session) error {
+				s.Blocking(func() {
+					close(inside)
+					<-release
+				})
+				return nil
+			})
+		}()
+		done := compWatch(t, "a's op inside s.Blocking")
+		<-inside
+		done()
+		done = compWatch(t, "b's op while a's waits inside s.Blocking (1 worker, no monitor)")
+		if err := b.Submit(queued(t), func(*Session) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		done()
+		close(release)
+		if err := <-res; err != nil {
+			t.Fatal(err)
+		}
+		// A panic inside the wait: the op fails, the count ends.
+		err := a.Submit(queued(t), func(s *Session) error {
+			s.Blocking(func() { panic("in the wait") })
+			return nil
+		})
+		if err == nil {
+			t.Fatal("an op whose wait panicked did not fail")
+		}
+		done = compWatch(t, "a's next op after the panic")
+		if err := a.Submit(queued(t), func(*Session) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		done()
+		ran := false
+		a.Session().Blocking(func() { ran = true }) // outside an op
+		if !ran {
+			t.Fatal("Blocking outside an op did not run its wait")
+		}
+	})
+}

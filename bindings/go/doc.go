@@ -55,7 +55,8 @@
 // none is free, so another session's op waits for a P and its fair share,
 // never for a worker held by a blocked op. Nested Submits across
 // sessions work to any depth, also with Workers: 1. The package's own
-// waits count at once; other waits 1-2 ms in, while no worker is free (a
+// waits count at once, and so does a wait f wraps in s.Blocking (a
+// storage read, a remote call); other waits 1-2 ms in, while no worker is free (a
 // monitor goroutine, asleep while no op runs, reads the CPU clock of the
 // worker's thread: a CPU-bound op, however long, gets no extra worker;
 // one whose goroutine waits for a P looks blocked and may). Bounds: at most 4 x Workers extra worker goroutines (at least 64); an

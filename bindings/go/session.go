@@ -55,6 +55,25 @@ func (s *Session) Release(bytes int64) error {
 	return statusErr(rc)
 }
 
+// Blocking runs wait, a call that blocks with little CPU (a state read
+// that goes to disk or the network, a remote signer), as a wait the
+// runtime is told of. Called by an op's f (on the goroutine f runs on),
+// the worker running the op hands its place to another worker at once,
+// as for a nested Submit, instead of when the package's monitor finds
+// the worker asleep, 1-2 ms into the wait: the other sessions' ops do
+// not wait for it meanwhile. Called anywhere else (outside an op, or on
+// another goroutine) it just runs wait. The count ends when wait
+// returns, panics or calls runtime.Goexit; calls nest. Meant for waits:
+// a wait that computes runs beside the worker that took its place, two
+// goroutines sharing the Ps where one was counted. s says whose op it is
+// for the reader; the op running on the calling goroutine is the one
+// counted.
+func (s *Session) Blocking(wait func()) {
+	m := blockBegin()
+	defer m.blockEnd()
+	wait()
+}
+
 // enter returns the session's C handle for one call (then exit); nil
 // without one (closed and freed, or no backend).
 func (s *Session) enter() *C.accel_session {

@@ -243,9 +243,16 @@ type op struct {
 	end   time.Duration // when f returned, from the start
 }
 
-func (o *op) run(blocking bool) {
+// hintWaits (-hint-waits): accel's ops say their wait (s.Blocking).
+var hintWaits bool
+
+func (o *op) run(blocking bool, s *accel.Session) {
 	if blocking && o.wait > 0 {
-		time.Sleep(o.wait)
+		if hintWaits && s != nil { // s is nil on the old design's goroutines
+			s.Blocking(func() { time.Sleep(o.wait) })
+		} else {
+			time.Sleep(o.wait)
+		}
 	}
 	c := &chains[o.chain]
 	if o.calls == 0 {
@@ -397,8 +404,8 @@ func runSystem(name string, vms []submitter, ops []*op, d time.Duration, depth i
 			defer outstanding[o.chain].Add(-1)
 			ctx, cancel := context.WithDeadline(stop, start.Add(o.at+chains[o.chain].deadline))
 			defer cancel()
-			err := vms[o.chain].Submit(ctx, func(*accel.Session) error {
-				o.run(blocking)
+			err := vms[o.chain].Submit(ctx, func(s *accel.Session) error {
+				o.run(blocking, s)
 				o.end = time.Since(start)
 				return nil
 			})
@@ -476,7 +483,7 @@ func capacity(seed uint64, d time.Duration) float64 {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
 				o := ops[int(next.Add(1))%len(ops)]
-				o.run(false)
+				o.run(false, nil)
 				work.Add(uint64(o.work))
 			}
 		}()
@@ -650,6 +657,7 @@ func main() {
 	seed := flag.Uint64("seed", 42, "seed of the arrivals and inputs")
 	depth := flag.Int64("depth", 1024, "ops a VM may have outstanding; more are dropped (both systems)")
 	systems := flag.String("systems", "both", "both | accel | old: the systems run (one alone: to profile it)")
+	flag.BoolVar(&hintWaits, "hint-waits", false, "blocking scenario: accel's ops run their wait inside s.Blocking (an op that knows it will wait says so; the old design's ops just wait)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	flag.Parse()
 	var list []scenario

@@ -73,3 +73,17 @@ func TestOnlyWaitingChainsWait(t *testing.T) {
 		t.Fatalf("%d ops wait, %d do not: want both", waiting, still)
 	}
 }
+
+// -hint-waits: accel's waiting ops run their wait inside s.Blocking; the
+// run still accounts for every op and checks every answer.
+func TestNodeExampleHintWaits(t *testing.T) {
+	hintWaits = true
+	defer func() { hintWaits = false }()
+	res, err := run([]scenario{{"blocking", 0.5, true}}, 300*time.Millisecond, 9, 1024, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[0][0]; r.ontime+r.late == 0 {
+		t.Fatalf("accel: no op completed (%+v)", r)
+	}
+}
