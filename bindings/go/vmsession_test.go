@@ -293,6 +293,11 @@ func TestClose(t *testing.T) {
 	if err := v.Sync(); !errors.Is(err, ErrSessionClosed) {
 		t.Fatalf("Sync after Close = %v", err)
 	}
+	waited := false
+	v.Session().Blocking(func() { waited = true }) // just runs the wait
+	if !waited {
+		t.Fatal("Blocking after Close did not run its wait")
+	}
 	if _, ok := rt.Lookup("close"); ok {
 		t.Fatal("closed session still found by Lookup")
 	}
