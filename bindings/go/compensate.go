@@ -81,6 +81,10 @@ type slotMon struct {
 	// driver is locked to it during the visit), stored by the driver at
 	// each visit's begin; 0: not known yet.
 	tid atomic.Int32
+	// hints: the waits the driver announced that are open now (blockBegin
+	// to blockEnd: the binding's own waits, Session.Blocking), written
+	// under mu; the monitor neither judges nor marks the slot meanwhile.
+	hints atomic.Int32
 	// the monitor's: the state it saw at its last tick, and the visit
 	// thread's CPU clock when it last looked (cpuOK false: none)
 	seen  uint64
@@ -261,6 +265,10 @@ func (c *comp) scan() bool {
 		if v&stMarked != 0 {
 			continue
 		}
+		if m.hints.Load() > 0 {
+			m.seen = 0 // counted already; a window starts after the wait
+			continue
+		}
 		if v != m.seen {
 			m.seen = v // first found inside this op: the window starts
 			m.sample(now)
@@ -319,7 +327,10 @@ func (m *slotMon) computing(now time.Time) bool {
 // and the slot's visit is open (the driver is inside the op).
 func (m *slotMon) mark(v uint64) {
 	m.mu.Lock()
-	if m.st.CompareAndSwap(v, v|stMarked) {
+	// A wait the driver announced (hints > 0, set under mu) is counted
+	// already: a mark nested in it would outlive it, and the op's CPU
+	// work after the wait would keep an extra driver beside it.
+	if m.hints.Load() == 0 && m.st.CompareAndSwap(v, v|stMarked) {
 		m.c.marks.Add(1)
 		C.accel_host_blocking_begin(m.rt, m.w)
 	}
@@ -345,6 +356,9 @@ func blockBegin() *slotMon {
 	}
 	m.mu.Lock()
 	rc := C.accel_host_blocking_begin(rt, w)
+	if rc == C.ACCEL_OK {
+		m.hints.Add(1) // under mu: mark sees it or came first
+	}
 	m.mu.Unlock()
 	if rc != C.ACCEL_OK {
 		return nil
@@ -359,6 +373,7 @@ func (m *slotMon) blockEnd() {
 	}
 	m.mu.Lock()
 	C.accel_host_blocking_end(m.rt, m.w)
+	m.hints.Add(-1)
 	m.mu.Unlock()
 }
 

@@ -174,9 +174,11 @@ func (h *hostWorkers) stop() {
 // the goroutines runnable, which is lost work when the drivers, not the
 // CPUs, are short (ops that block, before the monitor counts them). In
 // the node example's blocking scenario, yields every 1 ms cost about 7%
-// of accel's work (0.685x against 0.74x of capacity, medians of 4 runs),
-// every 4 ms none; under overload 1 ms kept every Critical op on time
-// and 4 ms missed up to 1.1% of them.
+// of accel's work (0.685x against 0.74x of capacity, medians of 4 runs)
+// and every 4 ms none (3 runs); under overload, 1 ms kept 99.2-100% of
+// Critical ops on time, 2 ms 98.8-100% and 4 ms 98.9-99.8% (3 or 4
+// runs each: 2 and 4 ms are not told apart). 2 ms is the middle: a
+// goroutine waits for a P about that long plus the op running.
 const yieldAfter = 2 * time.Millisecond
 
 // Idle slots spin this many times (a Gosched each, so that submitters on

@@ -57,17 +57,19 @@ func (s *Session) Release(bytes int64) error {
 
 // Blocking runs wait, a call that blocks with little CPU (a state read
 // that goes to disk or the network, a remote signer), as a wait the
-// runtime is told of. Called by an op's f (on the goroutine f runs on),
-// the worker running the op hands its place to another worker at once,
-// as for a nested Submit, instead of when the package's monitor finds
-// the worker asleep, 1-2 ms into the wait: the other sessions' ops do
-// not wait for it meanwhile. Called anywhere else (outside an op, or on
-// another goroutine) it just runs wait. The count ends when wait
+// runtime is told of. Called by an op's f on the goroutine f runs on,
+// when a pool worker runs the op, that worker hands its place to another
+// at once, as for a nested Submit, instead of when the package's monitor
+// finds it asleep, 1-2 ms into the wait: the other sessions' ops do not
+// wait for it meanwhile, and the monitor leaves the announced wait alone.
+// Anywhere else it just runs wait: outside an op, on another goroutine,
+// and when a synchronous Submit runs its own op on the caller's
+// goroutine (no pool worker is held then). The count ends when wait
 // returns, panics or calls runtime.Goexit; calls nest. Meant for waits:
 // a wait that computes runs beside the worker that took its place, two
-// goroutines sharing the Ps where one was counted. s says whose op it is
-// for the reader; the op running on the calling goroutine is the one
-// counted.
+// goroutines sharing the Ps where one was counted. The op counted is the
+// one running on the calling goroutine; s only says whose op it is to
+// the reader (a nil *Session works the same).
 func (s *Session) Blocking(wait func()) {
 	m := blockBegin()
 	defer m.blockEnd()
