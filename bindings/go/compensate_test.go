@@ -73,6 +73,17 @@ func plantNoGrow(t *testing.T) {
 	}
 }
 
+// quickOp submits an empty op to v and waits for it under a watchdog
+// named step.
+func quickOp(t *testing.T, v *VMSession, step string) {
+	t.Helper()
+	done := compWatch(t, step)
+	if err := v.Submit(queued(t), func(*Session) error { return nil }); err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	done()
+}
+
 // queued is a ctx that can end (a Submit with it waits for ctx too); on a
 // runtime of newQueuedRuntime the Submit always goes through the queue to
 // a driver goroutine (never the caller's own hand-off).
@@ -422,11 +433,7 @@ func TestCompGoexitOnExtraDriver(t *testing.T) {
 	}()
 	<-ended
 	done()
-	done = compWatch(t, "b's next op, a's still blocked")
-	if err := b.Submit(queued(t), func(*Session) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	done()
+	quickOp(t, b, "b's next op, a's still blocked")
 	close(release)
 	if err := <-aDone; err != nil {
 		t.Fatal(err)
@@ -626,11 +633,7 @@ func TestCompSessionBlockingCountsAtOnce(t *testing.T) {
 		done := compWatch(t, "a's op inside s.Blocking")
 		<-inside
 		done()
-		done = compWatch(t, "b's op while a's waits inside s.Blocking (1 worker, no monitor)")
-		if err := b.Submit(queued(t), func(*Session) error { return nil }); err != nil {
-			t.Fatal(err)
-		}
-		done()
+		quickOp(t, b, "b's op while a's waits inside s.Blocking (1 worker, no monitor)")
 		close(release)
 		if err := <-res; err != nil {
 			t.Fatal(err)
@@ -648,11 +651,7 @@ func TestCompSessionBlockingCountsAtOnce(t *testing.T) {
 				t.Fatalf("slot %d: %d announced waits still open after the wait panicked", i, h)
 			}
 		}
-		done = compWatch(t, "a's next op after the panic")
-		if err := a.Submit(queued(t), func(*Session) error { return nil }); err != nil {
-			t.Fatal(err)
-		}
-		done()
+		quickOp(t, a, "a's next op after the panic")
 		ran := false
 		a.Session().Blocking(func() { ran = true }) // outside an op
 		if !ran {
