@@ -541,13 +541,18 @@ int accel__comp_host_leave(accel_runtime *rt, accel__worker *w,
 
 /* ---- the monitor */
 
-/* Reads /proc/self/task/<tid>/<name> into buf (NUL-terminated); the
- * bytes read, or -1 (no tid yet, or no procfs). */
-static ssize_t read_task_file(accel__worker *w, const char *name, char *buf,
-                              size_t size)
+/* w's thread's kernel id; 0 before the thread has started. */
+static int tid_of(accel__worker *w)
 {
     /* relaxed: written once by the thread at its start. */
-    int tid = atomic_load_explicit(&w->tid, memory_order_relaxed);
+    return atomic_load_explicit(&w->tid, memory_order_relaxed);
+}
+
+/* Reads /proc/self/task/<tid>/<name> into buf (NUL-terminated); the
+ * bytes read, or -1 (no tid yet, or no procfs). */
+static ssize_t read_task_file(int tid, const char *name, char *buf,
+                              size_t size)
+{
     if (tid <= 0)
         return -1;
     char path[64];
@@ -580,18 +585,21 @@ static uint64_t busy_ns(accel__worker *w, bool *ok)
     return ns;
 }
 
-/* Whether the thread is running or runnable now ('R' in its stat; a
- * sleeping or I/O-waiting one is 'S' or 'D'): a CPU-bound op on an
- * overloaded machine gets under half of the time on a CPU and looks idle
- * by its clock alone, but it is runnable. Unknown: true
- * (never count a worker blocked on a guess). */
-static bool thread_runnable(accel__worker *w)
+bool accel__tid_runnable(int tid)
 {
     char buf[256];
-    if (read_task_file(w, "stat", buf, sizeof(buf)) < 0)
+    if (read_task_file(tid, "stat", buf, sizeof(buf)) < 0)
         return true;
     const char *p = strrchr(buf, ')'); /* the name may hold anything */
     return !p || p[1] != ' ' || p[2] == 'R';
+}
+
+/* Whether w's thread is running or runnable now (accel__tid_runnable):
+ * a CPU-bound op on an overloaded machine gets under half of the time
+ * on a CPU and looks idle by its clock alone, but it is runnable. */
+static bool thread_runnable(accel__worker *w)
+{
+    return accel__tid_runnable(tid_of(w));
 }
 
 /* The thread's time on a CPU and waiting on a run queue, in ns (its
@@ -601,7 +609,7 @@ static bool thread_runnable(accel__worker *w)
 static bool read_schedstat(accel__worker *w, uint64_t *cpu, uint64_t *rd)
 {
     char buf[96];
-    if (read_task_file(w, "schedstat", buf, sizeof(buf)) < 0)
+    if (read_task_file(tid_of(w), "schedstat", buf, sizeof(buf)) < 0)
         return false;
     char *end;
     *cpu = strtoull(buf, &end, 10);

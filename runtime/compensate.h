@@ -88,6 +88,13 @@ void accel__comp_stop(accel_runtime *rt);
 /* A worker thread (base or extra) installs the block hook for itself. */
 void accel__comp_thread_begin(struct accel__worker *w);
 
+/* Whether the thread of kernel id tid (of this process) is running or
+ * runnable now ('R' in /proc/self/task/<tid>/stat; one that sleeps, on a
+ * futex or in I/O, is 'S' or 'D'). Unknown (no such thread, no procfs):
+ * true, so that no monitor counts a thread blocked on a guess. Used by
+ * this file's monitor and the Go binding's. */
+bool accel__tid_runnable(int tid);
+
 /* The wake path found no parked general worker for new work (park.c):
  * starts an extra if blocked workers are owed one, arms the monitor. Cold
  * unless a worker is blocked or the monitor sleeps. */

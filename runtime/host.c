@@ -230,9 +230,10 @@ int accel__host_submit_own_ex(accel_runtime *rt, unsigned worker,
                         ops, cap, n, begun, true);
 }
 
-/* stop: the slot will not begin again soon (accel_host_visit_end_stop). */
+/* stop: the slot will not begin again soon (accel_host_visit_end_stop).
+ * *now: when the visit ended (its charge's clock read). */
 static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
-                     unsigned n, bool stop)
+                     unsigned n, bool stop, uint64_t *now)
 {
     accel__host_slot *h = slot_of(rt, worker);
     if (!h || !h->open || n != h->handed || (n && !status))
@@ -249,8 +250,7 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
     if (h->k)
         accel__progress_finished(&s->progress, h->k);
     h->open = false;
-    uint64_t now;
-    unsigned lanes = accel__visit_end(v, &now);
+    unsigned lanes = accel__visit_end(v, now);
     accel__lane lane = accel__lane_of_slot(worker, rt->cfg.short_lane_workers);
     /* Re-queued for lanes this slot is not in (a short-lane slot's session
      * turned long): a worker that may run it must not stay parked. A
@@ -266,13 +266,22 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
 int accel_host_visit_end(accel_runtime *rt, unsigned worker,
                          const int *status, unsigned n)
 {
-    return visit_end(rt, worker, status, n, false);
+    uint64_t now;
+    return visit_end(rt, worker, status, n, false, &now);
 }
 
 int accel_host_visit_end_stop(accel_runtime *rt, unsigned worker,
                               const int *status, unsigned n)
 {
-    return visit_end(rt, worker, status, n, true);
+    uint64_t now;
+    return visit_end(rt, worker, status, n, true, &now);
+}
+
+int accel__host_visit_end_at(accel_runtime *rt, unsigned worker,
+                             const int *status, unsigned n, bool stop,
+                             uint64_t *now)
+{
+    return visit_end(rt, worker, status, n, stop, now);
 }
 
 int accel_host_idle_begin(accel_runtime *rt, unsigned worker)

@@ -309,7 +309,7 @@ func (m *slotMon) sample(now time.Time) {
 // a slow hand-back after a preemption) leaves its locked thread asleep,
 // as a blocked one does, and is counted; its extra driver then waits for
 // a P too, and goes when the op returns. Drivers yield their P between
-// visits (yieldIfDue), so Go preempts one only inside an op over 10 ms.
+// visits (yielder), so Go preempts one only inside an op over 10 ms.
 func (m *slotMon) computing(now time.Time) bool {
 	prev, t0, ok := m.cpu0, m.t0, m.cpuOK
 	m.sample(now)
@@ -502,38 +502,32 @@ func (d *driver) extraLoop() {
 	runtime.LockOSThread()
 	var mode, nprev C.uint
 	spins := 0
-	y := yielder{count: &h.yields}
+	y := yielder{io: &d.b.io, count: &h.yields}
 	y.reset()
-	endAlone := func(mode C.uint) bool {
-		var left C.int
-		C.goaccel_extra_step(h.rt, C.uint(d.w), mode, &d.b.status[0], d.b.n, nil, 0, nil, &left, nil)
-		return left != 0
-	}
 	if d.open {
-		C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w), &d.b.tid)
+		C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w), &d.b.io.tid)
 		d.runVisit()
 		mode, nprev = C.GOACCEL_STEP_END, C.uint(d.n)
 	}
 	for {
 		var left C.int
 		rc := int(C.goaccel_extra_step(h.rt, C.uint(d.w), mode, &d.b.status[0], nprev,
-			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n, &left, &d.b.tid))
+			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n, &left, &d.b.io))
 		if left != 0 {
 			runtime.UnlockOSThread()
 			gone()
 			return
+		}
+		if d.b.io.yield != 0 { // the visit ended, nothing begun
+			y.due()
+			mode, nprev = 0, 0
+			continue
 		}
 		if rc == C.ACCEL_OK {
 			d.n, d.i, d.open = int(d.b.n), 0, true
 			d.sess = C.accel_current_session()
 			d.runVisit()
 			mode, nprev, spins = C.GOACCEL_STEP_END, d.b.n, 0
-			if yielded, left := y.yieldIfDue(endAlone); left {
-				gone()
-				return
-			} else if yielded {
-				mode, nprev = 0, 0
-			}
 			continue
 		}
 		runtime.UnlockOSThread()
@@ -565,7 +559,7 @@ func (d *driver) extraLoop() {
 		}
 		// Idle a while: end the spell with one more look; nothing: leave.
 		rc = int(C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_UNIDLE, nil, 0,
-			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n, &d.b.tid))
+			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n, &d.b.io))
 		if rc == C.ACCEL_OK {
 			d.n, d.i, d.open = int(d.b.n), 0, true
 			d.sess = C.accel_current_session()

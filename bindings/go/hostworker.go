@@ -29,6 +29,7 @@ import "C"
 
 import (
 	"errors"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -47,7 +48,7 @@ type hostWorkers struct {
 	// (submitOwn); the drivers' slots come after them.
 	helpers []helperSlot
 	comp    *comp        // compensation for drivers blocked in an op (compensate.go)
-	yields  atomic.Int64 // drivers' yields of their P (yieldIfDue; a statistic for the tests)
+	yields  atomic.Int64 // drivers' yields of their P (yielder.due; a statistic for the tests)
 }
 
 // helperSlot is one helper slot: its busy word (taken by CAS: one driver
@@ -64,7 +65,7 @@ type slotBuf struct {
 	recs   [C.ACCEL_HOST_VISIT_MAX]C.uintptr_t
 	status [C.ACCEL_HOST_VISIT_MAX]C.int
 	n      C.uint
-	tid    C.int // the thread that began the open visit (its kernel id)
+	io     C.goaccel_step_io // the driver's side of its steps (yielder)
 }
 
 // hostRuntimes maps a runtime's wake id (its host_wake_arg) to its
@@ -162,7 +163,7 @@ func (h *hostWorkers) stop() {
 
 // A driver that has held its P for yieldAfter, running visits back to
 // back, ends the last one alone and calls runtime.Gosched before it
-// begins the next (yieldIfDue): the goroutines waiting for its P (the
+// begins the next (yielder): the goroutines waiting for its P (the
 // node's network handlers, the submitters its ops' results woke) run
 // then, not when Go preempts the driver 10 ms in. Go preempts a
 // goroutine only after 10 ms and a driver with queued work never parks,
@@ -243,67 +244,65 @@ func nextIdleStep(mode, nprev *C.uint, spins *int) bool {
 	return true
 }
 
-// yielder is a driver's record of its hold on a P (yieldIfDue).
+// yielder is a driver's record of its hold on a P. Its steps end each
+// visit with the time the visit's charge read (goaccel_step_io); once
+// that is yieldAfter past the last look, the step begins nothing and the
+// driver looks (due).
 type yielder struct {
-	since time.Time // the last look (or the hold's start)
-	nvcsw uint64    // the thread's voluntary context switches then
-	tid   C.int     // ... and that thread; 0: none yet
+	io    *C.goaccel_step_io // the driver's slotBuf's: yield_at
+	nvcsw uint64             // the thread's voluntary context switches at the last look
+	tid   C.int              // ... and that thread; 0: none
 	count *atomic.Int64
 }
 
 // reset starts a new hold: the driver, on a locked thread, runs again
-// (after parking or yielding). The baseline costs one syscall.
+// (after parking or yielding). One syscall.
 func (y *yielder) reset() {
-	var tid C.int
-	var nv C.uint64_t
-	if C.goaccel_self_switches(&tid, &nv) == 0 {
-		tid = 0 // no count: the first look takes it
+	var nv, now C.uint64_t
+	if C.goaccel_self_switches(&y.tid, &nv, &now) == 0 {
+		y.tid = 0 // no count: the next look takes it
 	}
-	y.since, y.nvcsw, y.tid = time.Now(), uint64(nv), tid
+	y.look(uint64(nv), uint64(now))
 }
 
-// yieldIfDue: called after a visit (still open: status[0..nprev) its
-// ops' outcomes) on a thread locked to the driver. Once yieldAfter has
-// passed since its last look, it asks the kernel (one syscall per
-// yieldAfter at most) whether its thread has slept since then. If not,
-// the driver has held its P all that time: the visit is ended alone
-// (with step, the slot's kind of step: an extra slot may leave there),
-// the P is yielded with the thread unlocked (a Gosched on a locked thread
-// hands the P to another thread and back), and the thread is locked
-// again: the next step begins with nothing to end. A driver whose op
-// waited (time.Sleep, a channel, I/O: its locked thread slept) gave its
-// P up meanwhile and does not yield: a yield costs it its turn (it
-// queues behind every goroutine runnable); yielding on the wall clock
-// alone cost the node example's blocking scenario about 6% of its work.
-// The kernel preempting the thread is not a sleep: the driver still
-// holds its P then. yielded false: nothing done; left: the extra slot
-// left (the thread is unlocked then).
-func (y *yielder) yieldIfDue(step func(mode C.uint) (left bool)) (yielded, left bool) {
-	now := time.Now()
-	if now.Sub(y.since) < yieldAfter || yieldOffForTest.Load() {
-		return false, false
+// look records the baseline and when the next look is due.
+func (y *yielder) look(nvcsw, now uint64) {
+	y.nvcsw = nvcsw
+	y.io.yield_at = C.uint64_t(now + uint64(yieldAfter))
+	if yieldOffForTest.Load() {
+		y.io.yield_at = C.uint64_t(math.MaxUint64)
 	}
+}
+
+// due: the driver's step ended a visit yieldAfter past the last look and
+// began nothing; its thread is locked. It asks the kernel whether the
+// thread has slept since the last look. If not, the driver has held its
+// P all that time: it yields the P with the thread unlocked (a Gosched
+// on a locked thread hands the P to another thread and back) and locks
+// again. A driver whose op waited (time.Sleep, a channel, I/O: its
+// locked thread slept) gave its P up meanwhile and does not yield: a
+// yield costs it its turn (it queues behind every goroutine runnable);
+// yielding on the wall clock alone cost the node example's blocking
+// scenario about 6% of its work. The kernel preempting the thread is not
+// a sleep: the driver still holds its P then. Either way its next step
+// begins with nothing to end.
+func (y *yielder) due() {
 	var tid C.int
-	var nv C.uint64_t
-	ok := C.goaccel_self_switches(&tid, &nv) != 0
-	held := ok && tid == y.tid && uint64(nv) == y.nvcsw
-	y.since, y.nvcsw, y.tid = now, uint64(nv), tid
-	if !ok {
-		y.tid = 0
-	}
-	if !held {
-		return false, false
-	}
-	if step(C.GOACCEL_STEP_END | C.GOACCEL_STEP_NOBEGIN) {
-		runtime.UnlockOSThread()
-		return true, true
+	var nv, now C.uint64_t
+	ok := C.goaccel_self_switches(&tid, &nv, &now) != 0
+	if !ok || tid != y.tid || uint64(nv) != y.nvcsw {
+		y.tid = tid
+		if !ok {
+			y.tid = 0
+		}
+		y.look(uint64(nv), uint64(now))
+		return
 	}
 	runtime.UnlockOSThread()
 	runtime.Gosched()
 	runtime.LockOSThread()
 	y.count.Add(1)
 	y.reset() // maybe another thread now
-	return true, false
 }
 
 // yieldOffForTest plants the bug a test must catch: drivers never yield
@@ -333,29 +332,27 @@ func (d *driver) loop() {
 	var mode C.uint
 	var nprev C.uint
 	spins := 0
-	y := yielder{count: &h.yields}
+	y := yielder{io: &d.b.io, count: &h.yields}
 	y.reset()
-	endAlone := func(mode C.uint) bool {
-		C.goaccel_host_step(h.rt, C.uint(d.w), mode, &d.b.status[0], d.b.n, nil, 0, nil, nil)
-		return false
-	}
 	if d.open {
 		// Taking over a visit whose driver ended in one of its ops.
-		C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w), &d.b.tid)
+		C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w), &d.b.io.tid)
 		d.runVisit()
 		mode, nprev = C.GOACCEL_STEP_END, C.uint(d.n)
 	}
 	for {
 		rc := int(C.goaccel_host_step(h.rt, C.uint(d.w), mode, &d.b.status[0], nprev,
-			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n, &d.b.tid))
+			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n, &d.b.io))
+		if d.b.io.yield != 0 { // the visit ended, nothing begun
+			y.due()
+			mode, nprev = 0, 0
+			continue
+		}
 		if rc == C.ACCEL_OK {
 			d.n, d.i, d.open = int(d.b.n), 0, true
 			d.sess = C.accel_current_session()
 			d.runVisit()
 			mode, nprev, spins = C.GOACCEL_STEP_END, d.b.n, 0
-			if yielded, _ := y.yieldIfDue(endAlone); yielded {
-				mode, nprev = 0, 0
-			}
 			continue
 		}
 		// No visit open.
@@ -388,7 +385,7 @@ func (d *driver) runVisit() {
 	if d.mon != nil {
 		// Before the ops' userIn stores: the monitor that sees one of
 		// them reads the visit's thread (seq-cst atomics order the two).
-		d.mon.tid.Store(int32(d.b.tid))
+		d.mon.tid.Store(int32(d.b.io.tid))
 	}
 	if r := d.rest; r != nil {
 		d.rest = nil

@@ -8,18 +8,17 @@
  */
 #include "shim.h"
 
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "_cgo_export.h"
+#include "clock.h"
+#include "compensate.h" /* accel__tid_runnable */
 #include "cpu_limits.h" /* unlike session.h (below), needs no liburcu */
-#include "host.h"       /* accel__host_submit_own_ex */
+#include "host.h"       /* accel__host_submit_own_ex, _visit_end_at */
 #include "submit.h"
 
 /* session.h's (not included here: it needs liburcu's headers, which only
@@ -83,24 +82,37 @@ void goaccel_visit_move(accel_runtime *rt, accel_session *s, unsigned w,
     accel__tls_current = s;
 }
 
+/* Ends the open visit (a stopping end wakes a worker for what it
+ * re-queues); true when io asks for a yield and the visit ended at or
+ * after io->yield_at. */
+static bool end_visit(accel_runtime *rt, unsigned w, const int *status,
+                      unsigned nprev, bool stop, goaccel_step_io *io)
+{
+    uint64_t now = 0;
+    int rc = accel__host_visit_end_at(rt, w, status, nprev, stop, &now);
+    goaccel_visiting = NULL;
+    return io && rc == ACCEL_OK && now >= io->yield_at;
+}
+
 int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
                       const int *status, unsigned nprev, uintptr_t *recs,
-                      unsigned cap, unsigned *n, int *tid)
+                      unsigned cap, unsigned *n, goaccel_step_io *io)
 {
     accel_op ops[ACCEL_HOST_VISIT_MAX];
+    if (io)
+        io->yield = 0;
     if (mode & GOACCEL_STEP_END) {
-        /* A slot that stops wakes a worker for what its end re-queues. */
-        if (mode & GOACCEL_STEP_STOP)
-            accel_host_visit_end_stop(rt, w, status, nprev);
-        else
-            accel_host_visit_end(rt, w, status, nprev);
-        goaccel_visiting = NULL;
+        bool stop = (mode & GOACCEL_STEP_STOP) != 0;
+        if (end_visit(rt, w, status, nprev, stop, io) && !stop) {
+            io->yield = 1;
+            return ACCEL_EAGAIN;
+        }
     }
     if (mode & GOACCEL_STEP_UNIDLE)
         accel_host_idle_end(rt, w, false);
     if (mode & GOACCEL_STEP_IDLE)
         accel_host_idle_begin(rt, w);
-    if (mode & (GOACCEL_STEP_STOP | GOACCEL_STEP_NOBEGIN))
+    if (mode & GOACCEL_STEP_STOP)
         return ACCEL_EAGAIN;
     if (cap > ACCEL_HOST_VISIT_MAX)
         cap = ACCEL_HOST_VISIT_MAX;
@@ -114,8 +126,8 @@ int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
             recs[i] = (uintptr_t)ops[i].arg;
         if (mode & GOACCEL_STEP_IDLE)
             accel_host_idle_end(rt, w, true);
-        if (tid)
-            *tid = goaccel_tid();
+        if (io)
+            io->tid = goaccel_tid();
     }
     return rc;
 }
@@ -238,21 +250,27 @@ accel_runtime *goaccel_cur_slot(unsigned *w)
 
 int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
                        const int *status, unsigned nprev, uintptr_t *recs,
-                       unsigned cap, unsigned *n, int *left, int *tid)
+                       unsigned cap, unsigned *n, int *left,
+                       goaccel_step_io *io)
 {
     *left = 0;
+    if (io)
+        io->yield = 0;
     if (mode & GOACCEL_STEP_END) {
         /* It may leave: a stopping end wakes a slot for what it re-queues. */
-        accel_host_visit_end_stop(rt, w, status, nprev);
-        goaccel_visiting = NULL;
+        bool due = end_visit(rt, w, status, nprev, true, io);
         if (accel_host_slot_leave(rt, w, ACCEL_HOST_LEAVE_IF_SURPLUS) ==
             ACCEL_OK) {
             *left = 1;
             return ACCEL_EAGAIN;
         }
+        if (due) {
+            io->yield = 1;
+            return ACCEL_EAGAIN;
+        }
         mode &= ~GOACCEL_STEP_END;
     }
-    return goaccel_host_step(rt, w, mode, status, 0, recs, cap, n, tid);
+    return goaccel_host_step(rt, w, mode, status, 0, recs, cap, n, io);
 }
 
 /* A thread's CPU clock: Linux's clock id for a thread by its kernel id
@@ -261,43 +279,23 @@ int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
  * leave dangling). A thread that has gone gives EINVAL: 0. */
 int goaccel_thread_cpu_ns(int tid, uint64_t *ns)
 {
-    struct timespec ts;
-    clockid_t c = (clockid_t)((~(unsigned)tid << 3) | 6u);
-    if (tid <= 0 || clock_gettime(c, &ts) != 0)
-        return 0;
-    *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    return 1;
+    return tid > 0 &&
+           accel__clock_ns((clockid_t)((~(unsigned)tid << 3) | 6u), ns);
 }
 
-/* The calling thread's kernel id and its voluntary context switches so
- * far (getrusage RUSAGE_THREAD: one syscall): a thread that slept (on a
- * futex, in I/O) since the last look switched voluntarily; one the
- * kernel preempted did not. */
-int goaccel_self_switches(int *tid, uint64_t *nvcsw)
+/* The calling thread's kernel id, its voluntary context switches so far
+ * (getrusage RUSAGE_THREAD: one syscall: a thread that slept, on a futex
+ * or in I/O, since the last look switched voluntarily; one the kernel
+ * preempted did not) and the monotonic time (the clock yield_at is of). */
+int goaccel_self_switches(int *tid, uint64_t *nvcsw, uint64_t *now)
 {
     struct rusage ru;
     *tid = goaccel_tid();
+    *now = accel__now_ns();
     if (getrusage(RUSAGE_THREAD, &ru) != 0)
         return 0;
     *nvcsw = (uint64_t)ru.ru_nvcsw;
     return 1;
 }
 
-/* Whether a thread is running or runnable ('R' in its /proc stat; one
- * that sleeps, on a futex or in I/O, is 'S' or 'D'). Unknown: 1 (the
- * monitor never counts a driver blocked on a guess). */
-int goaccel_thread_runnable(int tid)
-{
-    char path[64], buf[256];
-    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC); /* no stdio: no malloc */
-    if (fd < 0)
-        return 1;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 1;
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')'); /* the name may hold anything */
-    return !p || p[1] != ' ' || p[2] == 'R';
-}
+int goaccel_thread_runnable(int tid) { return accel__tid_runnable(tid); }

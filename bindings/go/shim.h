@@ -62,20 +62,29 @@ int goaccel_in_visit(accel_runtime *rt);
 #define GOACCEL_STEP_UNIDLE 2u
 #define GOACCEL_STEP_IDLE 4u
 #define GOACCEL_STEP_STOP 8u
-/* End (or end the idle spell) and begin nothing: the driver gives its P
- * to the goroutines waiting for one before its next begin. */
-#define GOACCEL_STEP_NOBEGIN 16u
+
+/* A driver's side of a step. yield_at (in): a monotonic ns; an END of a
+ * visit (not a stopping one) at or after it begins nothing and sets
+ * yield (out): the driver looks whether to give its P up (hostworker.go,
+ * yielder) before its next begin. tid (out, set by a begun visit): the
+ * calling thread's kernel id, by which the monitor reads its CPU clock.
+ * The time of the visit's end is the one its charge read: no clock read
+ * is added per visit. */
+typedef struct goaccel_step_io {
+    uint64_t yield_at;
+    int yield;
+    int tid;
+} goaccel_step_io;
 
 /* One step of a host worker slot's loop, one crossing: by mode, end the
  * open visit (status[0..nprev)), end an idle spell that found nothing,
  * announce idle; then (unless STOP) begin the next visit, the record
  * indices of its ops in recs[0..*n). With IDLE, a begin that finds work
  * ends the idle spell itself; one that does not leaves the slot idle.
- * A begun visit also sets *tid (unless tid is NULL): the calling thread's
- * kernel id, by which the monitor reads its CPU clock. */
+ * io (may be NULL): goaccel_step_io. */
 int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
                       const int *status, unsigned nprev, uintptr_t *recs,
-                      unsigned cap, unsigned *n, int *tid);
+                      unsigned cap, unsigned *n, goaccel_step_io *io);
 
 /* The open visit of a slot of rt, of session s, continues on the calling
  * thread (its driver goroutine ended inside an op: runtime.Goexit;
@@ -101,15 +110,16 @@ accel_runtime *goaccel_cur_slot(unsigned *w);
  * (accel_host_slot_leave IF_SURPLUS: *left = 1, nothing begun). */
 int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
                        const int *status, unsigned nprev, uintptr_t *recs,
-                       unsigned cap, unsigned *n, int *left, int *tid);
+                       unsigned cap, unsigned *n, int *left,
+                       goaccel_step_io *io);
 
 /* The CPU time of thread tid (a kernel id), in *ns; 0: unknown (it has
  * exited). */
 int goaccel_thread_cpu_ns(int tid, uint64_t *ns);
 
-/* The calling thread's kernel id, and in *nvcsw its voluntary context
- * switches so far; 0: unknown. */
-int goaccel_self_switches(int *tid, uint64_t *nvcsw);
+/* The calling thread's kernel id, in *nvcsw its voluntary context
+ * switches so far (0 returned: unknown) and in *now the monotonic ns. */
+int goaccel_self_switches(int *tid, uint64_t *nvcsw, uint64_t *now);
 
 /* Whether thread tid is running or runnable ('R'); unknown: 1. */
 int goaccel_thread_runnable(int tid);
