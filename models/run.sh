@@ -30,8 +30,10 @@ check() {
   local rc=$?
   local t1=$(date +%s.%N)
   local errs states
-  errs=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$d/pan.log" 2>/dev/null | head -1)
-  states=$(sed -n 's/^ *\([0-9]*\) states, stored.*/\1/p' "$d/pan.log" 2>/dev/null | head -1)
+  # sed quits at its first match: no `| head -1` whose early exit would
+  # fail the pipeline (pipefail) with SIGPIPE
+  errs=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p;T;q' "$d/pan.log" 2>/dev/null)
+  states=$(sed -n 's/^ *\([0-9]*\) states, stored.*/\1/p;T;q' "$d/pan.log" 2>/dev/null)
   local got=error
   if [ -n "$errs" ]; then
     # an incomplete search (depth or memory limit) is not a pass
@@ -43,7 +45,7 @@ check() {
     # the first error Spin reports, e.g. "pan:1: assertion violated (met==2)"
     local first
     first=$(grep -m1 '^pan:1:' "$d/pan.log")
-    if ! printf '%s' "$first" | grep -qF -- "$want"; then
+    if ! grep -qF -- "$want" <<<"$first"; then
       verdict=WRONG; fail=1
       echo "  expected the violation \"$want\", Spin reported: ${first:-nothing}"
     fi

@@ -21,11 +21,16 @@ pc=$(dirname "$(find "$root" -name accel.pc)")
 libdir=$(dirname "$pc")
 # The runtime package holds only the shared library (and its links) and
 # backend modules.
-dpkg-deb -c "${runtime[0]}" | awk '{print $6}' | grep -v '/$' |
-  grep -vEq 'libaccel\.so\.|libaccel-backend-[a-z]+\.so$' &&
+# Every check below reads a command's output from a variable, not through a
+# pipe into `grep -q`: under pipefail, grep -q leaving at its first match
+# fails the writer with SIGPIPE, and the check with it, at random.
+files=$(dpkg-deb -c "${runtime[0]}" | awk '{print $6}')
+grep -v '/$' <<<"$files" |
+  grep -vE 'libaccel\.so\.|libaccel-backend-[a-z]+\.so$' >/dev/null &&
   { echo "libaccel0 holds more than the library"; exit 1; }
 # A CPU-only program links no CUDA: libaccel.so needs no CUDA library.
-if readelf -d "$root"/usr/lib/*/libaccel.so.0 | grep -qi 'NEEDED.*cuda'; then
+dyn=$(readelf -d "$root"/usr/lib/*/libaccel.so.0)
+if grep -qi 'NEEDED.*cuda' <<<"$dyn"; then
   echo "libaccel.so.0 links CUDA"; exit 1
 fi
 
@@ -34,7 +39,8 @@ flags=$(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs accel)
 case "$flags" in *"$root"*) ;; *) echo "pkg-config flags miss the scratch root: $flags"; exit 1;; esac
 cc -std=c11 -Wall -Werror -o "$root/hello-pc" tests/package/hello.c $flags
 LD_LIBRARY_PATH="$libdir" "$root/hello-pc"
-LD_LIBRARY_PATH="$libdir" ldd "$root/hello-pc" | grep -q "$libdir/libaccel.so.0" ||
+loaded=$(LD_LIBRARY_PATH="$libdir" ldd "$root/hello-pc")
+grep -qF "$libdir/libaccel.so.0" <<<"$loaded" ||
   { echo "hello-pc did not load the packaged libaccel"; exit 1; }
 
 # The static library, as README shows it.
@@ -42,7 +48,8 @@ cc -std=c11 -Wall -Werror -o "$root/hello-static" tests/package/hello.c \
    "$(PKG_CONFIG_PATH="$pc" pkg-config --variable=libdir accel)/libaccel.a" \
    $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --static --libs accel)
 "$root/hello-static"
-if ldd "$root/hello-static" | grep -q libaccel; then
+loaded=$(ldd "$root/hello-static")
+if grep -q libaccel <<<"$loaded"; then
   echo "hello-static loads a shared libaccel"; exit 1
 fi
 

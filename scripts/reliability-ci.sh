@@ -78,7 +78,7 @@ ran_ok() { # label rc output: 0 if the run exited 0 and printed its count
 
 ops_of() { # output: prints its "N ops accepted" count; fails without one
   local n
-  n=$(printf '%s\n' "$1" | sed -n 's/.*: \([0-9][0-9]*\) ops accepted.*/\1/p' | head -1)
+  n=$(sed -n 's/.*: \([0-9][0-9]*\) ops accepted.*/\1/p;T;q' <<<"$1")
   [ -n "$n" ] && echo "$n"
 }
 
@@ -100,7 +100,9 @@ unit() { # binary: a Criterion suite; a LeakSanitizer report fails it (Criterion
   local out rc
   out=$("$1" --jobs 1 2>&1); rc=$?
   echo "$out" | tail -3
-  if echo "$out" | grep -q "LeakSanitizer"; then echo "$out" | grep -A12 "LeakSanitizer" | head -40; return 1; fi
+  # a here-string, not a pipe: under pipefail an echo cut off by grep -q's
+  # early exit would make a found report read as none
+  if grep -q "LeakSanitizer" <<<"$out"; then grep -m1 -A12 "LeakSanitizer" <<<"$out"; return 1; fi
   return $rc
 }
 
