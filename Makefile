@@ -48,6 +48,9 @@ check: build
 test: deps
 	@$(MAKE) --no-print-directory test-all
 
+# The tiers one at a time even under an inherited -j: each already uses
+# every core, and tiers side by side would shift what their tests count.
+.NOTPARALLEL:
 test-all: check test-asan test-tsan test-reliability test-package test-go test-go-asan
 	@echo "make test: all tiers passed"
 
@@ -73,14 +76,16 @@ test-reliability: need
 
 # The Go package compiles the C runtime itself (cgo); -race checks the Go
 # side (the C side has its own TSan tier).
+# -p 1: the packages one after another: the node example's crypto load
+# beside the binding's tests would shift what those tests count.
 test-go: need-go
-	cd bindings/go && $(GO_ENV) go vet ./... && $(GO_ENV) go test -race -count=1 ./...
+	cd bindings/go && $(GO_ENV) go vet ./... && $(GO_ENV) go test -race -count=1 -p 1 -timeout 20m ./...
 
 # The Go tests once more with the C side (and cgo's checks of Go memory)
 # under AddressSanitizer: a use of a freed session or runtime from Go is
 # caught here (go test -asan; not combinable with -race).
 test-go-asan: need-go
-	cd bindings/go && $(GO_ENV) CC=$${CC:-gcc} go test -asan -count=1 -timeout 20m ./...
+	cd bindings/go && $(GO_ENV) CC=$${CC:-gcc} go test -asan -count=1 -p 1 -timeout 20m ./...
 
 # The Go benchmarks against their same-run baselines, as a table: once
 # with Go's default GOMAXPROCS, once with 2 more Ps for the 2 workers'

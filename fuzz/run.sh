@@ -50,7 +50,9 @@ case "$mode" in
   fuzz)
     secs=${2:-120}
     mkdir -p "$B/corpus"
-    "$B/api_fuzz" -max_total_time="$secs" -max_len=512 -timeout=20 \
+    # A crash input lands in the build folder (not the caller's cwd); the
+    # log's "INFO: Seed:" line replays the run.
+    "$B/api_fuzz" -max_total_time="$secs" -max_len=512 -timeout=20 -artifact_prefix="$B/" \
         -print_final_stats=1 "$B/corpus" "$root/fuzz/corpus" 2>"$B/fuzz.log" \
       || { tail -60 "$B/fuzz.log"; exit 1; }
     grep -E "stat::number_of_executed_units|stat::peak_rss|cov:" "$B/fuzz.log" | tail -3

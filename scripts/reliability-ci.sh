@@ -98,7 +98,9 @@ stress_seeds() { # dir ops-per-seed seeds...
 unit() { # binary: a Criterion suite; a LeakSanitizer report fails it (Criterion
          # itself ignores the report its test process prints at exit)
   local out rc
-  out=$("$1" --jobs 1 2>&1); rc=$?
+  # timeout: a hang fails the tier, named, instead of running to CI's limit
+  out=$(timeout "$SEED_T" "$1" --jobs 1 2>&1); rc=$?
+  [ $rc = 124 ] && echo "$1: FAILED: hung (over ${SEED_T}s)"
   echo "$out" | tail -3
   # a here-string, not a pipe: under pipefail an echo cut off by grep -q's
   # early exit would make a found report read as none

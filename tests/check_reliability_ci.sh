@@ -40,7 +40,7 @@ run() { # standin tiers want(0|1) expected-text...
   local out rc
   out=$(STANDIN=$standin PATH="$tmp/bin:$PATH" RELIABILITY_QUICK=1 \
         RELIABILITY_TIERS="$tiers" RELIABILITY_YIELD_SEEDS=4 \
-        RELIABILITY_SEED_TIMEOUT=3 RELIABILITY_YIELD_TIMEOUT=3 JOBS=1 \
+        RELIABILITY_SEED_TIMEOUT=8 RELIABILITY_YIELD_TIMEOUT=8 JOBS=1 \
         timeout 120 bash "$tmp/scripts/reliability-ci.sh" 2>&1); rc=$?
   local ok=1
   if [ "$want" = 0 ] && [ $rc != 0 ]; then ok=0; fi
