@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -187,7 +188,11 @@ func (b *batchWait) arrive() {
 // started by then, as for Submit). If the
 // session closes part-way, the ops not queued get ErrSessionClosed. From
 // inside one of the session's own ops every op gets ErrDeadlock (the
-// batch would wait for itself), as with Submit.
+// batch would wait for itself), as with Submit. If an f calls
+// runtime.Goexit (t.Fatal does), that op fails, the batch's later ops,
+// queued with it, still run, and once all have finished SubmitBatch
+// calls runtime.Goexit on its own goroutine, as Submit does: it does not
+// return.
 func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) []error {
 	errs := make([]error, len(fs))
 	if len(fs) == 0 {
@@ -320,6 +325,11 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 		if !cancelled[i] {
 			recs[i].reset()
 			freeRec(recs[i])
+		}
+	}
+	for _, err := range errs {
+		if err == ErrGoexit {
+			runtime.Goexit() // as Submit: the deferred blockEnd still runs
 		}
 	}
 	return errs

@@ -274,14 +274,14 @@ func runGroupFrom(r *opRec, s *VMSession, d *driver, from int) C.int {
 }
 
 // salvageGoexit completes the op of record r whose f (op i of a group)
-// called runtime.Goexit: it failed with errGoexit. Runs in the exiting
+// called runtime.Goexit: it failed with ErrGoexit. Runs in the exiting
 // driver's deferred check. For a group with ops after i it returns true
 // and keeps r: the caller has them run (runGroupFrom from i+1).
 func salvageGoexit(r *opRec, i int, fl *recList) bool {
 	s := r.session()
 	if !r.isGroup() {
 		s.failed.Add(1)
-		finish(r, errGoexit, nil)
+		finish(r, ErrGoexit, nil)
 		return false
 	}
 	r.gbad++
@@ -293,9 +293,9 @@ func salvageGoexit(r *opRec, i int, fl *recList) bool {
 		r.group().ops[i] = groupOp{}
 	}
 	if done != nil {
-		done(base+i, errGoexit)
+		done(base+i, ErrGoexit)
 	} else if op.cb != nil {
-		op.cb(errGoexit)
+		op.cb(ErrGoexit)
 	}
 	if i+1 < r.gn {
 		return true

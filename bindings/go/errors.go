@@ -35,6 +35,11 @@ var (
 	ErrQueueFull = errors.New("accel: session queue full")
 	// ErrRuntimeClosed: the runtime has been closed.
 	ErrRuntimeClosed = errors.New("accel: runtime closed")
+	// ErrGoexit: the op's f called runtime.Goexit (t.Fatal and t.FailNow
+	// do); the op counts as failed. Only callbacks see it (SubmitAsync,
+	// SubmitAsyncBatch): Submit and SubmitBatch call runtime.Goexit on
+	// their own goroutine instead, as f running there would have.
+	ErrGoexit = errors.New("accel: op called runtime.Goexit")
 )
 
 // Status is a C status code that has no sentinel above; errors.Is matches

@@ -106,7 +106,7 @@ func (p *groupProbe) done(i int, err error) {
 }
 
 // check reports every op that did not run once, in order, with its own
-// result in its one completion (errGoexit for op exit, nil for the rest).
+// result in its one completion (ErrGoexit for op exit, nil for the rest).
 func (p *groupProbe) check(t *testing.T, what string) {
 	t.Helper()
 	for i := range p.errs {
@@ -116,7 +116,7 @@ func (p *groupProbe) check(t *testing.T, what string) {
 		if c := p.calls[i].Load(); c != 1 {
 			t.Errorf("%s: op %d: completion called %d times", what, i, c)
 		}
-		if i == p.exit && !errors.Is(p.errs[i], errGoexit) {
+		if i == p.exit && !errors.Is(p.errs[i], ErrGoexit) {
 			t.Errorf("%s: op %d called Goexit, completion got %v", what, i, p.errs[i])
 		} else if i != p.exit && p.errs[i] != nil {
 			t.Errorf("%s: op %d: completion got %v, want nil", what, i, p.errs[i])
@@ -393,12 +393,12 @@ func TestGoexitInOpsDrainedAtRuntimeClose(t *testing.T) {
 // the crash this guards against ends the process.
 func TestGoexitInOpRunByRuntimeDestroy(t *testing.T) {
 	if os.Getenv("ACCEL_TEST_DESTROY_GOEXIT_CHILD") != "1" {
-		out := runChild(t, "^TestGoexitInOpRunByRuntimeDestroy$", "ACCEL_TEST_DESTROY_GOEXIT_CHILD=1")
-		if !strings.Contains(out, "DESTROY-RAN-EVERY-OP") || strings.Contains(out, "--- FAIL") {
+		out, code := runChild(t, "^TestGoexitInOpRunByRuntimeDestroy$", "ACCEL_TEST_DESTROY_GOEXIT_CHILD=1")
+		if code != 0 || !strings.Contains(out, "DESTROY-RAN-EVERY-OP") || strings.Contains(out, "--- FAIL") {
 			if len(out) > 4000 {
 				out = out[:4000] + "\n..."
 			}
-			t.Fatalf("child run:\n%s", out)
+			t.Fatalf("child run (exit %d):\n%s", code, out)
 		}
 		return
 	}

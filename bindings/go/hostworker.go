@@ -28,7 +28,6 @@ package accel
 import "C"
 
 import (
-	"errors"
 	"math"
 	"runtime"
 	"sync"
@@ -308,12 +307,6 @@ func (y *yielder) due() {
 // yieldOffForTest plants the bug a test must catch: drivers never yield
 // their P between visits.
 var yieldOffForTest atomic.Bool
-
-// errGoexit is the outcome of an op whose f called runtime.Goexit (as
-// t.Fatal does): it counts as failed. A synchronous Submit that gets it
-// calls runtime.Goexit on its own goroutine, as f running there would
-// have; an async completion gets it as the op's error.
-var errGoexit = errors.New("accel: op called runtime.Goexit")
 
 // loop drives the slot: begin a visit, run its ops, end it (ended and the
 // next begun in one crossing), park when there is none.

@@ -315,7 +315,7 @@ func TestGoexitInOp(t *testing.T) {
 	got := make(chan error, 1)
 	done = step(t, "SubmitAsync whose op calls Goexit")
 	v.SubmitAsync(func(*Session) error { runtime.Goexit(); return nil }, func(err error) { got <- err })
-	if err := <-got; !errors.Is(err, errGoexit) {
+	if err := <-got; !errors.Is(err, ErrGoexit) {
 		t.Fatalf("async completion got %v", err)
 	}
 	done()
@@ -327,6 +327,49 @@ func TestGoexitInOp(t *testing.T) {
 	done()
 	if d, c, f := v.Stats(); d != 4 || c != 2 || f != 2 {
 		t.Fatalf("Stats = %d %d %d, want 4 2 2", d, c, f)
+	}
+}
+
+// runtime.Goexit in one f of a SubmitBatch: the batch's later ops still
+// run, in order, and then SubmitBatch ends its goroutine as Submit would
+// (it does not return the batch's errors with an ErrGoexit among them, which
+// would swallow a t.Fatal); the session goes on.
+func TestGoexitInSubmitBatch(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("v")
+	var order []int
+	op := func(i int, exit bool) func(*Session) error {
+		return func(*Session) error {
+			order = append(order, i)
+			if exit {
+				runtime.Goexit()
+			}
+			return nil
+		}
+	}
+	returned, exited := make(chan []error, 1), make(chan struct{})
+	go func() {
+		defer close(exited)
+		returned <- v.SubmitBatch(bg(), []func(*Session) error{op(0, false), op(1, true), op(2, false)})
+	}()
+	done := step(t, "goroutine whose batch op called Goexit")
+	<-exited
+	done()
+	select {
+	case errs := <-returned:
+		t.Fatalf("SubmitBatch returned %v after an f called runtime.Goexit", errs)
+	default:
+	}
+	if fmt.Sprint(order) != "[0 1 2]" {
+		t.Fatalf("ops ran %v, want [0 1 2]", order)
+	}
+	done = step(t, "Submit after the batch's Goexit")
+	if err := v.Submit(bg(), func(*Session) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	if d, c, f := v.Stats(); d != 4 || c != 3 || f != 1 {
+		t.Fatalf("Stats = %d %d %d, want 4 3 1", d, c, f)
 	}
 }
 
@@ -346,22 +389,29 @@ func TestFatalInOpFailsOnlyItsTest(t *testing.T) {
 		fmt.Println("SESSION-WENT-ON")
 		return
 	}
-	out := runChild(t, "^TestFatalInOpFailsOnlyItsTest$", "ACCEL_TEST_FATAL_CHILD=1")
-	if !strings.Contains(out, "from inside f") || !strings.Contains(out, "SESSION-WENT-ON") ||
+	out, code := runChild(t, "^TestFatalInOpFailsOnlyItsTest$", "ACCEL_TEST_FATAL_CHILD=1")
+	// The subtest fails (exit 1), and only it: no panic, no crash (exit 2).
+	if code != 1 || !strings.Contains(out, "--- FAIL: TestFatalInOpFailsOnlyItsTest/fatal") ||
+		!strings.Contains(out, "from inside f") || !strings.Contains(out, "SESSION-WENT-ON") ||
 		strings.Contains(out, "Submit returned after") {
-		t.Fatalf("child run:\n%s", out)
+		t.Fatalf("child run (exit %d):\n%s", code, out)
 	}
 }
 
-// runChild runs this test binary with env set and returns its output.
-func runChild(t *testing.T, run string, env ...string) string {
+// runChild runs this test binary with env set and returns its output and
+// exit status (-1: it did not start, or a signal ended it).
+func runChild(t *testing.T, run string, env ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run", run, "-test.v")
 	cmd.Env = append(os.Environ(), env...)
 	done := step(t, "child test binary")
 	out, _ := cmd.CombinedOutput()
 	done()
-	return string(out)
+	code := -1
+	if cmd.ProcessState != nil {
+		code = cmd.ProcessState.ExitCode()
+	}
+	return string(out), code
 }
 
 // Close from inside the session's own op while another goroutine's Close
@@ -748,12 +798,17 @@ func TestCompletionPanicIsRaised(t *testing.T) {
 		rt, _ := NewRuntime(RuntimeConfig{Workers: 1})
 		v, _ := rt.NewVMSession("v")
 		v.SubmitAsync(func(*Session) error { return nil }, func(error) { panic("PANIC-IN-DONE") })
-		time.Sleep(2 * time.Second)
+		// The panic ends the process while the driver is inside the
+		// callback; a swallowed one lets Sync return. The sleep only
+		// gives a panic raised later still a chance to show.
+		v.Sync()
+		time.Sleep(3 * time.Second)
 		fmt.Println("CHILD-WENT-ON")
 		return
 	}
-	out := runChild(t, "^TestCompletionPanicIsRaised$", "ACCEL_TEST_DONE_PANIC_CHILD=1")
-	if !strings.Contains(out, "PANIC-IN-DONE") || strings.Contains(out, "CHILD-WENT-ON") {
-		t.Fatalf("child run:\n%s", out)
+	out, code := runChild(t, "^TestCompletionPanicIsRaised$", "ACCEL_TEST_DONE_PANIC_CHILD=1")
+	// An unrecovered panic exits with status 2.
+	if code != 2 || !strings.Contains(out, "PANIC-IN-DONE") || strings.Contains(out, "CHILD-WENT-ON") {
+		t.Fatalf("child run (exit %d):\n%s", code, out)
 	}
 }

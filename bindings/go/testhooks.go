@@ -103,7 +103,7 @@ func (v *VMSession) submitRacedForTest(g *opRec, f func(*Session) error) (begun 
 	err = r.outcome()
 	r.reset()
 	freeRec(r)
-	if err == errGoexit {
+	if err == ErrGoexit {
 		runtime.Goexit()
 	}
 	return begun, err

@@ -535,7 +535,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	err = r.outcome()
 	r.reset()
 	freeRec(r)
-	if err == errGoexit {
+	if err == ErrGoexit {
 		runtime.Goexit()
 	}
 	return err
