@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -59,6 +60,11 @@ type Runtime struct {
 	byID    map[string][]*VMSession
 	all     map[*VMSession]struct{} // sessions whose C side is not freed yet
 	closing bool                    // Close began: no session opens
+	// closed: made by the first Close, closed when it returns; a Close
+	// racing it waits on it.
+	closed chan struct{}
+	// closeWaits counts the Closes that waited on closed (for tests).
+	closeWaits atomic.Int32
 }
 
 // NewRuntime starts a runtime with its worker goroutines.
@@ -203,18 +209,29 @@ func (rt *Runtime) Sessions() []*VMSession {
 // workers and frees the runtime. Every method of the runtime and of its
 // sessions stays safe afterwards (ErrRuntimeClosed, ErrSessionClosed or a
 // zero value). Calling Close from inside an op returns ErrDeadlock and
-// does nothing; a second Close returns ErrRuntimeClosed.
+// does nothing. A later Close returns ErrRuntimeClosed; one that races
+// the first waits until the first has finished, as VMSession.Close does,
+// so that the runtime is closed when any Close returns (from inside an
+// op, which the first waits for, it returns at once).
 func (rt *Runtime) Close() error {
 	rt.mu.Lock()
+	inside := rt.insideOpLocked()
 	if rt.closing {
+		closed := rt.closed
 		rt.mu.Unlock()
+		if !inside {
+			rt.closeWaits.Add(1)
+			<-closed
+		}
 		return ErrRuntimeClosed
 	}
-	if rt.insideOpLocked() {
+	if inside {
 		rt.mu.Unlock()
 		return ErrDeadlock
 	}
 	rt.closing = true
+	rt.closed = make(chan struct{})
+	defer close(rt.closed)
 	open := make([]*VMSession, 0, len(rt.all))
 	for v := range rt.all {
 		open = append(open, v)

@@ -136,21 +136,18 @@ func (s *Session) MemoryUsed() int64 {
 	return n
 }
 
-// MemoryBudget returns the session's cap in bytes; 0 = unlimited.
-func (s *Session) MemoryBudget() int64 { return s.v.FullStats().MemoryBudget }
+// MemoryBudget returns the session's cap in bytes, as opened (also after
+// Close); 0 = unlimited.
+func (s *Session) MemoryBudget() int64 { return s.v.budget }
 
-// Backend returns the backend the session is bound to.
+// Backend returns the backend the session was bound to at open (also
+// after Close); BackendCPU for a session whose backend is not available
+// (IsAvailable).
 func (s *Session) Backend() BackendType {
-	c := s.enter()
-	if c == nil {
+	if s.v.h == nil {
 		return BackendCPU
 	}
-	b := C.accel_session_backend(c)
-	s.exit()
-	if b == C.ACCEL_BACKEND_CUDA {
-		return BackendCUDA
-	}
-	return BackendCPU
+	return s.v.backend
 }
 
 // Sync waits for the session's submitted ops (VMSession.Sync).

@@ -37,17 +37,18 @@ type SessionStats struct {
 
 // FullStats returns a snapshot of every counter (each read atomically; not
 // one atomic snapshot while ops run). Once the session is closed, the C
-// runtime's fields are zero.
+// runtime's fields are zero, but for MemoryBudget, fixed at open.
 func (v *VMSession) FullStats() SessionStats {
 	st := SessionStats{
-		ID:         v.id,
-		Priority:   v.Priority(),
-		Closed:     v.closed.Load(),
-		Dispatched: v.dispatched.Load(),
-		Completed:  v.completed.Load(),
-		Failed:     v.failed.Load(),
-		Cancelled:  v.cancelled.Load(),
-		Submitted:  v.submitted.Load(),
+		ID:           v.id,
+		Priority:     v.Priority(),
+		Closed:       v.closed.Load(),
+		Dispatched:   v.dispatched.Load(),
+		Completed:    v.completed.Load(),
+		Failed:       v.failed.Load(),
+		Cancelled:    v.cancelled.Load(),
+		Submitted:    v.submitted.Load(),
+		MemoryBudget: v.budget,
 	}
 	c := v.sess.enter()
 	if c == nil {
@@ -61,7 +62,6 @@ func (v *VMSession) FullStats() SessionStats {
 	}
 	st.Queued = uint64(cs.queued)
 	st.MemoryUsed = int64(cs.memory_used)
-	st.MemoryBudget = int64(cs.memory_budget)
 	st.Service = time.Duration(cs.service_ns)
 	st.Visits = uint64(cs.visits)
 	st.WaitP50 = time.Duration(cs.wait_p50_ns)

@@ -25,12 +25,17 @@ import (
 //
 // A VMSession is safe for concurrent use. Every method stays safe after
 // Close and after its Runtime's Close: those that need the session return
-// ErrSessionClosed, the others a zero value.
+// ErrSessionClosed, the others what was fixed at open (ID, Priority,
+// MemoryBudget, Backend), the counters as they were, or a zero value
+// (MemoryUsed).
 type VMSession struct {
 	id   string
 	rt   *Runtime
 	h    *chandle // nil: the backend asked for is not available (IsAvailable)
 	sess Session  // what f is given; points back here
+
+	budget  int64       // the memory cap in bytes, fixed at open; 0 = none
+	backend BackendType // the backend bound at open (h not nil)
 
 	given    atomic.Int64 // as passed to WithPriority or SetPriority (Priority)
 	priority atomic.Int64 // the weight in use, clamped to 1..1000
@@ -220,6 +225,12 @@ func (rt *Runtime) open(vmID string, cfg vmSessionConfig, internal bool) (*VMSes
 		switch {
 		case rc == C.ACCEL_OK:
 			v.h = &chandle{c: cs}
+			// Kept here so that they stay true after Close.
+			v.budget = int64(cc.memory_budget)
+			v.backend = BackendCPU
+			if C.accel_session_backend(cs) == C.ACCEL_BACKEND_CUDA {
+				v.backend = BackendCUDA
+			}
 		case rc == C.ACCEL_ENOBACKEND && cfg.backend != BackendAuto && cfg.backend != BackendCPU:
 			// Unavailable, as the old type: v.h stays nil.
 		default:
