@@ -15,6 +15,7 @@ package accel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -683,4 +684,63 @@ func TestCompSessionBlockingIsNotMarked(t *testing.T) {
 			t.Fatalf("the monitor marked an announced wait %d times", m)
 		}
 	})
+}
+
+// A cycle of nested Submits: a's f submits to b, b's f submits back to a.
+// a's second op waits behind a's running op, which waits for b: as with
+// the old type (its per-session mutex), nothing but a ctx ends it. Here
+// the cycle must (1) not stall a third session's ops while it stands,
+// with one worker; (2) end when the inner Submit's ctx is cancelled:
+// that Submit returns context.Canceled at once (its op never runs), b's
+// f returns it, and so does a's Submit; (3) leave a and b working.
+// Both with Submit's direct hand-off and with every op on a driver.
+func TestCompNestedSubmitCycleEndsByCtx(t *testing.T) {
+	for _, own := range []bool{true, false} {
+		t.Run(fmt.Sprintf("handoff=%v", own), func(t *testing.T) {
+			compCases(t, func(t *testing.T) {
+				rt := newTestRuntime(t, 1)
+				rt.setOwnForTest(own)
+				a, _ := rt.NewVMSession("a")
+				b, _ := rt.NewVMSession("b")
+				c, _ := rt.NewVMSession("c")
+				inner, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				var innerRan atomic.Bool
+				inCycle := make(chan struct{})
+				got := make(chan error, 1)
+				go func() {
+					got <- a.Submit(queued(t), func(*Session) error {
+						return b.Submit(queued(t), func(*Session) error {
+							close(inCycle)
+							return a.Submit(inner, func(*Session) error {
+								innerRan.Store(true)
+								return nil
+							})
+						})
+					})
+				}()
+				done := compWatch(t, "b's op inside the cycle")
+				<-inCycle
+				done()
+				quickOp(t, c, "a third session's op while a and b wait on each other (1 worker)")
+				select {
+				case err := <-got:
+					t.Fatalf("the cycle ended by itself: %v", err)
+				default:
+				}
+				cancel()
+				done = compWatch(t, "the cycle ends when the inner ctx is cancelled")
+				err := <-got
+				done()
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("a.Submit = %v, want context.Canceled from the inner Submit", err)
+				}
+				if innerRan.Load() {
+					t.Fatal("the cancelled inner op ran")
+				}
+				quickOp(t, a, "a after the cycle")
+				quickOp(t, b, "b after the cycle")
+			})
+		})
+	}
 }

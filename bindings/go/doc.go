@@ -54,7 +54,12 @@
 // goroutine it blocks hands its place to another one, started for it if
 // none is free, so another session's op waits for a P and its fair share,
 // never for a worker held by a blocked op. Nested Submits across
-// sessions work to any depth, also with Workers: 1. The package's own
+// sessions work to any depth, also with Workers: 1. A cycle of them (a's
+// f waits on b while b's f waits on a) waits, as with the old type's
+// per-session lock, until a ctx of one of its Submits ends: that Submit
+// then returns ctx.Err() at once and its op never runs; meanwhile the
+// other sessions go on. Give a nested Submit that may close a cycle a ctx
+// with a deadline. The package's own
 // waits count at once, and so does a wait f wraps in s.Blocking (a
 // storage read, a remote call); other waits 1-2 ms in, while no worker is free (a
 // monitor goroutine, asleep while no op runs, reads the CPU clock of the
