@@ -395,3 +395,38 @@ Test(fork, fork_while_the_arena_lock_is_held, .timeout = 120)
     pthread_join(th, NULL);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
+
+/* The parent runtime's own mutexes: its session list (open, close, stats,
+ * metrics, destroy), its id table, its compensation lock. A child forked
+ * while a parent thread holds one must never take it: every call on the
+ * parent's objects returns ACCEL_ECLOSED (or its read-only snapshot)
+ * without touching them, and a fresh runtime works. Each lock in turn,
+ * each child running both. */
+Test(fork, fork_while_each_runtime_lock_is_held, .timeout = 240)
+{
+    static const char *const names[] = {"list_lock", "table_lock",
+                                        "comp.lock"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        accel_runtime *rt = tu_runtime(2);
+        accel_session *s = tu_open(rt, "parent", 8, 0);
+        cr_assert_not_null(s);
+        cr_assert_eq(accel_submit_wait(s, op_seven, NULL, ACCEL_FOREVER), 7);
+        pthread_mutex_t *locks[] = {&rt->list_lock, &rt->table_lock,
+                                    &rt->comp.lock};
+        holder h = {.m = locks[i], .until_forked = true};
+        pthread_t th;
+        pid_t pid = fork_while_held(&h, &th);
+        cr_assert_geq(pid, 0, "fork with %s held", names[i]);
+        if (pid == 0) {
+            child_arm_alarm();
+            int rc = child_parent_objects(rt, s);
+            _exit(rc ? rc : child_fresh_runtime());
+        }
+        cr_log_info("forked with %s held", names[i]);
+        expect_child(pid);
+        pthread_join(th, NULL);
+        cr_assert_eq(accel_session_close(s, ACCEL_CLOSE_DRAIN), ACCEL_OK);
+        accel_session_release(s);
+        cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    }
+}

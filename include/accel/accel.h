@@ -449,7 +449,13 @@ ACCEL_API int accel_submit_batch(accel_session *s, const accel_op *ops,
  * result, ACCEL_ECLOSED (closed before or cancelled before it ran),
  * ACCEL_EAGAIN, ACCEL_ETIMEDOUT, ACCEL_EINVAL, or ACCEL_EDEADLK from inside
  * one of the session's own ops. Note fn's own return value may coincide
- * with a status code; keep op errors positive to tell them apart. */
+ * with a status code; keep op errors positive to tell them apart.
+ * From inside an op of another session it waits as from anywhere (the
+ * worker is counted blocked, so other sessions go on), but a cycle (an op
+ * of A waits here on B while an op of B waits on A) is not detected and
+ * never returns. Where one can form, submit with accel_submit_ex and a
+ * ticket, wait for done with a bound of your own, and accel_cancel when it
+ * runs out. */
 ACCEL_API int accel_submit_wait(accel_session *s, accel_op_fn fn, void *arg,
                                 int64_t timeout_ns);
 
