@@ -134,6 +134,12 @@ func TestCompNestedSubmitDepth16(t *testing.T) {
 		if reached.Load() != depth {
 			t.Fatalf("depth %d not reached", depth)
 		}
+		// Each nested Submit counted its wait at once: the monitor, which
+		// would find an uncounted one 1-2 ms in and hide the miss, marked
+		// none.
+		if n := rt.host.comp.marks.Load(); n != 0 {
+			t.Fatalf("the monitor marked %d waits of nested Submits", n)
+		}
 	})
 }
 
