@@ -27,6 +27,9 @@
 #include <accel/host.h>
 
 #include "core_util.h"
+#include "unit_watchdog.h"
+
+UNIT_WATCHDOG_SUITE(bad_input);
 
 typedef struct fx {
     accel_runtime *rt;
@@ -49,6 +52,7 @@ static void fx_setup(void)
     accel_session_config cc = {.id = "c", .memory_budget = 50,
                                .backend = ACCEL_BACKEND_CPU};
     cr_assert_eq(accel_session_open(F.rt, &cc, &F.c), ACCEL_OK);
+    unit_step("drain close of the idle c (fixture)");
     cr_assert_eq(accel_session_close(F.c, ACCEL_CLOSE_DRAIN), ACCEL_OK);
     accel_session_config cx = {.id = "x", .memory_budget = 64,
                                .backend = ACCEL_BACKEND_CPU};
@@ -57,6 +61,7 @@ static void fx_setup(void)
 
 static void fx_teardown(void)
 {
+    unit_step("release of a, c, x and runtime destroy (fixture)");
     accel_session_release(F.a);
     accel_session_release(F.c);
     accel_session_release(F.x);
@@ -789,16 +794,21 @@ Test(bad_input, table, .init = fx_setup, .fini = fx_teardown, .timeout = 60)
     memset(long_id, 'L', ACCEL_ID_MAX + 1);
     long_id[ACCEL_ID_MAX + 1] = '\0';
     cr_assert_geq(NROWS, 40, "the table has %zu rows", NROWS);
+    unit_step("the CUDA probe and the snapshot before the first row");
     bool cuda = tu_cuda_usable(F.rt);
     snap before = take();
     cr_assert(before.lookup_a == ACCEL_OK && before.lookup_c == ACCEL_ENOENT &&
               before.lookup_new == ACCEL_ENOENT && before.a.memory_used == 100);
+    static char row_step[NROWS][96]; /* each row's step, named below */
     for (size_t i = 0; i < NROWS; i++) {
         if (rows[i].no_device && cuda) {
             cr_log_info("row %zu %s: not bad input with a device", i,
                         rows[i].name);
             continue;
         }
+        snprintf(row_step[i], sizeof(row_step[i]),
+                 "row %zu %s and the snapshot after it", i, rows[i].name);
+        unit_step(row_step[i]);
         int got = rows[i].fn();
         cr_expect_eq(got, rows[i].want, "row %zu %s: got %d (%s), want %d (%s)",
                      i, rows[i].name, got, accel_strerror(got), rows[i].want,
@@ -809,6 +819,7 @@ Test(bad_input, table, .init = fx_setup, .fini = fx_teardown, .timeout = 60)
         before = after;
     }
     /* and the sessions still work */
+    unit_step("submit_wait on a and x after the table");
     cr_assert_eq(accel_submit_wait(F.a, noop, NULL, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_submit_wait(F.x, noop, NULL, ACCEL_FOREVER), ACCEL_OK);
 }
@@ -828,6 +839,7 @@ Test(bad_input, priority_zero_is_normal, .init = fx_setup, .fini = fx_teardown,
     cr_assert_eq(accel_session_priority(s), ACCEL_PRIORITY_NORMAL);
     cr_assert_eq(accel_session_set_priority(s, 1), ACCEL_OK);
     cr_assert_eq(accel_session_priority(s), 1);
+    unit_step("release of p0");
     accel_session_release(s);
 }
 
@@ -843,6 +855,7 @@ Test(bad_input, id_of_127_bytes, .init = fx_setup, .fini = fx_teardown,
     cr_assert_eq(accel_session_lookup(F.rt, id, &h), ACCEL_OK);
     cr_assert_eq(h, s);
     cr_assert_str_eq(accel_session_id(s), id);
+    unit_step("release of the lookup's handle and of s");
     accel_session_release(h);
     accel_session_release(s);
 }
@@ -868,17 +881,21 @@ static uint64_t capacity_of(uint32_t depth)
     atomic_store(&gate_started, 0);
     accel_op g = {gate_op, NULL, NULL};
     cr_assert_eq(accel_submit(s, &g, ACCEL_FOREVER), ACCEL_OK);
+    unit_step("the gate op starts");
     while (!atomic_load(&gate_started))
         sched_yield();
     uint64_t n = 0;
+    unit_step("NO_WAIT submits until the ring is full");
     while (accel_submit(s, &good_op, ACCEL_NO_WAIT) == ACCEL_OK)
         n++;
     cr_assert_eq(accel_submit(s, &good_op, 1000), ACCEL_ETIMEDOUT);
     atomic_store(&gate_open, 1);
+    unit_step("drain close of the full ring once the gate opens");
     cr_assert_eq(accel_session_close(s, ACCEL_CLOSE_DRAIN), ACCEL_OK);
     accel_session_stats st;
     accel_session_get_stats(s, &st);
     cr_assert_eq(st.completed, n + 1);
+    unit_step("release of the closed session");
     accel_session_release(s);
     return n;
 }
@@ -936,12 +953,16 @@ static void close_inside(unsigned flags)
     for (int i = 2; i < 12; i++)
         ops[i] = (accel_op){count_op, count_done, NULL};
     size_t acc;
+    unit_step("a FOREVER batch of 12 ops");
     cr_assert_eq(accel_submit_batch(s, ops, 12, ACCEL_FOREVER, &acc), ACCEL_OK);
+    unit_step("the gate op starts");
     while (!atomic_load(&gate_started))
         sched_yield();
     atomic_store(&gate_open, 1);
+    unit_step("close_self closes the session from inside");
     while (!accel_session_is_closed(s)) /* close_self closed it */
         sched_yield();
+    unit_step("the outside close of s returns");
     cr_assert_eq(accel_session_close(s, flags), ACCEL_OK);
     accel_session_stats st;
     accel_session_get_stats(s, &st);
@@ -959,6 +980,7 @@ static void close_inside(unsigned flags)
                      st.cancelled, atomic_load(&cancelled_after),
                      atomic_load(&ran_after));
     }
+    unit_step("release of the closed s");
     accel_session_release(s);
 }
 
@@ -993,9 +1015,11 @@ Test(bad_input, release_last_handle_from_inside, .init = fx_setup,
     accel_op ops[3] = {{release_last_inside, NULL, s},
                        {count_op, NULL, NULL},
                        {count_op, NULL, NULL}};
+    unit_step("a FOREVER batch of 3 ops");
     cr_assert_eq(accel_submit_batch(s, ops, 3, ACCEL_FOREVER, NULL), ACCEL_OK);
     /* the id is freed when the close begins; wait for that */
     accel_session *h;
+    unit_step("the release from inside frees the id");
     while (accel_session_lookup(F.rt, "selfrelease", &h) == ACCEL_OK) {
         accel_session_release(h);
         sched_yield();
@@ -1003,6 +1027,7 @@ Test(bad_input, release_last_handle_from_inside, .init = fx_setup,
     /* The close is DRAIN: both ops behind the releasing one run. No handle
      * is left to sync on, so wait for them (a 10 s watchdog, not a
      * threshold: they run as soon as the worker reaches them). */
+    unit_step("the 2 ops behind the release run");
     for (int i = 0; i < 10000 && atomic_load(&ran_after) < 2; i++)
         tu_nap_us(1000);
     cr_assert_eq(atomic_load(&ran_after), 2,

@@ -16,6 +16,9 @@
 #include <string.h>
 
 #include "core_util.h"
+#include "unit_watchdog.h"
+
+UNIT_WATCHDOG_SUITE(cancel);
 
 #define HOUR_NS (INT64_C(3600) * 1000000000)
 
@@ -35,6 +38,7 @@ static fx setup(unsigned workers, uint32_t depth)
 
 static void teardown(fx *f)
 {
+    unit_step("release of s and runtime destroy");
     accel_session_release(f->s);
     cr_assert_eq(accel_runtime_destroy(f->rt), ACCEL_OK);
 }
@@ -43,6 +47,7 @@ static void teardown(fx *f)
 static void hold(accel_session *s, tu_blocker *b)
 {
     accel_op op = tu_blocker_op(b);
+    unit_step("the gate op is accepted and starts");
     cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
     tu_wait_at_least(&b->started, 1);
 }
@@ -67,6 +72,7 @@ Test(cancel, deadline_past_expires_unrun, .timeout = 30)
     tu_rec r1 = {0}; /* deadline 1 ns after the clock's epoch */
     accel_op op1 = tu_rec_op(&r1);
     cr_assert_eq(accel_submit_ex(f.s, &op1, 1, ACCEL_FOREVER, NULL), ACCEL_OK);
+    unit_step("sync of s: two expired ops");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(r.fn_calls, 0, "an expired op never runs");
     cr_assert_eq(r.done_calls, 1);
@@ -90,6 +96,7 @@ Test(cancel, deadline_future_runs, .timeout = 30)
                                  ACCEL_FOREVER, &t),
                  ACCEL_OK);
     cr_assert_eq(t.session, f.s);
+    unit_step("sync of s: an op with a deadline an hour away");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(r.fn_calls, 1);
     cr_assert_eq(r.done_calls, 1);
@@ -98,6 +105,7 @@ Test(cancel, deadline_future_runs, .timeout = 30)
     tu_rec p = {0};
     accel_op pop = tu_rec_op(&p);
     cr_assert_eq(accel_submit_ex(f.s, &pop, 0, ACCEL_FOREVER, NULL), ACCEL_OK);
+    unit_step("sync of s: a plain op");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(p.fn_calls, 1);
     cr_assert_eq(stats(f.s).expired, 0);
@@ -117,9 +125,11 @@ Test(cancel, deadline_passes_while_queued, .timeout = 30)
     cr_assert_eq(accel_submit_ex(f.s, &oop, accel_now_ns() + HOUR_NS,
                                  ACCEL_FOREVER, NULL),
                  ACCEL_OK);
+    unit_step("the 1 ms deadline passes");
     while (accel_now_ns() <= dl)
         tu_nap_us(200);
     tu_latch_open(&b.gate);
+    unit_step("sync of s once the gate opens");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(late.fn_calls, 0);
     cr_assert_eq(late.status, ACCEL_EEXPIRED);
@@ -143,6 +153,7 @@ Test(cancel, queued_op_cancelled_unrun, .timeout = 30)
     cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY, "a second cancel changes nothing");
     cr_assert_eq(r.done_calls, 0, "done runs at the op's FIFO position, not at cancel");
     tu_latch_open(&b.gate);
+    unit_step("sync of s once the gate opens");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(r.fn_calls, 0);
     cr_assert_eq(r.done_calls, 1);
@@ -173,6 +184,7 @@ Test(cancel, per_op_inside_a_run_of_takes, .timeout = 60)
     fx f = setup(1, 64);
     /* Short ops: the predicted cost lets a visit take runs of many. */
     accel_op e = {.fn = op_empty};
+    unit_step("2000 FOREVER submits of empty ops and their sync");
     for (int i = 0; i < 2000; i++)
         cr_assert_eq(accel_submit(f.s, &e, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
@@ -194,12 +206,15 @@ Test(cancel, per_op_inside_a_run_of_takes, .timeout = 60)
                                  ACCEL_FOREVER, NULL),
                  ACCEL_OK);
     tu_latch_open(&bx.gate);
+    unit_step("s's gate op starts once x's gate opens");
     tu_wait_at_least(&gate.started, 1); /* the run holds the ops behind */
+    unit_step("the 1 ms deadline passes");
     while (accel_now_ns() <= dl)
         tu_nap_us(200);
     cr_assert_eq(accel_cancel(&t), ACCEL_OK,
                  "an op copied with the running op's run is not taken yet");
     tu_latch_open(&gate.gate);
+    unit_step("sync of s once the gate opens");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(c.fn_calls, 0);
     cr_assert_eq(c.status, ACCEL_ECANCELED);
@@ -210,6 +225,7 @@ Test(cancel, per_op_inside_a_run_of_takes, .timeout = 60)
     accel_session_stats st = stats(f.s);
     cr_assert_eq(st.cancelled, 1);
     cr_assert_eq(st.expired, 1);
+    unit_step("release of x");
     accel_session_release(x);
     teardown(&f);
 }
@@ -223,6 +239,7 @@ Test(cancel, after_completion_ealready, .timeout = 30)
     cr_assert_eq(accel_submit_ex(f.s, &op, accel_now_ns() + HOUR_NS,
                                  ACCEL_FOREVER, &t),
                  ACCEL_OK);
+    unit_step("sync of s: an op with a ticket");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY);
     cr_assert_eq(r.fn_calls, 1);
@@ -232,6 +249,7 @@ Test(cancel, after_completion_ealready, .timeout = 30)
     tu_rec e = {0};
     accel_op eop = tu_rec_op(&e);
     cr_assert_eq(accel_submit_ex(f.s, &eop, 1, ACCEL_FOREVER, &t), ACCEL_OK);
+    unit_step("sync of s: an expired op with a ticket");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY);
     cr_assert_eq(e.status, ACCEL_EEXPIRED);
@@ -248,6 +266,7 @@ Test(cancel, stale_ticket_after_slot_reuse, .timeout = 30)
     accel_op fop = tu_rec_op(&first);
     accel_ticket old;
     cr_assert_eq(accel_submit_ex(f.s, &fop, 0, ACCEL_FOREVER, &old), ACCEL_OK);
+    unit_step("sync of s: the first op");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     tu_blocker b = {0};
     hold(f.s, &b); /* position 1, running: its slot is free again */
@@ -264,6 +283,7 @@ Test(cancel, stale_ticket_after_slot_reuse, .timeout = 30)
     cr_assert_eq(lt[2].position, old.position + DEPTH, "same slot, next lap");
     cr_assert_eq(accel_cancel(&old), ACCEL_EALREADY);
     tu_latch_open(&b.gate);
+    unit_step("sync of s once the first gate opens");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     for (int i = 0; i < DEPTH; i++) {
         cr_assert_eq(later[i].fn_calls, 1, "op %d ran", i);
@@ -280,6 +300,7 @@ Test(cancel, stale_ticket_after_slot_reuse, .timeout = 30)
     cr_assert_eq(accel_cancel(&old), ACCEL_EALREADY);
     cr_assert_eq(accel_cancel(&lt[2]), ACCEL_EALREADY);
     tu_latch_open(&b2.gate);
+    unit_step("sync of s once the second gate opens");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     for (int i = DEPTH; i < 2 * DEPTH; i++)
         cr_assert_eq(later[i].fn_calls, 1, "op %d ran", i);
@@ -328,6 +349,7 @@ Test(cancel, fifo_of_done_with_cancels, .timeout = 30)
         ncancel++;
     }
     tu_latch_open(&b.gate);
+    unit_step("sync of 96 mixed ops once the gate opens");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     for (int i = 0; i < N; i++) {
         cr_assert_eq(r[i].done_calls, 1, "op %d", i);
@@ -371,6 +393,7 @@ Test(cancel, sync_after_cancels, .timeout = 30)
      * gate, so a sync cannot have returned yet. */
     cr_assert_eq(accel_session_sync(f.s, ACCEL_NO_WAIT), ACCEL_ETIMEDOUT);
     tu_latch_open(&b.gate);
+    unit_step("sync of s once the gate opens: 8 cancelled ops");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     for (int i = 0; i < N; i++) {
         cr_assert_eq(r[i].done_calls, 1);
@@ -402,6 +425,7 @@ Test(cancel, from_inside_an_op, .timeout = 30)
     cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_FOREVER, &inner_t), ACCEL_OK);
     atomic_store(&inner_rc, 1);
     tu_latch_open(&b.gate);
+    unit_step("sync of an op that cancels the next");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(inner_rc, ACCEL_OK);
     cr_assert_eq(r.fn_calls, 0);
@@ -424,6 +448,7 @@ Test(cancel, racing_the_worker, .timeout = 120)
     memset(r, 0, sizeof(r));
     int won = 0, lost = 0;
     for (int base = 0; base < N; base += BATCH) {
+        unit_step("64 submits; the worker reaches the first");
         accel_ticket t[BATCH];
         for (int i = 0; i < BATCH; i++) {
             accel_op op = tu_rec_op(&r[base + i]);
@@ -440,6 +465,7 @@ Test(cancel, racing_the_worker, .timeout = 120)
         for (int i = 0; i < BATCH; i += 2)
             crc[base + i] = accel_cancel(&t[i]);
     }
+    unit_step("sync of s: 20480 ops, cancels racing the worker");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     for (int i = 0; i < N; i++) {
         cr_assert_eq(r[i].done_calls, 1, "op %d done %d times", i, r[i].done_calls);
@@ -486,12 +512,14 @@ static void close_with_queued(unsigned flags)
     closer_arg ca = {.s = f.s, .flags = flags};
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, closer_main, &ca), 0);
+    unit_step("the close of s begins");
     while (!accel_session_is_closed(f.s))
         tu_nap_us(50);
     /* Close has begun: it decides the queued ops now. */
     cr_assert_eq(accel_cancel(&t[0]), ACCEL_ECLOSED);
     cr_assert_eq(atomic_load(&ca.returned), 0, "close waits for the queued ops");
     tu_latch_open(&b.gate);
+    unit_step("the close of s returns once the gate opens");
     pthread_join(th, NULL);
     cr_assert_eq(ca.rc, ACCEL_OK);
     for (int i = 0; i < N; i++) {
@@ -543,6 +571,7 @@ Test(cancel, stats_and_metrics_count_cancelled_and_expired, .timeout = 30)
     accel_session_stats st = stats(f.s);
     cr_assert_eq(st.queued, 3, "a cancelled op holds its place until reached");
     tu_latch_open(&b.gate);
+    unit_step("sync of s once the gate opens");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     st = stats(f.s);
     cr_assert_eq(st.submitted, 4);

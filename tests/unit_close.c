@@ -11,6 +11,9 @@
 #include <string.h>
 
 #include "core_util.h"
+#include "unit_watchdog.h"
+
+UNIT_WATCHDOG_SUITE(close);
 
 static void wait_closed(accel_session *s)
 {
@@ -69,19 +72,24 @@ static void close_one_of_four(unsigned flags)
     pa[0].blk_at = 100;
     for (int i = 0; i < S; i++)
         pthread_create(&th[i], NULL, prod_main, &pa[i]);
+    unit_step("s0's blocking op starts");
     tu_wait_at_least(&blk.started, 1);
     closer_arg ca = {.s = pa[0].s, .flags = flags};
     pthread_t ct;
     pthread_create(&ct, NULL, closer_main, &ca);
+    unit_step("the close of s0 begins");
     wait_closed(pa[0].s);
     tu_latch_open(&blk.gate);
+    unit_step("the close of s0 returns once its blocking op is let go");
     pthread_join(ct, NULL);
     cr_assert_eq(ca.rc, ACCEL_OK);
     cr_assert_eq(atomic_load(&blk.done_calls), 1);
+    unit_step("the four producers return");
     for (int i = 0; i < S; i++) {
         pthread_join(th[i], NULL);
         cr_assert_eq(pa[i].errors, 0);
     }
+    unit_step("sync of s1..s3 (1000 ops each)");
     for (int i = 1; i < S; i++) {
         cr_assert_eq(pa[i].accepted, N, "session %d lost submits", i);
         cr_assert_eq(accel_session_sync(pa[i].s, ACCEL_FOREVER), ACCEL_OK);
@@ -127,6 +135,7 @@ static void close_one_of_four(unsigned flags)
     cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
     cr_assert_eq(st.dispatched, st.completed + st.failed);
     cr_assert_eq(st.queued, 0);
+    unit_step("release of the four sessions and runtime destroy");
     for (int i = 0; i < S; i++) {
         accel_session_release(pa[i].s);
         free(pa[i].recs);
@@ -153,17 +162,21 @@ Test(close, close_mid_dispatch_never_blocks_others, .timeout = 10)
     tu_blocker blk = {0};
     accel_op bop = tu_blocker_op(&blk);
     cr_assert_eq(accel_submit(a, &bop, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("a's blocking op starts");
     tu_wait_at_least(&blk.started, 1);
     /* a's op holds a worker. Closing b and c (with queued work) returns
      * while a is still blocked. */
     tu_rec rb[50] = {0}, rc_[50] = {0};
+    unit_step("50 FOREVER submits each to b and c");
     for (int i = 0; i < 50; i++) {
         accel_op o1 = {.fn = tu_rec_fn, .done = tu_rec_done, .arg = &rb[i]};
         accel_op o2 = {.fn = tu_rec_fn, .done = tu_rec_done, .arg = &rc_[i]};
         cr_assert_eq(accel_submit(b, &o1, ACCEL_FOREVER), ACCEL_OK);
         cr_assert_eq(accel_submit(c, &o2, ACCEL_FOREVER), ACCEL_OK);
     }
+    unit_step("drain close of b with 50 ops queued");
     cr_assert_eq(accel_session_close(b, ACCEL_CLOSE_DRAIN), ACCEL_OK);
+    unit_step("cancel close of c with 50 ops queued");
     cr_assert_eq(accel_session_close(c, ACCEL_CLOSE_CANCEL), ACCEL_OK);
     for (int i = 0; i < 50; i++) {
         cr_assert_eq(atomic_load(&rb[i].done_calls), 1);
@@ -174,18 +187,22 @@ Test(close, close_mid_dispatch_never_blocks_others, .timeout = 10)
     closer_arg ca = {.s = a};
     pthread_t th;
     pthread_create(&th, NULL, closer_main, &ca);
+    unit_step("the close of a begins");
     wait_closed(a);
     accel_session *d = tu_open(rt, "d", 0, 0);
     tu_rec rd = {0};
+    unit_step("100 submit_wait on d while the close of a waits");
     for (int i = 0; i < 100; i++)
         cr_assert_eq(accel_submit_wait(d, tu_rec_fn, &rd, ACCEL_FOREVER), 0);
     cr_assert_eq(atomic_load(&rd.fn_calls), 100);
     cr_assert_eq(atomic_load(&ca.returned), 0, "close of a did not wait");
     cr_assert_eq(atomic_load(&blk.finished), 0);
     tu_latch_open(&blk.gate);
+    unit_step("the close of a returns once its blocking op is let go");
     pthread_join(th, NULL);
     cr_assert_eq(ca.rc, ACCEL_OK);
     cr_assert_eq(atomic_load(&blk.done_calls), 1);
+    unit_step("release of a, b, c, d and runtime destroy");
     accel_session_release(a);
     accel_session_release(b);
     accel_session_release(c);
@@ -202,6 +219,7 @@ static void close_with_queue(unsigned flags)
     tu_blocker blk = {0};
     accel_op bop = tu_blocker_op(&blk);
     cr_assert_eq(accel_submit(s, &bop, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("s's blocking op starts");
     tu_wait_at_least(&blk.started, 1);
     enum { Q = 10 };
     tu_rec r[Q] = {0};
@@ -212,11 +230,14 @@ static void close_with_queue(unsigned flags)
     closer_arg ca = {.s = s, .flags = flags};
     pthread_t th;
     pthread_create(&th, NULL, closer_main, &ca);
+    unit_step("the close of s begins");
     wait_closed(s);
     accel_op op = {.fn = tu_rec_fn, .arg = &r[0]};
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_ECLOSED);
+    unit_step("FOREVER submit to the closing s (ECLOSED)");
     cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_ECLOSED);
     tu_latch_open(&blk.gate);
+    unit_step("the close of s returns once its blocking op is let go");
     pthread_join(th, NULL);
     cr_assert_eq(ca.rc, ACCEL_OK);
     /* close returned: every done callback has returned. */
@@ -239,6 +260,7 @@ static void close_with_queue(unsigned flags)
     cr_assert_eq(st.dispatched, flags == ACCEL_CLOSE_CANCEL ? 1 : Q + 1);
     cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
     cr_assert_eq(st.queued, 0);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -286,6 +308,7 @@ static void blocked_producer_wakes(unsigned flags)
     tu_blocker blk = {0};
     accel_op bop = tu_blocker_op(&blk);
     cr_assert_eq(accel_submit(s, &bop, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("s's blocking op starts");
     tu_wait_at_least(&blk.started, 1);
     tu_rec q = {0};
     accel_op op = {.fn = tu_rec_fn, .done = tu_rec_done, .arg = &q};
@@ -308,6 +331,7 @@ static void blocked_producer_wakes(unsigned flags)
     pthread_create(&ct, NULL, closer_main, &ca);
     /* The producers wake while the blocked op still runs (the latch is
      * shut): a hang here is the failure. */
+    unit_step("the 3 producers blocked on the full ring wake on close");
     for (int i = 0; i < P; i++) {
         pthread_join(th[i], NULL);
         cr_assert_eq(sa[i].rc, ACCEL_ECLOSED, "producer %d", i);
@@ -317,6 +341,7 @@ static void blocked_producer_wakes(unsigned flags)
     cr_assert_eq(atomic_load(&blk.finished), 0);
     cr_assert_eq(atomic_load(&ca.returned), 0);
     tu_latch_open(&blk.gate);
+    unit_step("the close of s returns once its blocking op is let go");
     pthread_join(ct, NULL);
     cr_assert_eq(ca.rc, ACCEL_OK);
     cr_assert_eq(atomic_load(&q.done_calls), 1);
@@ -325,6 +350,7 @@ static void blocked_producer_wakes(unsigned flags)
     accel_session_stats st;
     cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
     cr_assert_eq(st.submitted, 2);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -361,10 +387,12 @@ Test(close, submit_wait_of_cancelled_op_returns_eclosed, .timeout = 10)
     tu_blocker blk = {0};
     accel_op bop = tu_blocker_op(&blk);
     cr_assert_eq(accel_submit(s, &bop, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("s's blocking op starts");
     tu_wait_at_least(&blk.started, 1);
     waiter w = {.s = s, .rc = 12345};
     pthread_t wt;
     pthread_create(&wt, NULL, waiter_main, &w);
+    unit_step("the waiter's op is queued");
     accel_session_stats st;
     do {
         tu_nap_us(50);
@@ -373,12 +401,16 @@ Test(close, submit_wait_of_cancelled_op_returns_eclosed, .timeout = 10)
     closer_arg ca = {.s = s, .flags = ACCEL_CLOSE_CANCEL};
     pthread_t ct;
     pthread_create(&ct, NULL, closer_main, &ca);
+    unit_step("the CANCEL close of s begins");
     wait_closed(s);
     tu_latch_open(&blk.gate);
+    unit_step("the waiter's submit_wait returns (ECLOSED)");
     pthread_join(wt, NULL);
+    unit_step("the CANCEL close of s returns");
     pthread_join(ct, NULL);
     cr_assert_eq(w.rc, ACCEL_ECLOSED);
     cr_assert_eq(atomic_load(&w.r.fn_calls), 0);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -426,11 +458,13 @@ static void close_from_inside(unsigned flags)
     }
     tu_latch_open(&gate.gate);
     /* The op's close must return without waiting for itself. */
+    unit_step("the op's close of its own session returns");
     tu_wait_at_least(&sc.returned, 1);
     cr_assert_eq(sc.close_rc, ACCEL_OK);
     cr_assert(sc.closed_seen);
     cr_assert_eq(sc.submit_after, ACCEL_ECLOSED);
     /* An outside close waits for the rest. */
+    unit_step("drain close of s from outside, 20 ops behind the op");
     cr_assert_eq(accel_session_close(s, ACCEL_CLOSE_DRAIN), ACCEL_OK);
     cr_assert_eq(atomic_load(&before.fn_calls), 1);
     for (int i = 0; i < Q; i++) {
@@ -447,6 +481,7 @@ static void close_from_inside(unsigned flags)
     cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
     cr_assert_eq(st.submitted, Q + 3);
     cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -480,6 +515,7 @@ Test(close, release_last_handle_from_inside_own_op, .timeout = 10)
     tu_blocker blk = {0};
     accel_op bop = tu_blocker_op(&blk);
     cr_assert_eq(accel_submit(s, &bop, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("s's blocking op starts");
     tu_wait_at_least(&blk.started, 1);
     tu_rec r[5] = {0};
     accel_op rel = {.fn = op_release_self};
@@ -491,12 +527,14 @@ Test(close, release_last_handle_from_inside_own_op, .timeout = 10)
     tu_latch_open(&blk.gate); /* from here on s is the op's to release */
     /* The close from inside (DRAIN) runs every op accepted before it:
      * each done exactly once, with the op's status. */
+    unit_step("the 5 ops behind the op's release of s complete");
     for (int i = 0; i < 5; i++)
         while (atomic_load(&r[i].done_calls) == 0)
             tu_nap_us(50);
     accel_session *l = NULL;
     cr_assert_eq(accel_session_lookup(rt, "vm", &l), ACCEL_ENOENT,
                  "the last release closed and unpublished the session");
+    unit_step("runtime destroy");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
     cr_assert_eq(atomic_load(&blk.done_calls), 1);
     for (int i = 0; i < 5; i++) {
@@ -577,10 +615,12 @@ Test(close, exactly_once_under_random_close, .timeout = 60)
         }
         tu_nap_us((long)(tu_rand(&seed) % 3000));
         unsigned flags = round % 2 ? ACCEL_CLOSE_CANCEL : ACCEL_CLOSE_DRAIN;
+        unit_step("the round's close of s while its producers run");
         cr_assert_eq(accel_session_close(s, flags), ACCEL_OK);
         /* close returned: every accepted op has completed and its done
          * callback has returned; nothing else ever will. */
         long accepted = 0, ran = 0, failed = 0, cancelled = 0;
+        unit_step("the round's 3 producers return");
         for (int i = 0; i < P; i++) {
             pthread_join(th[i], NULL);
             cr_assert_eq(pa[i].errors, 0);
@@ -621,6 +661,7 @@ Test(close, exactly_once_under_random_close, .timeout = 60)
         cr_assert_eq(st.cancelled, (uint64_t)cancelled);
         cr_assert_eq(st.dispatched, st.completed + st.failed);
         cr_assert_eq(st.queued, 0);
+        unit_step("release of the round's closed session");
         accel_session_release(s);
         for (int i = 0; i < P; i++)
             free(pa[i].recs);
@@ -628,5 +669,6 @@ Test(close, exactly_once_under_random_close, .timeout = 60)
     cr_log_info("exactly_once: %ld of %d rounds closed mid-stream, %ld cancelled",
                 partial_rounds, ROUNDS, total_cancelled);
     cr_assert_gt(partial_rounds, 0, "no close hit running producers");
+    unit_step("runtime destroy");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }

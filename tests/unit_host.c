@@ -17,6 +17,9 @@
 
 #include "core_util.h"
 #include "host.h" /* accel__host_submit_own_ex */
+#include "unit_watchdog.h"
+
+UNIT_WATCHDOG_SUITE(host);
 
 #define HOUR_NS (INT64_C(3600) * 1000000000)
 
@@ -100,6 +103,7 @@ Test(host, bad_input, .timeout = 30)
     cr_assert_eq(accel_host_visit_end(thr, 0, NULL, 0), ACCEL_EINVAL);
     cr_assert_eq(accel_host_idle_begin(thr, 0), ACCEL_EINVAL);
     cr_assert_eq(accel_host_idle_end(thr, 0, false), ACCEL_EINVAL);
+    unit_step("destroy of the threaded runtime");
     cr_assert_eq(accel_runtime_destroy(thr), ACCEL_OK);
 
     rt = host_runtime(&h, 2, 0);
@@ -138,8 +142,10 @@ Test(host, bad_input, .timeout = 30)
     cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_OK);
     cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_EINVAL, "already idle");
     cr_assert_eq(accel_host_idle_end(rt, 1, false), ACCEL_OK);
+    unit_step("drive slot 0 until idle");
     drive_until_idle(rt, 0);
     cr_assert_eq(r[1].done_calls, 1);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -169,6 +175,7 @@ Test(host, fifo_and_statuses, .timeout = 30)
         cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     }
     unsigned ran = 0;
+    unit_step("drive slot 0 until idle: 200 ops");
     while (drive_once(rt, 0, &ran) == ACCEL_OK)
         ;
     cr_assert_eq(ran, N);
@@ -184,6 +191,7 @@ Test(host, fifo_and_statuses, .timeout = 30)
     cr_assert_eq(st.completed, N - N / 10);
     cr_assert_eq(st.failed, N / 10);
     cr_assert_eq(accel_session_sync(s, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -235,6 +243,7 @@ Test(host, cancelled_and_expired_not_handed_out, .timeout = 30)
     cr_assert_eq(ss.cancelled, 1);
     cr_assert_eq(ss.expired, 1);
     cr_assert_eq(ss.dispatched, 3);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -251,6 +260,7 @@ Test(host, idle_wake_callback, .timeout = 30)
     accel_op op = tu_rec_op(&r);
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     cr_assert_eq(h.wakes[0], 0, "nobody idle: no wake");
+    unit_step("drive slot 0 until idle");
     drive_until_idle(rt, 0);
 
     cr_assert_eq(accel_host_idle_begin(rt, 0), ACCEL_OK);
@@ -262,8 +272,10 @@ Test(host, idle_wake_callback, .timeout = 30)
     cr_assert_eq(h.wakes[1], 0);
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     cr_assert_eq(h.wakes[0], 1, "already queued and claimed: no second wake");
+    unit_step("the kept wake of slot 0 (sem_wait)");
     sem_wait(&h.lane[0]); /* the wake is kept */
     cr_assert_eq(accel_host_idle_end(rt, 0, false), ACCEL_OK);
+    unit_step("drive slot 0 until idle: 2 ops");
     drive_until_idle(rt, 0);
     cr_assert_eq(r.fn_calls, 3);
     cr_assert_eq(r.done_calls, 3);
@@ -271,6 +283,7 @@ Test(host, idle_wake_callback, .timeout = 30)
     cr_assert_eq(accel_runtime_get_stats(rt, &rs, sizeof(rs)), ACCEL_OK);
     cr_assert_eq(rs.parked, 0);
     cr_assert_eq(rs.parks, 1);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -294,6 +307,7 @@ Test(host, end_stop_wakes_for_requeue, .timeout = 30)
             cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
         /* The first submit woke parked slot 1; it parks again unclaimed. */
         cr_assert_eq(h.wakes[0], 1 + stop);
+        unit_step("the wake for parked slot 1 (sem_wait)");
         sem_wait(&h.lane[0]);
         cr_assert_eq(accel_host_idle_end(rt, 1, false), ACCEL_OK);
         cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_OK);
@@ -309,12 +323,15 @@ Test(host, end_stop_wakes_for_requeue, .timeout = 30)
             cr_assert_eq(accel_host_visit_end(rt, 0, st, 1), ACCEL_OK);
             cr_assert_eq(h.wakes[0], w0, "the ending slot begins again: no wake");
         }
+        unit_step("drive slot 0 until idle");
         drive_until_idle(rt, 0);
     }
+    unit_step("the stop's wake (sem_wait)");
     sem_wait(&h.lane[0]); /* the stop's wake */
     cr_assert_eq(accel_host_idle_end(rt, 1, false), ACCEL_OK);
     cr_assert_eq(r.fn_calls, 4);
     cr_assert_eq(r.done_calls, 4);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -368,11 +385,14 @@ Test(host, submit_begin_direct, .timeout = 30)
     /* The contrast: a plain submit wakes the parked slot. */
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     cr_assert_eq(h.wakes[0], 1);
+    unit_step("the wake of the parked slot (sem_wait)");
     sem_wait(&h.lane[0]);
     cr_assert_eq(accel_host_idle_end(rt, 1, false), ACCEL_OK);
+    unit_step("drive slot 1 until idle");
     drive_until_idle(rt, 1);
     cr_assert_eq(r.fn_calls, 2);
     cr_assert_eq(r.done_calls, 2);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -402,6 +422,7 @@ Test(host, submit_begin_keeps_pick_order, .timeout = 30)
     tu_rec rs = {0}, rf = {0};
     accel_op sop = {.fn = sleep5ms, .arg = &rs}, fop = tu_rec_op(&rf);
     cr_assert_eq(accel_submit(slow, &sop, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("drive slot 0 until idle: slow's op");
     drive_until_idle(rt, 0); /* slow's visit cost: ~5 ms at weight 1 */
     cr_assert_eq(rs.fn_calls, 1);
 
@@ -425,6 +446,7 @@ Test(host, submit_begin_keeps_pick_order, .timeout = 30)
     cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 4, &n), ACCEL_EAGAIN);
     cr_assert_eq(rs.fn_calls, 2);
     cr_assert_eq(rf.fn_calls, 1);
+    unit_step("release of slow and fast and runtime destroy");
     accel_session_release(slow);
     accel_session_release(fast);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -445,6 +467,7 @@ Test(host, submit_own_never_foreign, .timeout = 30)
     tu_rec rs = {0}, rf = {0};
     accel_op sop = {.fn = sleep5ms, .arg = &rs}, fop = tu_rec_op(&rf);
     cr_assert_eq(accel_submit(slow, &sop, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("drive slot 0 until idle: slow's op");
     drive_until_idle(rt, 0);
     accel_op ops[4], nofn = {0};
     int st[4];
@@ -460,6 +483,7 @@ Test(host, submit_own_never_foreign, .timeout = 30)
                                        4, &n, &begun), ACCEL_OK);
     cr_assert_eq(begun, ACCEL_EAGAIN, "fast's op is not the submitter's");
     cr_assert_eq(n, 0);
+    unit_step("drive slot 0 until idle: fast's op, then slow's");
     drive_until_idle(rt, 0);
     cr_assert_eq(rf.fn_calls, 1);
     cr_assert_eq(rs.fn_calls, 2);
@@ -473,6 +497,7 @@ Test(host, submit_own_never_foreign, .timeout = 30)
     st[0] = ops[0].fn(NULL, ops[0].arg);
     cr_assert_eq(accel_host_visit_end_stop(rt, 0, st, 1), ACCEL_OK);
     cr_assert_eq(rf.fn_calls, 2);
+    unit_step("release of slow and fast and runtime destroy");
     accel_session_release(slow);
     accel_session_release(fast);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -546,6 +571,7 @@ Test(host, submit_own_ex, .timeout = 30)
     cr_assert_eq(t.session, s);
     cr_assert_eq(accel_cancel(&t), ACCEL_OK);
     cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY);
+    unit_step("drive slot 0 until idle: a queued and a cancelled op");
     drive_until_idle(rt, 0);
     cr_assert_eq(rq.fn_calls, 1);
     cr_assert_eq(rq.done_calls, 1);
@@ -563,6 +589,7 @@ Test(host, submit_own_ex, .timeout = 30)
     cr_assert_eq(accel_host_visit_end_stop(rt, 0, st, 1), ACCEL_OK);
     cr_assert_eq(r.fn_calls, 2);
     cr_assert_eq(r.done_calls, 3);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -581,6 +608,7 @@ Test(host, destroy_runs_queued, .timeout = 30)
         accel_op op = tu_rec_op(&r[i]);
         cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     }
+    unit_step("runtime destroy running 50 queued ops");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
     for (int i = 0; i < N; i++) {
         cr_assert_eq(r[i].fn_calls, 1);
@@ -612,10 +640,12 @@ Test(host, sync_inside_host_op_edeadlk, .timeout = 30)
     accel_op op = {.fn = sync_self, .arg = &x};
     cr_assert_eq(accel_submit(x.s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     cr_assert_null(accel_current_session());
+    unit_step("drive slot 0 until idle: the op that syncs its session");
     drive_until_idle(rt, 0);
     cr_assert_eq(x.current, 1);
     cr_assert_eq(x.rc, ACCEL_EDEADLK);
     cr_assert_null(accel_current_session(), "cleared at the visit's end");
+    unit_step("release of s and runtime destroy");
     accel_session_release(x.s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -662,6 +692,7 @@ Test(host, destroy_inside_an_op_keeps_the_op_current, .timeout = 30)
     /* s2 stays open (a release would drain it): destroy takes it */
     x.rt1 = tu_runtime(1);
     x.s1 = tu_open(x.rt1, "outer", 16, 0);
+    unit_step("submit_wait of the op that destroys rt2");
     cr_assert_eq(accel_submit_wait(x.s1, destroy_other, &x, ACCEL_FOREVER), 0);
     cr_assert_eq(x.destroy2, ACCEL_OK);
     for (int i = 0; i < 4; i++)
@@ -669,6 +700,7 @@ Test(host, destroy_inside_an_op_keeps_the_op_current, .timeout = 30)
     cr_assert_eq(x.current, 1, "the outer op is still s1's");
     cr_assert_eq(x.sync, ACCEL_EDEADLK, "sync of s1 from its own op");
     cr_assert_eq(x.destroy1, ACCEL_EDEADLK, "destroy of rt1 from its op");
+    unit_step("release of s1 and destroy of rt1");
     accel_session_release(x.s1);
     cr_assert_eq(accel_runtime_destroy(x.rt1), ACCEL_OK);
 }
@@ -703,6 +735,7 @@ Test(host, visit_on_another_slot_keeps_the_op_current, .timeout = 30)
     cr_assert_eq(accel_host_visit_end(rt, 0, st, n), ACCEL_OK);
     cr_assert_null(accel_current_session());
     cr_assert_eq(r0.done_calls, 1);
+    unit_step("release of s0 and s1 and runtime destroy");
     accel_session_release(s0);
     accel_session_release(s1);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -806,9 +839,12 @@ Test(host, exactly_once_racing_cancel_and_close, .timeout = 180)
         pthread_create(&pt[i], NULL, prod_main, &p[i]);
     }
     tu_nap_us(2000);
+    unit_step("CANCEL close of s2 while the producers run");
     cr_assert_eq(accel_session_close(s[2], ACCEL_CLOSE_CANCEL), ACCEL_OK);
+    unit_step("the 3 producers return");
     for (int i = 0; i < PRODUCERS; i++)
         pthread_join(pt[i], NULL);
+    unit_step("sync of s0 and s1");
     for (int i = 0; i < 2; i++)
         cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
     /* Stop the host workers: set stop, then wake both lanes. */
@@ -817,6 +853,7 @@ Test(host, exactly_once_racing_cancel_and_close, .timeout = 180)
         sem_post(&h.lane[0]);
         sem_post(&h.lane[1]);
     }
+    unit_step("the 2 host worker threads stop");
     for (int w = 0; w < 2; w++)
         pthread_join(wt[w], NULL);
     long accepted = 0, done = 0, cancelled = 0, closed = 0, ran = 0, wins = 0;
@@ -850,6 +887,7 @@ Test(host, exactly_once_racing_cancel_and_close, .timeout = 180)
     cr_assert_eq(done, accepted);
     cr_assert_gt(wins, 0, "some cancels won (ops queue behind others)");
     cr_assert_eq(ran + cancelled + closed, accepted);
+    unit_step("release of the 3 sessions and runtime destroy");
     for (int i = 0; i < SESSIONS; i++)
         accel_session_release(s[i]);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);

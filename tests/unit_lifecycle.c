@@ -16,6 +16,9 @@
 #include "core_util.h"
 #include "rcu.h"
 #include "session.h"
+#include "unit_watchdog.h"
+
+UNIT_WATCHDOG_SUITE(lifecycle);
 
 static _Atomic int counter;
 
@@ -37,10 +40,12 @@ Test(lifecycle, runtime_create_destroy, .timeout = 10)
     accel_runtime *rt = NULL;
     cr_assert_eq(accel_runtime_create(NULL, &rt), ACCEL_OK);
     cr_assert_not_null(rt);
+    unit_step("runtime destroy (default config)");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
     for (unsigned w = 1; w <= 3; w++) {
         rt = tu_runtime(w);
         cr_assert_not_null(rt);
+        unit_step("runtime destroy (1..3 workers)");
         cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
     }
 }
@@ -74,6 +79,7 @@ Test(lifecycle, open_id_priority_backend_close, .timeout = 10)
     cr_assert_eq(accel_session_get_stats(s2, &st), ACCEL_OK);
     cr_assert_eq(st.priority, 100);
 
+    unit_step("drain close of the idle s, twice, then a cancel close");
     cr_assert_eq(accel_session_close(s, ACCEL_CLOSE_DRAIN), ACCEL_OK);
     cr_assert(accel_session_is_closed(s));
     cr_assert_eq(accel_session_close(s, ACCEL_CLOSE_DRAIN), ACCEL_OK,
@@ -87,7 +93,9 @@ Test(lifecycle, open_id_priority_backend_close, .timeout = 10)
     accel_op op = {.fn = op_count};
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_ECLOSED);
     cr_assert_not(accel_session_is_closed(s2), "closing s never touches s2");
+    unit_step("submit_wait on s2");
     cr_assert_eq(accel_submit_wait(s2, op_count, NULL, ACCEL_FOREVER), 0);
+    unit_step("release of s and s2 and runtime destroy");
     accel_session_release(s);
     accel_session_release(s2);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -102,6 +110,7 @@ Test(lifecycle, empty_id_rejected, .timeout = 10)
     cr_assert_eq(s, (accel_session *)&counter);
     accel_session *l = NULL;
     cr_assert_eq(accel_session_lookup(rt, "", &l), ACCEL_EINVAL);
+    unit_step("runtime destroy");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
@@ -118,6 +127,7 @@ Test(lifecycle, id_max_length_and_duplicate, .timeout = 10)
     accel_session *d = NULL;
     cr_assert_eq(accel_session_open(rt, &c, &d), ACCEL_EEXIST);
     cr_assert_null(d);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -135,6 +145,7 @@ Test(lifecycle, lookup_gives_a_new_handle, .timeout = 10)
     accel_session_release(l);
     cr_assert_not(accel_session_is_closed(s));
     atomic_store(&counter, 0);
+    unit_step("submit_wait on s");
     cr_assert_eq(accel_submit_wait(s, op_count, NULL, ACCEL_FOREVER), 0);
     /* Two lookups, released in any order around the opener's handle. */
     accel_session *a = NULL, *b = NULL;
@@ -142,12 +153,15 @@ Test(lifecycle, lookup_gives_a_new_handle, .timeout = 10)
     cr_assert_eq(accel_session_lookup(rt, "vm", &b), ACCEL_OK);
     accel_session_release(s);
     cr_assert_not(accel_session_is_closed(a), "handles remain");
+    unit_step("submit_wait on a");
     cr_assert_eq(accel_submit_wait(a, op_count, NULL, ACCEL_FOREVER), 0);
+    unit_step("release of a, then of b, the last handle");
     accel_session_release(a);
     cr_assert_not(accel_session_is_closed(b));
     accel_session_release(b); /* last handle: closes and frees */
     cr_assert_eq(accel_session_lookup(rt, "vm", &l), ACCEL_ENOENT);
     cr_assert_eq(atomic_load(&counter), 2);
+    unit_step("runtime destroy");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
@@ -159,11 +173,13 @@ Test(lifecycle, id_free_and_lookup_enoent_as_soon_as_close_begins,
     tu_blocker b = {0};
     accel_op op = tu_blocker_op(&b);
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("the blocking op starts");
     tu_wait_at_least(&b.started, 1);
 
     closer_arg ca = {.s = s, .flags = ACCEL_CLOSE_DRAIN};
     pthread_t th;
     pthread_create(&th, NULL, closer_main, &ca);
+    unit_step("the close of s begins");
     while (!accel_session_is_closed(s))
         tu_nap_us(50);
     /* Close has begun and is waiting for the blocked op. */
@@ -175,16 +191,19 @@ Test(lifecycle, id_free_and_lookup_enoent_as_soon_as_close_begins,
     cr_assert_eq(accel_session_lookup(rt, "vm", &l), ACCEL_OK);
     cr_assert_eq(l, s2, "lookup finds the new session");
     accel_session_release(l);
+    unit_step("submit_wait on s2 while s is closing");
     cr_assert_eq(accel_submit_wait(s2, op_count, NULL, ACCEL_FOREVER), 0,
                  "the new session runs while the old one is closing");
     cr_assert_eq(atomic_load(&ca.returned), 0,
                  "close returned before its accepted op completed");
 
     tu_latch_open(&b.gate);
+    unit_step("the close of s returns once its blocking op is let go");
     pthread_join(th, NULL);
     cr_assert_eq(ca.rc, ACCEL_OK);
     cr_assert_eq(atomic_load(&b.done_calls), 1);
     cr_assert_eq(atomic_load(&b.done_status), 0);
+    unit_step("release of s and s2 and runtime destroy");
     accel_session_release(s);
     accel_session_release(s2);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -197,6 +216,7 @@ Test(lifecycle, concurrent_closers_all_wait, .timeout = 10)
     tu_blocker b = {0};
     accel_op op = tu_blocker_op(&b);
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("the blocking op starts");
     tu_wait_at_least(&b.started, 1);
     enum { N = 4 };
     closer_arg ca[N];
@@ -205,6 +225,7 @@ Test(lifecycle, concurrent_closers_all_wait, .timeout = 10)
         ca[i] = (closer_arg){.s = s, .flags = i & 1 ? ACCEL_CLOSE_CANCEL : 0};
         pthread_create(&th[i], NULL, closer_main, &ca[i]);
     }
+    unit_step("the close of s begins (4 closers)");
     while (!accel_session_is_closed(s))
         tu_nap_us(50);
     tu_nap_us(2000); /* give a wrong closer time to return early */
@@ -212,11 +233,13 @@ Test(lifecycle, concurrent_closers_all_wait, .timeout = 10)
         cr_assert_eq(atomic_load(&ca[i].returned), 0,
                      "closer %d returned while an accepted op ran", i);
     tu_latch_open(&b.gate);
+    unit_step("the 4 closers return once the blocking op is let go");
     for (int i = 0; i < N; i++) {
         pthread_join(th[i], NULL);
         cr_assert_eq(ca[i].rc, ACCEL_OK);
     }
     cr_assert_eq(atomic_load(&b.done_calls), 1);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -229,10 +252,12 @@ Test(lifecycle, release_of_last_handle_closes_with_drain, .timeout = 10)
     cr_assert_eq(accel_session_lookup(rt, "vm", &l), ACCEL_OK);
     atomic_store(&counter, 0);
     accel_op op = {.fn = op_slow_count};
+    unit_step("200 FOREVER submits of slow ops");
     for (int i = 0; i < 200; i++)
         cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
     accel_session_release(s);
     cr_assert_not(accel_session_is_closed(l));
+    unit_step("release of the last handle drains 200 ops");
     accel_session_release(l); /* last: drains all 200, then drops */
     cr_assert_eq(atomic_load(&counter), 200,
                  "release of the last handle must drain, not cancel");
@@ -241,6 +266,7 @@ Test(lifecycle, release_of_last_handle_closes_with_drain, .timeout = 10)
     /* And the id can be opened again. */
     accel_session *s2 = tu_open(rt, "vm", 0, 0);
     cr_assert_not_null(s2);
+    unit_step("release of s2 and runtime destroy");
     accel_session_release(s2);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -251,17 +277,21 @@ Test(lifecycle, release_after_explicit_close, .timeout = 10)
     accel_session *s = tu_open(rt, "vm", 0, 0);
     accel_op op = {.fn = op_count};
     atomic_store(&counter, 0);
+    unit_step("10 FOREVER submits");
     for (int i = 0; i < 10; i++)
         cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    unit_step("drain close of s with 10 ops");
     cr_assert_eq(accel_session_close(s, ACCEL_CLOSE_DRAIN), ACCEL_OK);
     cr_assert_eq(atomic_load(&counter), 10);
     uint64_t before = atomic_load(&accel__sessions_reclaimed);
+    unit_step("release of s, the last handle");
     accel_session_release(s);
     accel_session_release(NULL); /* ignored */
     /* the closed session's last handle gone: it is reclaimed after a
      * grace period, not only at destroy. The worker may still hold the
      * scheduler's reference for the end of its last visit: wait for it
      * (a 10 s watchdog, not a threshold). */
+    unit_step("the closed session is reclaimed after its release");
     for (int i = 0; i < 10000; i++) {
         accel__rcu_barrier();
         if (atomic_load(&accel__sessions_reclaimed) > before)
@@ -270,6 +300,7 @@ Test(lifecycle, release_after_explicit_close, .timeout = 10)
     }
     cr_assert_eq(atomic_load(&accel__sessions_reclaimed), before + 1,
                  "reclaimed after its release");
+    unit_step("runtime destroy");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
@@ -290,11 +321,14 @@ Test(lifecycle, set_priority, .timeout = 10)
     cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
     cr_assert_eq(st.priority, 1);
     /* Ops still run after a change. */
+    unit_step("submit_wait on s");
     cr_assert_eq(accel_submit_wait(s, op_count, NULL, ACCEL_FOREVER), 0);
     cr_assert_eq(accel_session_set_priority(NULL, 5), ACCEL_EINVAL);
+    unit_step("drain close of s");
     cr_assert_eq(accel_session_close(s, 0), ACCEL_OK);
     cr_assert_eq(accel_session_set_priority(s, 7), ACCEL_ECLOSED);
     cr_assert_eq(accel_session_priority(s), 1);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -339,11 +373,13 @@ Test(lifecycle, runtime_default, .timeout = 10)
     accel_session *s = tu_open(rt, "default-vm", 0, 0);
     cr_assert_not_null(s);
     atomic_store(&counter, 0);
+    unit_step("submit_wait on the default runtime's s");
     cr_assert_eq(accel_submit_wait(s, op_count, NULL, ACCEL_FOREVER), 0);
     cr_assert_eq(atomic_load(&counter), 1);
     accel_session *l = NULL;
     cr_assert_eq(accel_session_lookup(rt, "default-vm", &l), ACCEL_OK);
     accel_session_release(l);
+    unit_step("drain close of s and its release");
     cr_assert_eq(accel_session_close(s, 0), ACCEL_OK);
     accel_session_release(s);
     /* A session left open stays open until the process exits (the
@@ -351,6 +387,7 @@ Test(lifecycle, runtime_default, .timeout = 10)
     accel_session *left = tu_open(rt, "left-open", 0, 0);
     cr_assert_not_null(left);
     accel_op op = {.fn = op_count};
+    unit_step("FOREVER submit to the session left open");
     cr_assert_eq(accel_submit(left, &op, ACCEL_FOREVER), ACCEL_OK);
 }
 
@@ -421,6 +458,7 @@ Test(lifecycle, fresh_threads_can_call_everything, .timeout = 20)
             a[i] = (fresh_arg){.rt = rt, .idx = r * PER + i};
             pthread_create(&th[i], NULL, fresh_main, &a[i]);
         }
+        unit_step("the round's 4 fresh threads return");
         for (int i = 0; i < PER; i++) {
             pthread_join(th[i], NULL);
             cr_assert_eq(a[i].errors, 0, "round %d thread %d", r, i);
@@ -431,8 +469,10 @@ Test(lifecycle, fresh_threads_can_call_everything, .timeout = 20)
     fresh_arg a = {.idx = 1};
     pthread_t th;
     pthread_create(&th, NULL, fresh_runtime_main, &a);
+    unit_step("the fresh thread with its own runtime returns");
     pthread_join(th, NULL);
     cr_assert_eq(a.errors, 0);
+    unit_step("runtime destroy");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
@@ -474,15 +514,19 @@ Test(lifecycle, destroy_drains_everything, .timeout = 20)
         cr_assert_not_null(s[i]);
         accel_op op = {.fn = i % 2 ? op_slow_count : op_leak_alloc,
                        .done = done_count};
+        unit_step("50 FOREVER submits to a ring of 16");
         for (int k = 0; k < OPS; k++)
             cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
     }
     accel_session *extra = NULL;
     cr_assert_eq(accel_session_lookup(rt, "s0", &extra), ACCEL_OK);
     (void)extra; /* never released */
+    unit_step("drain close of s1 with 50 ops");
     cr_assert_eq(accel_session_close(s[1], ACCEL_CLOSE_DRAIN), ACCEL_OK);
+    unit_step("release of s2, the last handle, with 50 ops");
     accel_session_release(s[2]);
     /* s[0], s[3..5] left open with queued ops; s[1] closed unreleased. */
+    unit_step("runtime destroy draining the sessions left open");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
     cr_assert_eq(atomic_load(&counter), S * OPS, "destroy must drain");
     cr_assert_eq(atomic_load(&done_ok), S * OPS);
@@ -504,11 +548,14 @@ Test(lifecycle, destroy_from_inside_an_op_is_edeadlk, .timeout = 10)
     accel_runtime *rt = tu_runtime(1);
     accel_session *s = tu_open(rt, "vm", 0, 0);
     atomic_store(&destroy_rc_inside, 1);
+    unit_step("submit_wait of the op that destroys its runtime");
     cr_assert_eq(accel_submit_wait(s, op_destroy_inside, rt, ACCEL_FOREVER),
                  0);
     cr_assert_eq(atomic_load(&destroy_rc_inside), ACCEL_EDEADLK);
     /* Nothing was done: the runtime still works. */
+    unit_step("submit_wait on s");
     cr_assert_eq(accel_submit_wait(s, op_count, NULL, ACCEL_FOREVER), 0);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -539,6 +586,7 @@ Test(lifecycle, closed_means_id_free_and_lookup_enoent, .timeout = 20)
         pthread_t t;
         pthread_create(&t, NULL, race_closer, NULL);
         atomic_store_explicit(&race_go, 1, memory_order_release);
+        unit_step("the racing close of x begins");
         while (!accel_session_is_closed(race_victim))
             sched_yield();
         accel_session *l = NULL;
@@ -548,12 +596,15 @@ Test(lifecycle, closed_means_id_free_and_lookup_enoent, .timeout = 20)
         }
         accel_session *n = tu_open(rt, "x", 0, 0);
         eexist += n == NULL;
+        unit_step("the closer thread returns");
         pthread_join(t, NULL);
+        unit_step("release of the closed x and the new x");
         accel_session_release(race_victim);
         accel_session_release(n);
     }
     cr_assert_eq(found, 0, "lookup found a session already seen closed");
     cr_assert_eq(eexist, 0, "id of a session seen closed was not free");
+    unit_step("runtime destroy");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
@@ -622,7 +673,9 @@ Test(lifecycle, destroy_closes_sessions_opened_during_its_walk, .timeout = 60)
     gate_when_closed g = {.s = s, .gate = &b.gate};
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, gate_when_closed_main, &g), 0);
+    unit_step("runtime destroy while an op opens a session");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    unit_step("the gate thread returns");
     pthread_join(th, NULL);
     cr_assert_eq(o.opened, 1);
     cr_assert_eq(o.submitted, 1);

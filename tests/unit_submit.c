@@ -12,6 +12,9 @@
 #include <string.h>
 
 #include "core_util.h"
+#include "unit_watchdog.h"
+
+UNIT_WATCHDOG_SUITE(submit);
 
 /* Per-session checker: an op that finds another op of the same session
  * inside (in_op != 0) or an out-of-order sequence counts an error. */
@@ -110,11 +113,13 @@ static void run_fifo(unsigned workers, int sessions, int producers_per,
         pa[p].items = calloc((size_t)ops_per_producer, sizeof(item));
         pthread_create(&th[p], NULL, producer_main, &pa[p]);
     }
+    unit_step("the producers return");
     for (int p = 0; p < np; p++) {
         pthread_join(th[p], NULL);
         cr_assert_eq(pa[p].errors, 0);
     }
     long expect = (long)producers_per * ops_per_producer;
+    unit_step("sync, drain close and release of each session");
     for (int i = 0; i < sessions; i++) {
         cr_assert_eq(accel_session_sync(chk[i].s, ACCEL_FOREVER), ACCEL_OK);
         cr_assert_eq(atomic_load(&chk[i].errors), 0,
@@ -133,6 +138,7 @@ static void run_fifo(unsigned workers, int sessions, int producers_per,
         cr_assert_eq(st.failed + st.cancelled + st.queued, 0);
         accel_session_release(chk[i].s);
     }
+    unit_step("runtime destroy");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
     for (int p = 0; p < np; p++)
         free(pa[p].items);
@@ -191,6 +197,7 @@ static void backpressure(uint32_t depth)
     tu_blocker b = {0};
     accel_op bop = tu_blocker_op(&b);
     cr_assert_eq(accel_submit(s, &bop, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("the blocking op starts");
     tu_wait_at_least(&b.started, 1);
     /* The running op holds no slot: depth more fit. */
     accel_op op = {.fn = op_ran};
@@ -226,15 +233,19 @@ static void backpressure(uint32_t depth)
     cr_assert_eq(atomic_load(&sa.returned), 0,
                  "FOREVER returned on a full ring (rc %d)", sa.rc);
     tu_latch_open(&b.gate);
+    unit_step("the FOREVER producer returns once the blocking op is let go");
     pthread_join(th, NULL);
     cr_assert_eq(sa.rc, ACCEL_OK);
+    unit_step("sync of s: depth + 1 ops");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(atomic_load(&ran), (int)depth + 1);
+    unit_step("drain close of s");
     cr_assert_eq(accel_session_close(s, 0), ACCEL_OK);
     cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
     cr_assert_eq(st.submitted, depth + 2);
     cr_assert_eq(st.completed, depth + 2);
     cr_assert_eq(st.queued, 0);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -249,6 +260,7 @@ Test(submit, depth_rounds_up_to_power_of_two, .timeout = 10)
     tu_blocker b = {0};
     accel_op bop = tu_blocker_op(&b);
     cr_assert_eq(accel_submit(s, &bop, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("the blocking op starts");
     tu_wait_at_least(&b.started, 1);
     accel_op op = {.fn = op_ran};
     for (int i = 0; i < 4; i++)
@@ -256,6 +268,7 @@ Test(submit, depth_rounds_up_to_power_of_two, .timeout = 10)
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_EAGAIN,
                  "depth 3 rounds up to 4, not more");
     tu_latch_open(&b.gate);
+    unit_step("release of s (drains 5 ops) and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -288,9 +301,11 @@ Test(submit, batch_prefix_and_accepted, .timeout = 10)
                  ACCEL_OK);
     /* Larger than the ring, FOREVER: all accepted, in order. */
     atomic_store(&order_pos, 0);
+    unit_step("a FOREVER batch of 200 into a ring of 4");
     cr_assert_eq(accel_submit_batch(s, ops, 200, ACCEL_FOREVER, &acc),
                  ACCEL_OK);
     cr_assert_eq(acc, 200);
+    unit_step("sync of s: the batch of 200");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(atomic_load(&order_pos), 200);
     for (int i = 0; i < 200; i++)
@@ -300,6 +315,7 @@ Test(submit, batch_prefix_and_accepted, .timeout = 10)
     tu_blocker b = {0};
     accel_op bop = tu_blocker_op(&b);
     cr_assert_eq(accel_submit(s, &bop, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("the blocking op starts");
     tu_wait_at_least(&b.started, 1);
     atomic_store(&order_pos, 0);
     cr_assert_eq(accel_submit_batch(s, ops, 8, ACCEL_NO_WAIT, &acc),
@@ -309,12 +325,14 @@ Test(submit, batch_prefix_and_accepted, .timeout = 10)
                  ACCEL_ETIMEDOUT);
     cr_assert_eq(acc, 0);
     tu_latch_open(&b.gate);
+    unit_step("sync of s once the blocking op is let go");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(atomic_load(&order_pos), 4, "exactly the prefix ran");
 
     /* A NULL fn stops the batch with EINVAL before it. */
     atomic_store(&order_pos, 0);
     accel_op bad[5] = {ops[0], ops[1], {.fn = NULL}, ops[3], ops[4]};
+    unit_step("FOREVER batches stopped by a NULL fn");
     cr_assert_eq(accel_submit_batch(s, bad, 5, ACCEL_FOREVER, &acc),
                  ACCEL_EINVAL);
     cr_assert_eq(acc, 2);
@@ -322,6 +340,7 @@ Test(submit, batch_prefix_and_accepted, .timeout = 10)
     cr_assert_eq(accel_submit_batch(s, bad, 5, ACCEL_FOREVER, &acc),
                  ACCEL_EINVAL);
     cr_assert_eq(acc, 0);
+    unit_step("sync of s: the 2 ops before the NULL fn");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(atomic_load(&order_pos), 2);
     accel_session_stats st;
@@ -329,11 +348,14 @@ Test(submit, batch_prefix_and_accepted, .timeout = 10)
     cr_assert_eq(st.submitted, 200 + 1 + 4 + 2);
 
     /* Closed: ECLOSED, nothing accepted. */
+    unit_step("drain close of s");
     cr_assert_eq(accel_session_close(s, 0), ACCEL_OK);
     acc = 99;
+    unit_step("FOREVER batch to the closed s (ECLOSED)");
     cr_assert_eq(accel_submit_batch(s, ops, 3, ACCEL_FOREVER, &acc),
                  ACCEL_ECLOSED);
     cr_assert_eq(acc, 0);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -360,6 +382,7 @@ Test(submit, submit_wait_returns_fn_result, .timeout = 10)
     accel_runtime *rt = tu_runtime(2);
     accel_session *s = tu_open(rt, "vm", 0, 0);
     static const int vals[] = {0, 42, 1, -1, ACCEL_ECLOSED, 1000000};
+    unit_step("submit_wait of 6 ops returning their results");
     for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
         int v = vals[i];
         cr_assert_eq(accel_submit_wait(s, op_return_arg, &v, ACCEL_FOREVER),
@@ -374,9 +397,12 @@ Test(submit, submit_wait_returns_fn_result, .timeout = 10)
     cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
     cr_assert_eq(st.completed, 2);
     cr_assert_eq(st.failed, 5, "non-zero results count as failed");
+    unit_step("drain close of s");
     cr_assert_eq(accel_session_close(s, 0), ACCEL_OK);
+    unit_step("FOREVER submit_wait to the closed s (ECLOSED)");
     cr_assert_eq(accel_submit_wait(s, op_return_arg, stackbuf, ACCEL_FOREVER),
                  ACCEL_ECLOSED);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -406,12 +432,14 @@ Test(submit, done_gets_fn_status_and_sync_waits_for_it, .timeout = 10)
     atomic_store(&done_calls, 0);
     atomic_store(&done_sum, 0);
     int expect_sum = 0;
+    unit_step("300 FOREVER submits");
     for (intptr_t i = 0; i < 300; i++) {
         accel_op op = {.fn = op_ret_idx, .done = done_sum_status,
                        .arg = (void *)i};
         cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
         expect_sum += (int)(i % 3);
     }
+    unit_step("sync of s: 300 ops with slow done callbacks");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(atomic_load(&done_calls), 300);
     cr_assert_eq(atomic_load(&done_sum), expect_sum);
@@ -424,6 +452,7 @@ Test(submit, done_gets_fn_status_and_sync_waits_for_it, .timeout = 10)
     cr_assert_geq(st.visits, 1);
     /* sync on an idle session and with NO_WAIT returns at once. */
     cr_assert_eq(accel_session_sync(s, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -438,11 +467,15 @@ Test(submit, sync_times_out_behind_a_blocked_op, .timeout = 10)
     cr_assert_eq(accel_session_sync(s, ACCEL_NO_WAIT), ACCEL_ETIMEDOUT);
     cr_assert_eq(accel_session_sync(s, 1000000), ACCEL_ETIMEDOUT);
     tu_latch_open(&b.gate);
+    unit_step("sync of s once the blocking op is let go");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(atomic_load(&b.done_calls), 1);
+    unit_step("drain close of s");
     cr_assert_eq(accel_session_close(s, 0), ACCEL_OK);
+    unit_step("sync of the closed s");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK,
                  "sync works on a closed session");
+    unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -483,17 +516,20 @@ Test(submit, sync_and_submit_wait_inside_own_op_edeadlk, .timeout = 10)
     accel_session *s = tu_open(rt, "vm", 0, 0);
     accel_session *o = tu_open(rt, "other", 0, 0);
     inside in = {.other = o};
+    unit_step("submit_wait of the op that syncs and waits inside");
     cr_assert_eq(accel_submit_wait(s, op_calls_inside, &in, ACCEL_FOREVER), 0);
     cr_assert_eq(in.sync_own, ACCEL_EDEADLK);
     cr_assert_eq(in.wait_own, ACCEL_EDEADLK);
     cr_assert_eq(in.sync_other, ACCEL_OK, "another session is fine");
     cr_assert_eq(in.wait_other, 7);
     cr_assert_eq(in.submit_own, ACCEL_OK, "plain submit to self queues");
+    unit_step("sync of s: the op's child");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(atomic_load(&in.child_ran), 1);
     accel_session_stats st;
     cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
     cr_assert_eq(st.submitted, 2, "EDEADLK accepted nothing");
+    unit_step("release of s and o and runtime destroy");
     accel_session_release(s);
     accel_session_release(o);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
