@@ -73,16 +73,16 @@ func (rt *Runtime) WritePrometheus(w io.Writer) error {
 	return bw.Flush()
 }
 
-// promSessions returns the open sessions and their session labels: a
-// user session's id, and for the runtime's own (DefaultSession's, which
-// Sessions leaves out) its C id, as the C families label it, so that it
-// never shares a label with a user session.
+// promSessions returns the open sessions and their session labels: for
+// each session with a C side, its C id, as the C families label it, so
+// that each session's series share one label and two sessions never do
+// (two open sessions may share a vmID: C names the second "vmID#N"; a
+// vmID C cannot hold, too long or with a NUL, gets a derived C id too);
+// the runtime's own sessions (DefaultSession's, which Sessions leaves
+// out) come after the user's. A session whose backend is unavailable has
+// no C id: its vmID, with "#N" added if that label is taken.
 func (rt *Runtime) promSessions() ([]*VMSession, []string) {
-	sessions := rt.Sessions()
-	labels := make([]string, len(sessions), len(sessions)+1)
-	for k, v := range sessions {
-		labels[k] = v.id
-	}
+	listed := rt.Sessions()
 	rt.mu.Lock()
 	var own []*VMSession
 	for v := range rt.all {
@@ -91,15 +91,31 @@ func (rt *Runtime) promSessions() ([]*VMSession, []string) {
 		}
 	}
 	rt.mu.Unlock()
-	for _, v := range own {
+	sessions := make([]*VMSession, 0, len(listed)+len(own))
+	labels := make([]string, 0, len(listed)+len(own))
+	taken := make(map[string]bool, len(listed)+len(own))
+	var noC []*VMSession
+	for _, v := range append(listed, own...) {
 		if v.h == nil {
+			noC = append(noC, v)
 			continue
 		}
 		if c := v.h.enter(); c != nil {
-			sessions = append(sessions, v)
-			labels = append(labels, C.GoString(C.accel_session_id(c)))
+			label := C.GoString(C.accel_session_id(c))
 			v.h.exit()
+			sessions = append(sessions, v)
+			labels = append(labels, label)
+			taken[promEscape(label)] = true
 		}
+	}
+	for _, v := range noC {
+		label := v.id
+		for n := 1; taken[promEscape(label)]; n++ {
+			label = v.id + "#" + strconv.Itoa(n)
+		}
+		taken[promEscape(label)] = true
+		sessions = append(sessions, v)
+		labels = append(labels, label)
 	}
 	return sessions, labels
 }
