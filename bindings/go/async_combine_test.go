@@ -2,6 +2,7 @@ package accel
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -166,15 +167,22 @@ func TestAsyncCombineCloseRace(t *testing.T) {
 				}
 			}(g)
 		}
+		done := step(t, fmt.Sprintf("round %d: waitSubmitted(v, 100)", round))
 		waitSubmitted(v, 100)
-		if err := v.Close(); err != nil {
+		done()
+		done = step(t, fmt.Sprintf("round %d: v.Close racing the SubmitAsyncs", round))
+		err = v.Close()
+		done()
+		if err != nil {
 			t.Fatal(err)
 		}
 		ranAtClose := 0
 		for i := range runs {
 			ranAtClose += int(runs[i].Load())
 		}
+		done = step(t, fmt.Sprintf("round %d: the submitting goroutines (wg.Wait)", round))
 		wg.Wait()
+		done()
 		total := 0
 		for g := 0; g < goroutines; g++ {
 			for i := 0; i < most; i++ {

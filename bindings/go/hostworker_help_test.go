@@ -33,6 +33,8 @@ func TestHelperLeavesNoStrandedOp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitLoop := step(t, "200 rounds of a.Submit and its op's follow-up")
+	defer waitLoop() // also on a t.Fatal inside the loop
 	for i := 0; i < 200; i++ {
 		done := make(chan struct{})
 		if err := a.Submit(context.Background(), func(*Session) error {
@@ -50,7 +52,11 @@ func TestHelperLeavesNoStrandedOp(t *testing.T) {
 		}
 		<-done
 	}
-	if err := b.Sync(); err != nil {
+	waitLoop()
+	waitSync := step(t, "b.Sync")
+	err = b.Sync()
+	waitSync()
+	if err != nil {
 		t.Fatal(err)
 	}
 	if d, c, _ := b.Stats(); d != 600 || c != 600 {

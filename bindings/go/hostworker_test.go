@@ -19,15 +19,19 @@ func TestWorkersParkAndWake(t *testing.T) {
 	}
 	ctx := context.Background()
 	ran := 0
+	waitLoop := step(t, "50 Submits after the workers park")
+	defer waitLoop() // also on a t.Fatal inside the loop
 	for i := 0; i < 50; i++ {
 		time.Sleep(200 * time.Microsecond) // let the workers park
 		if err := v.Submit(ctx, func(*Session) error { ran++; return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
+	waitLoop()
 	if ran != 50 {
 		t.Fatalf("ran %d ops, want 50", ran)
 	}
+	waitAll := step(t, "8 goroutines' Submits after parks (wg.Wait)")
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
@@ -43,6 +47,7 @@ func TestWorkersParkAndWake(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	waitAll()
 	if d, c, f := v.Stats(); d != 210 || c != 210 || f != 0 {
 		t.Fatalf("Stats = %d %d %d, want 210 210 0", d, c, f)
 	}
@@ -63,12 +68,14 @@ func TestDeadlockFromInsideOp(t *testing.T) {
 		t.Fatal(err)
 	}
 	var subErr, closeErr, otherErr error
+	waitSubmit := step(t, "v.Submit whose op submits, closes the runtime and submits to other")
 	err = v.Submit(context.Background(), func(*Session) error {
 		subErr = v.Submit(context.Background(), emptyOp)
 		closeErr = rt.Close()
 		otherErr = other.SubmitAsync(emptyOp, nil)
 		return nil
 	})
+	waitSubmit()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +88,10 @@ func TestDeadlockFromInsideOp(t *testing.T) {
 	if otherErr != nil {
 		t.Errorf("SubmitAsync to another session inside op = %v", otherErr)
 	}
-	if err := other.Sync(); err != nil {
+	waitSync := step(t, "other.Sync")
+	err = other.Sync()
+	waitSync()
+	if err != nil {
 		t.Fatal(err)
 	}
 }

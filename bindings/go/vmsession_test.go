@@ -25,7 +25,9 @@ func blockWorker(t *testing.T, v *VMSession) (release func()) {
 	}, nil); err != nil {
 		t.Fatalf("SubmitAsync: %v", err)
 	}
+	waitStarted := step(t, "blockWorker: the blocking op starts")
 	<-started
+	waitStarted()
 	var once sync.Once
 	return func() { once.Do(func() { close(gate) }) }
 }
@@ -88,6 +90,7 @@ func TestFIFOManyGoroutines(t *testing.T) {
 			return nil
 		}
 	}
+	waitProducers := step(t, "producers' submits (wg.Wait)")
 	var wg sync.WaitGroup
 	for p := 0; p < producers; p++ {
 		wg.Add(1)
@@ -110,7 +113,11 @@ func TestFIFOManyGoroutines(t *testing.T) {
 		}(p)
 	}
 	wg.Wait()
-	if err := v.Sync(); err != nil {
+	waitProducers()
+	waitSync := step(t, "v.Sync after the producers")
+	err = v.Sync()
+	waitSync()
+	if err != nil {
 		t.Fatal(err)
 	}
 	if n := bad.Load(); n != 0 {
@@ -136,7 +143,11 @@ func TestPriorityOrderUnderFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Close()
+	defer func() {
+		done := step(t, "rt.Close")
+		rt.Close()
+		done()
+	}()
 	low, _ := rt.NewVMSession("low", WithPriority(PriorityLow))
 	crit, _ := rt.NewVMSession("crit", WithPriority(PriorityCritical))
 	gate, _ := rt.NewVMSession("gate", WithPriority(PriorityCritical))
@@ -164,8 +175,10 @@ func TestPriorityOrderUnderFlood(t *testing.T) {
 		}
 	}
 	release()
+	waitSync := step(t, "low.Sync and crit.Sync after the release")
 	low.Sync()
 	crit.Sync()
+	waitSync()
 	mu.Lock()
 	defer mu.Unlock()
 	lowBefore := 0
@@ -196,13 +209,21 @@ func TestCtxCancelledWhileQueued(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg())
 	res := make(chan error, 1)
 	go func() { res <- v.Submit(ctx, func(*Session) error { ran.Store(true); return nil }) }()
+	waitQueued := step(t, "waitSubmitted(v, 2)")
 	waitSubmitted(v, 2) // the blocker and our op are both accepted
+	waitQueued()
 	cancel()
-	if err := <-res; !errors.Is(err, context.Canceled) {
+	waitRes := step(t, "Submit returns after cancel")
+	err := <-res
+	waitRes()
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Submit = %v, want context.Canceled", err)
 	}
 	release()
-	if err := v.Sync(); err != nil {
+	waitSync := step(t, "v.Sync after the release")
+	err = v.Sync()
+	waitSync()
+	if err != nil {
 		t.Fatal(err)
 	}
 	if ran.Load() {
@@ -213,11 +234,17 @@ func TestCtxCancelledWhileQueued(t *testing.T) {
 		t.Fatalf("dispatched %d cancelled %d, want 1 and 1", st.Dispatched, st.Cancelled)
 	}
 	// The session goes on: a later op runs.
-	if err := v.Submit(bg(), func(*Session) error { return nil }); err != nil {
+	waitLater := step(t, "a later Submit")
+	err = v.Submit(bg(), func(*Session) error { return nil })
+	waitLater()
+	if err != nil {
 		t.Fatal(err)
 	}
 	// Already cancelled: refused before it is queued.
-	if err := v.Submit(ctx, func(*Session) error { ran.Store(true); return nil }); !errors.Is(err, context.Canceled) || ran.Load() {
+	waitPre := step(t, "a pre-cancelled Submit")
+	err = v.Submit(ctx, func(*Session) error { ran.Store(true); return nil })
+	waitPre()
+	if !errors.Is(err, context.Canceled) || ran.Load() {
 		t.Fatalf("pre-cancelled Submit = %v (ran %v)", err, ran.Load())
 	}
 }
@@ -231,12 +258,16 @@ func TestCtxDeadlineWhileQueued(t *testing.T) {
 	// passes while the op is queued whatever the machine's speed.
 	ctx, cancel := context.WithTimeout(bg(), time.Millisecond)
 	defer cancel()
+	waitSubmit := step(t, "Submit with a 1 ms deadline while the worker is held")
 	err := v.Submit(ctx, func(*Session) error { ran.Store(true); return nil })
+	waitSubmit()
 	release()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Submit = %v, want context.DeadlineExceeded", err)
 	}
+	waitSync := step(t, "v.Sync after the release")
 	v.Sync()
+	waitSync()
 	if ran.Load() {
 		t.Fatal("an op past its deadline ran")
 	}
@@ -249,7 +280,9 @@ func TestCtxEndsWhileRunning(t *testing.T) {
 	v, _ := rt.NewVMSession("running")
 	ctx, cancel := context.WithCancel(bg())
 	want := errors.New("f's own error")
+	waitSubmit := step(t, "Submit whose f cancels its ctx")
 	err := v.Submit(ctx, func(*Session) error { cancel(); return want })
+	waitSubmit()
 	if err != want {
 		t.Fatalf("Submit = %v, want f's error", err)
 	}
@@ -264,6 +297,7 @@ func TestClose(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitCloses := step(t, "four concurrent Closes (wg.Wait)")
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ { // Close from many goroutines: each waits, all nil
 		wg.Add(1)
@@ -275,9 +309,12 @@ func TestClose(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	waitCloses()
 	if n := ran.Load(); n != 100 {
 		t.Fatalf("Close returned with %d of 100 ops run", n)
 	}
+	waitAfter := step(t, "second Close, then Submit, SubmitAsync, Sync and Blocking after Close")
+	defer waitAfter()
 	if err := v.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
@@ -298,6 +335,7 @@ func TestClose(t *testing.T) {
 	if !waited {
 		t.Fatal("Blocking after Close did not run its wait")
 	}
+	waitAfter()
 	if _, ok := rt.Lookup("close"); ok {
 		t.Fatal("closed session still found by Lookup")
 	}
@@ -306,7 +344,9 @@ func TestClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitClose2 := step(t, "v2.Close")
 	v2.Close()
+	waitClose2()
 }
 
 func TestBudgetThroughSession(t *testing.T) {
@@ -396,6 +436,7 @@ func TestStatsExactAndPanic(t *testing.T) {
 func TestManySessionsConcurrently(t *testing.T) {
 	rt := newTestRuntime(t, 2)
 	const goroutines, each = 8, 40
+	waitAll := step(t, "the goroutines' opens, submits and Closes (wg.Wait)")
 	var wg sync.WaitGroup
 	var ran atomic.Int64
 	for g := 0; g < goroutines; g++ {
@@ -425,6 +466,7 @@ func TestManySessionsConcurrently(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+	waitAll()
 	if n := ran.Load(); n != goroutines*each*4 {
 		t.Fatalf("%d ops ran, want %d", n, goroutines*each*4)
 	}
@@ -448,7 +490,9 @@ func TestBatchAndAsync(t *testing.T) {
 			return nil
 		}
 	}
+	waitBatch := step(t, "SubmitBatch of 150")
 	errs := v.SubmitBatch(bg(), fs)
+	waitBatch()
 	for i, err := range errs {
 		if (i%7 == 0) != (err != nil) {
 			t.Fatalf("errs[%d] = %v", i, err)
@@ -469,7 +513,9 @@ func TestBatchAndAsync(t *testing.T) {
 	if n != 100 || err != nil {
 		t.Fatalf("SubmitAsyncBatch = %d, %v", n, err)
 	}
+	waitSync := step(t, "v.Sync after SubmitAsyncBatch of 100")
 	v.Sync()
+	waitSync()
 	if done.Load() != 100 {
 		t.Fatalf("%d completions", done.Load())
 	}
@@ -479,7 +525,9 @@ func TestBatchAndAsync(t *testing.T) {
 	if n, err := v.SubmitAsyncBatch(withNil, nil); n != 40 || !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("SubmitAsyncBatch with a nil f = %d, %v", n, err)
 	}
+	waitSync = step(t, "v.Sync after SubmitAsyncBatch with a nil f")
 	v.Sync()
+	waitSync()
 	if len(order) != 40 || order[39] != 39 {
 		t.Fatalf("ran %v", order)
 	}
@@ -499,15 +547,22 @@ func TestBatchAndAsync(t *testing.T) {
 			func(*Session) error { ran.Add(1); return nil },
 		})
 	}()
+	waitQueued := step(t, "waitSubmitted(one, 3)")
 	waitSubmitted(one, 3)
+	waitQueued()
 	cancel()
-	for i, err := range <-res {
+	waitRes := step(t, "SubmitBatch returns after cancel")
+	cerrs := <-res
+	waitRes()
+	for i, err := range cerrs {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled batch errs[%d] = %v", i, err)
 		}
 	}
 	release()
+	waitSync = step(t, "one.Sync after the release")
 	one.Sync()
+	waitSync()
 	if ran.Load() != 0 {
 		t.Fatal("a cancelled batch op ran")
 	}
@@ -551,6 +606,7 @@ func TestCancelRacesWorker(t *testing.T) {
 	runs := make([]atomic.Int32, goroutines*per)
 	var wg sync.WaitGroup
 	var cancelledN, ranN atomic.Int64
+	waitAll := step(t, "the racing Submits (wg.Wait)")
 	for g := 0; g < goroutines; g++ {
 		wg.Add(1)
 		go func(g int) {
@@ -588,12 +644,15 @@ func TestCancelRacesWorker(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+	waitAll()
 	var d, c, x, sub uint64
+	waitSync := step(t, "Sync of each session")
 	for _, v := range vs {
 		v.Sync()
 		st := v.FullStats()
 		d, c, x, sub = d+st.Dispatched, c+st.Completed, x+st.Cancelled, sub+st.Submitted
 	}
+	waitSync()
 	total := 0
 	for k := range runs {
 		n := runs[k].Load()
