@@ -441,6 +441,11 @@ func TestGapNewRuntimeNegative(t *testing.T) {
 		}
 	}
 	for _, cfg := range []RuntimeConfig{
+		// Past what the C fields hold: wrapped, C would take a small
+		// count while the drivers started the large one.
+		{Workers: 1<<32 + 1},
+		{Workers: 1, QuantumOps: 1<<32 + 5},
+		{Workers: 1025}, // over the library's maximum
 		{Workers: 2, ShortLaneWorkers: 2},
 		{Workers: 1, ShortLaneWorkers: 5},
 	} {

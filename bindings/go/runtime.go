@@ -7,6 +7,7 @@ package accel
 import "C"
 
 import (
+	"math"
 	"runtime"
 	"sort"
 	"sync"
@@ -14,7 +15,10 @@ import (
 	"time"
 )
 
-// RuntimeConfig sizes a Runtime; zero values take accel's defaults.
+// RuntimeConfig sizes a Runtime; zero values take accel's defaults. A
+// negative field, Workers over the library's maximum (1024, less the
+// package's helper slots), or QuantumOps over 2^32-1 is refused with
+// ErrInvalidArgument.
 type RuntimeConfig struct {
 	// Workers is the number of worker threads; 0: one per CPU the process
 	// may use (affinity mask, cgroup CPU quota).
@@ -71,6 +75,12 @@ type Runtime struct {
 func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.Workers < 0 || cfg.ShortLaneWorkers < 0 || cfg.ShortOp < 0 ||
 		cfg.QuantumOps < 0 || cfg.Quantum < 0 {
+		return nil, ErrInvalidArgument
+	}
+	// Values the C fields cannot hold would wrap there: C would accept a
+	// small count while the drivers below start the large one.
+	if cfg.Workers > math.MaxInt32 || cfg.ShortLaneWorkers > math.MaxInt32 ||
+		uint64(cfg.QuantumOps) > math.MaxUint32 {
 		return nil, ErrInvalidArgument
 	}
 	var cc C.accel_runtime_config
