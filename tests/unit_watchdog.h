@@ -17,6 +17,7 @@
 
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "stress_watchdog.h"
 
@@ -26,7 +27,12 @@ static char unit_watchdog_test[256]; /* "suite::test", printed with the step */
 static inline void unit_watchdog_init(void)
 {
     const struct criterion_test *t = criterion_current_test;
-    double timeout = t->data->timeout;
+    /* Criterion lays its tests' extra data out in a section, not always
+     * aligned for its type: copied out bytewise, not read in place (which
+     * UBSan reports as a misaligned access). */
+    struct criterion_test_extra_data data;
+    memcpy(&data, (const void *)t->data, sizeof(data));
+    double timeout = data.timeout;
     unit_step_limit_s = timeout > 0 && timeout * 0.8 < 60 ? timeout * 0.8 : 60;
     snprintf(unit_watchdog_test, sizeof(unit_watchdog_test), "%s::%s",
              t->category, t->name);
