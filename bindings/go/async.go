@@ -328,7 +328,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 		}
 	}
 	for _, err := range errs {
-		if err == ErrGoexit {
+		if err == errGoexit {
 			runtime.Goexit() // as Submit: the deferred blockEnd still runs
 		}
 	}

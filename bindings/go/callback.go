@@ -281,7 +281,7 @@ func salvageGoexit(r *opRec, i int, fl *recList) bool {
 	s := r.session()
 	if !r.isGroup() {
 		s.failed.Add(1)
-		finish(r, ErrGoexit, nil)
+		finish(r, errGoexit, nil)
 		return false
 	}
 	r.gbad++
@@ -373,6 +373,9 @@ func finish(r *opRec, err error, d *driver) {
 		return // the submitter waits for it (Submit)
 	}
 	if cb := r.first().cb; cb != nil {
+		if err == errGoexit {
+			err = ErrGoexit // the exported one, for the callback
+		}
 		r.reset()
 		if d != nil {
 			d.fl.free(r)

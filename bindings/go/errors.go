@@ -42,6 +42,13 @@ var (
 	ErrGoexit = errors.New("accel: op called runtime.Goexit")
 )
 
+// errGoexit is the outcome the binding records for an op whose f called
+// runtime.Goexit, where Submit and SubmitBatch look for it: a value of
+// its own (errors.Is sees ErrGoexit through it), so that an f that
+// returns ErrGoexit, passing on a callback's error, fails its op and does
+// not end the caller's goroutine. Callbacks get ErrGoexit itself.
+var errGoexit = fmt.Errorf("%w", ErrGoexit)
+
 // Status is a C status code that has no sentinel above; errors.Is matches
 // the sentinels for the codes that have one.
 type Status int

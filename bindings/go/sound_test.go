@@ -24,7 +24,19 @@ import (
 // stack), instead of hanging until go test's own timeout.
 func step(t testing.TB, name string) (done func()) {
 	t.Helper()
-	tm := time.AfterFunc(10*time.Second, func() {
+	return stepWithin(t, name, 10*time.Second)
+}
+
+// stepLong is step for a wait over a whole loop of ops (thousands, under
+// -race or -asan on a loaded machine): 60 s.
+func stepLong(t testing.TB, name string) (done func()) {
+	t.Helper()
+	return stepWithin(t, name, 60*time.Second)
+}
+
+func stepWithin(t testing.TB, name string, limit time.Duration) (done func()) {
+	t.Helper()
+	tm := time.AfterFunc(limit, func() {
 		buf := make([]byte, 1<<20)
 		buf = buf[:runtime.Stack(buf, true)]
 		panic(fmt.Sprintf("%s: stuck at %q\n%s", t.Name(), name, buf))
@@ -810,5 +822,31 @@ func TestCompletionPanicIsRaised(t *testing.T) {
 	// An unrecovered panic exits with status 2.
 	if code != 2 || !strings.Contains(out, "PANIC-IN-DONE") || strings.Contains(out, "CHILD-WENT-ON") {
 		t.Fatalf("child run (exit %d):\n%s", code, out)
+	}
+}
+
+// An f that returns ErrGoexit (passing on a callback's error) has failed
+// with that error: Submit and SubmitBatch return it, and the calling
+// goroutine goes on; only an f that called runtime.Goexit ends it.
+func TestReturnedErrGoexitIsAnError(t *testing.T) {
+	for _, own := range []bool{true, false} {
+		rt := newTestRuntime(t, 1)
+		rt.setOwnForTest(own)
+		v, _ := rt.NewVMSession("v")
+		got := make(chan []error, 1)
+		go func() {
+			errs := []error{v.Submit(bg(), func(*Session) error { return ErrGoexit })}
+			errs = append(errs, v.SubmitBatch(bg(), []func(*Session) error{
+				func(*Session) error { return ErrGoexit },
+				func(*Session) error { return nil },
+			})...)
+			got <- errs
+		}()
+		done := step(t, fmt.Sprintf("handoff=%v: Submit and SubmitBatch whose f returns ErrGoexit", own))
+		errs := <-got // a goroutine ended by Goexit never sends
+		done()
+		if !errors.Is(errs[0], ErrGoexit) || !errors.Is(errs[1], ErrGoexit) || errs[2] != nil {
+			t.Fatalf("handoff=%v: errors %v", own, errs)
+		}
 	}
 }

@@ -103,7 +103,7 @@ func (v *VMSession) submitRacedForTest(g *opRec, f func(*Session) error) (begun 
 	err = r.outcome()
 	r.reset()
 	freeRec(r)
-	if err == ErrGoexit {
+	if err == errGoexit {
 		runtime.Goexit()
 	}
 	return begun, err

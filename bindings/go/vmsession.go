@@ -546,7 +546,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	err = r.outcome()
 	r.reset()
 	freeRec(r)
-	if err == ErrGoexit {
+	if err == errGoexit {
 		runtime.Goexit()
 	}
 	return err
