@@ -14,7 +14,8 @@ pkgs=(build-essential cmake pkg-config liburcu-dev libck-dev libcriterion-dev
 command -v gnuplot >/dev/null 2>&1 || pkgs+=(gnuplot-nox)
 missing=()
 for p in "${pkgs[@]}"; do
-  [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] \
+  # (one status per installed architecture, run together)
+  [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == *"install ok installed"* ]] \
     || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then

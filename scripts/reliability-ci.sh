@@ -9,8 +9,9 @@
 #   RELIABILITY_FUZZ_SECONDS  fuzz run length (default 120; quick 20)
 #   JOBS                  build parallelism (default nproc)
 #   RELIABILITY_YIELD_SEEDS   random-yield seeds (default 200; quick 20)
-#   RELIABILITY_SEED_TIMEOUT  seconds a stress seed may take (default 600;
-#                         random-yield seeds: RELIABILITY_YIELD_TIMEOUT, 60)
+#   RELIABILITY_SEED_TIMEOUT  seconds a stress seed, or a Criterion suite
+#                         of the tier, may take (default 600; random-yield
+#                         seeds: RELIABILITY_YIELD_TIMEOUT, 60)
 #   RELIABILITY_ALLOW_SKIP=1  a tier whose tool is missing (clang, spin)
 #                         reports SKIPPED and does not fail the run; by
 #                         default a missing tool fails it (deps.sh installs

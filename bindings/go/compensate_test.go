@@ -135,10 +135,12 @@ func TestCompNestedSubmitDepth16(t *testing.T) {
 			t.Fatalf("depth %d not reached", depth)
 		}
 		// Each nested Submit counted its wait at once: the monitor, which
-		// would find an uncounted one 1-2 ms in and hide the miss, marked
-		// none.
-		if n := rt.host.comp.marks.Load(); n != 0 {
-			t.Fatalf("the monitor marked %d waits of nested Submits", n)
+		// would find an uncounted one 1-2 ms in and hide the miss, marks
+		// at most a few (a driver that waits a whole tick for a P just
+		// before its wait looks blocked too); with the count missing it
+		// marks them all (48).
+		if n := rt.host.comp.marks.Load(); n*2 >= 3*depth {
+			t.Fatalf("the monitor marked %d of %d waits of nested Submits", n, 3*depth)
 		}
 	})
 }
@@ -741,10 +743,12 @@ func TestCompNestedSubmitCycleEndsByCtx(t *testing.T) {
 				if !errors.Is(err, context.Canceled) {
 					t.Fatalf("a.Submit = %v, want context.Canceled from the inner Submit", err)
 				}
+				quickOp(t, a, "a after the cycle")
+				// The cancelled op's place in a's order came before this
+				// quick op: had it run, it would have by now.
 				if innerRan.Load() {
 					t.Fatal("the cancelled inner op ran")
 				}
-				quickOp(t, a, "a after the cycle")
 				quickOp(t, b, "b after the cycle")
 			})
 		})

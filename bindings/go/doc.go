@@ -79,9 +79,11 @@
 //
 // Close stops the session taking ops, waits until the ops it accepted
 // have run and frees its memory; from inside one of its own ops it does
-// not wait. Runtime.Close closes every session and stops the workers.
-// Every method stays safe after either: ErrSessionClosed,
-// ErrRuntimeClosed or a zero value.
+// not wait. Runtime.Close closes every session and stops the workers; a
+// Close racing another waits for it. Every method stays safe after
+// either: ErrSessionClosed or ErrRuntimeClosed where it needs the
+// session or runtime, what was fixed at open (ID, Priority, MemoryBudget,
+// Backend), the counters as they were, or zero (MemoryUsed).
 //
 // # Differences from the old type
 //

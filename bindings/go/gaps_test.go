@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -443,8 +444,8 @@ func TestGapNewRuntimeNegative(t *testing.T) {
 	for _, cfg := range []RuntimeConfig{
 		// Past what the C fields hold: wrapped, C would take a small
 		// count while the drivers started the large one.
-		{Workers: 1<<32 + 1},
-		{Workers: 1, QuantumOps: 1<<32 + 5},
+		{Workers: wide(1<<32 + 1)},
+		{Workers: 1, QuantumOps: wide(1<<32 + 5)},
 		{Workers: 1025}, // over the library's maximum
 		{Workers: 2, ShortLaneWorkers: 2},
 		{Workers: 1, ShortLaneWorkers: 5},
@@ -692,4 +693,66 @@ func TestGapDuplicateIDPrometheus(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Two vmIDs that differ only in bytes that are not UTF-8 ("\xff", "\xfe")
+// would write one label (each such byte is U+FFFD in the text): the
+// second gets a derived C id, so the scrape holds no duplicate series and
+// each session's series, Go's and C's, share its own label.
+func TestGapNonUTF8IDsKeepApartInMetrics(t *testing.T) {
+	rt := gapRuntime(t, 1)
+	vs := []*VMSession{}
+	for _, id := range []string{"\xff", "\xfe", "x\xffy", "x\xfey"} {
+		v, err := rt.NewVMSession(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.ID() != id {
+			t.Fatalf("ID() = %q, want %q", v.ID(), id)
+		}
+		vs = append(vs, v)
+	}
+	for _, v := range vs {
+		done := step(t, fmt.Sprintf("Submit on %q", v.ID()))
+		err := v.Submit(bg(), func(*Session) error { return nil })
+		done()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sb strings.Builder
+	if err := rt.WritePrometheus(&sb); err != nil {
+		t.Fatal(err)
+	}
+	samples, err := parsePrometheus(sb.String())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, sb.String())
+	}
+	labels := map[string]bool{}
+	for k, val := range samples {
+		const fam = `accel_session_ops_submitted_total{session="`
+		if strings.HasPrefix(k, fam) {
+			rest := k[len(fam):]
+			label := rest[:strings.IndexByte(rest, '"')]
+			if val != 1 {
+				t.Errorf("%s = %v, want 1", k, val)
+			}
+			if _, ok := samples[`accel_session_queue_depth{session="`+label+`",priority="5"}`]; !ok {
+				t.Errorf("no C family sample for label %q\n%s", label, sb.String())
+			}
+			labels[label] = true
+		}
+	}
+	if len(labels) != len(vs) {
+		t.Errorf("%d labels for %d sessions: %v", len(labels), len(vs), labels)
+	}
+}
+
+// wide is n as an int where int has 64 bits, else the largest int (which
+// the checks refuse too): the cases compile on 32-bit targets.
+func wide(n uint64) int {
+	if strconv.IntSize == 64 {
+		return int(n)
+	}
+	return int(^uint(0) >> 1)
 }

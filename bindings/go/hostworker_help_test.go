@@ -33,7 +33,7 @@ func TestHelperLeavesNoStrandedOp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLoop := step(t, "200 rounds of a.Submit and its op's follow-up")
+	waitLoop := stepLong(t, "200 rounds of a.Submit and its op's follow-up")
 	defer waitLoop() // also on a t.Fatal inside the loop
 	for i := 0; i < 200; i++ {
 		done := make(chan struct{})

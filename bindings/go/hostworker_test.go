@@ -19,7 +19,7 @@ func TestWorkersParkAndWake(t *testing.T) {
 	}
 	ctx := context.Background()
 	ran := 0
-	waitLoop := step(t, "50 Submits after the workers park")
+	waitLoop := stepLong(t, "50 Submits after the workers park")
 	defer waitLoop() // also on a t.Fatal inside the loop
 	for i := 0; i < 50; i++ {
 		time.Sleep(200 * time.Microsecond) // let the workers park
@@ -31,7 +31,7 @@ func TestWorkersParkAndWake(t *testing.T) {
 	if ran != 50 {
 		t.Fatalf("ran %d ops, want 50", ran)
 	}
-	waitAll := step(t, "8 goroutines' Submits after parks (wg.Wait)")
+	waitAll := stepLong(t, "8 goroutines' Submits after parks (wg.Wait)")
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)

@@ -75,12 +75,12 @@ func (rt *Runtime) WritePrometheus(w io.Writer) error {
 
 // promSessions returns the open sessions and their session labels: for
 // each session with a C side, its C id, as the C families label it, so
-// that each session's series share one label and two sessions never do
-// (two open sessions may share a vmID: C names the second "vmID#N"; a
-// vmID C cannot hold, too long or with a NUL, gets a derived C id too);
-// the runtime's own sessions (DefaultSession's, which Sessions leaves
-// out) come after the user's. A session whose backend is unavailable has
-// no C id: its vmID, with "#N" added if that label is taken.
+// that each session's series share one label and, as openC picks C ids
+// whose labels differ, no two sessions share one (a vmID that cannot be
+// its C id as is gets a derived one: a prefix of it and "#N"); the
+// runtime's own sessions (DefaultSession's, which Sessions leaves out)
+// come after the user's. A session whose backend is unavailable has no C
+// id: its vmID, with "#N" added if that label is taken.
 func (rt *Runtime) promSessions() ([]*VMSession, []string) {
 	listed := rt.Sessions()
 	rt.mu.Lock()
@@ -96,17 +96,13 @@ func (rt *Runtime) promSessions() ([]*VMSession, []string) {
 	taken := make(map[string]bool, len(listed)+len(own))
 	var noC []*VMSession
 	for _, v := range append(listed, own...) {
-		if v.h == nil {
+		if v.cid == "" {
 			noC = append(noC, v)
 			continue
 		}
-		if c := v.h.enter(); c != nil {
-			label := C.GoString(C.accel_session_id(c))
-			v.h.exit()
-			sessions = append(sessions, v)
-			labels = append(labels, label)
-			taken[promEscape(label)] = true
-		}
+		sessions = append(sessions, v)
+		labels = append(labels, v.cid)
+		taken[promEscape(v.cid)] = true
 	}
 	for _, v := range noC {
 		label := v.id

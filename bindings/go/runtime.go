@@ -64,6 +64,9 @@ type Runtime struct {
 	byID    map[string][]*VMSession
 	all     map[*VMSession]struct{} // sessions whose C side is not freed yet
 	closing bool                    // Close began: no session opens
+	// labels counts the sessions with a C side by their metrics label
+	// (promEscape of the C id): openC keeps them apart.
+	labels map[string]int
 	// closed: made by the first Close, closed when it returns; a Close
 	// racing it waits on it.
 	closed chan struct{}
@@ -108,7 +111,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		return nil, statusErr(rc)
 	}
 	r := &Runtime{c: rt, workers: w, byID: make(map[string][]*VMSession),
-		all: make(map[*VMSession]struct{}), groupCap: groupMax, shortNs: int64(cfg.ShortOp)}
+		all: make(map[*VMSession]struct{}), labels: make(map[string]int), groupCap: groupMax, shortNs: int64(cfg.ShortOp)}
 	if cfg.QuantumOps > 0 && cfg.QuantumOps < groupMax {
 		r.groupCap = int32(cfg.QuantumOps)
 	}
@@ -144,11 +147,22 @@ func (rt *Runtime) track(v *VMSession, internal bool) {
 	}
 }
 
-// untrack drops a session whose C side is freed (or that has none).
+// untrack drops a session whose C side is freed (or that has none). Every
+// Close caller may call it: only the first gives the label back.
 func (rt *Runtime) untrack(v *VMSession) {
 	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if _, ok := rt.all[v]; !ok {
+		return
+	}
 	delete(rt.all, v)
-	rt.mu.Unlock()
+	if v.cid != "" {
+		if l := promEscape(v.cid); rt.labels[l] > 1 {
+			rt.labels[l]--
+		} else {
+			delete(rt.labels, l)
+		}
+	}
 }
 
 // listed reports whether v is in Lookup and Sessions (rt.mu held).
@@ -222,7 +236,8 @@ func (rt *Runtime) Sessions() []*VMSession {
 // does nothing. A later Close returns ErrRuntimeClosed; one that races
 // the first waits until the first has finished, as VMSession.Close does,
 // so that the runtime is closed when any Close returns (from inside an
-// op, which the first waits for, it returns at once).
+// op, which the first waits for, it returns at once). As for the first,
+// a goroutine that one of the runtime's ops waits on must not call it.
 func (rt *Runtime) Close() error {
 	rt.mu.Lock()
 	inside := rt.insideOpLocked()
@@ -231,7 +246,9 @@ func (rt *Runtime) Close() error {
 		rt.mu.Unlock()
 		if !inside {
 			rt.closeWaits.Add(1)
+			m := blockBegin() // inside an op of another runtime: counts at once
 			<-closed
+			m.blockEnd()
 		}
 		return ErrRuntimeClosed
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -34,6 +35,7 @@ type VMSession struct {
 	h    *chandle // nil: the backend asked for is not available (IsAvailable)
 	sess Session  // what f is given; points back here
 
+	cid     string      // the C session's id (its metrics label); "" without one
 	budget  int64       // the memory cap in bytes, fixed at open; 0 = none
 	backend BackendType // the backend bound at open (h not nil)
 
@@ -221,10 +223,12 @@ func (rt *Runtime) open(vmID string, cfg vmSessionConfig, internal bool) (*VMSes
 		return nil, ErrRuntimeClosed
 	}
 	if avail {
-		cs, rc := rt.openC(&cc, vmID, internal)
+		cs, cid, rc := rt.openC(&cc, vmID, internal)
 		switch {
 		case rc == C.ACCEL_OK:
 			v.h = &chandle{c: cs}
+			v.cid = cid
+			rt.labels[promEscape(cid)]++
 			// Kept here so that they stay true after Close.
 			v.budget = int64(cc.memory_budget)
 			v.backend = BackendCPU
@@ -241,10 +245,16 @@ func (rt *Runtime) open(vmID string, cfg vmSessionConfig, internal bool) (*VMSes
 	return v, nil
 }
 
-// openC opens the C session under a C id derived from vmID: vmID itself
-// when it can be (so metrics show it), else a prefix of it and a number.
-// rt.mu is held.
-func (rt *Runtime) openC(cc *C.accel_session_config, vmID string, internal bool) (*C.accel_session, int) {
+// openC opens the C session under a C id derived from vmID and returns
+// it with that id: vmID itself when it can be (so metrics show it), else
+// a prefix of it and a number. vmID cannot be used as is when it is over
+// the C limit, holds a NUL, is the id of another open C session, or would
+// write the same metrics label as another's (promEscape maps each byte
+// that is not UTF-8 to U+FFFD: "\xff" and "\xfe" would share one, and
+// Prometheus refuses a whole scrape with a duplicate series). A derived
+// id has '?' for each such byte and NUL, so its label is itself. rt.mu is
+// held.
+func (rt *Runtime) openC(cc *C.accel_session_config, vmID string, internal bool) (*C.accel_session, string, int) {
 	try := func(id string) (*C.accel_session, int) {
 		cid := C.CString(id)
 		defer C.free(unsafe.Pointer(cid))
@@ -253,11 +263,12 @@ func (rt *Runtime) openC(cc *C.accel_session_config, vmID string, internal bool)
 		rc := int(C.accel_session_open(rt.c, cc, &cs))
 		return cs, rc
 	}
-	plain := !internal && len(vmID) <= C.ACCEL_ID_MAX && !hasNUL(vmID)
+	plain := !internal && len(vmID) <= C.ACCEL_ID_MAX && !hasNUL(vmID) &&
+		rt.labels[promEscape(vmID)] == 0
 	if plain {
 		cs, rc := try(vmID)
 		if rc != C.ACCEL_EEXIST && rc != C.ACCEL_EINVAL {
-			return cs, rc
+			return cs, vmID, rc
 		}
 	}
 	prefix := vmID
@@ -269,9 +280,13 @@ func (rt *Runtime) openC(cc *C.accel_session_config, vmID string, internal bool)
 		if internal {
 			id = "accel#" + prefix + "#" + strconv.FormatUint(cidSeq.Add(1), 10)
 		}
-		cs, rc := try(sanitize(id))
+		id = sanitize(id)
+		if rt.labels[promEscape(id)] != 0 {
+			continue
+		}
+		cs, rc := try(id)
 		if rc != C.ACCEL_EEXIST {
-			return cs, rc
+			return cs, id, rc
 		}
 	}
 }
@@ -285,16 +300,22 @@ func hasNUL(s string) bool {
 	return false
 }
 
-// sanitize replaces NUL bytes (C ids are C strings).
+// sanitize replaces each NUL (C ids are C strings) and each byte that is
+// not UTF-8 (promEscape would write U+FFFD for it) with '?'.
 func sanitize(s string) string {
-	if !hasNUL(s) {
-		return s
-	}
-	b := []byte(s)
-	for i := range b {
-		if b[i] == 0 {
+	var b []byte
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == 0 || (r == utf8.RuneError && n == 1) {
+			if b == nil {
+				b = []byte(s)
+			}
 			b[i] = '?'
 		}
+		i += n
+	}
+	if b == nil {
+		return s
 	}
 	return string(b)
 }

@@ -90,7 +90,7 @@ func TestFIFOManyGoroutines(t *testing.T) {
 			return nil
 		}
 	}
-	waitProducers := step(t, "producers' submits (wg.Wait)")
+	waitProducers := stepLong(t, "producers' submits (wg.Wait)")
 	var wg sync.WaitGroup
 	for p := 0; p < producers; p++ {
 		wg.Add(1)
@@ -436,7 +436,7 @@ func TestStatsExactAndPanic(t *testing.T) {
 func TestManySessionsConcurrently(t *testing.T) {
 	rt := newTestRuntime(t, 2)
 	const goroutines, each = 8, 40
-	waitAll := step(t, "the goroutines' opens, submits and Closes (wg.Wait)")
+	waitAll := stepLong(t, "the goroutines' opens, submits and Closes (wg.Wait)")
 	var wg sync.WaitGroup
 	var ran atomic.Int64
 	for g := 0; g < goroutines; g++ {
@@ -490,7 +490,7 @@ func TestBatchAndAsync(t *testing.T) {
 			return nil
 		}
 	}
-	waitBatch := step(t, "SubmitBatch of 150")
+	waitBatch := stepLong(t, "SubmitBatch of 150")
 	errs := v.SubmitBatch(bg(), fs)
 	waitBatch()
 	for i, err := range errs {
@@ -606,7 +606,7 @@ func TestCancelRacesWorker(t *testing.T) {
 	runs := make([]atomic.Int32, goroutines*per)
 	var wg sync.WaitGroup
 	var cancelledN, ranN atomic.Int64
-	waitAll := step(t, "the racing Submits (wg.Wait)")
+	waitAll := stepLong(t, "the racing Submits (wg.Wait)")
 	for g := 0; g < goroutines; g++ {
 		wg.Add(1)
 		go func(g int) {
