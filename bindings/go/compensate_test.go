@@ -103,11 +103,25 @@ func newQueuedRuntime(t *testing.T, workers int) *Runtime {
 	return rt
 }
 
+// handoffCases runs body with Submit's direct hand-off off (every op on a
+// driver, whose blocking these tests are about) and on (as a user's
+// runtime has it), each under compCases.
+func handoffCases(t *testing.T, workers int, body func(t *testing.T, rt *Runtime)) {
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprintf("handoff=%v", own), func(t *testing.T) {
+			compCases(t, func(t *testing.T) {
+				rt := newTestRuntime(t, workers)
+				rt.setOwnForTest(own)
+				body(t, rt)
+			})
+		})
+	}
+}
+
 // Nested Submit to depth 16 with one worker: each level's f submits to
 // the next session and waits for it.
 func TestCompNestedSubmitDepth16(t *testing.T) {
-	compCases(t, func(t *testing.T) {
-		rt := newQueuedRuntime(t, 1)
+	handoffCases(t, 1, func(t *testing.T, rt *Runtime) {
 		const depth = 16
 		vs := make([]*VMSession, depth+1)
 		for i := range vs {
@@ -226,8 +240,7 @@ func blockedOpsDoNotStall(t *testing.T, how string) {
 // A->B: 16 pairs, each a's f submits to its b and waits, 100 rounds, 2
 // workers; every op runs exactly once, in each session's order.
 func TestCompPairsNestedSubmit(t *testing.T) {
-	compCases(t, func(t *testing.T) {
-		rt := newQueuedRuntime(t, 2)
+	handoffCases(t, 2, func(t *testing.T, rt *Runtime) {
 		const pairs, rounds = 16, 100
 		done := compWatch(t, "16 pairs x 100 rounds of A->B Submit from inside f")
 		defer done()
