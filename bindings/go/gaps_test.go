@@ -14,24 +14,6 @@ import (
 	"unicode/utf8"
 )
 
-// gapRuntime is newTestRuntime with its closing Close under a watchdog.
-func gapRuntime(t *testing.T, workers int) *Runtime {
-	t.Helper()
-	rt, err := NewRuntime(RuntimeConfig{Workers: workers})
-	if err != nil {
-		t.Fatalf("NewRuntime: %v", err)
-	}
-	t.Cleanup(func() {
-		done := step(t, "Runtime.Close at cleanup")
-		err := rt.Close()
-		done()
-		if err != nil {
-			t.Errorf("Runtime.Close: %v", err)
-		}
-	})
-	return rt
-}
-
 // gapSession opens id on rt with one op already run and 100 bytes
 // reserved, so that the counters a refused call must leave alone are not
 // all zero.
@@ -74,7 +56,7 @@ func sameStats(t *testing.T, v *VMSession, before SessionStats, what string) {
 
 // A nil f to Submit is ErrInvalidArgument, and nothing is queued or counted.
 func TestGapSubmitNilF(t *testing.T) {
-	rt := gapRuntime(t, 1)
+	rt := newTestRuntime(t, 1)
 	v := gapSession(t, rt, "nil-submit")
 	before := v.FullStats()
 	done := step(t, "Submit(nil f)")
@@ -91,7 +73,7 @@ func TestGapSubmitNilF(t *testing.T) {
 // A nil f to SubmitAsync is ErrInvalidArgument; done is never called and
 // nothing is queued or counted.
 func TestGapSubmitAsyncNilF(t *testing.T) {
-	rt := gapRuntime(t, 1)
+	rt := newTestRuntime(t, 1)
 	v := gapSession(t, rt, "nil-async")
 	before := v.FullStats()
 	var called atomic.Int32
@@ -111,7 +93,7 @@ func TestGapSubmitAsyncNilF(t *testing.T) {
 // ErrInvalidArgument, none runs (not even those before the nil), nothing
 // is counted.
 func TestGapSubmitBatchNilF(t *testing.T) {
-	rt := gapRuntime(t, 1)
+	rt := newTestRuntime(t, 1)
 	v := gapSession(t, rt, "nil-batch")
 	before := v.FullStats()
 	var ran atomic.Int32
@@ -145,7 +127,7 @@ func TestGapSubmitBatchNilF(t *testing.T) {
 // changes nothing; a nil later queues exactly the ops before it, and done
 // is called exactly for those.
 func TestGapSubmitAsyncBatchNilF(t *testing.T) {
-	rt := gapRuntime(t, 1)
+	rt := newTestRuntime(t, 1)
 	v := gapSession(t, rt, "nil-async-batch")
 	before := v.FullStats()
 	var ran, called atomic.Int32
@@ -202,7 +184,7 @@ func TestGapSubmitAsyncBatchNilF(t *testing.T) {
 // Reserve and Release of a negative size: ErrInvalidArgument, nothing
 // charged or refunded.
 func TestGapReserveReleaseNegative(t *testing.T) {
-	rt := gapRuntime(t, 1)
+	rt := newTestRuntime(t, 1)
 	v := gapSession(t, rt, "neg-reserve", WithMemoryBudget(1000))
 	s := v.Session()
 	before := v.FullStats()
@@ -244,7 +226,7 @@ func TestGapReserveReleaseNegative(t *testing.T) {
 // Alloc of 0 and of a negative size: nil and ErrInvalidArgument, nothing
 // charged.
 func TestGapAllocNonPositive(t *testing.T) {
-	rt := gapRuntime(t, 1)
+	rt := newTestRuntime(t, 1)
 	v := gapSession(t, rt, "alloc-zero", WithMemoryBudget(1000))
 	s := v.Session()
 	before := v.FullStats()
@@ -260,7 +242,7 @@ func TestGapAllocNonPositive(t *testing.T) {
 // An empty id: ErrEmptyVMID from both NewVMSession, and no session is
 // opened (Sessions, Lookup, the C side's count).
 func TestGapEmptyIDChangesNothing(t *testing.T) {
-	rt := gapRuntime(t, 1)
+	rt := newTestRuntime(t, 1)
 	other := gapSession(t, rt, "other")
 	before := other.FullStats()
 	var sb strings.Builder
@@ -316,7 +298,7 @@ func promSample(t *testing.T, text, name string) float64 {
 // two long ids with the same first 127 bytes are two sessions, and their
 // ops run.
 func TestGapLongID(t *testing.T) {
-	rt := gapRuntime(t, 1)
+	rt := newTestRuntime(t, 1)
 	base := strings.Repeat("x", 127)
 	ids := []string{base, base + "a", base + "b", strings.Repeat("y", 300)}
 	vs := make([]*VMSession, len(ids))
@@ -360,7 +342,7 @@ func TestGapLongID(t *testing.T) {
 // open, Lookup finds the first opened, each runs its own ops and counts
 // them, and once the first closes Lookup finds the second.
 func TestGapDuplicateID(t *testing.T) {
-	rt := gapRuntime(t, 1)
+	rt := newTestRuntime(t, 1)
 	a, errA := rt.NewVMSession("evm")
 	b, errB := rt.NewVMSession("evm", WithPriority(PriorityHigh))
 	if errA != nil || errB != nil {
@@ -470,7 +452,7 @@ func TestGapNewRuntimeNegative(t *testing.T) {
 // each session's series, Go's families and C's, under one label: an id
 // with a NUL, which a C id cannot hold, under its derived C id ("a?b#N").
 func TestGapOddIDs(t *testing.T) {
-	rt := gapRuntime(t, 1)
+	rt := newTestRuntime(t, 1)
 	cases := []struct {
 		id, label string
 		derived   bool // label is the C id's prefix, "#N" follows
@@ -548,7 +530,7 @@ func TestGapOddIDs(t *testing.T) {
 // for each of them and never for the rest. A second batch on the full
 // queue queues nothing.
 func TestGapAsyncBatchOverQueue(t *testing.T) {
-	rt := gapRuntime(t, 1)
+	rt := newTestRuntime(t, 1)
 	v, err := rt.NewVMSession("over", WithQueueDepth(4))
 	if err != nil {
 		t.Fatal(err)
@@ -667,7 +649,7 @@ func labelWithPrefix(t *testing.T, samples map[string]float64, fam, prefix strin
 // each of their series twice (Prometheus rejects the whole scrape on a
 // duplicate series) and split the second session across two labels.
 func TestGapDuplicateIDPrometheus(t *testing.T) {
-	rt := gapRuntime(t, 1)
+	rt := newTestRuntime(t, 1)
 	a, errA := rt.NewVMSession("evm")
 	b, errB := rt.NewVMSession("evm")
 	if errA != nil || errB != nil {
@@ -700,7 +682,7 @@ func TestGapDuplicateIDPrometheus(t *testing.T) {
 // second gets a derived C id, so the scrape holds no duplicate series and
 // each session's series, Go's and C's, share its own label.
 func TestGapNonUTF8IDsKeepApartInMetrics(t *testing.T) {
-	rt := gapRuntime(t, 1)
+	rt := newTestRuntime(t, 1)
 	vs := []*VMSession{}
 	for _, id := range []string{"\xff", "\xfe", "x\xffy", "x\xfey"} {
 		v, err := rt.NewVMSession(id)

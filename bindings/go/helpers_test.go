@@ -2,7 +2,8 @@ package accel
 
 import "testing"
 
-// newTestRuntime starts a small runtime that the test closes at its end.
+// newTestRuntime starts a small runtime that the test closes at its end,
+// under a watchdog.
 func newTestRuntime(t testing.TB, workers int) *Runtime {
 	t.Helper()
 	rt, err := NewRuntime(RuntimeConfig{Workers: workers})
@@ -10,7 +11,10 @@ func newTestRuntime(t testing.TB, workers int) *Runtime {
 		t.Fatalf("NewRuntime: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
+		done := step(t, "Runtime.Close at the test's cleanup")
+		err := rt.Close()
+		done()
+		if err != nil {
 			t.Errorf("Runtime.Close: %v", err)
 		}
 	})
