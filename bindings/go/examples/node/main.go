@@ -240,15 +240,18 @@ type op struct {
 	first int
 	wait  time.Duration // blocking scenario: the wait before the body
 	out   atomic.Int32
+	begin time.Duration // when f started, from the start (the capacity probe)
 	end   time.Duration // when f returned, from the start
 }
 
-// hintWaits (-hint-waits): accel's ops say their wait (s.Blocking).
+// hintWaits (-hint-waits): the blocking scenario runs as blocking-hint.
 var hintWaits bool
 
-func (o *op) run(blocking bool, s *accel.Session) {
+// run runs the op's body, after its wait in the blocking scenario; hint:
+// accel's ops say their wait (s.Blocking).
+func (o *op) run(blocking, hint bool, s *accel.Session) {
 	if blocking && o.wait > 0 {
-		if hintWaits && s != nil { // s is nil on the old design's goroutines
+		if hint && s != nil { // s is nil on the old design's goroutines
 			s.Blocking(func() { time.Sleep(o.wait) })
 		} else {
 			time.Sleep(o.wait)
@@ -335,18 +338,26 @@ func arrivals(seed uint64, load, capacity float64, d time.Duration) []*op {
 // ---------------------------------------------------------------- systems
 
 // submitter is what the node calls for each op: accel's VMSession.Submit,
-// or oldVM.Submit.
+// oldVM.Submit, or the capacity probe's poolVM.Submit.
 type submitter interface {
 	Submit(ctx context.Context, f func(*accel.Session) error) error
 }
 
 // oldVM is the design of the old Go VMSession: a mutex per VM, taken in
-// arrival order, and f run on the caller's goroutine, so the Go scheduler
-// time-slices every VM's goroutines alike, whatever their priority. ctx is
-// honoured while waiting for the mutex, as there.
-type oldVM struct{ mu sync.Mutex }
+// arrival order through a goroutine and a channel per Submit so that ctx
+// can end the wait, and f run on the caller's goroutine, so the Go
+// scheduler time-slices every VM's goroutines alike, whatever their
+// priority. ctx is honoured while waiting for the mutex only, as there.
+type oldVM struct {
+	mu                            sync.Mutex
+	closed                        atomic.Bool
+	dispatched, completed, failed atomic.Uint64
+}
 
 func (v *oldVM) Submit(ctx context.Context, f func(*accel.Session) error) error {
+	if v.closed.Load() {
+		return accel.ErrSessionClosed
+	}
 	acquired := make(chan struct{})
 	go func() { v.mu.Lock(); close(acquired) }()
 	select {
@@ -356,7 +367,52 @@ func (v *oldVM) Submit(ctx context.Context, f func(*accel.Session) error) error 
 		return ctx.Err()
 	}
 	defer v.mu.Unlock()
-	return f(nil)
+	if v.closed.Load() {
+		return accel.ErrSessionClosed
+	}
+	v.dispatched.Add(1)
+	if err := f(nil); err != nil {
+		v.failed.Add(1)
+		return err
+	}
+	v.completed.Add(1)
+	return nil
+}
+
+// pool is the capacity probe's system, neutral: one FIFO queue (an
+// unbuffered channel, whose blocked senders wait in arrival order) served
+// by GOMAXPROCS goroutines; no per-VM order, no priority, no deadlines.
+type pool struct{ jobs chan poolJob }
+
+type poolJob struct {
+	f    func(*accel.Session) error
+	done chan struct{}
+}
+
+func newPool() *pool {
+	p := &pool{jobs: make(chan poolJob)}
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		go func() {
+			for j := range p.jobs {
+				j.f(nil)
+				close(j.done)
+			}
+		}()
+	}
+	return p
+}
+
+type poolVM struct{ p *pool }
+
+func (v poolVM) Submit(ctx context.Context, f func(*accel.Session) error) error {
+	j := poolJob{f, make(chan struct{})}
+	select {
+	case v.p.jobs <- j:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	<-j.done
+	return nil
 }
 
 // runs says which systems run (-systems): accel, the old design.
@@ -381,15 +437,18 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// runSystem drives ops through one system: each arrival is a goroutine
-// calling Submit at its time (a node's handler for a message or a tx),
-// with the op's deadline as its context, unless the VM already has depth
-// ops outstanding (dropped, the same rule for both systems).
-func runSystem(name string, vms []submitter, ops []*op, d time.Duration, depth int64, blocking bool) result {
+// drive runs ops through one system: each arrival is a goroutine calling
+// Submit at its time (a node's handler for a message or a tx), with the
+// op's deadline as its context (none in the probe), unless the VM already
+// has depth ops outstanding (dropped, the same rule for every system).
+// After the arrivals, the backlog gets grace; then the ops not started are
+// censored (their submitters return at once). It returns when every
+// submitter has, and the time base.
+func drive(vms []submitter, ops []*op, d, grace time.Duration, depth int64, sc scenario, probe bool) time.Time {
 	outstanding := make([]atomic.Int64, len(chains))
 	stop, cancelAll := context.WithCancel(context.Background())
+	defer cancelAll()
 	var wg sync.WaitGroup
-	wrong0, cpu0 := wrong.Load(), cpuTime()
 	start := time.Now().Add(10 * time.Millisecond)
 	for _, o := range ops {
 		time.Sleep(time.Until(start.Add(o.at)))
@@ -402,10 +461,16 @@ func runSystem(name string, vms []submitter, ops []*op, d time.Duration, depth i
 		go func(o *op) {
 			defer wg.Done()
 			defer outstanding[o.chain].Add(-1)
-			ctx, cancel := context.WithDeadline(stop, start.Add(o.at+chains[o.chain].deadline))
+			ctx, cancel := stop, context.CancelFunc(func() {})
+			if !probe {
+				ctx, cancel = context.WithDeadline(stop, start.Add(o.at+chains[o.chain].deadline))
+			}
 			defer cancel()
 			err := vms[o.chain].Submit(ctx, func(s *accel.Session) error {
-				o.run(blocking, s)
+				if probe {
+					o.begin = time.Since(start)
+				}
+				o.run(sc.blocking, sc.hint, s)
 				o.end = time.Since(start)
 				return nil
 			})
@@ -419,17 +484,22 @@ func runSystem(name string, vms []submitter, ops []*op, d time.Duration, depth i
 			}
 		}(o)
 	}
-	// The arrivals are over: a grace second for the backlog, then the ops
-	// not started are censored (their submitters return at once).
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
 	select {
 	case <-finished:
-	case <-time.After(time.Until(start.Add(d + time.Second))):
+	case <-time.After(time.Until(start.Add(d + grace))):
 		cancelAll()
 		<-finished
 	}
-	cancelAll()
+	return start
+}
+
+// runSystem drives ops through one system (a grace second for the
+// backlog) and judges every op.
+func runSystem(name string, vms []submitter, ops []*op, d time.Duration, depth int64, sc scenario) result {
+	wrong0, cpu0 := wrong.Load(), cpuTime()
+	start := drive(vms, ops, d, time.Second, depth, sc, false)
 	r := result{system: name, cpu: cpuTime() - cpu0, wrong: wrong.Load() - wrong0}
 	lat := make([][]time.Duration, nClasses)
 	for _, o := range ops {
@@ -469,27 +539,46 @@ func runSystem(name string, vms []submitter, ops []*op, d time.Duration, depth i
 	return r
 }
 
-// capacity runs the op mix closed-loop on GOMAXPROCS goroutines: op work
-// done per ns (CPUs), with no scheduler's policy in it.
-func capacity(seed uint64, d time.Duration) float64 {
-	ops := arrivals(seed^0xcafe, 1, 1, 2*time.Second) // a sample of the mix: 2 CPU-s of ops
-	var next atomic.Int64
-	var work atomic.Uint64
-	deadline := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(deadline) {
-				o := ops[int(next.Add(1))%len(ops)]
-				o.run(false, nil)
-				work.Add(uint64(o.work))
-			}
-		}()
+// The capacity probe: probeWarm, then probeSpan measured.
+const (
+	probeWarm = 300 * time.Millisecond
+	probeSpan = time.Second
+)
+
+// capacity is op work per ns (CPUs) as delivered here and now with the
+// submitters running, as accel-nodesim measures it: the op mix offered
+// open-loop at twice GOMAXPROCS CPUs, a goroutine per arrival calling
+// Submit (the cost every system then pays per op), through the neutral
+// FIFO pool, no deadlines; the op work done in probeSpan after probeWarm,
+// each op credited for the part of its run inside that span. A probe
+// that finds less than a quarter CPU per P (the machine taken by other
+// processes) probes again, at most twice, and keeps the best.
+func capacity(seed uint64, depth int64) float64 {
+	p := newPool()
+	defer close(p.jobs)
+	vms := make([]submitter, len(chains))
+	for i := range vms {
+		vms[i] = poolVM{p}
 	}
-	wg.Wait()
-	return float64(work.Load()) / float64(d)
+	procs := float64(runtime.GOMAXPROCS(0))
+	best := 0.0
+	for try := 0; try < 3 && best < 0.25*procs; try++ {
+		d := probeWarm + probeSpan
+		ops := arrivals(seed^0xcafe+uint64(try), 2, procs, d)
+		drive(vms, ops, d, 0, depth, scenario{}, true)
+		work := 0.0
+		for _, o := range ops {
+			if outcome(o.out.Load()) != done || o.end <= o.begin {
+				continue
+			}
+			from, to := max(o.begin, probeWarm), min(o.end, d)
+			if to > from {
+				work += o.work * float64(to-from) / float64(o.end-o.begin)
+			}
+		}
+		best = math.Max(best, work/float64(probeSpan))
+	}
+	return best
 }
 
 // ---------------------------------------------------------------- the run
@@ -497,19 +586,46 @@ func capacity(seed uint64, d time.Duration) float64 {
 type scenario struct {
 	name     string
 	load     float64
-	blocking bool
+	blocking bool // 3 VMs' ops wait 1-5 ms before their body
+	hint     bool // accel's ops wrap that wait in s.Blocking
 }
 
-// run measures the bodies and the capacity, then runs each scenario
-// through both systems and prints the table; it returns the results and
-// an error if an op is unaccounted for or a check said the wrong thing.
-func run(scenarios []scenario, d time.Duration, seed uint64, depth int64, print bool) ([][2]result, error) {
-	if err := prepare(seed); err != nil {
+var scenarios = []scenario{
+	{"steady", 0.9, false, false},
+	{"overload", 1.2, false, false},
+	{"blocking", 0.9, true, false},
+	{"blocking-hint", 0.9, true, true},
+}
+
+// config is one invocation's settings.
+type config struct {
+	d      time.Duration // arrivals per system per run
+	seed   uint64
+	depth  int64
+	reps   int           // interleaved pairs of runs per scenario
+	warmup time.Duration // a discarded steady pair first; 0: none
+	print  bool          // per-run tables (reps 1) or per-run lines and the summary
+}
+
+// pair is one interleaved pair of runs: both systems, the same arrivals.
+type pair struct {
+	seed  uint64
+	capNs float64
+	res   [2]result
+}
+
+// run measures the bodies, then runs each scenario reps times through
+// both systems (each pair after its own capacity probe, on the same
+// arrivals, the order of the systems alternating) and prints the tables;
+// it returns the pairs per scenario and an error if an op is unaccounted
+// for or a check said the wrong thing.
+func run(list []scenario, cfg config) ([][]pair, error) {
+	if err := prepare(cfg.seed); err != nil {
 		return nil, err
 	}
-	if print {
-		fmt.Printf("node: 17 VMs (bench/chains/default.conf), GOMAXPROCS %d, %v per system per scenario\n",
-			runtime.GOMAXPROCS(0), d)
+	if cfg.print {
+		fmt.Printf("node: 17 VMs (bench/chains/default.conf), GOMAXPROCS %d, %v per system per run, %d run(s) of each system per scenario, seed %d\n",
+			runtime.GOMAXPROCS(0), cfg.d, cfg.reps, cfg.seed)
 		fmt.Println("Op bodies, one call measured here (the chains file assumes per op):")
 		for b := ed25519V; b < nBodies; b++ {
 			fmt.Printf("  %-20s %6.1f us:", bodyName[b], unitNs[b]/1e3)
@@ -534,77 +650,110 @@ func run(scenarios []scenario, d time.Duration, seed uint64, depth int64, print 
 		return nil, err
 	}
 	defer rt.Close()
-	var all [][2]result
-	for si, sc := range scenarios {
-		capNs := capacity(seed, 500*time.Millisecond)
-		ops := [2][]*op{}
-		for k := range ops {
-			ops[k] = arrivals(seed+uint64(si), sc.load, capNs, d)
+	if cfg.warmup > 0 {
+		// Warm-up: a steady pair, discarded (the heap, the goroutine
+		// stacks, the runtime's workers, the CPU's clock).
+		if _, err := runPair(rt, scenarios[0], -1, 0, cfg.seed+999, cfg.warmup, cfg.depth); err != nil {
+			return nil, err
 		}
-		vmsAccel := make([]submitter, len(chains))
-		vmsOld := make([]submitter, len(chains))
-		for i, c := range chains {
-			vm, err := rt.NewVMSession(fmt.Sprintf("%s-%d", c.name, si), accel.WithPriority(classPrio[c.class]),
-				accel.WithQueueDepth(int(depth)))
+	}
+	all := make([][]pair, len(list))
+	for si, sc := range list {
+		if cfg.print && cfg.reps > 1 {
+			fmt.Printf("\n== %s: load %.2f%s ==\n", sc.name, sc.load, scenarioNote(sc))
+		}
+		for r := 0; r < cfg.reps; r++ {
+			seed := cfg.seed + uint64(si) + 1000*uint64(r)
+			p, err := runPair(rt, sc, si, r, seed, cfg.d, cfg.depth)
+			all[si] = append(all[si], p)
 			if err != nil {
-				return nil, err
-			}
-			vmsAccel[i], vmsOld[i] = vm, &oldVM{}
-		}
-		var res [2]result
-		// Alternate which system goes first, so a drift of the machine
-		// falls on both alike over the scenarios.
-		order := [2]int{0, 1}
-		if si%2 == 1 {
-			order = [2]int{1, 0}
-		}
-		for _, k := range order {
-			if !runs[k] {
-				continue // printTable skips a system with no ops
-			}
-			if k == 0 {
-				res[0] = runSystem("accel", vmsAccel, ops[0], d, depth, sc.blocking)
-			} else {
-				res[1] = runSystem("old VMSession", vmsOld, ops[1], d, depth, sc.blocking)
-			}
-		}
-		for k, r := range res {
-			if !runs[k] {
-				continue
-			}
-			if got := r.ontime + r.late + r.expired + r.dropped + r.censored; got != r.offered || r.offered == 0 {
-				return all, fmt.Errorf("%s/%s: %d ops offered, %d accounted for", sc.name, r.system, r.offered, got)
-			}
-			if r.wrong != 0 {
-				return all, fmt.Errorf("%s/%s: %d checks gave the wrong answer", sc.name, r.system, r.wrong)
-			}
-		}
-		for _, vm := range vmsAccel {
-			if err := vm.(*accel.VMSession).Close(); err != nil {
 				return all, err
 			}
-		}
-		all = append(all, res)
-		if print {
-			printTable(sc, capNs, d, res)
+			if cfg.print {
+				if cfg.reps == 1 {
+					printTable(sc, p.capNs, cfg.d, p.res)
+				} else {
+					printRunLine(r, p, cfg.d)
+				}
+			}
 		}
 	}
 	if checked.Load() == 0 {
 		return all, errors.New("no real check ran")
 	}
-	if print {
+	if cfg.print {
+		if cfg.reps > 1 {
+			printSummary(list, all, cfg)
+		}
 		fmt.Printf("\nChecks run: %d, all gave the expected answer (1 input in 16 is invalid).\n", checked.Load())
 	}
 	return all, nil
+}
+
+// runPair probes the capacity, then runs sc's arrivals (seed) through
+// both systems, accel first when si+r is even.
+func runPair(rt *accel.Runtime, sc scenario, si, r int, seed uint64, d time.Duration, depth int64) (pair, error) {
+	p := pair{seed: seed, capNs: capacity(seed, depth)}
+	ops := [2][]*op{}
+	for k := range ops {
+		ops[k] = arrivals(seed, sc.load, p.capNs, d)
+	}
+	vmsAccel := make([]submitter, len(chains))
+	vmsOld := make([]submitter, len(chains))
+	for i, c := range chains {
+		vm, err := rt.NewVMSession(fmt.Sprintf("%s-%d-%d", c.name, si, r), accel.WithPriority(classPrio[c.class]),
+			accel.WithQueueDepth(int(depth)))
+		if err != nil {
+			return p, err
+		}
+		vmsAccel[i], vmsOld[i] = vm, &oldVM{}
+	}
+	// Alternate which system goes first, so that a drift of the machine
+	// falls on both alike.
+	order := [2]int{0, 1}
+	if (si+r)%2 != 0 {
+		order = [2]int{1, 0}
+	}
+	for _, k := range order {
+		if !runs[k] {
+			continue // a system with no ops is skipped in the output
+		}
+		if k == 0 {
+			p.res[0] = runSystem("accel", vmsAccel, ops[0], d, depth, sc)
+		} else {
+			p.res[1] = runSystem("old VMSession", vmsOld, ops[1], d, depth, sc)
+		}
+	}
+	for _, vm := range vmsAccel {
+		if err := vm.(*accel.VMSession).Close(); err != nil {
+			return p, err
+		}
+	}
+	for k, r := range p.res {
+		if !runs[k] {
+			continue
+		}
+		if got := r.ontime + r.late + r.expired + r.dropped + r.censored; got != r.offered || r.offered == 0 {
+			return p, fmt.Errorf("%s/%s: %d ops offered, %d accounted for", sc.name, r.system, r.offered, got)
+		}
+		if r.wrong != 0 {
+			return p, fmt.Errorf("%s/%s: %d checks gave the wrong answer", sc.name, r.system, r.wrong)
+		}
+	}
+	return p, nil
 }
 
 func pct(a, b uint64) string {
 	if b == 0 {
 		return "-"
 	}
-	p := 100 * float64(a) / float64(b)
-	if p >= 99.95 && a < b {
-		return "99.9%" // never round a miss up to 100
+	return pctF(100 * float64(a) / float64(b))
+}
+
+// pctF prints a percentage; a miss is never rounded up to 100.
+func pctF(p float64) string {
+	if p >= 99.95 && p < 100 {
+		return "99.9%"
 	}
 	return fmt.Sprintf("%.1f%%", p)
 }
@@ -623,12 +772,18 @@ func lat(d time.Duration) string {
 	return fmt.Sprintf("%.0f us", float64(d)/1e3)
 }
 
-func printTable(sc scenario, capNs float64, d time.Duration, res [2]result) {
-	what := ""
-	if sc.blocking {
-		what = " (3 VMs' ops wait 1-5 ms on storage or a signer)"
+func scenarioNote(sc scenario) string {
+	switch {
+	case sc.hint:
+		return " (3 VMs' ops wait 1-5 ms on storage or a signer; accel's ops wrap the wait in s.Blocking)"
+	case sc.blocking:
+		return " (3 VMs' ops wait 1-5 ms on storage or a signer)"
 	}
-	fmt.Printf("\n== %s: load %.2f of %.2f CPUs measured%s ==\n", sc.name, sc.load, capNs, what)
+	return ""
+}
+
+func printTable(sc scenario, capNs float64, d time.Duration, res [2]result) {
+	fmt.Printf("\n== %s: load %.2f of %.2f CPUs measured%s ==\n", sc.name, sc.load, capNs, scenarioNote(sc))
 	fmt.Printf("%-14s %8s %9s %8s %8s %8s %8s %9s %9s %10s %8s\n", "system", "on time", "critical",
 		"high", "normal", "low", "missed", "crit p99", "high p99", "work done", "work per")
 	fmt.Printf("%-14s %8s %9s %8s %8s %8s %8s %9s %9s %10s %8s\n", "", "(all)", "", "", "", "",
@@ -638,31 +793,170 @@ func printTable(sc scenario, capNs float64, d time.Duration, res [2]result) {
 			continue
 		}
 		judged := r.offered - r.censored
-		perCPU := 0.0
-		if r.cpu > 0 {
-			perCPU = r.workAll / float64(r.cpu)
-		}
 		fmt.Printf("%-14s %8s %9s %8s %8s %8s %8s %9s %9s %9.2fx %8.2f\n", r.system,
 			pct(r.ontime, judged), pct(r.classOn[0], r.classAll[0]), pct(r.classOn[1], r.classAll[1]),
 			pct(r.classOn[2], r.classAll[2]), pct(r.classOn[3], r.classAll[3]),
 			pct(r.dropped+r.expired+r.late, judged), lat(r.p99[critical]), lat(r.p99[high]),
-			r.work/float64(d)/capNs, perCPU)
+			r.work/float64(d)/capNs, perCPU(r))
 	}
 }
 
+func perCPU(r result) float64 {
+	if r.cpu <= 0 {
+		return 0
+	}
+	return r.workAll / float64(r.cpu)
+}
+
+// ontime is a result's on-time percentage for class k, or over all
+// classes for k == nClasses; NaN if it had no such op.
+func ontime(r result, k int) float64 {
+	on, all := r.ontime, r.offered-r.censored
+	if k < nClasses {
+		on, all = r.classOn[k], r.classAll[k]
+	}
+	if all == 0 {
+		return math.NaN()
+	}
+	return 100 * float64(on) / float64(all)
+}
+
+// printRunLine prints one pair of runs on one line.
+func printRunLine(r int, p pair, d time.Duration) {
+	fmt.Printf("run %d (seed %d, capacity %.2f CPUs):", r+1, p.seed, p.capNs)
+	for _, x := range p.res {
+		if x.offered == 0 {
+			continue
+		}
+		fmt.Printf("  %s work %.3fx, on time %s (crit %s high %s normal %s low %s), crit p99 %s;",
+			x.system, x.work/float64(d)/p.capNs, pctF(ontime(x, nClasses)), pctF(ontime(x, critical)),
+			pctF(ontime(x, high)), pctF(ontime(x, normal)), pctF(ontime(x, low)), lat(x.p99[critical]))
+	}
+	if p.res[0].offered > 0 && p.res[1].offered > 0 {
+		fmt.Printf("  work accel/old %.3f", ratio(p))
+	}
+	fmt.Println()
+}
+
+func ratio(p pair) float64 { return p.res[0].work / p.res[1].work }
+
+// med is the median (the mean of the middle two of an even count),
+// NaNs left out.
+func med(x []float64) float64 {
+	var s []float64
+	for _, v := range x {
+		if !math.IsNaN(v) {
+			s = append(s, v)
+		}
+	}
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// printSummary prints the medians over the pairs of each scenario as a
+// markdown table: per system the on-time share of all ops and per class,
+// the Critical p99 and the work done x capacity; the median of the pairs'
+// work ratios (each pair's accel over old design, same arrivals) and the
+// scenario's target.
+func printSummary(list []scenario, all [][]pair, cfg config) {
+	both := runs[0] && runs[1]
+	fmt.Printf("\nMedians of %d interleaved pairs per scenario (%v per system per run, GOMAXPROCS %d):\n\n",
+		cfg.reps, cfg.d, runtime.GOMAXPROCS(0))
+	fmt.Println("| scenario | system | on time | critical | high | normal | low | crit p99 | work x capacity | work accel / old design (each pair) | target |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for si, sc := range list {
+		ps := all[si]
+		var on [2][nClasses + 1]float64
+		var work [2]float64
+		var p99 [2]time.Duration
+		for k := 0; k < 2; k++ {
+			for c := 0; c <= nClasses; c++ {
+				var x []float64
+				for _, p := range ps {
+					x = append(x, ontime(p.res[k], c))
+				}
+				on[k][c] = med(x)
+			}
+			var w, l []float64
+			for _, p := range ps {
+				w = append(w, p.res[k].work/float64(cfg.d)/p.capNs)
+				l = append(l, float64(p.res[k].p99[critical]))
+			}
+			work[k], p99[k] = med(w), time.Duration(med(l))
+		}
+		rcol, tcol := "", ""
+		if both {
+			var rs []float64
+			each := ""
+			for _, p := range ps {
+				rs = append(rs, ratio(p))
+				each += fmt.Sprintf(" %.3f", ratio(p))
+			}
+			rm := med(rs)
+			rcol = fmt.Sprintf("**%.3fx** (%s)", rm, each[1:])
+			tcol = target(sc, rm, on)
+		}
+		name := fmt.Sprintf("%s %.1f", sc.name, sc.load)
+		for k, sys := range [2]string{"accel", "old design"} {
+			if !runs[k] {
+				continue
+			}
+			fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %.3fx | %s | %s |\n", name, sys,
+				pctF(on[k][nClasses]), pctF(on[k][critical]), pctF(on[k][high]), pctF(on[k][normal]),
+				pctF(on[k][low]), lat(p99[k]), work[k], rcol, tcol)
+			name, rcol, tcol = "", "", ""
+		}
+	}
+}
+
+// target says the scenario's target and whether the medians meet it.
+func target(sc scenario, work float64, on [2][nClasses + 1]float64) string {
+	verdict := func(ok bool, what string) string {
+		if ok {
+			return what + ": met"
+		}
+		return what + ": **missed**"
+	}
+	switch {
+	case sc.hint:
+		return verdict(work >= 1.00, "work >= 1.00x")
+	case sc.blocking:
+		ok := work >= 0.97
+		for c := 0; c < nClasses; c++ {
+			ok = ok && !(on[0][c] < on[1][c])
+		}
+		return verdict(ok, "work >= 0.97x, every class on time >= the old design's")
+	case sc.load > 1:
+		return verdict(work >= 1.00 && on[0][critical] >= 99, "work >= 1.00x, Critical >= 99%")
+	}
+	return verdict(work >= 1.00 && on[0][critical] >= 100, "work >= 1.00x, Critical 100%")
+}
+
 func main() {
-	name := flag.String("scenario", "all", "all | steady (load 0.9) | overload (1.2) | blocking (0.9, 3 VMs' ops wait 1-5 ms)")
+	name := flag.String("scenario", "all", "all | steady (load 0.9) | overload (1.2) | blocking (0.9, 3 VMs' ops wait 1-5 ms) | blocking-hint (blocking, accel's ops wrap the wait in s.Blocking); all is the four")
 	load := flag.Float64("load", 0, "offered load as a fraction of the measured capacity; 0: the scenario's")
-	d := flag.Duration("duration", 4*time.Second, "arrivals per system per scenario")
-	seed := flag.Uint64("seed", 42, "seed of the arrivals and inputs")
+	d := flag.Duration("duration", 4*time.Second, "arrivals per system per run")
+	seed := flag.Uint64("seed", 42, "seed of the arrivals and inputs (pair r of scenario i uses seed+i+1000r)")
 	depth := flag.Int64("depth", 1024, "ops a VM may have outstanding; more are dropped (both systems)")
+	reps := flag.Int("reps", 1, "interleaved pairs of runs (accel, old design) per scenario; above 1: a line per pair and a table of medians and ratios")
+	warmup := flag.Duration("warmup", time.Second, "a discarded steady pair of this duration per system first; 0: none")
 	systems := flag.String("systems", "both", "both | accel | old: the systems run (one alone: to profile it)")
-	flag.BoolVar(&hintWaits, "hint-waits", false, "blocking scenario: accel's ops run their wait inside s.Blocking (an op that knows it will wait says so; the old design's ops just wait)")
+	flag.BoolVar(&hintWaits, "hint-waits", false, "blocking runs as blocking-hint (accel's waiting ops wrap their wait in s.Blocking; the old design's just wait)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	flag.Parse()
 	var list []scenario
-	for _, s := range []scenario{{"steady", 0.9, false}, {"overload", 1.2, false}, {"blocking", 0.9, true}} {
-		if *name == "all" || *name == s.name {
+	for _, s := range scenarios {
+		if hintWaits && s.blocking && !s.hint {
+			continue // -hint-waits: blocking runs as blocking-hint
+		}
+		if *name == "all" || *name == s.name || (hintWaits && s.hint && *name == "blocking") {
 			if *load > 0 {
 				s.load = *load
 			}
@@ -678,8 +972,8 @@ func main() {
 	default:
 		list = nil
 	}
-	if len(list) == 0 || *d < 200*time.Millisecond || *load < 0 || *depth < 1 {
-		fmt.Fprintln(os.Stderr, "node: bad -scenario, -systems, -duration (>= 200ms), -load or -depth (try -help)")
+	if len(list) == 0 || *d < 200*time.Millisecond || *load < 0 || *depth < 1 || *reps < 1 || *warmup < 0 {
+		fmt.Fprintln(os.Stderr, "node: bad -scenario, -systems, -duration (>= 200ms), -load, -depth, -reps or -warmup (try -help)")
 		os.Exit(2)
 	}
 	if *prof != "" {
@@ -694,7 +988,8 @@ func main() {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
-	if _, err := run(list, *d, *seed, *depth, true); err != nil {
+	cfg := config{d: *d, seed: *seed, depth: *depth, reps: *reps, warmup: *warmup, print: true}
+	if _, err := run(list, cfg); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "node:", err)
 		os.Exit(1)

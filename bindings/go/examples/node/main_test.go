@@ -1,6 +1,8 @@
 package main
 
 import (
+	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,16 +15,19 @@ import (
 // on-time figures mean nothing, the accounting must hold anyway.
 func TestNodeExample(t *testing.T) {
 	before := checked.Load()
-	res, err := run([]scenario{{"steady", 0.5, false}, {"blocking", 0.5, true}},
-		400*time.Millisecond, 7, 1024, false)
+	res, err := run([]scenario{{"steady", 0.5, false, false}, {"blocking", 0.5, true, false}},
+		config{d: 400 * time.Millisecond, seed: 7, depth: 1024, reps: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res) != 2 {
 		t.Fatalf("%d scenarios ran, want 2", len(res))
 	}
-	for _, pair := range res {
-		for _, r := range pair {
+	for _, ps := range res {
+		if len(ps) != 1 {
+			t.Fatalf("%d pairs ran, want 1", len(ps))
+		}
+		for _, r := range ps[0].res {
 			if r.ontime+r.late == 0 || r.workAll <= 0 {
 				t.Errorf("%s: no op completed (%+v)", r.system, r)
 			}
@@ -41,7 +46,7 @@ func TestNodeExample(t *testing.T) {
 func TestNodeExampleWrongAnswerFails(t *testing.T) {
 	sabotage = true
 	defer func() { sabotage = false }()
-	_, err := run([]scenario{{"steady", 0.5, false}}, 300*time.Millisecond, 7, 1024, false)
+	_, err := run([]scenario{{"steady", 0.5, false, false}}, config{d: 300 * time.Millisecond, seed: 7, depth: 1024, reps: 1})
 	if err == nil || !strings.Contains(err.Error(), "wrong answer") {
 		t.Fatalf("run with a flipped expected answer returned %v, want a wrong-answer error", err)
 	}
@@ -74,16 +79,98 @@ func TestOnlyWaitingChainsWait(t *testing.T) {
 	}
 }
 
-// -hint-waits: accel's waiting ops run their wait inside s.Blocking; the
-// run still accounts for every op and checks every answer.
+// blocking-hint: accel's waiting ops run their wait inside s.Blocking;
+// the run still accounts for every op and checks every answer.
 func TestNodeExampleHintWaits(t *testing.T) {
-	hintWaits = true
-	defer func() { hintWaits = false }()
-	res, err := run([]scenario{{"blocking", 0.5, true}}, 300*time.Millisecond, 9, 1024, false)
+	res, err := run([]scenario{{"blocking-hint", 0.5, true, true}}, config{d: 300 * time.Millisecond, seed: 9, depth: 1024, reps: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res[0][0]; r.ontime+r.late == 0 {
+	if r := res[0][0].res[0]; r.ontime+r.late == 0 {
 		t.Fatalf("accel: no op completed (%+v)", r)
+	}
+}
+
+// The capacity probe drives the op mix through the neutral pool with a
+// submitter goroutine per arrival and credits only work done by the
+// pool's GOMAXPROCS goroutines: a positive figure, at most what
+// GOMAXPROCS goroutines could do (2x slack for the bodies' measured
+// cost), and every probe op accounted for.
+func TestCapacityProbe(t *testing.T) {
+	if err := prepare(7); err != nil {
+		t.Fatal(err)
+	}
+	c := capacity(7, 1024)
+	if procs := float64(runtime.GOMAXPROCS(0)); !(c > 0) || c > 2*procs {
+		t.Fatalf("capacity %.3f CPUs, want in (0, %v]", c, 2*procs)
+	}
+}
+
+// -reps: each scenario runs that many pairs, each pair both systems on
+// the same arrivals, the pairs on different seeds; a warm-up pair first.
+func TestNodeExampleReps(t *testing.T) {
+	res, err := run([]scenario{{"steady", 0.5, false, false}},
+		config{d: 300 * time.Millisecond, seed: 11, depth: 1024, reps: 2, warmup: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || len(res[0]) != 2 {
+		t.Fatalf("got %d scenarios / pairs %v, want 1 scenario of 2 pairs", len(res), len(res[0]))
+	}
+	for _, p := range res[0] {
+		if p.res[0].offered != p.res[1].offered || p.res[0].offered == 0 {
+			t.Errorf("pair seed %d: accel offered %d ops, old design %d: want the same arrivals",
+				p.seed, p.res[0].offered, p.res[1].offered)
+		}
+	}
+	if res[0][0].seed == res[0][1].seed {
+		t.Errorf("both pairs ran seed %d", res[0][0].seed)
+	}
+}
+
+// The summary's verdicts follow the targets, a miss never reads as met.
+func TestTargets(t *testing.T) {
+	full := [nClasses + 1]float64{100, 100, 100, 100, 100}
+	on := func(a, o [nClasses + 1]float64) [2][nClasses + 1]float64 { return [2][nClasses + 1]float64{a, o} }
+	critMiss := full
+	critMiss[critical] = 99.96
+	highLow := full
+	highLow[high] = 85
+	for _, c := range []struct {
+		sc   string
+		work float64
+		on   [2][nClasses + 1]float64
+		met  bool
+	}{
+		{"steady", 1.00, on(full, full), true},
+		{"steady", 0.999, on(full, full), false},
+		{"steady", 1.00, on(critMiss, full), false},
+		{"overload", 1.00, on(critMiss, full), true},
+		{"overload", 0.99, on(full, full), false},
+		{"blocking", 0.97, on(full, full), true},
+		{"blocking", 0.97, on(highLow, full), false},
+		{"blocking", 0.96, on(full, highLow), false},
+		{"blocking-hint", 1.00, on(highLow, full), true},
+		{"blocking-hint", 0.99, on(full, full), false},
+	} {
+		var sc scenario
+		for _, s := range scenarios {
+			if s.name == c.sc {
+				sc = s
+			}
+		}
+		got := target(sc, c.work, c.on)
+		if met := strings.HasSuffix(got, ": met"); met != c.met {
+			t.Errorf("%s work %.3f on %v: %q, want met %v", c.sc, c.work, c.on, got, c.met)
+		}
+	}
+	if m := med([]float64{4, 1, 3, 2}); m != 2.5 {
+		t.Errorf("med of 1..4 = %v, want 2.5", m)
+	}
+	if m := med([]float64{3, math.NaN(), 1, 2}); m != 2 {
+		t.Errorf("med of 1..3 and a NaN = %v, want 2", m)
+	}
+	if s := pctF(99.96); s != "99.9%" {
+		t.Errorf("pctF(99.96) = %s, want 99.9%% (a miss never rounds up to 100)", s)
 	}
 }
