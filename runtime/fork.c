@@ -24,6 +24,22 @@
  *   write side of `cold`, which brackets the liburcu calls that take its
  *   internal mutexes (registration, barrier, lfht create/destroy), so the
  *   child never inherits one of those locked.
+ *   The order in prepare: `cold`, then liburcu's call_rcu_before_fork,
+ *   then the gate. call_rcu_before_fork waits for the call_rcu thread
+ *   (and the lfht resize worker) to finish what it is doing, a grace
+ *   period included, and that grace period waits for every reader, a
+ *   host thread in a read-side section of its own among them. The host
+ *   may call the library from inside that section (accel.h), so nothing
+ *   the section's calls pass may be held yet: the gate opens only after
+ *   liburcu's threads have paused (tests/unit_fork_rcu.c). `cold` comes
+ *   first because a barrier in flight (under `cold`'s read side) waits
+ *   for callbacks that a paused call_rcu thread would not run. So a host
+ *   section still must not take a cold path while a fork may be
+ *   prepared (it would wait for `cold`, the fork for it): creating or
+ *   destroying a runtime, or an open that grows the id table (a
+ *   cds_lfht_resize and an rcu_barrier, which liburcu forbids inside a
+ *   read-side section anyway). A host section that waits for the forking
+ *   thread holds the fork for as long as it waits.
  *
  * - The child has the parent's liburcu registry, with an entry for each
  *   of the parent's registered threads. Those entries live in the dead
@@ -90,6 +106,16 @@ static void prepare(void)
 {
     pthread_rwlock_wrlock(&cold); /* cold: fork */
     pthread_mutex_lock(&threads_lock); /* cold: fork */
+    /* liburcu's threads first, with the gate still open: the call_rcu
+     * thread pauses only between grace periods, and one may wait for a
+     * host thread's own read-side section, inside which the host may call
+     * the library. With the gate closed first, that call would wait for
+     * the fork, the fork for the grace period (see the top).
+     * The default call_rcu data exists before call_rcu_before_fork holds
+     * liburcu's call_rcu mutex: a thread's first call_rcu takes that mutex
+     * to create it, and the loop below may wait for such a thread. */
+    (void)urcu_memb_get_default_call_rcu_data();
+    urcu_memb_call_rcu_before_fork();
     /* relaxed: ordered by the fence pair (fork.h). */
     atomic_store_explicit(&accel__fork_gate, 1, memory_order_relaxed);
     accel__fence_cold();
@@ -100,7 +126,6 @@ static void prepare(void)
         while (atomic_load_explicit(t->in_read, memory_order_acquire))
             sched_yield();
     }
-    urcu_memb_call_rcu_before_fork();
 }
 
 static void open_gate(void)
