@@ -23,6 +23,7 @@
 #include "alloc.h"
 #include "runtime.h"
 #include "session.h"
+#include "table.h"
 
 /* A session's stats as accel_session_get_stats_ex fills them (one reader
  * of the counters, session.c), and its id. */
@@ -252,8 +253,21 @@ static long snapshot(accel_runtime *rt, snap **outp)
                  pos != &rt->sessions; pos = pos->next) {
                 accel_session *s =
                     caa_container_of(pos, accel_session, rt_link);
-                /* skip closed sessions and objects awaiting reclamation */
-                if (accel__session_refs_of(atomic_load_explicit(
+                /* Listed: the sessions whose id is still published.
+                 * Close unpublishes the id before its LP, and a session
+                 * opened with the id meanwhile may already be linked:
+                 * listing the old one too would write two series with
+                 * one label set. A scrape cannot see the new one linked
+                 * and the old node not removed: the new one's insert saw
+                 * the old node removed and is followed by a full barrier
+                 * (cds_lfht_add_unique), then it was linked under
+                 * list_lock, which we hold, so the removal happens
+                 * before this load. list_lock keeps s (and its node)
+                 * allocated. A closed session's id was removed before its
+                 * LP, and one awaiting reclamation was closed: the other
+                 * two tests are belts. */
+                if (accel__table_node_removed(&s->table_node) ||
+                    accel__session_refs_of(atomic_load_explicit(
                         &s->refs, memory_order_relaxed)) == 0 ||
                     accel__ring_is_closed(ACCEL__RING(s)))
                     continue;

@@ -10,7 +10,8 @@
  *      final count of accepted ops.
  *   2. wakes producers waiting for room. (Before step 1 every closer
  *      unpublishes the id from the table, so that it is free for reuse
- *      as soon as close is seen to have begun.)
+ *      as soon as close is seen to have begun; a scrape lists a
+ *      session only while its id is published, metrics.c.)
  *   3. every closer waits until `finished` reaches that count (the worker's
  *      [R5] release of finished pairs with [A5] in progress.c), unless it runs
  *      inside one of the session's own ops.
@@ -34,6 +35,7 @@
 
 _Thread_local accel_session *accel__tls_current;
 _Atomic uint64_t accel__sessions_reclaimed;
+void (*_Atomic accel__close_window_hook)(accel_session *s);
 
 /* Session serial numbers, from 1: a ticket names its session by pointer
  * and serial, so a ticket whose session's memory now holds another
@@ -382,6 +384,11 @@ int accel_session_close(accel_session *s, unsigned flags)
     accel__rcu_read_lock();
     accel__table_remove(s->rt->table, &s->table_node);
     accel__rcu_read_unlock();
+    /* relaxed: a test sets it before its threads start. */
+    void (*hook)(accel_session *) =
+        atomic_load_explicit(&accel__close_window_hook, memory_order_relaxed);
+    if (__builtin_expect(hook != NULL, 0))
+        hook(s);
     /* LP of close (see the top of this file). release: the table removal
      * above happens before a reader that sees CLOSED with the acquire load
      * in accel_session_is_closed(). Producers only need tail's

@@ -183,6 +183,11 @@ extern _Thread_local accel_session *accel__tls_current;
  * tests: reclamation must not wait for running ops). */
 extern _Atomic uint64_t accel__sessions_reclaimed;
 
+/* Test hook: when set, close calls it between unpublishing the id and its
+ * LP (the window in which a new session may already have the id while
+ * this one is not yet closed). NULL outside tests. */
+extern void (*_Atomic accel__close_window_hook)(accel_session *s);
+
 /* Units of the refs word. */
 #define ACCEL__SESSION_REF UINT64_C(1)
 #define ACCEL__SESSION_HANDLE (UINT64_C(1) << 32)

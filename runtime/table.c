@@ -108,6 +108,11 @@ void accel__table_remove(struct cds_lfht *t, accel__table_node *n)
     (void)cds_lfht_del(t, &n->lfht);
 }
 
+bool accel__table_node_removed(const accel__table_node *n)
+{
+    return cds_lfht_is_node_deleted(&n->lfht) != 0;
+}
+
 accel__table_node *accel__table_find(struct cds_lfht *t, const char *key,
                                      size_t len, unsigned long hash)
 {

@@ -12,6 +12,7 @@
 #ifndef ACCEL_RUNTIME_TABLE_H
 #define ACCEL_RUNTIME_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,10 @@ void accel__table_node_init(accel__table_node *n, const char *key,
 int accel__table_insert(struct cds_lfht *t, accel__table_node *n);
 /* Unpublishes n (idempotent). Caller in a read-side section. */
 void accel__table_remove(struct cds_lfht *t, accel__table_node *n);
+/* Whether n was removed from its table (it stays so: a node is inserted
+ * once). A plain load (no barrier): its caller orders it. The caller
+ * keeps n's memory valid, by a read-side section or as its owner. */
+bool accel__table_node_removed(const accel__table_node *n);
 /* Finds the node with this key, NULL if none. Caller in a read-side
  * section; the result is valid until the section ends. */
 accel__table_node *accel__table_find(struct cds_lfht *t, const char *key,
