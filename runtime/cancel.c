@@ -9,6 +9,7 @@
  * (docs/cancel.md).
  */
 #include "clock.h"
+#include "runtime.h"
 #include "session.h"
 
 int64_t accel_now_ns(void)
@@ -23,6 +24,11 @@ int accel_cancel(const accel_ticket *t)
     accel_session *s = t->session;
     if (t->serial != s->serial) /* not made by submit on this session */
         return ACCEL_EINVAL;
+    /* A parent's session in a fork child (fork.c): its workers are not
+     * here, so a done promised by ACCEL_OK would never run; and the ring
+     * is the parent's, not to be written. Before any load of the ring. */
+    if (accel__fork_stale(s->rt->fork_gen))
+        return ACCEL_ECLOSED;
     /* acquire: as accel_session_is_closed(). Once close has begun it alone
      * decides the fate of queued ops (DRAIN runs them, CANCEL completes
      * them with ECLOSED). A cancel whose CAS lands after close's LP but

@@ -19,6 +19,9 @@
 #include "backend_registry.h"
 #include "rcu.h"
 #include "runtime.h"
+#include "unit_watchdog.h"
+
+UNIT_WATCHDOG_SUITE(fork);
 
 /* In a child: a hang hits the alarm, which prints where the child was
  * stuck (for the log) and exits with 99. */
@@ -429,4 +432,118 @@ Test(fork, fork_while_each_runtime_lock_is_held, .timeout = 240)
         accel_session_release(s);
         cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
     }
+}
+
+/* ---- accel_cancel on a ticket of a parent's session */
+
+/* In the child: accel_cancel of the parent's tickets returns
+ * ACCEL_ECLOSED, as every other call on the parent's objects does (the
+ * done it would promise never runs: the parent's workers are not here),
+ * and a zero ticket is still ACCEL_EINVAL. 0 if so. */
+static int child_cancel_parent_tickets(accel_session *s,
+                                       const accel_ticket *queued,
+                                       const accel_ticket *taken)
+{
+    if (!accel_session_is_closed(s))
+        return 40;
+    int rc = accel_cancel(queued);
+    if (rc != ACCEL_ECLOSED) {
+        fprintf(stderr, "child: accel_cancel of a queued op of the parent's "
+                        "session returned %s, not ACCEL_ECLOSED\n",
+                accel_strerror(rc));
+        return 41;
+    }
+    if (taken && (rc = accel_cancel(taken)) != ACCEL_ECLOSED) {
+        fprintf(stderr, "child: accel_cancel of a taken op of the parent's "
+                        "session returned %s, not ACCEL_ECLOSED\n",
+                accel_strerror(rc));
+        return 42;
+    }
+    accel_ticket zero = {0};
+    if (accel_cancel(&zero) != ACCEL_EINVAL || accel_cancel(NULL) !=
+                                                   ACCEL_EINVAL)
+        return 43;
+    return 0;
+}
+
+/* Thread-pool runtime: one op holds the session (a blocker), the ticketed
+ * op waits behind it in the session's FIFO order (so it stays queued
+ * whatever workers the blocked-op monitor adds). The parent's cancel
+ * still works after the child's refusal. */
+Test(fork, cancel_in_the_child_of_a_parent_ticket_is_eclosed, .timeout = 120)
+{
+    accel_runtime *rt = tu_runtime(1);
+    cr_assert_not_null(rt);
+    accel_session *s = tu_open(rt, "parent", 8, 0);
+    cr_assert_not_null(s);
+    tu_blocker b = {0};
+    accel_op bop = tu_blocker_op(&b);
+    accel_ticket taken = {0}, queued = {0};
+    cr_assert_eq(accel_submit_ex(s, &bop, 0, ACCEL_FOREVER, &taken), ACCEL_OK);
+    unit_step("the blocker op starts");
+    tu_wait_at_least(&b.started, 1);
+    tu_rec r = {0};
+    accel_op rop = tu_rec_op(&r);
+    cr_assert_eq(accel_submit_ex(s, &rop, 0, ACCEL_FOREVER, &queued),
+                 ACCEL_OK);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        child_arm_alarm();
+        _exit(child_cancel_parent_tickets(s, &queued, &taken));
+    }
+    unit_step("the child exits");
+    expect_child(pid);
+    cr_assert_eq(accel_cancel(&taken), ACCEL_EALREADY);
+    cr_assert_eq(accel_cancel(&queued), ACCEL_OK);
+    tu_latch_open(&b.gate);
+    unit_step("sync of the parent's session");
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(atomic_load(&r.fn_calls), 0);
+    cr_assert_eq(atomic_load(&r.done_calls), 1);
+    cr_assert_eq(atomic_load(&r.status), ACCEL_ECANCELED);
+    cr_assert_eq(atomic_load(&b.done_calls), 1);
+    unit_step("release and runtime destroy");
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+static void no_wake(void *arg, unsigned lane)
+{
+    (void)arg, (void)lane;
+}
+
+/* Host-driven runtime: nothing runs until the host visits, so the op is
+ * queued at the fork. In the parent it runs at destroy (host runtimes
+ * run what is queued there; a release of the last handle would wait for
+ * a host visit that never comes, so destroy frees the session). */
+Test(fork, cancel_in_the_child_of_a_host_driven_parent_ticket_is_eclosed,
+     .timeout = 120)
+{
+    accel_runtime_config c = {.workers = 1,
+                              .struct_size = sizeof(c),
+                              .flags = ACCEL_RUNTIME_HOST_WORKERS,
+                              .host_wake = no_wake};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_session *s = tu_open(rt, "parent", 8, 0);
+    cr_assert_not_null(s);
+    tu_rec r = {0};
+    accel_op rop = tu_rec_op(&r);
+    accel_ticket queued = {0};
+    cr_assert_eq(accel_submit_ex(s, &rop, 0, ACCEL_FOREVER, &queued),
+                 ACCEL_OK);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        child_arm_alarm();
+        _exit(child_cancel_parent_tickets(s, &queued, NULL));
+    }
+    unit_step("the child exits");
+    expect_child(pid);
+    unit_step("runtime destroy runs the queued op");
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    cr_assert_eq(atomic_load(&r.fn_calls), 1, "the parent's op ran");
+    cr_assert_eq(atomic_load(&r.done_calls), 1);
+    cr_assert_eq(atomic_load(&r.status), 0);
 }

@@ -21,15 +21,17 @@
  * not register a thread that already called the library unregistered.
  *
  * fork() without exec: in the child, every runtime created before the fork
- * (the parent's) is unusable. On it and its sessions, open, lookup,
- * submit (all forms), sync, close and destroy return ACCEL_ECLOSED and
- * accept nothing; accel_session_is_closed() is true, reserve and
+ * (the parent's) is unusable. On it and its sessions, open, lookup, submit
+ * (all forms), sync, close, accel_cancel (a ticket of theirs) and destroy
+ * return ACCEL_ECLOSED and accept nothing (no done of the parent's ops runs
+ * in the child); accel_session_is_closed() is true, reserve and
  * set_priority return ACCEL_ECLOSED, so do the runtime's stats and
- * Prometheus text (they would take a lock a parent's thread may have
- * held); session stats and getters read the parent's snapshot; release does nothing (the objects stay allocated in the
- * child). A runtime created in the child works fully, and
- * accel_runtime_default() creates a fresh one in the child. Do not fork
- * from inside an op (the child would go on as a copy of the worker).
+ * Prometheus text (they would take a lock a parent's thread may have held);
+ * session stats and getters read the parent's snapshot; release does
+ * nothing (the objects stay allocated in the child). A runtime created in
+ * the child works fully, and accel_runtime_default() creates a fresh one in
+ * the child. Do not fork from inside an op (the child would go on as a copy
+ * of the worker).
  *
  * Progress: the submit, pick and complete paths take no lock. Producers of
  * one session never wait for each other; a producer waits only when the
@@ -512,7 +514,9 @@ ACCEL_API int accel_submit_ex(accel_session *s, const accel_op *op,
  *   cancelled before.
  * ACCEL_ECLOSED: the session's close has begun; close decides the queued
  *   ops (DRAIN runs them, CANCEL completes them with ACCEL_ECLOSED). A
- *   cancel overlapping close's start may still win (ACCEL_OK).
+ *   cancel overlapping close's start may still win (ACCEL_OK). Also in a
+ *   fork() child for a ticket of the parent's session (nothing changes,
+ *   no done runs there; see "fork()" at the top).
  * ACCEL_EINVAL: t NULL, a zero ticket, a ticket not made by
  *   accel_submit_ex for its session (fields changed; another session's
  *   fields mixed in), a position the session never handed out.
@@ -610,8 +614,13 @@ ACCEL_API accel_session *accel_ctx_session(accel_ctx *ctx);
 /* Allocates bytes charged to the session's budget: exactly `bytes` on the
  * CPU backend (a budget can be filled to the byte); the CUDA backend
  * charges its allocation granularity (include/accel/cuda.h).
+ * The memory is not zeroed: it may hold bytes freed earlier in the
+ * process, another session's included (CPU: malloc; CUDA: a stream-ordered
+ * memory pool). An op that needs zeroes clears it.
  * Returns ACCEL_OK and *out, ACCEL_EBUDGET past the cap (nothing charged),
- * ACCEL_EINVAL (NULL ctx/out, bytes == 0), ACCEL_ENOMEM, ACCEL_EBACKEND (a
+ * ACCEL_EINVAL (NULL ctx/out, bytes == 0, bytes above INT64_MAX, a budget
+ * counts in int64_t; on CUDA also a size whose charge rounds up past it),
+ * ACCEL_ENOMEM, ACCEL_EBACKEND (a
  * CUDA session whose backend has failed or whose device allocation failed
  * for another reason than memory, docs/cuda.md). Memory not freed
  * by the op stays charged until accel_ctx_free() from a later op of the
