@@ -30,7 +30,9 @@
 // # Context
 //
 // A ctx given to Submit or SubmitBatch is kept until f starts: its
-// deadline is the op's deadline in the scheduler, and when ctx is done
+// deadline is the op's deadline in the scheduler (one past what the C
+// clock's int64 of ns holds, as context.WithTimeout(ctx, math.MaxInt64)
+// or a year-9999 deadline, is none), and when ctx is done
 // the op is cancelled. f never starts after its ctx is done, and the call
 // returns ctx.Err() at once, also while it waits for queue room. A running
 // f is not interrupted (it gets no ctx; pass one in its closure if it
@@ -82,8 +84,19 @@
 // not wait. Runtime.Close closes every session and stops the workers; a
 // Close racing another waits for it. Every method stays safe after
 // either: ErrSessionClosed or ErrRuntimeClosed where it needs the
-// session or runtime, what was fixed at open (ID, Priority, MemoryBudget,
-// Backend), the counters as they were, or zero (MemoryUsed).
+// session or runtime (and change nothing: SetPriority), what was fixed at
+// open or last set (ID, Priority, MemoryBudget, Backend), the counters as
+// they were, and MemoryUsed what the session held when it closed (less
+// what Free releases after that).
+//
+// # Memory
+//
+// Session.Alloc returns zeroed memory charged to the session's budget.
+// Session.Free releases only a block of its own session's Alloc not yet
+// freed: a double Free, another session's block or a slice starting
+// inside a block panics in the caller, with nothing changed (inside an
+// op, the op fails with a *PanicError). Release refunds only what
+// Reserve charged.
 //
 // # Differences from the old type
 //
@@ -94,6 +107,10 @@
 //   - ctx is kept until f starts, not only while waiting for the session's
 //     lock.
 //   - Sync from inside one of the session's own ops returns nil at once.
+//     Session.Sync (the old device sync) never waits for a running op:
+//     while one runs, f and goroutines f waits for may call it, and it
+//     returns nil at once; VMSession.Sync waits for every op accepted
+//     before it, the running one included.
 //   - The queue is bounded (WithQueueDepth): a Submit on a full queue
 //     waits for room, SubmitAsync returns ErrQueueFull.
 //   - The GPU backends are not built into this package: a session that

@@ -38,12 +38,27 @@ var goCounted = []struct {
 // workers, parks, visits; per session, labelled session and priority:
 // service seconds, wait p50/p99, queue depth, memory used and budget),
 // with the ops submitted/completed/failed/cancelled counted per Go op.
+// A session's series all carry one label set: the priority label is the
+// weight the scheduler uses (clamped to 1..1000), not the value given.
 func (rt *Runtime) WritePrometheus(w io.Writer) error {
 	text, err := rt.cPrometheus()
 	if err != nil {
 		return err
 	}
 	sessions, labels := rt.promSessions()
+	// One session, one label set: each Go family's priority label is the
+	// one the C families give the session in this text (the weight the
+	// scheduler uses, clamped to 1..1000, from the C writer's one snapshot
+	// of it), else the session's clamped weight (a session without a C
+	// side, or opened after the C text was written).
+	cprio := cPriorityLabels(text)
+	prio := make([]string, len(sessions))
+	for k, v := range sessions {
+		prio[k] = cprio[promEscape(labels[k])]
+		if prio[k] == "" {
+			prio[k] = strconv.FormatInt(v.priority.Load(), 10)
+		}
+	}
 	bw := bufio.NewWriter(w)
 	for len(text) > 0 {
 		// One family: from its "# HELP" line to the next one.
@@ -60,7 +75,7 @@ func (rt *Runtime) WritePrometheus(w io.Writer) error {
 				bw.WriteString("# HELP " + f.name + " " + f.help + "\n# TYPE " + f.name + " counter\n")
 				for k, v := range sessions {
 					bw.WriteString(f.name + `{session="` + promEscape(labels[k]) + `",priority="` +
-						strconv.Itoa(int(v.Priority())) + `"} ` + strconv.FormatUint(f.val(v), 10) + "\n")
+						prio[k] + `"} ` + strconv.FormatUint(f.val(v), 10) + "\n")
 				}
 				replaced = true
 				break
@@ -71,6 +86,43 @@ func (rt *Runtime) WritePrometheus(w io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// cPriorityLabels maps each escaped session label in text (the C
+// writer's) to the priority label its first series has. A label value
+// holds no bare '"' (the writer escapes it as \"), so the first one ends
+// it.
+func cPriorityLabels(text []byte) map[string]string {
+	m := map[string]string{}
+	open := []byte(`{session="`)
+	for {
+		i := bytes.Index(text, open)
+		if i < 0 {
+			return m
+		}
+		text = text[i+len(open):]
+		end := -1
+		for j := 0; j < len(text); j++ {
+			if text[j] == '\\' {
+				j++
+			} else if text[j] == '"' {
+				end = j
+				break
+			}
+		}
+		const pri = `",priority="`
+		if end < 0 || !bytes.HasPrefix(text[end:], []byte(pri)) {
+			continue
+		}
+		label := text[:end]
+		text = text[end+len(pri):]
+		if k := bytes.IndexByte(text, '"'); k >= 0 {
+			if _, ok := m[string(label)]; !ok { // no copy for the lookup
+				m[string(label)] = string(text[:k])
+			}
+			text = text[k:]
+		}
+	}
 }
 
 // promSessions returns the open sessions and their session labels: for

@@ -7,6 +7,7 @@ package accel
 import "C"
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -37,11 +38,21 @@ func (s *Session) Reserve(bytes int64) error {
 		return ErrSessionClosed
 	}
 	rc := int(C.accel_session_reserve(c, C.int64_t(bytes)))
+	if rc == C.ACCEL_OK {
+		v := s.v
+		v.memMu.Lock()
+		v.reserved += bytes
+		v.held.Add(bytes)
+		v.memMu.Unlock()
+	}
 	s.exit()
 	return statusErr(rc)
 }
 
-// Release refunds bytes charged by Reserve.
+// Release refunds bytes charged by Reserve: ErrInvalidArgument (nothing
+// refunded) for more than Reserve charged and Release has not yet
+// refunded; the bytes of Alloc's blocks are Free's to refund.
+// ErrSessionClosed once the session is closed.
 func (s *Session) Release(bytes int64) error {
 	if bytes < 0 {
 		return ErrInvalidArgument
@@ -50,9 +61,17 @@ func (s *Session) Release(bytes int64) error {
 	if c == nil {
 		return ErrSessionClosed
 	}
-	rc := int(C.accel_session_unreserve(c, C.int64_t(bytes)))
-	s.exit()
-	return statusErr(rc)
+	defer s.exit()
+	v := s.v
+	v.memMu.Lock()
+	if bytes > v.reserved {
+		v.memMu.Unlock()
+		return ErrInvalidArgument
+	}
+	v.reserved -= bytes
+	v.held.Add(-bytes)
+	v.memMu.Unlock()
+	return statusErr(int(C.accel_session_unreserve(c, C.int64_t(bytes))))
 }
 
 // Blocking runs wait, a call that blocks with little CPU (a state read
@@ -87,9 +106,9 @@ func (s *Session) enter() *C.accel_session {
 
 func (s *Session) exit() { s.v.h.exit() }
 
-// Alloc returns bytes of memory charged to the session's budget
+// Alloc returns bytes of zeroed memory charged to the session's budget
 // (ErrSessionBudgetExceeded past the cap). The memory is outside the Go
-// heap: give it back with Free, passing the slice Alloc returned.
+// heap: give it back with Free.
 func (s *Session) Alloc(bytes int) ([]byte, error) {
 	if bytes <= 0 {
 		return nil, ErrInvalidArgument
@@ -100,36 +119,77 @@ func (s *Session) Alloc(bytes int) ([]byte, error) {
 	}
 	var p unsafe.Pointer
 	rc := int(C.goaccel_alloc(c, C.size_t(bytes), &p))
-	s.exit()
 	if rc != C.ACCEL_OK {
+		s.exit()
 		return nil, statusErr(rc)
 	}
-	return unsafe.Slice((*byte)(p), bytes), nil
+	// malloc's bytes may be what another session freed (a key, a state):
+	// they are cleared before anyone sees them.
+	b := unsafe.Slice((*byte)(p), bytes)
+	clear(b)
+	v := s.v
+	v.memMu.Lock()
+	if v.blocks == nil {
+		v.blocks = make(map[uintptr]int64)
+	}
+	v.blocks[uintptr(p)] = int64(bytes)
+	v.held.Add(int64(bytes))
+	v.memMu.Unlock()
+	s.exit()
+	return b, nil
 }
 
-// Free releases memory from Alloc and refunds its charge. b must be the
-// slice Alloc returned (its capacity is the size refunded); nil is ignored.
-// After the session is freed the memory is still released (nothing is
-// left to refund).
+// Free releases a block from this session's Alloc and refunds its charge.
+// b is the slice Alloc returned, or a reslice of it that starts where it
+// starts (b[:0] too); a nil or zero-capacity b is ignored. After Close the
+// block is still released (and MemoryUsed drops by its size).
+//
+// Free checks its argument: a block freed already, one of another
+// session's Alloc (even of a session of the same VM), a slice that starts
+// inside a block (b[8:]) or memory Alloc never returned makes Free panic,
+// in the caller's goroutine, with a message that begins "accel:
+// Session.Free", having changed nothing: no memory is released and no
+// session's charge moves. Inside an op the panic fails that op with a
+// *PanicError, as any panic in f does; the session goes on.
 func (s *Session) Free(b []byte) {
 	if cap(b) == 0 {
 		return
 	}
-	b = b[:1]
+	if s == nil {
+		panic("accel: Session.Free on a nil *Session (an unavailable session's): nothing was freed")
+	}
+	p := unsafe.Pointer(&b[:1][0])
+	v := s.v
+	v.memMu.Lock()
+	size, ok := v.blocks[uintptr(p)]
+	if ok {
+		delete(v.blocks, uintptr(p))
+		v.held.Add(-size)
+	}
+	v.memMu.Unlock()
+	if !ok {
+		panic("accel: Session.Free on session " + strconv.Quote(v.id) + ": " +
+			strconv.Itoa(cap(b)) + "-byte slice at 0x" + strconv.FormatUint(uint64(uintptr(p)), 16) +
+			" is not a block of this session's Alloc not yet freed (freed already, another session's," +
+			" or not starting where Alloc's block starts); nothing was freed")
+	}
 	c := s.enter()
 	if c == nil {
-		C.free(unsafe.Pointer(&b[0]))
+		C.free(p) // the C session is gone: nothing left to refund
 		return
 	}
-	C.goaccel_free(c, unsafe.Pointer(&b[0]), C.size_t(cap(b)))
+	C.goaccel_free(c, p, C.size_t(size))
 	s.exit()
 }
 
-// MemoryUsed returns the bytes charged to the session now; 0 once closed.
+// MemoryUsed returns the bytes charged to the session now: Alloc's
+// blocks not yet freed and Reserve's bytes not yet released. After Close
+// it reads what was held when the session closed, less what Free
+// releases after that (a node's leak check reads it).
 func (s *Session) MemoryUsed() int64 {
 	c := s.enter()
 	if c == nil {
-		return 0
+		return s.v.held.Load()
 	}
 	n := int64(C.accel_session_memory_used(c))
 	s.exit()
@@ -150,8 +210,28 @@ func (s *Session) Backend() BackendType {
 	return s.v.backend
 }
 
-// Sync waits for the session's submitted ops (VMSession.Sync).
-func (s *Session) Sync() error { return s.v.Sync() }
+// Sync waits for the session's ops, but never for an op that is running:
+// f, and goroutines that f starts and waits for, may call it on the
+// *Session f got (as the old type's device sync). When none of the
+// session's ops is running at the call it waits as VMSession.Sync does,
+// until every op accepted before the call has completed. While one is
+// running, on any goroutine, it returns nil at once: the ops accepted
+// before the running one have completed (FIFO), and neither the running
+// one nor those queued behind it can end before it does, so waiting for
+// them from a goroutine it waits for would never return. It cannot tell
+// that goroutine from another: to wait for all of the ops accepted
+// before it, call VMSession.Sync outside the session's ops (and outside
+// goroutines they wait for). ErrSessionClosed on a closed session.
+func (s *Session) Sync() error {
+	v := s.v
+	if v.closed.Load() {
+		return ErrSessionClosed
+	}
+	if v.running() {
+		return nil
+	}
+	return v.Sync()
+}
 
 // Close closes the session (VMSession.Close).
 func (s *Session) Close() error { return s.v.Close() }

@@ -37,7 +37,8 @@ type SessionStats struct {
 
 // FullStats returns a snapshot of every counter (each read atomically; not
 // one atomic snapshot while ops run). Once the session is closed, the C
-// runtime's fields are zero, but for MemoryBudget, fixed at open.
+// runtime's fields are zero, but for MemoryBudget, fixed at open, and
+// MemoryUsed, as VMSession.MemoryUsed reads it.
 func (v *VMSession) FullStats() SessionStats {
 	st := SessionStats{
 		ID:           v.id,
@@ -52,7 +53,10 @@ func (v *VMSession) FullStats() SessionStats {
 	}
 	c := v.sess.enter()
 	if c == nil {
-		return st // closed (or no backend): the Go counters only
+		// Closed (or no backend): the Go counters only, and what the
+		// session held at Close.
+		st.MemoryUsed = v.held.Load()
+		return st
 	}
 	var cs C.accel_session_stats
 	rc := C.accel_session_get_stats(c, &cs)

@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"strconv"
 	"sync"
@@ -26,9 +27,10 @@ import (
 //
 // A VMSession is safe for concurrent use. Every method stays safe after
 // Close and after its Runtime's Close: those that need the session return
-// ErrSessionClosed, the others what was fixed at open (ID, Priority,
-// MemoryBudget, Backend), the counters as they were, or a zero value
-// (MemoryUsed).
+// ErrSessionClosed and change nothing, the others what was fixed at open
+// or last set (ID, Priority, MemoryBudget, Backend), the counters as they
+// were, and MemoryUsed what the session held when it closed (less what
+// Free releases after that).
 type VMSession struct {
 	id   string
 	rt   *Runtime
@@ -50,6 +52,16 @@ type VMSession struct {
 	groupCap  atomic.Int32
 	closeOnce sync.Once
 	closeErr  error
+
+	// Memory charged through *Session, kept here also for after the C
+	// session is freed (MemoryUsed) and so that Free and Release refund
+	// only what this session charged: blocks maps each live Alloc block's
+	// address to its size; reserved is Reserve's bytes not yet Released;
+	// held is their sum. memMu guards blocks and reserved.
+	memMu    sync.Mutex
+	blocks   map[uintptr]int64
+	reserved int64
+	held     atomic.Int64
 	// roomTok: held by the one Submit with a ctx that waits in C for
 	// queue room (enqueue); the others wait for it in Go.
 	roomTok chan struct{}
@@ -340,10 +352,14 @@ func (v *VMSession) Priority() Priority {
 }
 
 // SetPriority changes the session's weight from its next scheduler visit.
-// ErrSessionClosed on a closed session.
+// ErrSessionClosed on a closed session, with nothing changed.
 func (v *VMSession) SetPriority(p Priority) error {
+	if v.closed.Load() {
+		return ErrSessionClosed
+	}
 	if v.h == nil {
 		v.given.Store(int64(p))
+		v.priority.Store(int64(clampPriority(p)))
 		return nil
 	}
 	c := v.h.enter()
@@ -380,8 +396,8 @@ func (v *VMSession) IsAvailable() bool { return v.h != nil && !v.closed.Load() }
 // IsClosed reports whether Close has been called (or the runtime closed).
 func (v *VMSession) IsClosed() bool { return v.closed.Load() }
 
-// MemoryUsed returns the bytes charged to the session's budget now; 0
-// once the session is closed.
+// MemoryUsed returns the bytes charged to the session's budget now; after
+// Close, what it held when it closed (Session.MemoryUsed).
 func (v *VMSession) MemoryUsed() int64 { return v.sess.MemoryUsed() }
 
 // Stats returns (dispatched, completed, failed): ops whose f started, and
@@ -393,11 +409,14 @@ func (v *VMSession) Stats() (dispatched, completed, failed uint64) {
 	return v.dispatched.Load(), v.completed.Load(), v.failed.Load()
 }
 
-// Sync waits until every op submitted before it has completed. It returns
-// ErrSessionClosed on a closed session (Close itself drains). From inside
-// one of the session's own ops it returns nil at once: the ops before the
-// running one are done (FIFO), and waiting for the ones after it would
-// wait for itself.
+// Sync waits until every op submitted before it has completed, the one
+// running now included. It returns ErrSessionClosed on a closed session
+// (Close itself drains). From inside one of the session's own ops it
+// returns nil at once: the ops before the running one are done (FIFO),
+// and waiting for the ones after it would wait for itself. From a
+// goroutine that a running op of the session waits for (one its f
+// started) it would wait for that op without end: there, call Sync on
+// the *Session f got, which never waits for a running op.
 func (v *VMSession) Sync() error {
 	if v.closed.Load() {
 		return ErrSessionClosed
@@ -415,6 +434,18 @@ func (v *VMSession) Sync() error {
 		return nil
 	}
 	return statusErr(rc)
+}
+
+// running reports whether one of the session's ops is running: an f
+// started and not returned (or, for a group's ops, whose outcomes are
+// added at the group's end or before a completion, an f of a group not
+// yet counted). While an f runs, every goroutine it started sees it:
+// its dispatched count was added before f began, its outcome is added
+// after f returns, and both counts only grow (the outcomes are loaded
+// first, so the dispatched count read includes every op they count).
+func (v *VMSession) running() bool {
+	fin := v.completed.Load() + v.failed.Load()
+	return v.dispatched.Load() > fin
 }
 
 // Close stops the session taking ops and waits until the ops it accepted
@@ -487,7 +518,9 @@ func (v *VMSession) closeResult(rc int) error {
 // on.
 //
 // ctx is kept until f starts: its deadline is the op's deadline in the
-// scheduler (an op not started by then never runs), and when it is done
+// scheduler (an op not started by then never runs; a deadline past the C
+// clock's int64 of ns, as context.WithTimeout(ctx, math.MaxInt64) or the
+// year 9999, is none), and when it is done
 // the op is cancelled: f never starts after ctx is done, and Submit
 // returns ctx.Err() at once (a running f is not interrupted; Submit then
 // waits for it). The cancelled op keeps its queue slot, and counts in
@@ -602,7 +635,8 @@ func (v *VMSession) submitOwn(r *opRec, deadline C.int64_t, t *C.accel_ticket) (
 // may end it: Submit and SubmitBatch look at ctx between slices.
 const roomSlice = 200 * time.Microsecond
 
-// ctxDeadline is ctx's deadline on C's clock (accel_now_ns), 0 if none.
+// ctxDeadline is ctx's deadline on C's clock (accel_now_ns), 0 if none
+// (also for one past what that clock's int64 holds: cDeadline).
 func ctxDeadline(ctx context.Context) C.int64_t {
 	if ctx == nil {
 		return 0
@@ -611,11 +645,23 @@ func ctxDeadline(ctx context.Context) C.int64_t {
 	if !ok {
 		return 0
 	}
-	deadline := C.accel_now_ns() + C.int64_t(time.Until(d))
-	if deadline <= 0 {
-		deadline = 1 // 0 means none
+	return C.int64_t(cDeadline(int64(C.accel_now_ns()), time.Until(d)))
+}
+
+// cDeadline is the C deadline now+left (ns on C's clock, now >= 0),
+// saturated: a sum past math.MaxInt64 (context.WithTimeout(ctx,
+// math.MaxInt64), a deadline in the year 9999; time.Until saturates too)
+// is no deadline, 0, as a ctx that never ends; one at or before the
+// clock's start is 1, already past (0 would mean none).
+func cDeadline(now int64, left time.Duration) int64 {
+	if left > 0 && int64(left) > math.MaxInt64-now {
+		return 0
 	}
-	return deadline
+	d := now + int64(left) // no overflow: now >= 0 and left <= MaxInt64-now
+	if d <= 0 {
+		d = 1
+	}
+	return d
 }
 
 // enqueue hands r to C (deadline: ctx's, ticket into t): without a ctx
