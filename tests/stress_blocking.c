@@ -27,6 +27,7 @@
 
 #include "core_util.h"
 #include "stress_fail.h"
+#include "stress_watchdog.h"
 
 #define NPROD 3
 #define NSESS 8
@@ -138,28 +139,15 @@ static void *producer(void *arg)
     return NULL;
 }
 
-static _Atomic(const char *) step = "start";
-static _Atomic int finished;
-
-static void *watchdog(void *arg)
-{
-    int limit = (int)(intptr_t)arg;
-    for (int i = 0; i < limit * 10; i++) {
-        if (atomic_load(&finished))
-            return NULL;
-        tu_nap_us(100000);
-    }
-    fprintf(stderr, "FAIL: watchdog: stuck at step: %s\n", atomic_load(&step));
-    _exit(1);
-}
-
 int main(void)
 {
     const char *env = getenv("ACCEL_STRESS_SECONDS");
     if (env)
         seconds = atof(env);
-    pthread_t wd;
-    pthread_create(&wd, NULL, watchdog, (void *)(intptr_t)(int)(seconds * 20 + 120));
+    /* Each step's limit is many times what it takes on a loaded machine
+     * (sanitizer builds included). */
+    watchdog_start("stress_blocking");
+    watchdog_step("runtime create and session opens", 120);
     accel_runtime_config c = {.workers = 2,
                               .struct_size = sizeof(c),
                               .block_detect_ns = 500000};
@@ -178,13 +166,13 @@ int main(void)
         for (int p = 0; p < NPROD; p++)
             next_done[p][i] = 1;
     }
-    atomic_store(&step, "producers submitting");
+    watchdog_step("producers submitting", seconds * 20 + 120);
     pthread_t th[NPROD];
     for (int p = 0; p < NPROD; p++)
         pthread_create(&th[p], NULL, producer, (void *)(intptr_t)p);
     for (int p = 0; p < NPROD; p++)
         pthread_join(th[p], NULL);
-    atomic_store(&step, "syncing every session");
+    watchdog_step("syncing every session", 120);
     for (int i = 0; i < NSESS; i++)
         if (accel_session_sync(sess[i], ACCEL_FOREVER) != ACCEL_OK)
             failf("sync %d", i);
@@ -193,7 +181,7 @@ int main(void)
               (unsigned long long)atomic_load(&done_calls),
               (unsigned long long)atomic_load(&accepted));
     accel_runtime_stats st;
-    atomic_store(&step, "waiting for blocked == 0 and the extras to retire");
+    watchdog_step("waiting for blocked == 0 and the extras to retire", 120);
     do {
         tu_nap_us(1000);
         accel_runtime_get_stats(rt, &st, sizeof(st));
@@ -204,13 +192,11 @@ int main(void)
            (unsigned long long)atomic_load(&nested_ok),
            (unsigned long long)st.extra_started,
            (unsigned long long)st.blocked_detected);
-    atomic_store(&step, "destroy");
+    watchdog_step("destroy", 120);
     for (int i = 0; i < NSESS; i++)
         accel_session_release(sess[i]);
     if (accel_runtime_destroy(rt) != ACCEL_OK)
         failf("destroy");
-    atomic_store(&finished, 1);
-    pthread_join(wd, NULL);
     uint64_t f = atomic_load(&stress_failures);
     if (f)
         fprintf(stderr, "stress_blocking: %llu failures\n", (unsigned long long)f);

@@ -4,7 +4,8 @@
  * sync) while main returns; an exit handler that runs after the library's
  * own exit-time work then uses the runtime too, and must find it working
  * (under ASan, the old exit-time destroy made every one of these calls a
- * use-after-free). Exit 0 = pass; a hang is killed by alarm().
+ * use-after-free). Exit 0 = pass; a hang is named and failed by the
+ * watchdog (stress_watchdog.h), exit code 124.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "core_util.h"
+#include "stress_watchdog.h"
 
 #define THREADS 4
 
@@ -67,7 +69,10 @@ static void late_exit_handler(void)
 
 int main(void)
 {
-    alarm(120); /* a hang at exit fails the test instead of stalling it */
+    /* A hang (at exit too: the watchdog thread runs until the process
+     * ends) fails the test and names its step instead of stalling it. */
+    watchdog_start("stress_exit");
+    watchdog_step("the default runtime and the hammer threads start", 120);
     atexit(late_exit_handler);
     accel_runtime *rt = accel_runtime_default();
     if (!rt)
@@ -81,5 +86,6 @@ int main(void)
             return 1;
     while (atomic_load_explicit(&ready, memory_order_acquire) < THREADS)
         tu_nap_us(100);
+    watchdog_step("exit() while the threads keep calling", 120);
     return 0; /* exit() while the threads keep calling */
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "core_util.h"
+#include "stress_watchdog.h"
 #include "futex.h"
 #include "ring.h"
 
@@ -152,6 +153,8 @@ static void *consumer(void *arg)
 int main(void)
 {
     double secs = tu_stress_seconds();
+    watchdog_start("stress_ring");
+    watchdog_step("producers and consumers run", secs * 20 + 120);
     accel__fence_init();
     accel__ring_init(&ring.prod, &ring.cons, slots, CAPACITY);
     pthread_t th[PRODUCERS], cs[CONSUMERS];
@@ -161,12 +164,14 @@ int main(void)
         pthread_create(&th[i], NULL, producer, (void *)i);
     tu_nap_us((long)(secs * 1e6));
     atomic_store_explicit(&stop, 1, memory_order_relaxed);
+    watchdog_step("the producers stop", 120);
     for (int i = 0; i < PRODUCERS; i++)
         pthread_join(th[i], NULL);
     uint64_t target = 0;
     for (int i = 0; i < PRODUCERS; i++)
         target += produced[i];
     /* Every item must drain without more submits: nothing stranded. */
+    watchdog_step("every item drains", 120); /* its own 10 s bound first */
     double give_up = tu_now_s() + 10;
     while (atomic_load_explicit(&consumed_total, memory_order_relaxed) != target ||
            atomic_load_explicit(&queued, memory_order_relaxed) ||
@@ -183,6 +188,7 @@ int main(void)
         sched_yield();
     }
     atomic_store_explicit(&done, 1, memory_order_release);
+    watchdog_step("the consumers stop", 120);
     for (int i = 0; i < CONSUMERS; i++)
         pthread_join(cs[i], NULL);
     for (int i = 0; i < PRODUCERS; i++)

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "sched_core.h"
+#include "stress_watchdog.h"
 
 #define N 256
 #define W 4
@@ -77,6 +78,8 @@ int main(void)
 {
     const char *env = getenv("ACCEL_STRESS_SECONDS");
     double secs = env ? atof(env) : 2.0;
+    watchdog_start("stress_sched");
+    watchdog_step("workers and the waker run", secs * 20 + 120);
     accel__sched_config c = {.workers = W, .short_lane_workers = 1,
                              .short_op_ns = 100000, .quantum_ops = 32,
                              .quantum_ns = 2000000, .max_entities = N};
@@ -94,6 +97,7 @@ int main(void)
                           (long)((secs - (double)(time_t)secs) * 1e9)};
     nanosleep(&ts, NULL);
     atomic_store(&stop, 1);
+    watchdog_step("the workers and the waker stop", 120);
     for (int i = 0; i <= W; i++)
         pthread_join(t[i], NULL);
     static int seen[N];

@@ -12,6 +12,10 @@
 
 #include "budget.h"
 #include "core_util.h"
+#include "unit_watchdog.h"
+
+/* A wait that hangs names its step (unit_watchdog.h). */
+UNIT_WATCHDOG_SUITE(budget);
 
 Test(budget, reserve_release_cap, .timeout = 5)
 {
@@ -158,6 +162,7 @@ Test(budget, racing_reservers_never_pass_the_cap, .timeout = 20)
     }
     int64_t held = 0;
     long ok = 0, refused = 0;
+    unit_step("the racing reservers return");
     for (int i = 0; i < T; i++) {
         pthread_join(th[i], NULL);
         cr_assert_eq(r[i].errors, 0);
@@ -166,6 +171,7 @@ Test(budget, racing_reservers_never_pass_the_cap, .timeout = 20)
         refused += r[i].refused;
     }
     atomic_store(&race_stop, 1);
+    unit_step("the watcher returns");
     pthread_join(w, NULL);
     cr_assert_eq(atomic_load(&watch_violations), 0);
     cr_assert_geq(atomic_load(&watch_samples), 100);
@@ -333,18 +339,21 @@ Test(budget, ctx_alloc_races_with_reservers, .timeout = 20)
         pthread_create(&th[i], NULL, racer_main, &r[i]);
     }
     accel_op op = {.fn = op_alloc_free};
+    unit_step("2000 allocating ops beside the reservers, and their sync");
     for (uintptr_t i = 1; i <= 2000; i++) {
         op.arg = (void *)i;
         cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
     }
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     int64_t held = 0;
+    unit_step("the racing reservers return");
     for (int i = 0; i < 2; i++) {
         pthread_join(th[i], NULL);
         cr_assert_eq(r[i].errors, 0);
         held += r[i].held;
     }
     atomic_store(&race_stop, 1);
+    unit_step("the watcher returns");
     pthread_join(w, NULL);
     cr_assert_eq(atomic_load(&watch_violations), 0);
     cr_assert_eq(atomic_load(&op_errors), 0);

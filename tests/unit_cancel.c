@@ -181,7 +181,13 @@ static int op_empty(accel_ctx *ctx, void *arg)
  * taken yet (cancel wins), and the deadline op expires. */
 Test(cancel, per_op_inside_a_run_of_takes, .timeout = 60)
 {
-    fx f = setup(1, 64);
+    /* x's gate must hold the only worker while s's ops queue: no
+     * blocked-op detection, or an extra worker started in its place would
+     * take s's ops before they are all queued (no run of four). */
+    fx f = {.rt = tu_runtime_nodetect(1)};
+    cr_assert_not_null(f.rt);
+    f.s = tu_open(f.rt, "c", 64, 0);
+    cr_assert_not_null(f.s);
     /* Short ops: the predicted cost lets a visit take runs of many. */
     accel_op e = {.fn = op_empty};
     unit_step("2000 FOREVER submits of empty ops and their sync");

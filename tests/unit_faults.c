@@ -31,6 +31,7 @@
 
 #include "core_util.h"
 #include "fault.h"
+#include "unit_watchdog.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define HAVE_LSAN 1
@@ -42,6 +43,9 @@
 #ifdef HAVE_LSAN
 #include <sanitizer/lsan_interface.h>
 #endif
+
+/* A wait that hangs names its step (unit_watchdog.h). */
+UNIT_WATCHDOG_SUITE(faults);
 
 static void assert_no_leaks(const char *when)
 {
@@ -100,6 +104,7 @@ static void count_done(void *arg, int status)
  * behind, every accepted op completes exactly once, nothing leaks. */
 static void scenario(const char *when, bool cuda)
 {
+    unit_step(when); /* the scenario under this fault */
     counters c;
     memset(&c, 0, sizeof(c));
     accel_runtime *rt = NULL;
@@ -327,6 +332,7 @@ Test(faults, alloc_fail_during_ops, .timeout = 120)
         counters c;
         memset(&c, 0, sizeof(c));
         accel__fault_arm_site((unsigned)cpu_alloc_site, k % 7);
+        unit_step("50 allocating ops and the close, an allocation failing");
         for (int n = 0; n < 50; n++) {
             accel_op op = {alloc_op, count_done, &c};
             cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
@@ -432,6 +438,7 @@ Test(faults, targeted_sessions_do_not_touch_others, .timeout = 60)
         cr_assert_eq(accel_session_open(rt, &cfg, &iso_s[i]), ACCEL_OK);
     }
     pthread_t t[3];
+    unit_step("producers beside the targeted sessions; the CANCEL close");
     for (uintptr_t i = 0; i < 3; i++)
         pthread_create(&t[i], NULL, iso_producer, (void *)i);
     struct timespec ts = {0, 200 * 1000 * 1000};
@@ -439,6 +446,7 @@ Test(faults, targeted_sessions_do_not_touch_others, .timeout = 60)
     cr_assert_eq(accel_session_close(iso_s[3], ACCEL_CLOSE_CANCEL), ACCEL_OK);
     nanosleep(&ts, NULL);
     atomic_store(&iso_stop, 1);
+    unit_step("the producers return; sync of every session");
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
     for (int i = 0; i < ISO_N; i++)

@@ -20,7 +20,11 @@
 #include <accel/accel.h>
 
 #include "core_util.h"
+#include "unit_watchdog.h"
 #include "futex.h"
+
+/* A wait that hangs names its step (unit_watchdog.h). */
+UNIT_WATCHDOG_SUITE(fence);
 
 static long no_membarrier(int cmd, unsigned flags)
 {
@@ -53,6 +57,7 @@ Test(fence, fallback_decided_at_init_and_wakes_sleepers, .timeout = 60)
     cr_assert_not_null(s);
     atomic_store(&ran, 0);
     int want = 0;
+    unit_step("50 rounds of 20 submits to a ring of 2 and a sync");
     for (int round = 0; round < 50; round++) {
         for (int i = 0; i < 20; i++) {
             accel_op op = {.fn = count_op};

@@ -20,7 +20,11 @@
 #include "park.h"
 #include "runtime.h"
 #include "session.h"
-#include "stress_watchdog.h"
+#include "unit_watchdog.h"
+
+/* Each wait that can hang names its step (unit_watchdog.h): a hang fails
+ * the test with the step, not on Criterion's .timeout. */
+UNIT_WATCHDOG_SUITE(regressions);
 
 /* Marks one worker of lane as parked (white-box, no thread). */
 #define TEST_PARK(rt, lane)                                                   \
@@ -88,9 +92,11 @@ static void self_submit_case(int64_t timeout, bool batch)
     self_sub a = {.s = s, .timeout = timeout, .batch = batch};
     accel_op op = {.fn = op_self_submit, .arg = &a};
     cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    unit_step("the op's submit to its own full ring returns");
     bool returned = tu_wait_for(&a.returned, 1);
     if (!returned) /* the broken code: free the worker, then fail */
         accel_session_close(s, ACCEL_CLOSE_CANCEL);
+    unit_step("sync of the self-submitting session");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert(returned, "self-submit with a wait on a full ring hung");
     cr_assert_eq(a.filled, 4);
@@ -169,35 +175,128 @@ static char thread_state(int tid)
     return p && p[1] && p[2] ? p[2] : '?';
 }
 
+/* What the room-waiter tests saw, printed when a wait of theirs fails:
+ * each change of (space_waiters, producer state, producer returned) with
+ * its time since the producer started, and the runtime's counters. */
+typedef struct room_trace {
+    double t0;
+    int n;
+    struct {
+        double t;
+        unsigned waiters;
+        char state;
+        int returned;
+    } ev[48];
+} room_trace;
+
+static void room_trace_note(room_trace *tr, unsigned w, char st, int ret)
+{
+    if (tr->n > 0) {
+        __typeof__(tr->ev[0]) *e = &tr->ev[tr->n - 1];
+        if (e->waiters == w && e->state == st && e->returned == ret)
+            return;
+    }
+    if (tr->n == (int)(sizeof(tr->ev) / sizeof(tr->ev[0])))
+        return;
+    tr->ev[tr->n].t = tu_now_s() - tr->t0;
+    tr->ev[tr->n].waiters = w;
+    tr->ev[tr->n].state = st;
+    tr->ev[tr->n].returned = ret;
+    tr->n++;
+}
+
+static void room_trace_print(const room_trace *tr, const char *step,
+                             accel_session *s, room_prod *prod, long_op *l,
+                             tu_blocker *b)
+{
+    accel_runtime_stats rs = {0};
+    accel_runtime_get_stats(s->rt, &rs, sizeof(rs));
+    fprintf(stderr,
+            "room-waiter trace: stuck in \"%s\"\n"
+            "  producer returned=%d rc=%d; op signalled=%d; blocker "
+            "started=%d finished=%d\n"
+            "  ring head=%llu tail=%llu; runtime workers=%u blocked=%u "
+            "extra_workers=%u extra_started=%llu blocked_detected=%llu\n",
+            step, atomic_load(&prod->returned), prod->rc,
+            atomic_load(&l->signalled), atomic_load(&b->started),
+            atomic_load(&b->finished),
+            (unsigned long long)atomic_load(&s->rc.head),
+            (unsigned long long)(atomic_load(&s->rp.tail) &
+                                 ~(ACCEL__RING_SCHED | ACCEL__RING_CLOSED)),
+            rs.workers, rs.blocked, rs.extra_workers,
+            (unsigned long long)rs.extra_started,
+            (unsigned long long)rs.blocked_detected);
+    for (int i = 0; i < tr->n; i++)
+        fprintf(stderr,
+                "  +%.6fs space_waiters=%u producer state=%c returned=%d\n",
+                tr->ev[i].t, tr->ev[i].waiters, tr->ev[i].state,
+                tr->ev[i].returned);
+}
+
 /* The second half of both room-waiter tests: s's ring is full, its op l
  * waits for prod's submit, and the blocker b holds the only worker. Starts
  * the producer, waits until it sleeps for room (counted as a waiter, then
  * asleep: the futex; its re-check saw the ring full), lets the worker move
- * on to s, and checks that the producer was woken in time (msg if not). */
+ * on to s, and checks that the producer was woken in time (msg if not).
+ * Each wait is bounded (HANG_S) and prints the trace when it fails. */
 static void producer_sleeps_then_run(accel_session *s, room_prod *prod,
                                      long_op *l, tu_blocker *b,
                                      const char *msg)
 {
+    room_trace tr = {.t0 = tu_now_s()};
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, room_producer, prod), 0);
+    unit_step("the producer thread starts");
     tu_wait_at_least(&prod->tid, 1);
+    unit_step("the producer sleeps for room");
     int tid = atomic_load(&prod->tid);
-    while (!(atomic_load_explicit(&s->progress.space_waiters,
-                                  memory_order_relaxed) &&
-             thread_state(tid) == 'S'))
+    double end = tu_now_s() + HANG_S;
+    for (;;) {
+        unsigned w = atomic_load_explicit(&s->progress.space_waiters,
+                                          memory_order_relaxed);
+        char st = thread_state(tid);
+        int ret = atomic_load(&prod->returned);
+        room_trace_note(&tr, w, st, ret);
+        if (w && st == 'S')
+            break;
+        if (ret) { /* it can no longer sleep: say why, do not wait on */
+            room_trace_print(&tr, "the producer sleeps for room", s, prod, l,
+                             b);
+            cr_assert_fail("the producer found room before it slept: s was "
+                           "taken from while the blocker held the only "
+                           "worker (trace above)");
+        }
+        if (tu_now_s() > end) {
+            room_trace_print(&tr, "the producer sleeps for room", s, prod, l,
+                             b);
+            cr_assert_fail("the producer never slept for room (trace above)");
+        }
         tu_nap_us(100);
+    }
 
     tu_latch_open(&b->gate); /* the worker moves on to s */
+    unit_step("the producer's submit returns");
+    if (!tu_wait_for(&prod->returned, 1)) {
+        room_trace_print(&tr, "the producer's submit returns", s, prod, l, b);
+        cr_assert_fail("%s; the producer never returned (trace above)", msg);
+    }
     pthread_join(th, NULL);
+    unit_step("sync of s");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(prod->rc, ACCEL_OK);
+    if (!atomic_load(&l->signalled))
+        room_trace_print(&tr, "the op sees the producer return", s, prod, l,
+                         b);
     cr_assert(atomic_load(&l->signalled), "%s", msg);
 }
 
 Test(regressions, room_waiter_woken_by_the_take_that_frees_a_slot,
      .timeout = 60)
 {
-    accel_runtime *rt = tu_runtime(1);
+    /* The blocker must hold the only worker until the producer sleeps:
+     * the monitor must not count it blocked and start an extra worker,
+     * which would take from s first (the producer then finds room). */
+    accel_runtime *rt = tu_runtime_nodetect(1);
     cr_assert_not_null(rt);
     /* A blocker on another session holds the only worker while the ring
      * of s fills and the producer goes to sleep. */
@@ -207,6 +306,7 @@ Test(regressions, room_waiter_woken_by_the_take_that_frees_a_slot,
     tu_blocker b = {0};
     accel_op bop = tu_blocker_op(&b);
     cr_assert_eq(accel_submit(other, &bop, ACCEL_FOREVER), ACCEL_OK);
+    unit_step("the blocker starts");
     tu_wait_at_least(&b.started, 1);
 
     room_prod prod = {.s = s};
@@ -238,18 +338,20 @@ Test(regressions, room_waiter_woken_by_the_take_that_frees_a_slot,
  * run's ops run, not after the run. */
 Test(regressions, room_waiter_woken_inside_a_run_of_takes, .timeout = 60)
 {
-    accel_runtime *rt = tu_runtime(1);
+    accel_runtime *rt = tu_runtime_nodetect(1); /* as above */
     cr_assert_not_null(rt);
     accel_session *other = tu_open(rt, "other", 4, 0);
     accel_session *s = tu_open(rt, "s", 8, 0);
     cr_assert(other && s);
     accel_op q = {.fn = op_noop};
+    unit_step("2000 short ops on s and their sync");
     for (int i = 0; i < 2000; i++) /* short ops: runs of many */
         cr_assert_eq(accel_submit(s, &q, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     tu_blocker b = {0};
     accel_op bop = tu_blocker_op(&b);
     cr_assert_eq(accel_submit(other, &bop, ACCEL_FOREVER), ACCEL_OK);
+    unit_step("the blocker starts");
     tu_wait_at_least(&b.started, 1);
 
     room_prod prod = {.s = s};
@@ -310,6 +412,7 @@ Test(regressions, closed_session_reclaimed_while_an_op_runs, .timeout = 60)
     reclaim_wait r = {0};
     accel_op op = {.fn = op_wait_reclaim, .arg = &r};
     cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    unit_step("the op starts");
     tu_wait_at_least(&r.started, 1);
     /* While the op runs: a session is closed and its last handle dropped,
      * which queues its reclamation after a grace period. */
@@ -321,6 +424,7 @@ Test(regressions, closed_session_reclaimed_while_an_op_runs, .timeout = 60)
     r.base = atomic_load(&accel__sessions_reclaimed);
     accel_session_release(gone);
     atomic_store_explicit(&r.go, 1, memory_order_release);
+    unit_step("sync of s: its op sees the reclamation or gives up");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     cr_assert(atomic_load(&r.reclaimed),
               "a running op held back the reclamation of a closed session");
@@ -353,6 +457,7 @@ Test(regressions, destroy_inside_an_op_edeadlk_only_for_its_runtime,
     accel_session *s2 = tu_open(rt2, "d2", 4, 0);
     cr_assert(s && s2);
     destroy_arg d = {.own = rt, .other = rt2};
+    unit_step("the op destroys its own runtime, then the other");
     cr_assert_eq(accel_submit_wait(s, op_destroy, &d, ACCEL_FOREVER), 0);
     cr_assert_eq(d.rc_own, ACCEL_EDEADLK);
     cr_assert_eq(d.rc_other, ACCEL_OK, "destroying another runtime: %s",
@@ -436,8 +541,13 @@ Test(regressions, burst_of_two_starts_both_parked_workers, .timeout = 60)
 {
     /* short_op_ns of 1 s: the meeting ops stay short-class, so either
      * lane may run either session. */
+    /* No blocked-op detection: an op waiting for its partner would be
+     * counted blocked and a parked worker woken in its place, which would
+     * hide a lost wake. */
     accel_runtime_config c = {.workers = 2, .short_lane_workers = 1,
-                              .short_op_ns = 1000000000ull};
+                              .short_op_ns = 1000000000ull,
+                              .struct_size = sizeof(c),
+                              .block_detect_ns = TU_NO_DETECT_NS};
     accel_runtime *rt = NULL;
     cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
     accel_session *a = tu_open(rt, "a", 4, 0), *b = tu_open(rt, "b", 4, 0);
@@ -446,12 +556,14 @@ Test(regressions, burst_of_two_starts_both_parked_workers, .timeout = 60)
         int tids[2];
         cr_assert_eq(worker_tids(tids, 2), 2);
         /* both workers asleep in their park */
+        unit_step("both workers park");
         while (thread_state(tids[0]) != 'S' || thread_state(tids[1]) != 'S')
             tu_nap_us(200);
         pair_run p = {0};
         accel_op op = {.fn = op_meet, .arg = &p};
         cr_assert_eq(accel_submit(a, &op, ACCEL_FOREVER), ACCEL_OK);
         cr_assert_eq(accel_submit(b, &op, ACCEL_FOREVER), ACCEL_OK);
+        unit_step("sync of a and b: their ops meet or give up");
         cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
         cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
         cr_assert_eq(atomic_load(&p.both), 2,
@@ -512,8 +624,13 @@ Test(regressions, waker_stopped_between_claim_and_wake_delays_not_loses,
 {
     memset(&ww, 0, sizeof(ww));
     atomic_store(&accel__wake_window_hook, pause_in_wake_window);
+    /* No blocked-op detection: a's op, waiting for b's, must not be
+     * counted blocked (a parked general worker would be woken for b, the
+     * stopped waker's work, and would hide a lost wake). */
     accel_runtime_config c = {.workers = 3, .short_lane_workers = 1,
-                              .short_op_ns = 1000000000ull};
+                              .short_op_ns = 1000000000ull,
+                              .struct_size = sizeof(c),
+                              .block_detect_ns = TU_NO_DETECT_NS};
     accel_runtime *rt = NULL;
     cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
     accel_session *a = tu_open(rt, "wa", 4, 0), *b = tu_open(rt, "wb", 4, 0);
@@ -521,6 +638,7 @@ Test(regressions, waker_stopped_between_claim_and_wake_delays_not_loses,
     int tids[3];
     cr_assert_eq(worker_tids(tids, 3), 3);
     /* all three asleep in their park */
+    unit_step("the three workers park");
     while (thread_state(tids[0]) != 'S' || thread_state(tids[1]) != 'S' ||
            thread_state(tids[2]) != 'S' ||
            (uint32_t)atomic_load(&rt->idle_workers) != 2 ||
@@ -532,6 +650,7 @@ Test(regressions, waker_stopped_between_claim_and_wake_delays_not_loses,
     atomic_store(&ww.armed, 1);
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, burst_main, &ba), 0);
+    unit_step("the seam stops b's waker; a's op starts");
     cr_assert(tu_wait_for(&ww.paused, 1), "the seam stopped b's waker");
     cr_assert(tu_wait_for(&p.running, 1), "a's op started (its wake sent)");
     cr_assert_eq(atomic_load(&ww.lane), ACCEL_HOST_LANE_GENERAL,
@@ -544,6 +663,7 @@ Test(regressions, waker_stopped_between_claim_and_wake_delays_not_loses,
                  "b waits for its stopped waker (a runs alone)");
 
     atomic_store(&ww.release, 1); /* the waker goes on */
+    unit_step("the waker's submits return; a and b sync");
     pthread_join(th, NULL);
     cr_assert_eq(ba.rc_a, ACCEL_OK);
     cr_assert_eq(ba.rc_b, ACCEL_OK);
@@ -637,14 +757,11 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     fake.capacity = dev_capacity;
     s->bops = &fake; /* before any op: the worker reads it per visit */
 
-    /* Each wait below names its step: a hang fails fast and says where
-     * (the limits are watchdogs, many times a loaded machine's). */
-    watchdog_start("unit_regressions");
     dev_op p = {0}, c = {0};
     accel_op pop = {.fn = op_noop, .done = dev_done, .arg = &p};
     accel_op cop = {.fn = op_noop, .done = dev_done, .arg = &c};
     cr_assert_eq(accel_submit(s, &pop, ACCEL_FOREVER), ACCEL_OK);
-    watchdog_step("p goes to the device", 20);
+    unit_step("p goes to the device");
     while (!atomic_load(&dev.pending)) /* p is on the "device" */
         tu_nap_us(100);
     atomic_store(&dev.hold, 1); /* visits take nothing for now */
@@ -653,7 +770,7 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     sync_watch w = {.s = s, .first = &p};
     pthread_t st;
     cr_assert_eq(pthread_create(&st, NULL, sync_main, &w), 0);
-    watchdog_step("the sync announces its target", 20);
+    unit_step("the sync announces its target");
     while (atomic_load_explicit(&s->progress.wake_at,
                                 memory_order_relaxed) != 1)
         tu_nap_us(100);
@@ -663,21 +780,21 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     closer_arg ca = {.s = s, .flags = ACCEL_CLOSE_CANCEL};
     pthread_t ct;
     cr_assert_eq(pthread_create(&ct, NULL, closer_main, &ca), 0);
-    watchdog_step("the CANCEL close marks the session", 20);
+    unit_step("the CANCEL close marks the session");
     while (!atomic_load_explicit(&s->close_cancels, memory_order_relaxed))
         tu_nap_us(100);
     atomic_store(&dev.hold, 0);
     /* Let the worker run some visits while p is still on the device. */
-    watchdog_step("visits poll the device while p is on it", 20);
+    unit_step("visits poll the device while p is on it");
     int polls = atomic_load(&dev.polls);
     while (atomic_load(&dev.polls) < polls + 5)
         tu_nap_us(100);
     atomic_store(&dev.gate, 1); /* p completes */
-    watchdog_step("the sync returns once p completed", 20);
+    unit_step("the sync returns once p completed");
     pthread_join(st, NULL);
-    watchdog_step("the close returns", 20);
+    unit_step("the close returns");
     pthread_join(ct, NULL);
-    watchdog_step("release and destroy", 20);
+    unit_step("release and destroy");
     cr_assert_eq(w.rc, ACCEL_OK);
     cr_assert_eq(w.first_done_at_return, 1,
                  "sync returned before the earlier op's done ran");
@@ -688,7 +805,6 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     cr_assert_eq(ca.rc, ACCEL_OK);
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    watchdog_step("done", 1e9);
 }
 
 /* park(): a submit that lands after the worker's last pick and before it
@@ -725,6 +841,7 @@ Test(regressions, submit_in_the_park_window_is_not_lost, .timeout = 60)
     tu_rec first = {0};
     accel_op op = tu_rec_op(&first);
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    unit_step("the op submitted in the park window runs");
     for (int i = 0; i < 10000 && !atomic_load(&window_rec.done_calls); i++)
         tu_nap_us(1000);
     cr_assert_eq(atomic_load(&window_fired), 1, "the seam submitted");

@@ -11,9 +11,13 @@
 #include <accel/accel.h>
 
 #include "core_util.h"
+#include "unit_watchdog.h"
 #include "runtime.h"
 #include "sched_core.h"
 #include "session.h"
+
+/* A wait that hangs names its step (unit_watchdog.h). */
+UNIT_WATCHDOG_SUITE(sched);
 
 static uint64_t now_ns(void)
 {
@@ -112,6 +116,7 @@ static void saturate(unsigned workers, unsigned short_lane,
     uint64_t last[NS] = {0};
     for (int round = 0; round < 4; round++) {
         uint64_t seen[NS];
+        unit_step("every backlogged session completes an op in the round");
         for (;;) {
             tu_nap_us(50000);
             int stuck = 0;
@@ -125,6 +130,7 @@ static void saturate(unsigned workers, unsigned short_lane,
         memcpy(last, seen, sizeof(last));
     }
     atomic_store(&stop, 1);
+    unit_step("the producers return; sync of every session");
     for (int i = 0; i < NS; i++)
         pthread_join(t[i], NULL);
     for (int i = 0; i < NS; i++) {
@@ -198,6 +204,7 @@ Test(sched, lane_switch_never_strands, .timeout = 120)
                 accel_op op = {lane_op, lane_cb, (void *)(uintptr_t)ns};
                 cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
             }
+            unit_step("sync of the phase's ops (the lane switches)");
             cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
             cr_assert_eq(atomic_load(&lane_done), n);
         }
@@ -261,12 +268,14 @@ Test(sched, exactly_once_under_close, .timeout = 120)
     pthread_t t[3];
     for (uintptr_t i = 0; i < 3; i++)
         pthread_create(&t[i], NULL, c_producer, (void *)i);
+    unit_step("the sessions' closes while producers submit");
     for (int i = 0; i < CN; i++) {
         tu_nap_us(20000);
         cr_assert_eq(accel_session_close(CS[i], i % 2 ? ACCEL_CLOSE_CANCEL : 0),
                      ACCEL_OK, "close of session %d", i);
     }
     atomic_store(&stop, 1);
+    unit_step("the producers return; sync of the closed sessions");
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
     for (int i = 0; i < CN; i++) {

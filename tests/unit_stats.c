@@ -11,7 +11,11 @@
 #include <inttypes.h>
 
 #include "core_util.h"
+#include "unit_watchdog.h"
 #include "waitstat.h"
+
+/* A wait that hangs names its step (unit_watchdog.h). */
+UNIT_WATCHDOG_SUITE(stats);
 
 static int nop(accel_ctx *ctx, void *arg)
 {
@@ -34,12 +38,14 @@ Test(stats, wait_samples_and_percentiles, .timeout = 10)
     tu_blocker b = {0};
     accel_op blk = tu_blocker_op(&b);
     cr_assert_eq(accel_submit(s, &blk, ACCEL_FOREVER), ACCEL_OK);
+    unit_step("the blocker starts");
     tu_wait_at_least(&b.started, 1);
     accel_op op = {.fn = nop};
     for (unsigned i = 1; i < 4 * ACCEL__WAIT_SAMPLE; i++)
         cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
     tu_nap_us(2000);
     tu_latch_open(&b.gate);
+    unit_step("sync of the ops queued behind the blocker");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
 
     cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
@@ -77,6 +83,7 @@ Test(stats, vtime_advances_with_service_and_priority_shows, .timeout = 10)
     cr_assert_eq(a.priority, ACCEL_PRIORITY_NORMAL);
     cr_assert_eq(a.visits, 0);
     accel_op op = {.fn = nop};
+    unit_step("50 submit_wait of an empty op");
     for (int round = 0; round < 50; round++)
         cr_assert_eq(accel_submit_wait(s, op.fn, NULL, ACCEL_FOREVER), 0);
     cr_assert_eq(accel_session_get_stats(s, &b), ACCEL_OK);

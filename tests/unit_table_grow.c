@@ -12,6 +12,10 @@
 
 #include "core_util.h"
 #include "runtime.h"
+#include "unit_watchdog.h"
+
+/* A wait that hangs names its step (unit_watchdog.h). */
+UNIT_WATCHDOG_SUITE(table_grow);
 
 #define OPENERS 2
 #define PER_OPENER 3000 /* 6,000 sessions: resizes at 65, 129, ... 4097 */
@@ -85,10 +89,13 @@ Test(table_grow, lookups_find_every_open_id_through_resizes, .timeout = 60)
         op[i] = (opener){.sh = &sh, .index = i};
         cr_assert_eq(pthread_create(&th[i], NULL, open_all, &op[i]), 0);
     }
+    unit_step("the openers return");
     for (unsigned i = 0; i < OPENERS; i++)
         pthread_join(th[i], NULL);
     atomic_store_explicit(&sh.done, 1, memory_order_relaxed);
+    unit_step("the lookup thread returns");
     pthread_join(lk, NULL);
+    unit_step("lookups, closes and reopens of every id; destroy");
     cr_assert_eq(atomic_load(&sh.misses), 0,
                  "%u lookups missed an open id", atomic_load(&sh.misses));
 
