@@ -7,9 +7,13 @@ set -euo pipefail
 # tier and the fuzzer; spin for the protocol models; systemtap-sdt-dev for
 # the USDT probes (<sys/sdt.h>); gnuplot (no X) for the charts of make bench;
 # libsodium-dev and libsecp256k1-dev for the real op bodies of make bench
-# (ed25519, BLAKE2b, SHA-256; secp256k1 ECDSA).
+# (ed25519, BLAKE2b, SHA-256; secp256k1 ECDSA); prometheus for promtool,
+# Prometheus' own parser, which the C and Go metrics tests run on their
+# exposition (on a machine booted with systemd the package also enables
+# and starts a Prometheus server on :9090, as Debian sets it up).
 pkgs=(build-essential cmake pkg-config liburcu-dev libck-dev libcriterion-dev
-      clang libclang-rt-14-dev spin systemtap-sdt-dev libsodium-dev libsecp256k1-dev "$@")
+      clang libclang-rt-14-dev spin systemtap-sdt-dev libsodium-dev libsecp256k1-dev
+      prometheus "$@")
 # Any gnuplot with the pngcairo terminal will do (gnuplot-qt or -x11 too).
 command -v gnuplot >/dev/null 2>&1 || pkgs+=(gnuplot-nox)
 missing=()
