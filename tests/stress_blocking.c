@@ -18,6 +18,8 @@
  *
  * Usage: accel_stress_blocking   (ACCEL_STRESS_SECONDS, default 1)
  * Exit 0 when every check passed, 1 otherwise.
+ *
+ * Promises: 1, 2, 7
  */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -7,6 +7,8 @@
  * not leak into each other. Runs under TSan.
  *
  * ACCEL_STRESS_SECONDS (default 2) sets the duration. Exit 0 = pass.
+ *
+ * Promises: 4
  */
 #define _GNU_SOURCE /* nanosleep, clock_gettime */
 #include <pthread.h>

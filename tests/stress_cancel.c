@@ -16,6 +16,8 @@
  *
  * Usage: accel_stress_cancel   (ACCEL_STRESS_SECONDS, default 2)
  * Exit 0 when every check passed, 1 otherwise.
+ *
+ * Promises: 1, 2
  */
 #define _GNU_SOURCE
 #include <inttypes.h>

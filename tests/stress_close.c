@@ -14,6 +14,8 @@
  * Runs under TSan and ASan.
  *
  * ACCEL_STRESS_SECONDS (default 2) sets the duration. Exit 0 = pass.
+ *
+ * Promises: 1
  */
 #define _GNU_SOURCE /* nanosleep, clock_gettime */
 #include <pthread.h>

@@ -28,6 +28,8 @@
  * --ops N runs until N ops were accepted (or --seconds passed, default 1 h
  * then). Without either: ACCEL_STRESS_SECONDS (default 2) seconds.
  * Exit 0 when every check passed, 1 otherwise.
+ *
+ * Promises: 1, 2, 4
  */
 #define _GNU_SOURCE
 #include <inttypes.h>

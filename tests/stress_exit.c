@@ -6,6 +6,8 @@
  * (under ASan, the old exit-time destroy made every one of these calls a
  * use-after-free). Exit 0 = pass; a hang is named and failed by the
  * watchdog (stress_watchdog.h), exit code 124.
+ *
+ * Promises: none
  */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -19,6 +19,8 @@
  *
  * Usage: accel_stress_host   (ACCEL_STRESS_SECONDS, default 2)
  * Exit 0 when every check passed, 1 otherwise.
+ *
+ * Promises: 1, 2
  */
 #define _GNU_SOURCE
 #include <pthread.h>

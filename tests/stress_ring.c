@@ -15,6 +15,8 @@
  * release/acquire pairs.
  *
  * ACCEL_STRESS_SECONDS (default 2) sets the duration. Exit 0 = pass.
+ *
+ * Promises: 2, 6
  */
 #define _GNU_SOURCE /* nanosleep, clock_gettime, sched_yield */
 #include <pthread.h>

@@ -5,6 +5,8 @@
  * them; a waker thread wakes idle ones. Checks: an entity is never held
  * by two threads, a short-lane pick returns only short-class entities,
  * and at the end every entity is either idle or queued exactly once.
+ *
+ * Promises: 2, 6
  */
 #define _GNU_SOURCE
 #include <pthread.h>

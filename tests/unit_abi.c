@@ -3,6 +3,8 @@
  * functions agree with the header; config structs are read by their
  * struct_size (0: this release's layout; a newer caller's unknown fields
  * must be zero); stats are written by size and never past it.
+ *
+ * Promises: 5
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

@@ -4,6 +4,8 @@
  * freed; small counts and large sessions stay plain allocations; and a
  * runtime whose sessions come from the arena keeps their ids, runs their
  * ops and returns every block when they close.
+ *
+ * Promises: 1, 4
  */
 #define _GNU_SOURCE /* nanosleep (core_util.h) */
 #include <criterion/criterion.h>

@@ -13,6 +13,8 @@
  * Out of contract, so not in the table (accel.h says so, like free()):
  * using a released handle, destroying a runtime twice, calling destroy
  * concurrently with other calls on its sessions.
+ *
+ * Promises: 1, 5
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

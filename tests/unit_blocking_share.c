@@ -17,6 +17,8 @@
  * slower (fewer per op), and a late monitor makes d longer: the bounds
  * sit well between. The first Low op is not measured: its visit's cost
  * is not known until it ends.
+ *
+ * Promises: 3, 7
  */
 #define _GNU_SOURCE /* CLOCK_THREAD_CPUTIME_ID */
 #include <criterion/criterion.h>

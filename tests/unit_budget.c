@@ -4,6 +4,8 @@
  * over the cap or below zero (a watcher thread and the final state check
  * it), and accel_ctx_alloc/free charging exactly `bytes` on the CPU
  * backend so a budget fills to the byte.
+ *
+ * Promises: 4
  */
 #define _GNU_SOURCE /* nanosleep, clock_gettime */
 #include <criterion/criterion.h>

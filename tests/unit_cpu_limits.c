@@ -3,6 +3,8 @@
  * parsers on sample contents, the cgroup walk over a scratch tree, the
  * default worker count under a restricted affinity mask (in a forked
  * child), explicit counts, pinning and thread names.
+ *
+ * Promises: 5
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

@@ -17,6 +17,8 @@
  *   own errors), a session whose budget runs out mid-run, a session whose
  *   ring is kept full and one closed with CANCEL mid-run, all beside
  *   untargeted sessions that must complete 100% of their ops.
+ *
+ * Promises: 1, 4, 5
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

@@ -8,6 +8,8 @@
  * not degrade to a one-sided fence: the cold side aborts. Criterion runs
  * each test in a fresh process, so the seam is set before anything of the
  * library ran.
+ *
+ * Promises: 6
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

@@ -4,6 +4,8 @@
  * lookup handles, release of the last handle, set_priority, strerror, the
  * default runtime, calls from fresh threads, destroy draining everything
  * (also sessions whose handles were never released).
+ *
+ * Promises: 1, 5
  */
 #define _GNU_SOURCE /* nanosleep, clock_gettime, sched_yield */
 #include <criterion/criterion.h>

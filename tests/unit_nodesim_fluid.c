@@ -1,6 +1,8 @@
 /*
  * The fluid weighted-fair reference of accel-nodesim's share error
  * (bench/nodesim/fluid.h): scripted arrivals, exact expected service.
+ *
+ * Promises: none
  */
 #include <criterion/criterion.h>
 #include <math.h>

@@ -7,6 +7,8 @@
  * register, and unregister at exit, a thread whose host registration has
  * ended. A grace period after each scenario (accel_runtime_destroy waits
  * for one) walks the registry: a stale or doubled entry shows there.
+ *
+ * Promises: none
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

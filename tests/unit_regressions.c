@@ -6,6 +6,8 @@
  * for a condition it controls with a generous bound (tu_wait_for), so that
  * the failing case fails with a message instead of hanging; the correct
  * code meets the condition at once.
+ *
+ * Promises: 1, 4, 5, 6
  */
 #define _GNU_SOURCE /* gettid, nanosleep */
 #include <criterion/criterion.h>

@@ -3,6 +3,8 @@
  * publish, ready, take; wraparound, full, the CLOSED bit, and the rule that
  * an unpublished slot is never ready (the consumer leaves instead of
  * spinning), including a stale slot from an earlier lap.
+ *
+ * Promises: 2, 6
  */
 #define _GNU_SOURCE /* nanosleep, clock_gettime, sched_yield */
 #include <criterion/criterion.h>

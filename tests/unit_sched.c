@@ -1,6 +1,8 @@
 /*
  * Threaded scheduler tests through the public API: behaviour only, no
- * timing thresholds (a hang is caught by .timeout).
+ * timing thresholds (a hang fails at its named watchdog step).
+ *
+ * Promises: 1, 2, 3
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -125,7 +127,8 @@ static void saturate(unsigned workers, unsigned short_lane,
                 stuck += seen[i] == last[i];
             }
             if (!stuck)
-                break; /* otherwise wait longer: .timeout fails a stall */
+                break; /* otherwise wait longer: the step's watchdog
+                          fails a stall */
         }
         memcpy(last, seen, sizeof(last));
     }

@@ -8,6 +8,8 @@
  * picked within what start-time fair queuing allows against them
  * (|S_i/w_i - S_j/w_j| <= L_i/w_i + L_j/w_j). And a session that moves
  * between classes keeps its virtual time.
+ *
+ * Promises: 3
  */
 #include <criterion/criterion.h>
 #include <string.h>

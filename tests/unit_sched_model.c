@@ -3,6 +3,8 @@
  * enqueue of the scheduler with scripted visit costs and a simulated clock
  * (W simulated workers; the one whose visit ends first charges, re-queues
  * and picks next). No threads, no timing: every run is the same.
+ *
+ * Promises: 3
  */
 #include <criterion/criterion.h>
 #include <math.h>

@@ -15,6 +15,8 @@
  * re-queued if ops remain, else goes idle until its next arrival (a wake).
  * With a short lane there are W + 1 workers on W CPUs, sharing them
  * equally while more than W are busy (the OS time-slicing them).
+ *
+ * Promises: 3
  */
 #include <criterion/criterion.h>
 #include <math.h>

@@ -4,6 +4,8 @@
  * checked against known inputs: the histogram directly with known
  * samples (no clock), the session's fields against waits the test itself
  * imposes (lower bounds it guarantees, never a speed threshold).
+ *
+ * Promises: none
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

@@ -4,6 +4,8 @@
  * contamination, backpressure statuses, queue_depth counting only ops not
  * yet started, submit_batch prefixes, submit_wait results, sync, EDEADLK
  * from inside an own op, and stats that add up.
+ *
+ * Promises: 1, 2, 4
  */
 #define _GNU_SOURCE /* nanosleep, clock_gettime */
 #include <criterion/criterion.h>

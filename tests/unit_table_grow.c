@@ -3,6 +3,8 @@
  * bucket per session, resizing in the opening thread): lookups running
  * through every resize find every id that is open, never one that is
  * closed, and opens and closes from several threads leave the table exact.
+ *
+ * Promises: none
  */
 #define _GNU_SOURCE /* nanosleep, clock_gettime (core_util.h) */
 #include <criterion/criterion.h>
