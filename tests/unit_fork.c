@@ -124,6 +124,7 @@ static int child_parent_objects(accel_runtime *rt, accel_session *s)
 static void expect_child(pid_t pid)
 {
     int st = 0;
+    unit_step("the child exits (its alarm ends a hang in it)");
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFEXITED(st), "the child died of signal %d (a hang hit its "
                              "alarm if 14)",
@@ -289,6 +290,7 @@ Test(fork, fork_during_session_churn, .timeout = 240)
         expect_child(pid);
     }
     atomic_store(&churn_stop, 1);
+    unit_step("the churning threads return");
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -327,6 +329,7 @@ static void *hold_main(void *arg)
 static pid_t fork_while_held(holder *h, pthread_t *th)
 {
     cr_assert_eq(pthread_create(th, NULL, hold_main, h), 0);
+    unit_step("the holder thread takes the lock");
     while (!atomic_load(&h->held))
         sched_yield();
     atomic_store(&h->forking, 1);
@@ -349,6 +352,7 @@ Test(fork, fork_while_the_module_lock_is_held, .timeout = 120)
         _exit(child_fresh_runtime());
     }
     expect_child(pid);
+    unit_step("the holder thread returns");
     pthread_join(th, NULL);
 }
 
@@ -382,6 +386,7 @@ Test(fork, fork_while_the_arena_lock_is_held, .timeout = 120)
     holder h = {.m = &rt->arena.lock, .until_forked = true};
     busy_until = &h;
     accel__rcu_defer(&busy_head, busy_cb);
+    unit_step("liburcu's call_rcu thread runs the busy callback");
     while (!atomic_load(&busy_running))
         sched_yield();
     /* queued behind busy_cb: pending at the fork */
@@ -395,6 +400,7 @@ Test(fork, fork_while_the_arena_lock_is_held, .timeout = 120)
         _exit(child_fresh_runtime());
     }
     expect_child(pid);
+    unit_step("the holder thread returns");
     pthread_join(th, NULL);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -427,6 +433,7 @@ Test(fork, fork_while_each_runtime_lock_is_held, .timeout = 240)
         }
         cr_log_info("forked with %s held", names[i]);
         expect_child(pid);
+        unit_step("the holder thread returns");
         pthread_join(th, NULL);
         cr_assert_eq(accel_session_close(s, ACCEL_CLOSE_DRAIN), ACCEL_OK);
         accel_session_release(s);
