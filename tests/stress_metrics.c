@@ -12,6 +12,8 @@
  * nothing that close, open or the reclamation write.
  *
  * ACCEL_STRESS_SECONDS (default 2) sets the duration. Exit 0 = pass.
+ *
+ * Promises: none
  */
 #define _GNU_SOURCE /* nanosleep, clock_gettime */
 #include <pthread.h>

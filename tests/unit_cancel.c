@@ -8,6 +8,8 @@
  * No timing thresholds: deadlines are long past, far in the future, or
  * pass while a gate op holds the session's only consumer (the test waits
  * on the clock until the deadline is behind it, then opens the gate).
+ *
+ * Promises: 1, 2, 5
  */
 #define _GNU_SOURCE /* nanosleep, clock_gettime */
 #include <criterion/criterion.h>

@@ -5,6 +5,8 @@
  * grace periods work in the child). The child reports through its exit
  * code; alarm() turns a hang in the child into a failure the parent sees
  * (exit 99, with the child's stack on stderr).
+ *
+ * Promises: 1
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

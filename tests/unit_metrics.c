@@ -4,7 +4,10 @@
  * names and escaped label values well-formed, values numbers), the values
  * of a known session, escaping, snprintf-like truncation, and scrapes
  * racing opens and closes (ASan: no use after free), an id listed once
- * while opens of it fail, non-UTF-8 ids replaced.
+ * while opens of it fail and while it closes and is opened again (the
+ * sessions gauge counting what is listed), non-UTF-8 ids replaced.
+ *
+ * Promises: 5
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

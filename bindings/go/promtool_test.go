@@ -9,6 +9,8 @@ package accel
 // escape) must be reported, or the check is broken. Without promtool on
 // PATH the test is skipped with a message naming make deps (go test may
 // run without the project's deps).
+//
+// Promises: none
 
 import (
 	"bytes"
