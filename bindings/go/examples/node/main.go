@@ -22,6 +22,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -35,8 +36,11 @@ import (
 	"math/rand"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -240,7 +244,8 @@ type op struct {
 	first int
 	wait  time.Duration // blocking scenario: the wait before the body
 	out   atomic.Int32
-	begin time.Duration // when f started, from the start (the capacity probe)
+	call  time.Duration // when its submitter called Submit, from the start
+	begin time.Duration // when f started, from the start
 	end   time.Duration // when f returned, from the start
 }
 
@@ -427,6 +432,43 @@ type result struct {
 	workAll                                           float64 // all op work done, the backlog after it too
 	cpu                                               time.Duration
 	wrong                                             uint64
+	det                                               detail
+}
+
+// detail is what -detail prints per run: where an op's time went and
+// what the process's scheduling cost.
+type detail struct {
+	wall               time.Duration           // the run, arrivals and backlog
+	csw, icsw          int64                   // the process's voluntary / involuntary context switches
+	schedP50, schedP99 float64                 // Go's /sched/latencies: a runnable goroutine's wait for a P, s
+	callP99            time.Duration           // scheduled arrival to its Submit call (the submitter's start)
+	startP50, startP99 [nClasses]time.Duration // Submit call to f's start, completed ops
+	counters           map[string]float64      // accel's runtime counters over the run (accel only)
+}
+
+// rtCounters are the accel runtime's counters -detail prints.
+var rtCounters = []string{"accel_runtime_blocked_detected_total", "accel_runtime_extra_workers_started_total",
+	"accel_runtime_parks_total", "accel_runtime_visits_total"}
+
+// readCounters reads rtCounters from rt's Prometheus text.
+func readCounters(rt *accel.Runtime) map[string]float64 {
+	var b bytes.Buffer
+	if rt == nil || rt.WritePrometheus(&b) != nil {
+		return nil
+	}
+	m := map[string]float64{}
+	for _, line := range strings.Split(b.String(), "\n") {
+		for _, name := range rtCounters {
+			if rest, ok := strings.CutPrefix(line, name); ok && (rest[0] == ' ' || rest[0] == '{') {
+				f := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
+				if len(f) > 0 {
+					v, _ := strconv.ParseFloat(f[0], 64)
+					m[name] += v
+				}
+			}
+		}
+	}
+	return m
 }
 
 func cpuTime() time.Duration {
@@ -435,6 +477,62 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procSnap is a snapshot of the process's counters for detail.
+type procSnap struct {
+	t         time.Time
+	csw, icsw int64
+	sched     *metrics.Float64Histogram
+}
+
+const schedLat = "/sched/latencies:seconds"
+
+func snap() procSnap {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	m := []metrics.Sample{{Name: schedLat}}
+	metrics.Read(m)
+	s := procSnap{t: time.Now(), csw: int64(ru.Nvcsw), icsw: int64(ru.Nivcsw)}
+	if m[0].Value.Kind() == metrics.KindFloat64Histogram {
+		s.sched = m[0].Value.Float64Histogram()
+	}
+	return s
+}
+
+// since fills d's process figures from a to now.
+func (d *detail) since(a procSnap) {
+	b := snap()
+	d.wall, d.csw, d.icsw = b.t.Sub(a.t), b.csw-a.csw, b.icsw-a.icsw
+	if a.sched == nil || b.sched == nil || len(a.sched.Counts) != len(b.sched.Counts) {
+		return
+	}
+	var n uint64
+	diff := make([]uint64, len(b.sched.Counts))
+	for i := range diff {
+		diff[i] = b.sched.Counts[i] - a.sched.Counts[i]
+		n += diff[i]
+	}
+	q := func(f float64) float64 {
+		var c uint64
+		for i, k := range diff {
+			if c += k; float64(c) >= f*float64(n) {
+				return b.sched.Buckets[i+1] // the bucket's upper bound
+			}
+		}
+		return math.NaN()
+	}
+	if n > 0 {
+		d.schedP50, d.schedP99 = q(0.5), q(0.99)
+	}
+}
+
+func q99(x []time.Duration, f float64) time.Duration {
+	if len(x) == 0 {
+		return 0
+	}
+	sort.Slice(x, func(a, b int) bool { return x[a] < x[b] })
+	return x[min(len(x)-1, int(f*float64(len(x))))]
 }
 
 // drive runs ops through one system: each arrival is a goroutine calling
@@ -466,10 +564,9 @@ func drive(vms []submitter, ops []*op, d, grace time.Duration, depth int64, sc s
 				ctx, cancel = context.WithDeadline(stop, start.Add(o.at+chains[o.chain].deadline))
 			}
 			defer cancel()
+			o.call = time.Since(start)
 			err := vms[o.chain].Submit(ctx, func(s *accel.Session) error {
-				if probe {
-					o.begin = time.Since(start)
-				}
+				o.begin = time.Since(start)
 				o.run(sc.blocking, sc.hint, s)
 				o.end = time.Since(start)
 				return nil
@@ -497,11 +594,24 @@ func drive(vms []submitter, ops []*op, d, grace time.Duration, depth int64, sc s
 
 // runSystem drives ops through one system (a grace second for the
 // backlog) and judges every op.
-func runSystem(name string, vms []submitter, ops []*op, d time.Duration, depth int64, sc scenario) result {
-	wrong0, cpu0 := wrong.Load(), cpuTime()
+func runSystem(name string, rt *accel.Runtime, vms []submitter, ops []*op, d time.Duration, depth int64, sc scenario) result {
+	var c0 map[string]float64
+	if showDetail {
+		c0 = readCounters(rt)
+	}
+	wrong0, cpu0, snap0 := wrong.Load(), cpuTime(), snap()
 	start := drive(vms, ops, d, time.Second, depth, sc, false)
 	r := result{system: name, cpu: cpuTime() - cpu0, wrong: wrong.Load() - wrong0}
+	r.det.since(snap0)
+	if c0 != nil {
+		r.det.counters = readCounters(rt)
+		for k, v := range c0 {
+			r.det.counters[k] -= v
+		}
+	}
 	lat := make([][]time.Duration, nClasses)
+	var calls []time.Duration
+	starts := make([][]time.Duration, nClasses)
 	for _, o := range ops {
 		c := &chains[o.chain]
 		r.offered++
@@ -511,9 +621,13 @@ func runSystem(name string, vms []submitter, ops []*op, d time.Duration, depth i
 			continue
 		}
 		r.classAll[c.class]++
+		if out != dropped {
+			calls = append(calls, o.call-o.at)
+		}
 		switch out {
 		case done:
 			lat[c.class] = append(lat[c.class], o.end-o.at)
+			starts[c.class] = append(starts[c.class], o.begin-o.call)
 			r.workAll += o.work
 			if o.end < d {
 				r.work += o.work
@@ -535,7 +649,9 @@ func runSystem(name string, vms []submitter, ops []*op, d time.Duration, depth i
 			sort.Slice(lat[k], func(a, b int) bool { return lat[k][a] < lat[k][b] })
 			r.p99[k] = lat[k][min(n-1, n*99/100)]
 		}
+		r.det.startP50[k], r.det.startP99[k] = q99(starts[k], 0.5), q99(starts[k], 0.99)
 	}
+	r.det.callP99 = q99(calls, 0.99)
 	return r
 }
 
@@ -675,6 +791,7 @@ func run(list []scenario, cfg config) ([][]pair, error) {
 				} else {
 					printRunLine(r, p, cfg.d)
 				}
+				printDetail(p)
 			}
 		}
 	}
@@ -719,9 +836,9 @@ func runPair(rt *accel.Runtime, sc scenario, si, r int, seed uint64, d time.Dura
 			continue // a system with no ops is skipped in the output
 		}
 		if k == 0 {
-			p.res[0] = runSystem("accel", vmsAccel, ops[0], d, depth, sc)
+			p.res[0] = runSystem("accel", rt, vmsAccel, ops[0], d, depth, sc)
 		} else {
-			p.res[1] = runSystem("old VMSession", vmsOld, ops[1], d, depth, sc)
+			p.res[1] = runSystem("old VMSession", nil, vmsOld, ops[1], d, depth, sc)
 		}
 	}
 	for _, vm := range vmsAccel {
@@ -819,6 +936,35 @@ func ontime(r result, k int) float64 {
 		return math.NaN()
 	}
 	return 100 * float64(on) / float64(all)
+}
+
+// showDetail (-detail): after each pair, per system, where the time went.
+var showDetail bool
+
+func printDetail(p pair) {
+	if !showDetail {
+		return
+	}
+	for _, x := range p.res {
+		if x.offered == 0 {
+			continue
+		}
+		d := x.det
+		fmt.Printf("    %-13s wall %.2f s, CPU %.2f s (%.2f of GOMAXPROCS), switches %d voluntary %d involuntary, "+
+			"wait for a P p50 %s p99 %s, arrival->Submit p99 %s, Submit->f p50/p99:",
+			x.system, d.wall.Seconds(), x.cpu.Seconds(),
+			x.cpu.Seconds()/d.wall.Seconds()/float64(runtime.GOMAXPROCS(0)), d.csw, d.icsw,
+			lat(time.Duration(d.schedP50*1e9)), lat(time.Duration(d.schedP99*1e9)), lat(d.callP99))
+		for k := 0; k < nClasses; k++ {
+			fmt.Printf(" %s %s/%s", className[k], lat(d.startP50[k]), lat(d.startP99[k]))
+		}
+		for _, name := range rtCounters {
+			if v, ok := d.counters[name]; ok {
+				fmt.Printf(", %s %.0f", strings.TrimPrefix(name, "accel_runtime_"), v)
+			}
+		}
+		fmt.Println()
+	}
 }
 
 // printRunLine prints one pair of runs on one line.
@@ -947,6 +1093,7 @@ func main() {
 	depth := flag.Int64("depth", 1024, "ops a VM may have outstanding; more are dropped (both systems)")
 	reps := flag.Int("reps", 1, "interleaved pairs of runs (accel, old design) per scenario; above 1: a line per pair and a table of medians and ratios")
 	warmup := flag.Duration("warmup", time.Second, "a discarded steady pair of this duration per system first; 0: none")
+	flag.BoolVar(&showDetail, "detail", false, "after each pair, per system: wall and CPU time, context switches, Go's wait for a P (p50, p99), arrival to Submit p99, Submit to f's start by class")
 	systems := flag.String("systems", "both", "both | accel | old: the systems run (one alone: to profile it)")
 	flag.BoolVar(&hintWaits, "hint-waits", false, "blocking runs as blocking-hint (accel's waiting ops wrap their wait in s.Blocking; the old design's just wait)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")

@@ -174,3 +174,26 @@ func TestTargets(t *testing.T) {
 		t.Errorf("pctF(99.96) = %s, want 99.9%% (a miss never rounds up to 100)", s)
 	}
 }
+
+// -detail: the accel run reads the runtime's counters (its visits are
+// counted) and both runs their process figures.
+func TestNodeExampleDetail(t *testing.T) {
+	showDetail = true
+	defer func() { showDetail = false }()
+	res, err := run([]scenario{{"steady", 0.5, false, false}}, config{d: 300 * time.Millisecond, seed: 13, depth: 1024, reps: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res[0][0]
+	if v := p.res[0].det.counters["accel_runtime_visits_total"]; !(v > 0) {
+		t.Errorf("accel: visits over the run %v, want > 0 (counters %v)", v, p.res[0].det.counters)
+	}
+	if p.res[1].det.counters != nil {
+		t.Errorf("old design: accel counters %v, want none", p.res[1].det.counters)
+	}
+	for _, r := range p.res {
+		if r.det.wall <= 0 {
+			t.Errorf("%s: wall %v", r.system, r.det.wall)
+		}
+	}
+}
