@@ -25,7 +25,9 @@
  * of blocked workers: an extra is never retired for a count that is only
  * late.
  *
- * The monitor (accel's own threads only) sleeps on monitor_armed while it
+ * The monitor (of accel's own threads and of a host's slots alike: host.c
+ * keeps a host slot's in_visit, visits and tid as worker.c keeps a
+ * worker's) sleeps on monitor_armed while it
  * is 0. The wake path arms it when it finds no parked worker for new work;
  * the monitor disarms itself when nothing is queued and no worker is
  * counted blocked by it, with the asymmetric fence pair of futex.h (it
@@ -47,6 +49,15 @@
  * tick), or on a CPU again in the same visit: half the time since the
  * last tick on it, or over 1/64 of it and running or runnable now (an op
  * that waited and then computes must not keep an extra beside it).
+ * Host slots: "off a CPU" is under 1/64 of the window, not under half
+ * (off_cpu_div): a host may put the thread of an op that computes to
+ * sleep (Go takes the P from a goroutine inside a long op every 10 ms,
+ * and its locked thread sleeps until the P comes back, hundreds of us on
+ * a loaded machine), so a window of a CPU-bound op can hold only a few us
+ * on a CPU. What the clock cannot tell there: a goroutine that waits for
+ * a P a whole window looks blocked and is counted; its extra then waits
+ * for a P too, and goes at the end of its visit once the mark is taken
+ * back.
  *
  * Charging: a visit's time its worker sat blocked while another ran in
  * its place is not charged to its session's share (sched_core.h): in its
@@ -458,11 +469,6 @@ int accel_blocking_end(void)
 
 /* ---- host-driven slots (host.c checks the slot) */
 
-void accel__comp_set_ops(accel_runtime *rt, const accel__comp_ops *ops)
-{
-    rt->comp.ops = *ops;
-}
-
 int accel__comp_host_block(accel_runtime *rt, accel__worker *w, bool begin)
 {
     w->rt = rt; /* host slots are not started as threads: set here */
@@ -500,6 +506,9 @@ int accel__comp_host_add(accel_runtime *rt, unsigned *worker)
         w->rt = rt;
         w->index = rt->nworkers + i;
         w->extra = true;
+        w->m_phase = 0;
+        if (i >= c->slots_used) /* the monitor scans it */
+            c->slots_used = i + 1;
         *worker = w->index;
         rc = ACCEL_OK;
         /* relaxed: a statistic. */
@@ -576,30 +585,47 @@ static ssize_t read_task_file(int tid, const char *name, char *buf,
  * is asked instead whether it is running or runnable (thread_runnable),
  * which covers what the run delay did, and costs a /proc read only when
  * the clock alone would count it blocked. */
-static uint64_t busy_ns(accel__worker *w, bool *ok)
+static uint64_t busy_ns(accel_runtime *rt, accel__worker *w, bool *ok)
 {
     clockid_t cid;
     uint64_t ns = 0;
+    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
+        /* A host thread has no pthread_t here (and one that has exited
+         * would leave it dangling): Linux's clock id of a thread of this
+         * process by its kernel id, MAKE_THREAD_CPUCLOCK(tid,
+         * CPUCLOCK_SCHED), what pthread_getcpuclockid returns. A thread
+         * that has gone gives EINVAL: no clock. */
+        int tid = tid_of(w);
+        *ok = tid > 0 && accel__clock_ns(
+                             (clockid_t)((~(unsigned)tid << 3) | 6u), &ns);
+        return ns;
+    }
     *ok = pthread_getcpuclockid(w->thread, &cid) == 0 &&
           accel__clock_ns(cid, &ns);
     return ns;
 }
 
-bool accel__tid_runnable(int tid)
+/* Whether w's thread is running or runnable now ('R' in
+ * /proc/self/task/<tid>/stat; one that sleeps, on a futex or in I/O, is
+ * 'S' or 'D'): a CPU-bound op on an overloaded machine gets under half of
+ * the time on a CPU and looks idle by its clock alone, but it is
+ * runnable. Unknown (no such thread, no procfs): true, so that no thread
+ * is counted blocked on a guess. */
+static bool thread_runnable(accel__worker *w)
 {
     char buf[256];
-    if (read_task_file(tid, "stat", buf, sizeof(buf)) < 0)
+    if (read_task_file(tid_of(w), "stat", buf, sizeof(buf)) < 0)
         return true;
     const char *p = strrchr(buf, ')'); /* the name may hold anything */
     return !p || p[1] != ' ' || p[2] == 'R';
 }
 
-/* Whether w's thread is running or runnable now (accel__tid_runnable):
- * a CPU-bound op on an overloaded machine gets under half of the time
- * on a CPU and looks idle by its clock alone, but it is runnable. */
-static bool thread_runnable(accel__worker *w)
+/* A worker whose thread spent under 1/off_cpu_div of a window on a CPU
+ * is off it (the top of this file): half for accel's own threads, 1/64
+ * for a host's. */
+static uint64_t off_cpu_div(const accel_runtime *rt)
 {
-    return accel__tid_runnable(tid_of(w));
+    return (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) ? 64 : 2;
 }
 
 /* The thread's time on a CPU and waiting on a run queue, in ns (its
@@ -683,9 +709,15 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     uint64_t vis = atomic_load_explicit(&w->visits, memory_order_relaxed);
     bool inv = atomic_load_explicit(&w->in_visit, memory_order_relaxed);
     uint32_t st = atomic_load_explicit(&w->block, memory_order_relaxed);
+    /* A host slot's visit that moved to another thread (accel_host_visit_
+     * attach) is a new visit to the monitor: the last sample is of
+     * another thread's clock. */
+    int tid = tid_of(w);
+    bool same = vis == w->m_visits && tid == w->m_tid;
+    uint64_t div = off_cpu_div(rt);
     bool ok;
     if (st & ACCEL__BLOCK_SEEN) {
-        if (inv && vis == w->m_visits) {
+        if (inv && same) {
             /* Still in the counted visit: counted while it stays mostly
              * off a CPU since the last tick and, if it ran over 1/64 of
              * that, is not runnable (one woken beside a co-tenant gets
@@ -693,10 +725,11 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
              * read). A worker that computes again (an op that waited,
              * then works) is no longer owed a place: an extra beside it
              * would oversubscribe the CPUs. */
-            uint64_t busy = busy_ns(w, &ok);
+            uint64_t busy = busy_ns(rt, w, &ok);
             uint64_t t = accel__now_ns();
             uint64_t d = busy - w->m_busy0, win = t - w->m_t0;
-            if (ok && d * 2 < win && (d * 64 < win || !thread_runnable(w))) {
+            if (ok && d * div < win &&
+                (d * 64 < win || !thread_runnable(w))) {
                 w->m_busy0 = busy;
                 w->m_t0 = t;
                 return true;
@@ -728,13 +761,14 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
         w->m_phase = 0; /* idle, or counted by its own wait */
         return false;
     }
-    if (w->m_phase == 0 || vis != w->m_visits) {
+    if (w->m_phase == 0 || !same) {
         /* First seen in this visit: sample at once, so that a wait is
          * counted one tick after the monitor first finds it, not two (a
          * CPU-clock read, about 0.2 us, for every visit found at a tick;
          * skipping young visits saved little and counted later). */
         w->m_visits = vis;
-        w->m_busy0 = busy_ns(w, &ok);
+        w->m_tid = tid;
+        w->m_busy0 = busy_ns(rt, w, &ok);
         w->m_t0 = accel__now_ns(); /* next to the read: the monitor may
                                       itself have waited for a CPU */
         w->m_phase = ok ? 1 : 0;
@@ -746,15 +780,15 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
      * look a CPU-clock read, and a /proc read when it was preempted). */
     if (now - w->m_t0 < (w->m_phase == 1 ? c->detect_ns : 2 * c->detect_ns))
         return true;
-    uint64_t busy = busy_ns(w, &ok);
+    uint64_t busy = busy_ns(rt, w, &ok);
     now = accel__now_ns();
-    if (!ok) {
+    if (!ok || busy < w->m_busy0) { /* no clock, or another thread's */
         w->m_phase = 0;
         return false;
     }
     busy -= w->m_busy0;
     uint64_t wall = now - w->m_t0;
-    if (busy * 2 >= wall || !waits || thread_runnable(w)) {
+    if (busy * div >= wall || !waits || thread_runnable(w)) {
         /* working (or nothing waits for it): a new window from here */
         w->m_busy0 += busy;
         w->m_t0 = now;
@@ -840,6 +874,7 @@ int accel__comp_start(accel_runtime *rt, const accel__comp_ops *ops)
 void accel__comp_stop(accel_runtime *rt)
 {
     accel__comp *c = &rt->comp;
+    bool host = (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) != 0;
     if (c->monitor_started) {
         /* release: pairs with the monitor's acquire load. */
         atomic_store_explicit(&c->monitor_stop, 1, memory_order_release);
@@ -852,6 +887,8 @@ void accel__comp_stop(accel_runtime *rt)
     pthread_mutex_lock(&c->lock); /* cold: runtime destroy */
     c->stopping = true;
     pthread_mutex_unlock(&c->lock);
+    if (host)
+        return; /* a host's extra slots are its drivers, not threads */
     /* No spawn from here; extras exit on `stopping` (they were woken with
      * the base workers) and mark their slot under the lock, so it is not
      * held while joining. Only this thread joins now. */

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "accel/accel.h"
+#include "accel/host.h"
 
 struct accel__worker;
 
@@ -71,29 +72,24 @@ enum { ACCEL__SLOT_FREE = 0, ACCEL__SLOT_RUN = 1, ACCEL__SLOT_EXITED = 2 };
 #define ACCEL__BLOCK_OWN 1u    /* the worker's own waits and hint */
 #define ACCEL__BLOCK_SEEN 2u   /* the monitor's detection */
 
-/* Idle extra workers retire after this long parked. */
-#define ACCEL__EXTRA_IDLE_NS 50000000
+/* Idle extra workers retire after this long parked (a host's extra
+ * slots are told the same: host.h). */
+#define ACCEL__EXTRA_IDLE_NS ACCEL_HOST_EXTRA_IDLE_NS
 
 /* At create: the cap and the threshold resolved; the lock. */
 void accel__comp_init(accel_runtime *rt, unsigned extra_max,
                       uint64_t detect_ns);
 void accel__comp_fini(accel_runtime *rt);
-/* After the base workers started (accel's own threads only): installs
+/* After the base workers started (or, host-driven, at create): installs
  * the hooks and starts the monitor. ACCEL_OK or ACCEL_ENOMEM. */
 int accel__comp_start(accel_runtime *rt, const accel__comp_ops *ops);
 /* After the base workers were told to stop and joined: stops the
- * monitor, joins every extra worker. */
+ * monitor, joins every extra worker (host-driven: the monitor only; the
+ * host has stopped its drivers). */
 void accel__comp_stop(accel_runtime *rt);
 
 /* A worker thread (base or extra) installs the block hook for itself. */
 void accel__comp_thread_begin(struct accel__worker *w);
-
-/* Whether the thread of kernel id tid (of this process) is running or
- * runnable now ('R' in /proc/self/task/<tid>/stat; one that sleeps, on a
- * futex or in I/O, is 'S' or 'D'). Unknown (no such thread, no procfs):
- * true, so that no monitor counts a thread blocked on a guess. Used by
- * this file's monitor and the Go binding's. */
-bool accel__tid_runnable(int tid);
 
 /* The wake path found no parked general worker for new work (park.c):
  * starts an extra if blocked workers are owed one, arms the monitor. Cold
@@ -120,11 +116,11 @@ uint64_t accel__comp_visit_blocked_ns(struct accel__worker *w, uint64_t t0);
 /* After an op's visit: a hint the op left open is closed (accel.h). */
 void accel__comp_visit_done(struct accel__worker *w);
 
-/* Host-driven runtimes (host.c): the hooks without a monitor; a blocked
- * slot's begin/end (ACCEL_EINVAL: an end with no begin); an extra slot
- * taken (ACCEL_OK and *worker, or ACCEL_EAGAIN: none owed) and given
- * back (surplus_only: only if surplus, else ACCEL_EAGAIN). */
-void accel__comp_set_ops(accel_runtime *rt, const accel__comp_ops *ops);
+/* Host-driven runtimes (host.c; the monitor watches their slots as it
+ * watches accel's own workers): a blocked slot's begin/end (ACCEL_EINVAL:
+ * an end with no begin); an extra slot taken (ACCEL_OK and *worker, or
+ * ACCEL_EAGAIN: none owed) and given back (surplus_only: only if surplus,
+ * else ACCEL_EAGAIN). */
 int accel__comp_host_block(accel_runtime *rt, struct accel__worker *w,
                            bool begin);
 int accel__comp_host_add(accel_runtime *rt, unsigned *worker);

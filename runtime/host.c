@@ -25,11 +25,13 @@
  */
 
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "accel/host.h"
 #include "alloc.h"
 #include "clock.h"
-#include "host.h"
+#include "cpu_limits.h"
 #include "park.h"
 #include "progress.h"
 #include "rcu.h"
@@ -51,9 +53,43 @@ typedef struct accel__host_slot {
     bool open;       /* a visit is open */
     bool in_line;    /* the host runs the ops (else begin ran them) */
     bool idle;       /* between idle_begin and idle_end */
+    bool watched;    /* the monitor watches the open visit (not an own
+                        visit of accel_host_submit_own) */
 } accel__host_slot;
 
 accel_session *accel_current_session(void) { return accel__tls_current; }
+
+unsigned accel_host_default_workers(void) { return accel__default_workers(); }
+
+accel_session *accel_host_set_current_session(accel_session *s)
+{
+    accel_session *prev = accel__tls_current;
+    accel__tls_current = s;
+    return prev;
+}
+
+/* The calling thread's kernel id: a syscall once per thread. */
+static _Thread_local int host_tid;
+
+static int self_tid(void)
+{
+    if (__builtin_expect(host_tid == 0, 0))
+        host_tid = (int)syscall(SYS_gettid);
+    return host_tid;
+}
+
+/* The monitor watches slot `worker`'s visit on the calling thread from
+ * here (compensate.c reads in_visit, visits and tid of the slot's worker
+ * record, as of accel's own workers). relaxed: the monitor's heuristic
+ * view, as worker.c's stores; the tid before the flag so that a monitor
+ * that sees the flag mostly finds this thread (a stale one only costs a
+ * sample: the monitor samples again when the tid changes). */
+static void watch_here(accel_runtime *rt, unsigned worker)
+{
+    accel__worker *w = &rt->workers[worker];
+    atomic_store_explicit(&w->tid, self_tid(), memory_order_relaxed);
+    atomic_store_explicit(&w->in_visit, 1, memory_order_relaxed);
+}
 
 int accel__host_create(accel_runtime *rt)
 {
@@ -120,7 +156,8 @@ static void take_ops(accel__host_slot *h, accel_op *out, unsigned cap)
 
 static int begin_session(accel_runtime *rt, unsigned worker,
                          accel__host_slot *h, accel_session *s,
-                         accel_op *ops, unsigned cap, unsigned *n);
+                         accel_op *ops, unsigned cap, unsigned *n,
+                         bool watched);
 
 int accel_host_visit_begin(accel_runtime *rt, unsigned worker, accel_op *ops,
                            unsigned cap, unsigned *n)
@@ -135,16 +172,21 @@ int accel_host_visit_begin(accel_runtime *rt, unsigned worker, accel_op *ops,
     accel__bump(&rt->workers[worker].picks, 1);
     if (!e)
         return ACCEL_EAGAIN;
-    return begin_session(rt, worker, h, e->owner, ops, cap, n);
+    return begin_session(rt, worker, h, e->owner, ops, cap, n, true);
 }
 
 /* Opens the slot's visit of s, which the slot holds as picked (the
- * scheduler's reference with it). */
+ * scheduler's reference with it); watched: the monitor watches it (on
+ * this thread). */
 static int begin_session(accel_runtime *rt, unsigned worker,
                          accel__host_slot *h, accel_session *s,
-                         accel_op *ops, unsigned cap, unsigned *n)
+                         accel_op *ops, unsigned cap, unsigned *n,
+                         bool watched)
 {
     accel__bump(&rt->workers[worker].visits, 1);
+    h->watched = watched;
+    if (watched)
+        watch_here(rt, worker);
     accel__visit_begin(&h->v, rt, s, accel__now_ns());
     h->open = true;
     h->in_line = (s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) != 0;
@@ -194,7 +236,7 @@ static int submit_begin(accel_runtime *rt, unsigned worker, accel_session *s,
         return rc;
     if (t.taken) {
         accel__bump(&rt->workers[worker].picks, 1);
-        *begun = begin_session(rt, worker, h, s, ops, cap, n);
+        *begun = begin_session(rt, worker, h, s, ops, cap, n, !own_only);
     } else if (!own_only) {
         *begun = accel_host_visit_begin(rt, worker, ops, cap, n);
     }
@@ -220,11 +262,11 @@ int accel_host_submit_own(accel_runtime *rt, unsigned worker,
                         begun, true);
 }
 
-int accel__host_submit_own_ex(accel_runtime *rt, unsigned worker,
-                              accel_session *s, const accel_op *op,
-                              int64_t deadline_ns, int64_t timeout_ns,
-                              accel_ticket *ticket, accel_op *ops,
-                              unsigned cap, unsigned *n, int *begun)
+int accel_host_submit_own_ex(accel_runtime *rt, unsigned worker,
+                             accel_session *s, const accel_op *op,
+                             int64_t deadline_ns, int64_t timeout_ns,
+                             accel_ticket *ticket, accel_op *ops, unsigned cap,
+                             unsigned *n, int *begun)
 {
     return submit_begin(rt, worker, s, op, deadline_ns, timeout_ns, ticket,
                         ops, cap, n, begun, true);
@@ -251,6 +293,9 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
         accel__progress_finished(&s->progress, h->k);
     h->open = false;
     unsigned lanes = accel__visit_end(v, now);
+    if (h->watched) /* relaxed: as watch_here */
+        atomic_store_explicit(&rt->workers[worker].in_visit, 0,
+                              memory_order_relaxed);
     accel__lane lane = accel__lane_of_slot(worker, rt->cfg.short_lane_workers);
     /* Re-queued for lanes this slot is not in (a short-lane slot's session
      * turned long): a worker that may run it must not stay parked. A
@@ -277,11 +322,40 @@ int accel_host_visit_end_stop(accel_runtime *rt, unsigned worker,
     return visit_end(rt, worker, status, n, true, &now);
 }
 
-int accel__host_visit_end_at(accel_runtime *rt, unsigned worker,
-                             const int *status, unsigned n, bool stop,
-                             uint64_t *now)
+int accel_host_visit_end_ex(accel_runtime *rt, unsigned worker,
+                            const int *status, unsigned n, unsigned flags,
+                            int64_t *end_ns)
 {
-    return visit_end(rt, worker, status, n, stop, now);
+    uint64_t now;
+    if (flags & ~ACCEL_HOST_END_STOP)
+        return ACCEL_EINVAL;
+    int rc = visit_end(rt, worker, status, n, flags & ACCEL_HOST_END_STOP,
+                       &now);
+    if (rc == ACCEL_OK && end_ns)
+        *end_ns = (int64_t)now;
+    return rc;
+}
+
+int accel_host_visit_attach(accel_runtime *rt, unsigned worker)
+{
+    accel__host_slot *h = slot_of(rt, worker);
+    if (!h || !h->open)
+        return ACCEL_EINVAL;
+    /* The visit's end puts back what this thread had before it. */
+    h->v.outer = accel__tls_current;
+    accel__tls_current = h->v.s;
+    if (h->watched)
+        watch_here(rt, worker);
+    return ACCEL_OK;
+}
+
+int accel_host_visit_detach(accel_runtime *rt, unsigned worker)
+{
+    accel__host_slot *h = slot_of(rt, worker);
+    if (!h || !h->open || accel__tls_current != h->v.s)
+        return ACCEL_EINVAL;
+    accel__tls_current = h->v.outer;
+    return ACCEL_OK;
 }
 
 int accel_host_idle_begin(accel_runtime *rt, unsigned worker)

@@ -34,7 +34,9 @@ typedef struct accel__worker {
     _Atomic uint32_t in_visit;
     /* ACCEL__BLOCK_* bits: OWN set by this worker, SEEN by the monitor. */
     _Atomic uint32_t block;
-    _Atomic int tid;        /* kernel thread id, for the monitor */
+    /* kernel id of the thread, for the monitor (a host slot: of the
+     * thread running its visit, host.c) */
+    _Atomic int tid;
     unsigned block_depth;   /* nested blocking waits and hints (owner) */
     /* The time off a CPU in this worker's own waits that ended in the
      * running visit (owner only): the visit is charged to the session's
@@ -71,6 +73,7 @@ typedef struct accel__worker {
      * (one tick); 2: in a later window (two ticks). While counted,
      * m_busy0 and m_t0 are the last tick's sample. */
     unsigned m_phase;
+    int m_tid; /* the thread sampled (a host slot's visit may move) */
 } accel__worker;
 
 struct accel_runtime {

@@ -50,7 +50,7 @@ static inline void stamp_position(accel_session *s, uint64_t pos)
 }
 
 /* Ops of accel_submit_ex (one, with a ticket) or of
- * accel__submit_batch_until (any number, one deadline): published as EX
+ * accel_submit_batch_ex (any number, one deadline): published as EX
  * slots (ring.h). */
 typedef struct submit_ex {
     int64_t deadline_ns; /* 0: none */
@@ -261,9 +261,9 @@ int accel_submit_batch(accel_session *s, const accel_op *ops, size_t n,
     return submit_batch(s, ops, n, timeout_ns, accepted, NULL);
 }
 
-int accel__submit_batch_until(accel_session *s, const accel_op *ops,
-                              size_t n, int64_t deadline_ns,
-                              int64_t timeout_ns, size_t *accepted)
+int accel_submit_batch_ex(accel_session *s, const accel_op *ops, size_t n,
+                          int64_t deadline_ns, int64_t timeout_ns,
+                          size_t *accepted)
 {
     if (deadline_ns < 0) {
         if (accepted)

@@ -25,11 +25,4 @@ int accel__submit_take_one_ex(accel_session *s, const accel_op *op,
                               int64_t deadline_ns, int64_t timeout_ns,
                               accel_ticket *ticket, accel__submit_take *take);
 
-/* accel_submit_batch whose ops all carry deadline_ns as accel_submit_ex's
- * (0: none, the plain batch): the Go package's SubmitBatch under a ctx
- * with a deadline. */
-int accel__submit_batch_until(accel_session *s, const accel_op *ops,
-                              size_t n, int64_t deadline_ns,
-                              int64_t timeout_ns, size_t *accepted);
-
 #endif

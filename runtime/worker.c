@@ -196,8 +196,8 @@ static const accel__comp_ops comp_ops = {
 int accel__workers_start(accel_runtime *rt)
 {
     if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
-        accel__comp_set_ops(rt, &comp_ops); /* no monitor: host threads */
-        return ACCEL_OK; /* the host drives the slots (host.c) */
+        /* The host drives the slots (host.c); the monitor watches them. */
+        return accel__comp_start(rt, &comp_ops);
     }
     for (unsigned i = 0; i < rt->nworkers; i++) {
         accel__worker *w = &rt->workers[i];
@@ -224,8 +224,12 @@ void accel__workers_stop(accel_runtime *rt)
     /* release: pairs with the acquire loads in worker_loop and
      * accel__park_worker. */
     atomic_store_explicit(&rt->stopping, 1, memory_order_release);
-    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS)
-        return; /* no threads; the host stopped its workers (accel.h) */
+    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
+        /* no worker threads (the host stopped its drivers: accel.h); the
+         * monitor */
+        accel__comp_stop(rt);
+        return;
+    }
     atomic_fetch_add_explicit(&rt->park_seq, 1, memory_order_release);
     accel__futex_wake(&rt->park_seq, INT_MAX);
     atomic_fetch_add_explicit(&rt->park_seq_short, 1, memory_order_release);

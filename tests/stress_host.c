@@ -8,8 +8,10 @@
  * accel_host_submit_begin on a helper slot of their own (a short-lane
  * slot that never idles, as the Go binding's helping submitters) and run
  * the visit it opens (the direct hand-off, or the slot's own pick), then
- * end it with accel_host_visit_end_stop. The host threads stop and the
- * runtime is destroyed at the end of each round.
+ * end it with accel_host_visit_end_stop. Every 256th op naps 2 ms, a
+ * wait the host does not announce, which the blocked-op monitor finds on
+ * the host slots. The host threads stop and the runtime is destroyed at
+ * the end of each round.
  *
  * Checked, for every op: its done ran exactly once; ECANCELED exactly when
  * a cancel said OK; an unrun op's fn never ran; done calls of one
@@ -48,11 +50,19 @@ typedef struct rec {
  * by dones of one session, which never run at once (FIFO hand-over). */
 static uint64_t last_done[NPROD][NSESS];
 
+static _Atomic uint32_t op_count;
+
 static int op_fn(accel_ctx *ctx, void *arg)
 {
     (void)ctx;
     rec *r = arg;
     atomic_fetch_add_explicit(&r->fn_calls, 1, memory_order_relaxed);
+    /* Now and then a nap the host does not announce: the blocked-op
+     * monitor samples and counts the slot's thread (compensate.c) while
+     * the host threads go on, under TSan. */
+    if ((atomic_fetch_add_explicit(&op_count, 1, memory_order_relaxed) &
+         255) == 0)
+        tu_nap_us(2000);
     return 0;
 }
 

@@ -668,6 +668,74 @@ Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
     wd_stop();
 }
 
+/* A wait the host does not announce (a nap on slot 0, no
+ * accel_host_blocking_begin): the monitor watches host slots as it
+ * watches its own workers, counts slot 0 blocked while b's op waits, and
+ * host_grow gets b an added slot. With the monitor not watching host
+ * slots, b's op waits for a's, which waits for b's: the watchdog names
+ * the step. */
+static _Atomic int a_started;
+
+static int h_a_unseen(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    atomic_store(&a_started, 1);
+    while (!atomic_load(&b_ran))
+        tu_nap_us(200);
+    atomic_store(&a_done, 1);
+    return 0;
+}
+
+Test(blocking, host_slot_unseen_wait_is_detected, .timeout = 60)
+{
+    wd_start(30);
+    /* the statics of the test above, as a fresh process has them */
+    atomic_store(&h_stop, 0);
+    atomic_store(&b_ran, 0);
+    atomic_store(&a_done, 0);
+    atomic_store(&grow_calls, 0);
+    atomic_store(&extra_slot, -1);
+    atomic_store(&leave_rc, 1);
+    sem_init(&lane_sem, 0, 0);
+    sem_init(&grow_sem, 0, 0);
+    accel_runtime_config c = {.workers = 1,
+                              .struct_size = sizeof(c),
+                              .flags = ACCEL_RUNTIME_HOST_WORKERS,
+                              .host_wake = h_wake,
+                              .host_grow = h_grow};
+    cr_assert_eq(accel_runtime_create(&c, &hrt), ACCEL_OK);
+    accel_session *a = open_s(hrt, 0), *b = open_s(hrt, 1);
+    pthread_t d, g;
+    pthread_create(&d, NULL, h_driver, NULL);
+    pthread_create(&g, NULL, h_grower, NULL);
+    wd_step("a's op naps on slot 0 (unannounced) until b's op ran");
+    accel_op oa = {.fn = h_a_unseen}, ob = {.fn = h_b};
+    cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&a_started)) /* a first: b cannot run before */
+        tu_nap_us(200);
+    cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
+    cr_expect_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    cr_expect_eq(atomic_load(&a_done), 1);
+    wd_step("the added slot leaves");
+    pthread_join(g, NULL);
+    cr_expect_geq(atomic_load(&grow_calls), 1);
+    cr_expect_geq(atomic_load(&extra_slot), 1);
+    accel_runtime_stats st = stats_of(hrt);
+    cr_expect_geq(st.blocked_detected, 1, "the monitor counted slot 0");
+    cr_expect_eq(st.extra_workers, 0);
+    wd_step("stop and destroy");
+    atomic_store(&h_stop, 1);
+    sem_post(&lane_sem);
+    pthread_join(d, NULL);
+    accel_session_release(a);
+    accel_session_release(b);
+    cr_expect_eq(accel_runtime_destroy(hrt), ACCEL_OK);
+    sem_destroy(&lane_sem);
+    sem_destroy(&grow_sem);
+    wd_stop();
+}
+
 /* ---- idle is idle: once the work is done, the monitor and the workers
  * sleep (their CPU clocks stop), the extras are gone */
 

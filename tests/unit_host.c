@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core_util.h"
-#include "host.h" /* accel__host_submit_own_ex */
+#include <accel/host.h>
 #include "unit_watchdog.h"
 
 UNIT_WATCHDOG_SUITE(host);
@@ -503,7 +503,7 @@ Test(host, submit_own_never_foreign, .timeout = 30)
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
-/* accel__host_submit_own_ex (host.h): the hand-off with an op of
+/* accel_host_submit_own_ex (host.h): the hand-off with an op of
  * accel_submit_ex. Idle session: the visit begins on the slot with the op
  * (a live deadline: handed out, runs; a past one: kept back, *n 0, and the
  * end completes it ACCEL_EEXPIRED unrun, as take_ops does with any expired
@@ -521,7 +521,7 @@ Test(host, submit_own_ex, .timeout = 30)
     unsigned n = 7;
     int begun = 7;
     accel_ticket t = {.position = 99};
-    cr_assert_eq(accel__host_submit_own_ex(rt, 0, s, &op, -1, ACCEL_NO_WAIT,
+    cr_assert_eq(accel_host_submit_own_ex(rt, 0, s, &op, -1, ACCEL_NO_WAIT,
                                            &t, ops, 4, &n, &begun),
                  ACCEL_EINVAL, "negative deadline");
     cr_assert_eq(n, 7);
@@ -531,7 +531,7 @@ Test(host, submit_own_ex, .timeout = 30)
 
     /* Idle, deadline an hour away: the op goes to the slot and runs. */
     int64_t later = accel_now_ns() + HOUR_NS;
-    cr_assert_eq(accel__host_submit_own_ex(rt, 0, s, &op, later, ACCEL_NO_WAIT,
+    cr_assert_eq(accel_host_submit_own_ex(rt, 0, s, &op, later, ACCEL_NO_WAIT,
                                            &t, ops, 4, &n, &begun), ACCEL_OK);
     cr_assert_eq(begun, ACCEL_OK);
     cr_assert_eq(n, 1);
@@ -545,7 +545,7 @@ Test(host, submit_own_ex, .timeout = 30)
     cr_assert_eq(r.status, 0);
 
     /* Idle, deadline already past: the visit opens with the op kept back. */
-    cr_assert_eq(accel__host_submit_own_ex(rt, 0, s, &op, 1, ACCEL_NO_WAIT,
+    cr_assert_eq(accel_host_submit_own_ex(rt, 0, s, &op, 1, ACCEL_NO_WAIT,
                                            &t, ops, 4, &n, &begun), ACCEL_OK);
     cr_assert_eq(begun, ACCEL_OK);
     cr_assert_eq(n, 0, "an expired op is not handed out");
@@ -563,7 +563,7 @@ Test(host, submit_own_ex, .timeout = 30)
     tu_rec rq = {0}, rc = {0};
     accel_op qop = tu_rec_op(&rq), cop = tu_rec_op(&rc);
     cr_assert_eq(accel_submit(s, &qop, ACCEL_NO_WAIT), ACCEL_OK);
-    cr_assert_eq(accel__host_submit_own_ex(rt, 0, s, &cop, later,
+    cr_assert_eq(accel_host_submit_own_ex(rt, 0, s, &cop, later,
                                            ACCEL_NO_WAIT, &t, ops, 4, &n,
                                            &begun), ACCEL_OK);
     cr_assert_eq(begun, ACCEL_EAGAIN);
@@ -580,7 +580,7 @@ Test(host, submit_own_ex, .timeout = 30)
     cr_assert_eq(rc.status, ACCEL_ECANCELED);
 
     /* No deadline, no ticket: the plain hand-off of accel_host_submit_own. */
-    cr_assert_eq(accel__host_submit_own_ex(rt, 0, s, &op, 0, ACCEL_NO_WAIT,
+    cr_assert_eq(accel_host_submit_own_ex(rt, 0, s, &op, 0, ACCEL_NO_WAIT,
                                            NULL, ops, 4, &n, &begun),
                  ACCEL_OK);
     cr_assert_eq(begun, ACCEL_OK);
@@ -589,6 +589,104 @@ Test(host, submit_own_ex, .timeout = 30)
     cr_assert_eq(accel_host_visit_end_stop(rt, 0, st, 1), ACCEL_OK);
     cr_assert_eq(r.fn_calls, 2);
     cr_assert_eq(r.done_calls, 3);
+    unit_step("release of s and runtime destroy");
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* The host calls beyond begin and end: the visit's end with its time
+ * (accel_host_visit_end_ex), a visit moved between threads
+ * (accel_host_visit_attach, _detach), the calling thread's op session
+ * (accel_host_set_current_session), the default worker count and the
+ * batch with a deadline (accel_submit_batch_ex). Bad input changes
+ * nothing. */
+typedef struct attach_arg {
+    accel_runtime *rt;
+    accel_session *s;
+    int attach, seen, self_submit;
+} attach_arg;
+
+static void *attach_main(void *arg)
+{
+    attach_arg *a = arg;
+    a->attach = accel_host_visit_attach(a->rt, 0);
+    a->seen = accel_current_session() == a->s;
+    /* Inside the visit's op now: a wait on its own session refuses. */
+    a->self_submit = accel_session_sync(a->s, ACCEL_FOREVER);
+    return NULL;
+}
+
+Test(host, visit_end_ex_attach_and_more, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 1, 0);
+    accel_session *s = tu_open(rt, "s", 16, 0);
+    tu_rec r = {0};
+    accel_op op = tu_rec_op(&r), ops[4];
+    int st[4] = {0};
+    unsigned n = 0;
+    cr_assert_geq(accel_host_default_workers(), 1u);
+
+    /* No visit open: attach, detach and end refuse. */
+    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_EINVAL);
+    cr_assert_eq(accel_host_visit_detach(rt, 0), ACCEL_EINVAL);
+    cr_assert_eq(accel_host_visit_attach(NULL, 0), ACCEL_EINVAL);
+    cr_assert_eq(accel_host_visit_attach(rt, 7), ACCEL_EINVAL);
+    int64_t end = -1;
+    cr_assert_eq(accel_host_visit_end_ex(rt, 0, st, 0, 0, &end), ACCEL_EINVAL);
+    cr_assert_eq(end, -1, "untouched on an error");
+
+    /* A visit begun here, detached, attached on another thread. */
+    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 4, &n), ACCEL_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(accel_current_session(), s);
+    cr_assert_eq(accel_host_visit_detach(rt, 0), ACCEL_OK);
+    cr_assert_null(accel_current_session(), "detached: in no op");
+    cr_assert_eq(accel_host_visit_detach(rt, 0), ACCEL_EINVAL,
+                 "this thread does not run it");
+    attach_arg a = {.rt = rt, .s = s};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, attach_main, &a), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(a.attach, ACCEL_OK);
+    cr_assert(a.seen, "attached: the visit's session is current there");
+    cr_assert_eq(a.self_submit, ACCEL_EDEADLK);
+    /* The thread went away inside the visit: this one takes it back. */
+    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
+    st[0] = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end_ex(rt, 0, st, 1, 0x2u, &end),
+                 ACCEL_EINVAL, "unknown flag");
+    int64_t t0 = accel_now_ns();
+    cr_assert_eq(accel_host_visit_end_ex(rt, 0, st, 1, ACCEL_HOST_END_STOP,
+                                         &end), ACCEL_OK);
+    cr_assert_geq(end, t0, "the end's time, on accel_now_ns's clock");
+    cr_assert_leq(end, accel_now_ns());
+    cr_assert_null(accel_current_session(), "the end puts back no op");
+    cr_assert_eq(r.fn_calls, 1);
+    cr_assert_eq(r.done_calls, 1);
+
+    /* accel_host_set_current_session: set and put back. */
+    cr_assert_null(accel_host_set_current_session(s));
+    cr_assert_eq(accel_current_session(), s);
+    cr_assert_eq(accel_session_sync(s, ACCEL_NO_WAIT), ACCEL_EDEADLK);
+    cr_assert_eq(accel_host_set_current_session(NULL), s);
+    cr_assert_null(accel_current_session());
+
+    /* accel_submit_batch_ex: a past deadline expires the ops unrun. */
+    accel_op two[2] = {op, op};
+    size_t got = 9;
+    cr_assert_eq(accel_submit_batch_ex(s, two, 2, -1, ACCEL_NO_WAIT, &got),
+                 ACCEL_EINVAL);
+    cr_assert_eq(got, 0);
+    cr_assert_eq(accel_submit_batch_ex(s, two, 2, 1, ACCEL_NO_WAIT, &got),
+                 ACCEL_OK);
+    cr_assert_eq(got, 2);
+    unit_step("drive slot 0 until idle: two expired ops");
+    drive_until_idle(rt, 0);
+    cr_assert_eq(r.fn_calls, 1, "expired: never ran");
+    cr_assert_eq(r.done_calls, 3);
+    cr_assert_eq(r.status, ACCEL_EEXPIRED);
     unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);

@@ -250,7 +250,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	var stop error
 	// First without waiting: a wait for room inside an op then counts
 	// its driver blocked (compensate.go).
-	first, room := true, (*slotMon)(nil)
+	first, room := true, (*blockedSlot)(nil)
 	for queued < len(fs) {
 		timeout := C.int64_t(C.ACCEL_FOREVER)
 		if done != nil {

@@ -39,10 +39,8 @@ func (e *PanicError) Unwrap() error {
 // runtime.Goexit leaves f other than by returning here).
 func callF(f func(*Session) error, s *Session, d *driver, r *opRec, op int) (err error) {
 	d.phase, d.cur, d.curOp = phaseF, r, op
-	d.userIn() // compensate.go
 	returned := false
 	defer func() {
-		d.userOut()
 		v := recover()
 		if v != nil {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
@@ -64,11 +62,9 @@ func callF(f func(*Session) error, s *Session, d *driver, r *opRec, op int) (err
 func callDone(cb func(error), err error, d *driver) {
 	if d != nil {
 		d.phase = phaseDone
-		d.userIn()
 	}
 	cb(err)
 	if d != nil {
-		d.userOut()
 		d.phase = phaseOut
 	}
 }
@@ -76,11 +72,9 @@ func callDone(cb func(error), err error, d *driver) {
 func callGroupDone(done func(int, error), i int, err error, d *driver) {
 	if d != nil {
 		d.phase = phaseDone
-		d.userIn()
 	}
 	done(i, err)
 	if d != nil {
-		d.userOut()
 		d.phase = phaseOut
 	}
 }
@@ -98,16 +92,15 @@ func goAccelRun(arg C.uintptr_t) C.int { return runAside(recOf(arg)) }
 
 // runAside runs the op of record r on a new goroutine, locked to its
 // thread with the calling thread's C thread-locals (the op's session, for
-// accel_current_session, and the visit goaccel_cur_slot names), so that
+// accel_current_session, and the visit the shim names: goaccel_op_thread), so that
 // from inside f a Submit or Sync of its own session answers at once, as
 // on the calling thread, instead of waiting for itself. Returns runRec's
 // status.
 func runAside(r *opRec) C.int {
-	var w C.uint
-	rt := C.goaccel_cur_slot(&w)
-	sess := C.accel_current_session()
+	var ot C.goaccel_op_thread
+	C.goaccel_op_thread_get(&ot)
 	st := make(chan C.int, 1)
-	go asideRun(r, 0, rt, sess, w, st)
+	go asideRun(r, 0, ot, st)
 	return <-st
 }
 
@@ -115,11 +108,11 @@ func runAside(r *opRec) C.int {
 // after op from-1 called runtime.Goexit) and sends its C status on st.
 // If an f calls runtime.Goexit, the op fails (salvageGoexit) and the
 // group's later ops go on on another such goroutine.
-func asideRun(r *opRec, from int, rt *C.accel_runtime, sess *C.accel_session, w C.uint, st chan<- C.int) {
+func asideRun(r *opRec, from int, ot C.goaccel_op_thread, st chan<- C.int) {
 	d := &driver{}
 	normal := false
 	defer func() {
-		C.goaccel_visit_move(nil, nil, 0, nil) // as the thread was: in no visit
+		C.goaccel_op_thread_set(&C.goaccel_op_thread{}) // as the thread was: in no op
 		runtime.UnlockOSThread()
 		if normal || !d.goexitInF() {
 			return
@@ -127,13 +120,13 @@ func asideRun(r *opRec, from int, rt *C.accel_runtime, sess *C.accel_session, w 
 		more := salvageGoexit(d.cur, d.curOp, &d.fl)
 		d.fl.flush()
 		if more {
-			go asideRun(d.cur, d.curOp+1, rt, sess, w, st)
+			go asideRun(d.cur, d.curOp+1, ot, st)
 			return
 		}
 		st <- 1 // failed, for the C stats too
 	}()
 	runtime.LockOSThread()
-	C.goaccel_visit_move(rt, sess, w, nil)
+	C.goaccel_op_thread_set(&ot)
 	var rc C.int
 	if from == 0 {
 		rc = runRec(r, d)

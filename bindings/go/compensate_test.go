@@ -2,22 +2,19 @@ package accel
 
 // Ops that block (compensate.go): an f that waits in Go, on a channel,
 // time.Sleep, a nested Submit or a Sync of another session, never stalls
-// another session. Each test asserts an order (the quick op completes
-// while the blockers are still inside f), never a time; a watchdog names
-// the step a test is stuck in. ACCEL_TEST_NOGROW=1 plants the bug (no
-// driver is ever added for a blocked one): each of these tests but the
-// monitor's then hangs and its watchdog fails it. ACCEL_TEST_NOMONITOR=1
-// (the monitor counts nothing) fails those whose f waits where the
-// binding cannot see (a channel, time.Sleep, a mutex);
-// ACCEL_TEST_NOCPUCLOCK=1 (the monitor reads no CPU clock) fails the
-// CPU-bound op's, ACCEL_TEST_NOYIELD=1 (drivers never yield their P)
-// the yield's.
+// another session. The waits the binding cannot see are counted by the C
+// runtime's monitor, which watches the drivers' slots
+// (runtime/compensate.c). Each test asserts an order (the quick op
+// completes while the blockers are still inside f), never a time; a
+// watchdog names the step a test is stuck in. With -tags accel_plant,
+// ACCEL_TEST_NOGROW=1 plants the bug (no driver is ever added for a
+// blocked one): each of these tests then hangs and its watchdog fails it;
+// ACCEL_TEST_NOYIELD=1 (drivers never yield their P) fails the yield's.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -26,6 +23,10 @@ import (
 	"testing"
 	"time"
 )
+
+// monitorTick is the C monitor's tick these tests' runtimes have
+// (block_detect_ns 0: include/accel/accel.h's default, 1 ms).
+const monitorTick = time.Millisecond
 
 // compWatch fails the test binary, naming the step and with every
 // goroutine's stack, if done is not called within 20 s.
@@ -42,36 +43,13 @@ func compWatch(t testing.TB, name string) (done func()) {
 // compCases runs body with the process's GOMAXPROCS and with 1 (set
 // before the runtime is made: its helper slots follow it).
 func compCases(t *testing.T, body func(t *testing.T)) {
-	plantNoGrow(t)
+	plantBugs(t)
 	t.Run("default", body)
 	t.Run("GOMAXPROCS=1", func(t *testing.T) {
 		old := runtime.GOMAXPROCS(1)
 		defer runtime.GOMAXPROCS(old)
 		body(t)
 	})
-}
-
-// plantNoGrow plants the bugs the environment names: ACCEL_TEST_NOGROW=1,
-// no driver is ever added for a blocked one; ACCEL_TEST_NOMONITOR=1, the
-// monitor counts no op blocked (the waits the binding cannot see then
-// stall); ACCEL_TEST_NOCPUCLOCK=1, the monitor reads no CPU clock;
-// ACCEL_TEST_NOYIELD=1, drivers never yield their P.
-func plantNoGrow(t *testing.T) {
-	for _, p := range []struct {
-		env string
-		bug *atomic.Bool
-	}{
-		{"ACCEL_TEST_NOGROW", &noGrowForTest},
-		{"ACCEL_TEST_NOMONITOR", &noMonitorForTest},
-		{"ACCEL_TEST_NOCPUCLOCK", &cpuClockOffForTest},
-		{"ACCEL_TEST_NOYIELD", &yieldOffForTest},
-	} {
-		if os.Getenv(p.env) == "1" {
-			bug := p.bug
-			bug.Store(true)
-			t.Cleanup(func() { bug.Store(false) })
-		}
-	}
 }
 
 // quickOp submits an empty op to v and waits for it under a watchdog
@@ -101,6 +79,40 @@ func newQueuedRuntime(t *testing.T, workers int) *Runtime {
 	rt := newTestRuntime(t, workers)
 	rt.setOwnForTest(false)
 	return rt
+}
+
+// newConfigRuntime is newTestRuntime with cfg (its compensation fields
+// set by the tests).
+func newConfigRuntime(t testing.TB, cfg RuntimeConfig) *Runtime {
+	t.Helper()
+	rt, err := NewRuntime(cfg)
+	if err != nil {
+		t.Fatalf("NewRuntime: %v", err)
+	}
+	t.Cleanup(func() {
+		done := step(t, "Runtime.Close at the test's cleanup")
+		err := rt.Close()
+		done()
+		if err != nil {
+			t.Errorf("Runtime.Close: %v", err)
+		}
+	})
+	return rt
+}
+
+// newUnwatchedRuntime is newTestRuntime whose C monitor ticks once an
+// hour: it counts no wait the binding cannot see within a test (a test
+// whose blocked op must keep the only worker, or whose waits only an
+// announcement may count).
+func newUnwatchedRuntime(t testing.TB, workers int) *Runtime {
+	t.Helper()
+	return newConfigRuntime(t, RuntimeConfig{Workers: workers, blockDetect: time.Hour})
+}
+
+// marks is how often the C monitor counted one of rt's slots blocked.
+func marks(rt *Runtime) uint64 {
+	_, n := rt.cBlockedForTest()
+	return n
 }
 
 // handoffCases runs body with Submit's direct hand-off off (every op on a
@@ -153,7 +165,7 @@ func TestCompNestedSubmitDepth16(t *testing.T) {
 		// at most a few (a driver that waits a whole tick for a P just
 		// before its wait looks blocked too); with the count missing it
 		// marks them all (48).
-		if n := rt.host.comp.marks.Load(); n*2 >= 3*depth {
+		if n := marks(rt); n*2 >= 3*depth {
 			t.Fatalf("the monitor marked %d of %d waits of nested Submits", n, 3*depth)
 		}
 	})
@@ -367,28 +379,16 @@ func TestCompUserMutexReleasedByOtherSession(t *testing.T) {
 	})
 }
 
-// The monitor sleeps when no driver runs user code.
-func TestCompMonitorSleepsWhenIdle(t *testing.T) {
-	plantNoGrow(t)
-	rt := newQueuedRuntime(t, 1)
-	v, _ := rt.NewVMSession("v")
-	if err := v.Submit(queued(t), func(*Session) error { time.Sleep(5 * time.Millisecond); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	done := compWatch(t, "the monitor disarms")
-	for rt.host.comp.armed.Load() {
-		time.Sleep(time.Millisecond)
-	}
-	done()
-}
-
-// The cap: with 1 worker, at most extraCap(1) extra drivers. More
-// blockers than 1 + cap: exactly 1 + cap are inside f at once, the rest
-// wait (as without compensation) and run once some return.
+// The cap: with 1 worker and a cap of 8 extra slots (the C runtime's
+// max_extra_workers), at most 8 extra drivers. More blockers than 1 +
+// cap: exactly 1 + cap are inside f at once, the rest wait (as without
+// compensation) and run once some return.
 func TestCompCapBoundsExtras(t *testing.T) {
-	plantNoGrow(t)
-	rt := newQueuedRuntime(t, 1)
-	limit := 1 + extraCap(1)
+	plantBugs(t)
+	const capExtra = 8
+	rt := newConfigRuntime(t, RuntimeConfig{Workers: 1, maxExtra: capExtra})
+	rt.setOwnForTest(false)
+	limit := 1 + capExtra
 	n := limit + 4
 	release := make(chan struct{})
 	var inside, most atomic.Int32
@@ -415,8 +415,8 @@ func TestCompCapBoundsExtras(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	done()
-	if e := rt.host.comp.extras.Load(); e != int32(extraCap(1)) {
-		t.Fatalf("extra drivers = %d, want the cap %d", e, extraCap(1))
+	if e := rt.host.comp.extras.Load(); e != capExtra {
+		t.Fatalf("extra drivers = %d, want the cap %d", e, capExtra)
 	}
 	close(release)
 	done = compWatch(t, "every blocker returns")
@@ -435,7 +435,7 @@ func TestCompCapBoundsExtras(t *testing.T) {
 // fails, the submitter's goroutine ends, the slot goes on (its next op
 // runs) and the extras still retire.
 func TestCompGoexitOnExtraDriver(t *testing.T) {
-	plantNoGrow(t)
+	plantBugs(t)
 	rt := newQueuedRuntime(t, 1)
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")
@@ -541,29 +541,46 @@ func spinFor(d time.Duration) {
 // CPU-bound ops 30 monitor ticks long are not counted blocked: a
 // driver's thread is on a CPU, or runnable, in every window, so no extra
 // driver starts beside it (with the process's GOMAXPROCS and with 1,
-// where the monitor runs only while Go has preempted the driver). One
-// exception the design admits (compensate.go, computing): a driver whose
-// goroutine waits a whole tick for its P to come back after a preemption
-// looks blocked, which a machine loaded by other processes can cause; so
-// of 8 such ops fewer than half may be counted. With no CPU clock
-// (ACCEL_TEST_NOCPUCLOCK=1) every one is.
+// where the monitor's thread runs beside the driver's but Go preempts
+// the driver every 10 ms). Another session's op waits behind each (one
+// worker), so the C monitor judges the driver at every tick (it counts
+// nothing while nothing waits). One exception the design admits
+// (compensate.go): a driver whose goroutine waits a whole tick for its P
+// to come back after a preemption looks blocked, which a machine loaded
+// by other processes can cause; so of 8 such ops fewer than half may be
+// counted. With the C monitor reading neither the CPU clock nor the run
+// state of a host slot's thread (planted), half or more are.
 func TestCompCPUBoundOpIsNotCounted(t *testing.T) {
 	compCases(t, func(t *testing.T) {
 		rt := newQueuedRuntime(t, 1)
 		v, _ := rt.NewVMSession("cpu")
+		w, _ := rt.NewVMSession("waits")
 		const n = 8
 		for i := 0; i < n; i++ {
-			done := compWatch(t, fmt.Sprintf("CPU-bound op %d of %d, 30 monitor ticks, 1 worker", i+1, n))
-			err := v.Submit(queued(t), func(*Session) error {
-				spinFor(30 * blockTick)
-				return nil
-			})
-			done()
-			if err != nil {
+			done := compWatch(t, fmt.Sprintf("CPU-bound op %d of %d, 30 monitor ticks, 1 worker, another op waiting", i+1, n))
+			started := make(chan struct{})
+			res := make(chan error, 1)
+			go func() {
+				res <- v.Submit(queued(t), func(*Session) error {
+					close(started)
+					spinFor(30 * monitorTick)
+					return nil
+				})
+			}()
+			<-started
+			waited := make(chan error, 1)
+			if err := w.SubmitAsync(func(*Session) error { return nil }, func(err error) { waited <- err }); err != nil {
 				t.Fatal(err)
 			}
+			if err := <-res; err != nil {
+				t.Fatal(err)
+			}
+			if err := <-waited; err != nil {
+				t.Fatal(err)
+			}
+			done()
 		}
-		if m := rt.host.comp.marks.Load(); 2*m >= n {
+		if m := marks(rt); 2*m >= n {
 			t.Fatalf("the monitor counted %d of %d CPU-bound ops blocked", m, n)
 		}
 	})
@@ -578,7 +595,7 @@ func TestCompCPUBoundOpIsNotCounted(t *testing.T) {
 // (ACCEL_TEST_NOYIELD=1) no yield is counted; with a yield that counts
 // but keeps the P, the goroutine runs too seldom.
 func TestCompDriverYieldsItsP(t *testing.T) {
-	plantNoGrow(t)
+	plantBugs(t)
 	old := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(old)
 	rt := newQueuedRuntime(t, 1)
@@ -628,16 +645,16 @@ func TestCompDriverYieldsItsP(t *testing.T) {
 }
 
 // Session.Blocking counts its wait at once: with the monitor counting
-// nothing and 1 worker, an op blocked on a channel inside s.Blocking does
-// not keep another session's op from running; a panic in the wait fails
-// the op, leaves no announced wait open and the session goes on; outside
-// an op Blocking just runs the wait. A Blocking that only ran
-// its wait would leave the second op waiting: its watchdog fails it.
+// nothing (its tick an hour) and 1 worker, an op blocked on a channel
+// inside s.Blocking does not keep another session's op from running; a
+// panic in the wait fails the op, leaves no slot counted blocked and the
+// session goes on; outside an op Blocking just runs the wait. A Blocking
+// that only ran its wait would leave the second op waiting: its watchdog
+// fails it.
 func TestCompSessionBlockingCountsAtOnce(t *testing.T) {
 	compCases(t, func(t *testing.T) {
-		noMonitorForTest.Store(true) // only the announcement can count it
-		defer noMonitorForTest.Store(false)
-		rt := newQueuedRuntime(t, 1)
+		rt := newUnwatchedRuntime(t, 1) // only the announcement can count it
+		rt.setOwnForTest(false)
 		a, _ := rt.NewVMSession("a")
 		b, _ := rt.NewVMSession("b")
 		release := make(chan struct{})
@@ -668,10 +685,8 @@ func TestCompSessionBlockingCountsAtOnce(t *testing.T) {
 		if err == nil {
 			t.Fatal("an op whose wait panicked did not fail")
 		}
-		for i := range rt.host.comp.slots {
-			if h := rt.host.comp.slots[i].hints.Load(); h != 0 {
-				t.Fatalf("slot %d: %d announced waits still open after the wait panicked", i, h)
-			}
+		if blocked, _ := rt.cBlockedForTest(); blocked != 0 {
+			t.Fatalf("%d slots still counted blocked after the wait panicked", blocked)
 		}
 		quickOp(t, a, "a's next op after the panic")
 		ran := false
@@ -683,25 +698,56 @@ func TestCompSessionBlockingCountsAtOnce(t *testing.T) {
 }
 
 // A wait announced with Session.Blocking, 20 monitor ticks long, is not
-// also counted by the monitor: a mark nested in the announcement would
-// outlive it, and whatever the op computes after the wait would keep an
-// extra driver beside it. With the monitor judging announced waits too
-// (planted: the hints checks removed), the driver asleep in the wait is
-// marked.
+// also counted by the monitor, though work waits all along: a mark on
+// top of the announcement would keep an extra driver beside the op for
+// what it computes after the wait. One worker and a cap of one extra
+// slot: v's op waits inside s.Blocking, the extra driver runs w's op,
+// which waits inside s.Blocking too, and z's op waits for a driver until
+// v's op returns, so the monitor judges both slots at every tick. With
+// the C monitor judging slots inside an announced wait too (planted: the
+// BLOCK_OWN check in compensate.c's watch() removed), both drivers,
+// asleep, are marked.
 func TestCompSessionBlockingIsNotMarked(t *testing.T) {
 	compCases(t, func(t *testing.T) {
-		rt := newQueuedRuntime(t, 1)
+		rt := newConfigRuntime(t, RuntimeConfig{Workers: 1, maxExtra: 1})
+		rt.setOwnForTest(false)
 		v, _ := rt.NewVMSession("v")
-		done := compWatch(t, "an op that waits 20 ticks inside s.Blocking")
-		err := v.Submit(queued(t), func(s *Session) error {
-			s.Blocking(func() { time.Sleep(20 * blockTick) })
-			return nil
-		})
+		w, _ := rt.NewVMSession("w")
+		z, _ := rt.NewVMSession("z")
+		done := compWatch(t, "v's op inside s.Blocking")
+		vIn, wIn, vDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		vRes := make(chan error, 1)
+		go func() {
+			vRes <- v.Submit(queued(t), func(s *Session) error {
+				s.Blocking(func() { close(vIn); time.Sleep(20 * monitorTick) })
+				return nil
+			})
+		}()
+		<-vIn
 		done()
-		if err != nil {
+		done = compWatch(t, "w's op inside s.Blocking on the extra driver")
+		wRes, zRes := make(chan error, 1), make(chan error, 1)
+		if err := w.SubmitAsync(func(s *Session) error {
+			s.Blocking(func() { close(wIn); <-vDone })
+			return nil
+		}, func(err error) { wRes <- err }); err != nil {
 			t.Fatal(err)
 		}
-		if m := rt.host.comp.marks.Load(); m != 0 {
+		<-wIn
+		done()
+		if err := z.SubmitAsync(func(*Session) error { return nil }, func(err error) { zRes <- err }); err != nil {
+			t.Fatal(err)
+		}
+		done = compWatch(t, "v's op returns, then z's and w's")
+		err := <-vRes
+		close(vDone)
+		for _, e := range []error{err, <-zRes, <-wRes} {
+			if e != nil {
+				t.Fatal(e)
+			}
+		}
+		done()
+		if m := marks(rt); m != 0 {
 			t.Fatalf("the monitor marked an announced wait %d times", m)
 		}
 	})

@@ -63,12 +63,16 @@
 // other sessions go on. Give a nested Submit that may close a cycle a ctx
 // with a deadline. The package's own
 // waits count at once, and so does a wait f wraps in s.Blocking (a
-// storage read, a remote call); other waits 1-2 ms in, while no worker is free (a
-// monitor goroutine, asleep while no op runs, reads the CPU clock of the
-// worker's thread: a CPU-bound op, however long, gets no extra worker;
-// one whose goroutine waits for a P looks blocked and may). Bounds: at most 4 x Workers extra worker goroutines (at least 64); an
-// extra one leaves once no op needs it (surplus after its visit, or idle
-// 50 ms). Per-session order, priorities and exactly-once are unchanged.
+// storage read, a remote call); other waits 1-2 ms in, while other work
+// waits: the C runtime's monitor, the one that watches its own worker
+// threads, asleep while nothing waits, reads the CPU clock and run state
+// of the thread a worker goroutine runs f on (it is locked to it during
+// its visit): a CPU-bound op, however long, gets no extra worker; one
+// whose goroutine waits a whole millisecond for a P looks blocked and
+// may. Bounds: at most the C runtime's max_extra_workers extra worker
+// goroutines (4 x its slots, at least 64); an extra one leaves once no
+// op needs it (surplus after its visit, or idle 50 ms). Per-session
+// order, priorities and exactly-once are unchanged.
 //
 // Worker goroutines share the Ps with the rest of the program: one that
 // has run ops for 2 ms without blocking gives its P up
@@ -119,5 +123,10 @@
 //     BackendAuto runs on the CPU.
 //
 // The package needs cgo on Linux and liburcu (apt install liburcu-dev): it
-// compiles the C runtime from the repository's sources.
+// compiles the C runtime from the repository's sources and calls only its
+// public API (include/accel/accel.h and host.h). The names it exports
+// beyond the old type's (Runtime, the asynchronous and batch submits,
+// FullStats, Session's memory calls and Blocking, the errors the old type
+// never returned) are listed with the reason for each in docs/go.md
+// ("The surface").
 package accel

@@ -24,8 +24,6 @@ var (
 
 // Errors beyond the old type.
 var (
-	// ErrSessionExists: another open session of the runtime has this id.
-	ErrSessionExists = errors.New("accel: a session with this id is already open")
 	// ErrInvalidArgument: a bad argument (id over 127 bytes, nil f, ...).
 	ErrInvalidArgument = errors.New("accel: invalid argument")
 	// ErrDeadlock: Sync or a synchronous Submit called from inside one of
@@ -66,8 +64,6 @@ func (s Status) Is(target error) bool {
 		return target == ErrSessionClosed
 	case C.ACCEL_ENOBACKEND:
 		return target == ErrNoBackends
-	case C.ACCEL_EEXIST:
-		return target == ErrSessionExists
 	case C.ACCEL_EINVAL:
 		return target == ErrInvalidArgument
 	case C.ACCEL_EDEADLK:
@@ -90,8 +86,6 @@ func statusErr(rc int) error {
 		return ErrSessionClosed
 	case C.ACCEL_ENOBACKEND:
 		return ErrNoBackends
-	case C.ACCEL_EEXIST:
-		return ErrSessionExists
 	case C.ACCEL_EDEADLK:
 		return ErrDeadlock
 	case C.ACCEL_EAGAIN, C.ACCEL_ETIMEDOUT:

@@ -82,12 +82,13 @@ func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int
 	for w := range h.helpers {
 		h.helpers[w].d = driver{h: h, w: w, lane: 1, b: new(slotBuf)}
 	}
-	// A lane's channel holds at most one token per slot of the lane: C
-	// claims at most one wake per parked slot, and a full channel already
-	// wakes every slot that parks (post drops what does not fit).
-	h.lanes[0] = make(chan struct{}, workers-short+1+extraCap(workers)) // extras park here too (compensate.go)
-	h.lanes[1] = make(chan struct{}, short+1)
-	h.comp = newComp(h, nhelp+workers, nhelp)
+	// C claims at most one wake per parked slot, so a lane's channel
+	// holds at most one token per slot of the lane (extra slots, as many
+	// as C allows, park on lane 0). Its elements take no memory: it is
+	// made large enough never to be full.
+	h.lanes[0] = make(chan struct{}, math.MaxInt32)
+	h.lanes[1] = make(chan struct{}, math.MaxInt32)
+	h.comp = newComp(h)
 	hostRuntimes.Store(id, h)
 	for w := 0; w < workers; w++ {
 		lane := 0
@@ -103,9 +104,6 @@ func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int
 // visit d holds, if any).
 func (h *hostWorkers) startDriver(d *driver) {
 	h.wg.Add(1)
-	if d.mon == nil {
-		d.mon = h.comp.slot(d.w)
-	}
 	if d.extra {
 		go d.extraLoop() // a slot added for a blocked one (compensate.go)
 		return
@@ -137,10 +135,7 @@ func (h *hostWorkers) post(lane int) {
 	if lane == C.ACCEL_HOST_LANE_SHORT {
 		ch = h.lanes[1]
 	}
-	select {
-	case ch <- struct{}{}:
-	default: // full: every slot that parks returns at once anyway
-	}
+	ch <- struct{}{} // never full (startHostWorkers)
 }
 
 // stop makes the worker goroutines return once they find no work, and
@@ -156,7 +151,6 @@ func (h *hostWorkers) stop() {
 	h.comp.stop() // no driver is added from here on
 	close(h.quit)
 	h.wg.Wait()
-	h.comp.wait()
 	hostRuntimes.Delete(h.id)
 }
 
@@ -203,15 +197,13 @@ type driver struct {
 	b     *slotBuf
 	fl    recList
 	n, i  int
-	open  bool             // a visit is open (b.recs[0..n) its ops, i the next to run)
-	sess  *C.accel_session // the open visit's session (for goaccel_visit_move)
+	open  bool // a visit is open (b.recs[0..n) its ops, i the next to run)
 	phase uint8
 	// The op running, for the Goexit salvage: its record, and for a
 	// group the index of its op in it.
 	cur   *opRec
 	curOp int
-	mon   *slotMon // the slot's blocked-op state (compensate.go); nil: a helper slot
-	extra bool     // an extra slot, added for a blocked one (extraLoop)
+	extra bool // an extra slot, added for a blocked one (extraLoop)
 	// A helper slot whose open visit this goroutine runs for its
 	// submitter (helpLoop): at the visit's end the slot goes back.
 	help *helperSlot
@@ -257,19 +249,20 @@ type yielder struct {
 // reset starts a new hold: the driver, on a locked thread, runs again
 // (after parking or yielding). One syscall.
 func (y *yielder) reset() {
-	var nv, now C.uint64_t
+	var nv C.uint64_t
+	var now C.int64_t
 	if C.goaccel_self_switches(&y.tid, &nv, &now) == 0 {
 		y.tid = 0 // no count: the next look takes it
 	}
-	y.look(uint64(nv), uint64(now))
+	y.look(uint64(nv), int64(now))
 }
 
 // look records the baseline and when the next look is due.
-func (y *yielder) look(nvcsw, now uint64) {
+func (y *yielder) look(nvcsw uint64, now int64) {
 	y.nvcsw = nvcsw
-	y.io.yield_at = C.uint64_t(now + uint64(yieldAfter))
-	if yieldOffForTest.Load() {
-		y.io.yield_at = C.uint64_t(math.MaxUint64)
+	y.io.yield_at = C.int64_t(now + int64(yieldAfter))
+	if yieldOff() {
+		y.io.yield_at = C.int64_t(math.MaxInt64)
 	}
 }
 
@@ -287,14 +280,15 @@ func (y *yielder) look(nvcsw, now uint64) {
 // begins with nothing to end.
 func (y *yielder) due() {
 	var tid C.int
-	var nv, now C.uint64_t
+	var nv C.uint64_t
+	var now C.int64_t
 	ok := C.goaccel_self_switches(&tid, &nv, &now) != 0
 	if !ok || tid != y.tid || uint64(nv) != y.nvcsw {
 		y.tid = tid
 		if !ok {
 			y.tid = 0
 		}
-		y.look(uint64(nv), uint64(now))
+		y.look(uint64(nv), int64(now))
 		return
 	}
 	runtime.UnlockOSThread()
@@ -303,10 +297,6 @@ func (y *yielder) due() {
 	y.count.Add(1)
 	y.reset() // maybe another thread now
 }
-
-// yieldOffForTest plants the bug a test must catch: drivers never yield
-// their P between visits.
-var yieldOffForTest atomic.Bool
 
 // loop drives the slot: begin a visit, run its ops, end it (ended and the
 // next begun in one crossing), park when there is none.
@@ -329,7 +319,7 @@ func (d *driver) loop() {
 	y.reset()
 	if d.open {
 		// Taking over a visit whose driver ended in one of its ops.
-		C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w), &d.b.io.tid)
+		C.goaccel_visit_attach(h.rt, C.uint(d.w), 1)
 		d.runVisit()
 		mode, nprev = C.GOACCEL_STEP_END, C.uint(d.n)
 	}
@@ -343,7 +333,6 @@ func (d *driver) loop() {
 		}
 		if rc == C.ACCEL_OK {
 			d.n, d.i, d.open = int(d.b.n), 0, true
-			d.sess = C.accel_current_session()
 			d.runVisit()
 			mode, nprev, spins = C.GOACCEL_STEP_END, d.b.n, 0
 			continue
@@ -356,10 +345,8 @@ func (d *driver) loop() {
 		// Idle announced and still nothing: park until a submitter posts
 		// a wake for this lane (a wake posted since the announcement is
 		// in the channel: none is lost).
-		h.comp.parking(d.lane)
 		select {
 		case <-h.lanes[d.lane]:
-			h.comp.unparked(d.lane)
 		case <-h.quit:
 			C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_UNIDLE|C.GOACCEL_STEP_STOP,
 				nil, 0, nil, 0, nil, nil)
@@ -375,11 +362,6 @@ func (d *driver) loop() {
 
 // runVisit runs the open visit's ops from d.i on.
 func (d *driver) runVisit() {
-	if d.mon != nil {
-		// Before the ops' userIn stores: the monitor that sees one of
-		// them reads the visit's thread (seq-cst atomics order the two).
-		d.mon.tid.Store(int32(d.b.io.tid))
-	}
 	if r := d.rest; r != nil {
 		d.rest = nil
 		d.b.status[d.i] = 1 // an op of it failed (Goexit)
@@ -423,7 +405,7 @@ func (d *driver) exited() {
 	d.b.status[d.i] = 1 // failed, for the C stats too
 	more := salvageGoexit(r, d.curOp, &d.fl)
 	nd := &driver{h: d.h, w: d.w, lane: d.lane, b: d.b, fl: d.fl,
-		n: d.n, i: d.i + 1, open: true, sess: d.sess, mon: d.mon, extra: d.extra, help: d.help}
+		n: d.n, i: d.i + 1, open: true, extra: d.extra, help: d.help}
 	if more {
 		// The group's later ops run first on the new driver.
 		nd.i, nd.rest, nd.restOp = d.i, r, d.curOp+1
@@ -477,12 +459,11 @@ func (h *hostWorkers) runOwn(hs *helperSlot, own *opRec) {
 	d := &hs.d
 	d.n, d.i, d.open = int(d.b.n), 0, true
 	if d.n > 0 && recOf(d.b.recs[0]) != own {
-		sess := C.accel_current_session()
-		C.goaccel_visit_move(nil, nil, 0, nil) // this thread runs no visit now
+		C.goaccel_visit_detach(h.rt, C.uint(d.w)) // this thread runs no visit now
 		runtime.UnlockOSThread()
 		d.open = false
 		h.startDriver(&driver{h: h, w: d.w, lane: d.lane, b: d.b,
-			n: d.n, open: true, sess: sess, help: hs})
+			n: d.n, open: true, help: hs})
 		return
 	}
 	normal := false
@@ -537,7 +518,7 @@ func (d *driver) helpLoop() {
 		}
 	}()
 	runtime.LockOSThread()
-	C.goaccel_visit_move(h.rt, d.sess, C.uint(d.w), nil)
+	C.goaccel_visit_attach(h.rt, C.uint(d.w), 0) // a helper slot's: not counted
 	d.runVisit()
 	C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP,
 		&d.b.status[0], C.uint(d.n), nil, 0, nil, nil)

@@ -30,11 +30,12 @@ type RuntimeConfig struct {
 	ShortOp          time.Duration // 0: 100 µs
 	QuantumOps       int           // ops per scheduler visit at most; 0: 32
 	Quantum          time.Duration // service per visit at most; 0: 2 ms
-	// OSThreadWorkers is kept for source compatibility and has no
-	// effect: ops always run on the runtime's worker goroutines.
-	//
-	// Deprecated: ignored.
-	OSThreadWorkers bool
+
+	// The C runtime's compensation settings, for the tests (0: the C
+	// defaults, include/accel/accel.h): the blocked-op monitor's tick
+	// (block_detect_ns) and the cap on extra drivers (max_extra_workers).
+	blockDetect time.Duration
+	maxExtra    int
 }
 
 // Runtime is a pool of worker goroutines and the sessions it schedules.
@@ -77,7 +78,8 @@ type Runtime struct {
 // NewRuntime starts a runtime with its worker goroutines.
 func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.Workers < 0 || cfg.ShortLaneWorkers < 0 || cfg.ShortOp < 0 ||
-		cfg.QuantumOps < 0 || cfg.Quantum < 0 {
+		cfg.QuantumOps < 0 || cfg.Quantum < 0 || cfg.blockDetect < 0 ||
+		cfg.maxExtra < 0 || cfg.maxExtra > math.MaxInt32 {
 		return nil, ErrInvalidArgument
 	}
 	// Values the C fields cannot hold would wrap there: C would accept a
@@ -106,7 +108,8 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	nhelp := helperSlots()
 	cc.workers = C.uint(w + nhelp)
 	cc.short_lane_workers += C.uint(nhelp)
-	cc.max_extra_workers = C.uint(extraCap(w)) // compensate.go
+	cc.max_extra_workers = C.uint(cfg.maxExtra)
+	cc.block_detect_ns = C.uint64_t(cfg.blockDetect)
 	if rc := int(C.goaccel_runtime_create(&cc, C.uintptr_t(id), &rt)); rc != C.ACCEL_OK {
 		return nil, statusErr(rc)
 	}

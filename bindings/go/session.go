@@ -245,21 +245,16 @@ func NewSession(opts ...SessionOption) (*Session, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	for {
-		id := "session-" + itoa(anonSessions.Add(1))
-		v, err := NewVMSession(id, WithVMBackend(cfg.backend))
-		if err == ErrSessionExists {
-			continue // a VM took that name; try the next
-		}
-		if err != nil {
-			return nil, err
-		}
-		if !v.IsAvailable() {
-			v.Close()
-			return nil, ErrNoBackends
-		}
-		return &v.sess, nil
+	id := "session-" + itoa(anonSessions.Add(1))
+	v, err := NewVMSession(id, WithVMBackend(cfg.backend))
+	if err != nil {
+		return nil, err
 	}
+	if !v.IsAvailable() {
+		v.Close()
+		return nil, ErrNoBackends
+	}
+	return &v.sess, nil
 }
 
 var (

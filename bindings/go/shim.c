@@ -8,22 +8,13 @@
  */
 #include "shim.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "_cgo_export.h"
-#include "clock.h"
-#include "compensate.h" /* accel__tid_runnable */
-#include "cpu_limits.h" /* unlike session.h (below), needs no liburcu */
-#include "host.h"       /* accel__host_submit_own_ex, _visit_end_at */
-#include "submit.h"
-
-/* session.h's (not included here: it needs liburcu's headers, which only
- * csources.c should ask for). */
-extern _Thread_local accel_session *accel__tls_current;
 
 /* C asks for a parked worker goroutine to be woken: hand it to Go now
  * (shim.h). The call into Go only posts to a buffered channel. */
@@ -35,12 +26,14 @@ static void goaccel_host_wake(void *arg, unsigned lane)
 /* The runtime whose visit this thread's host worker has open (the
  * goroutine is locked to the thread during a visit), else NULL. */
 static _Thread_local accel_runtime *goaccel_visiting;
-/* ... and the slot it is open on. */
+/* ... the slot it is open on, and whether the binding counts the visit's
+ * waits blocked (a driver slot's visit, not a helper slot's). */
 static _Thread_local unsigned goaccel_visit_w;
+static _Thread_local bool goaccel_visit_watched;
 
 /* The calling thread's kernel id: a syscall once per thread, then this
- * thread-local (a driver records it at each visit's begin, and the
- * monitor reads the thread's CPU clock and run state by it). */
+ * thread-local (the yielder tells by it that its goroutine changed
+ * thread). */
 static _Thread_local int goaccel_tid_v;
 
 static int goaccel_tid(void)
@@ -52,9 +45,7 @@ static int goaccel_tid(void)
 
 int goaccel_in_visit(accel_runtime *rt) { return goaccel_visiting == rt; }
 
-/* The one line that names the library's internal function (built into
- * the package by csources.c), so that a rename of it is followed here. */
-unsigned goaccel_default_workers(void) { return accel__default_workers(); }
+unsigned goaccel_default_workers(void) { return accel_host_default_workers(); }
 
 int goaccel_runtime_create(accel_runtime_config *c, uintptr_t id,
                            accel_runtime **out)
@@ -67,19 +58,34 @@ int goaccel_runtime_create(accel_runtime_config *c, uintptr_t id,
     return accel_runtime_create(c, out);
 }
 
-/* The thread-local the visit's begin set on the thread that began it
- * (accel_current_session(): what tells a call from inside an op of s),
- * set here on the thread that takes the visit over. The binding is built
- * with the runtime's sources, so it reaches the variable itself rather
- * than widening the public host API for this one case. */
-void goaccel_visit_move(accel_runtime *rt, accel_session *s, unsigned w,
-                        int *tid)
+void goaccel_visit_attach(accel_runtime *rt, unsigned w, int watched)
 {
-    if (tid)
-        *tid = goaccel_tid();
+    accel_host_visit_attach(rt, w);
     goaccel_visiting = rt;
     goaccel_visit_w = w;
-    accel__tls_current = s;
+    goaccel_visit_watched = watched != 0;
+}
+
+void goaccel_visit_detach(accel_runtime *rt, unsigned w)
+{
+    accel_host_visit_detach(rt, w);
+    goaccel_visiting = NULL;
+}
+
+void goaccel_op_thread_get(goaccel_op_thread *t)
+{
+    t->rt = goaccel_visiting;
+    t->w = goaccel_visit_w;
+    t->watched = goaccel_visit_watched;
+    t->sess = accel_current_session();
+}
+
+void goaccel_op_thread_set(const goaccel_op_thread *t)
+{
+    goaccel_visiting = t->rt;
+    goaccel_visit_w = t->w;
+    goaccel_visit_watched = t->watched != 0;
+    accel_host_set_current_session(t->sess);
 }
 
 /* Ends the open visit (a stopping end wakes a worker for what it
@@ -88,8 +94,9 @@ void goaccel_visit_move(accel_runtime *rt, accel_session *s, unsigned w,
 static bool end_visit(accel_runtime *rt, unsigned w, const int *status,
                       unsigned nprev, bool stop, goaccel_step_io *io)
 {
-    uint64_t now = 0;
-    int rc = accel__host_visit_end_at(rt, w, status, nprev, stop, &now);
+    int64_t now = 0;
+    int rc = accel_host_visit_end_ex(rt, w, status, nprev,
+                                     stop ? ACCEL_HOST_END_STOP : 0, &now);
     goaccel_visiting = NULL;
     return io && rc == ACCEL_OK && now >= io->yield_at;
 }
@@ -118,6 +125,7 @@ int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
         cap = ACCEL_HOST_VISIT_MAX;
     goaccel_visiting = rt; /* a device visit runs its ops in begin */
     goaccel_visit_w = w;
+    goaccel_visit_watched = true;
     int rc = accel_host_visit_begin(rt, w, ops, cap, n);
     if (rc != ACCEL_OK)
         goaccel_visiting = NULL;
@@ -126,8 +134,6 @@ int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
             recs[i] = (uintptr_t)ops[i].arg;
         if (mode & GOACCEL_STEP_IDLE)
             accel_host_idle_end(rt, w, true);
-        if (io)
-            io->tid = goaccel_tid();
     }
     return rc;
 }
@@ -178,9 +184,10 @@ int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
     accel_op ops[1];
     goaccel_visiting = rt; /* a device visit runs its ops in begin */
     goaccel_visit_w = w;
-    int rc = accel__host_submit_own_ex(rt, w, s, &op, deadline_ns,
-                                       ACCEL_NO_WAIT, ticket, ops, 1, n,
-                                       begun);
+    goaccel_visit_watched = false; /* the submitter's own op */
+    int rc = accel_host_submit_own_ex(rt, w, s, &op, deadline_ns,
+                                      ACCEL_NO_WAIT, ticket, ops, 1, n,
+                                      begun);
     if (rc != ACCEL_OK || *begun != ACCEL_OK) {
         goaccel_visiting = NULL;
         return rc;
@@ -203,8 +210,7 @@ int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
         for (size_t i = 0; i < k; i++)
             ops[i] = (accel_op){.fn = goaccel_op_fn, .done = goaccel_op_done,
                                 .arg = (void *)recs[done + i]};
-        rc = accel__submit_batch_until(s, ops, k, deadline_ns, timeout_ns,
-                                       &got);
+        rc = accel_submit_batch_ex(s, ops, k, deadline_ns, timeout_ns, &got);
         done += got;
     }
     *accepted = done;
@@ -242,10 +248,14 @@ void goaccel_free(accel_session *s, void *p, size_t bytes)
  * Like goaccel_host_wake, the call into Go only signals. */
 void goaccel_host_grow(void *arg) { goAccelGrow((uintptr_t)arg); }
 
-accel_runtime *goaccel_cur_slot(unsigned *w)
+accel_runtime *goaccel_blocking_begin(unsigned *w)
 {
+    accel_runtime *rt = goaccel_visiting;
+    if (rt == NULL || !goaccel_visit_watched ||
+        accel_host_blocking_begin(rt, goaccel_visit_w) != ACCEL_OK)
+        return NULL;
     *w = goaccel_visit_w;
-    return goaccel_visiting;
+    return rt;
 }
 
 int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
@@ -273,29 +283,18 @@ int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
     return goaccel_host_step(rt, w, mode, status, 0, recs, cap, n, io);
 }
 
-/* A thread's CPU clock: Linux's clock id for a thread by its kernel id
- * (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED): what pthread_getcpuclockid
- * returns, without a pthread_t, which a Go thread that has exited would
- * leave dangling). A thread that has gone gives EINVAL: 0. */
-int goaccel_thread_cpu_ns(int tid, uint64_t *ns)
-{
-    return tid > 0 &&
-           accel__clock_ns((clockid_t)((~(unsigned)tid << 3) | 6u), ns);
-}
-
 /* The calling thread's kernel id, its voluntary context switches so far
  * (getrusage RUSAGE_THREAD: one syscall: a thread that slept, on a futex
  * or in I/O, since the last look switched voluntarily; one the kernel
  * preempted did not) and the monotonic time (the clock yield_at is of). */
-int goaccel_self_switches(int *tid, uint64_t *nvcsw, uint64_t *now)
+int goaccel_self_switches(int *tid, uint64_t *nvcsw, int64_t *now)
 {
     struct rusage ru;
     *tid = goaccel_tid();
-    *now = accel__now_ns();
+    *now = accel_now_ns();
     if (getrusage(RUSAGE_THREAD, &ru) != 0)
         return 0;
     *nvcsw = (uint64_t)ru.ru_nvcsw;
     return 1;
 }
 
-int goaccel_thread_runnable(int tid) { return accel__tid_runnable(tid); }

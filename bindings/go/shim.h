@@ -21,8 +21,8 @@
 int goaccel_runtime_create(accel_runtime_config *c, uintptr_t id,
                            accel_runtime **out);
 
-/* The worker count a runtime created with workers 0 gets (the library's
- * own: CPU affinity mask and cgroup CPU quota), without creating one. */
+/* The worker count a runtime created with workers 0 gets
+ * (accel_host_default_workers), without creating one. */
 unsigned goaccel_default_workers(void);
 
 /* Queues the Go op record rec on s: accel_submit_ex with the trampolines,
@@ -40,7 +40,7 @@ int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
  * it, the op is kept back, *n 0, and the visit's end completes it unrun)
  * and, ticket not NULL, its ticket for accel_cancel (zeroed unless
  * accepted), so that an op that is queued rather than begun stays
- * cancellable (accel__host_submit_own_ex). From inside an op of s:
+ * cancellable (accel_host_submit_own_ex). From inside an op of s:
  * ACCEL_EDEADLK; on a thread that runs an op: a plain accel_submit_ex. */
 int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
                        unsigned w, int64_t deadline_ns, accel_ticket *ticket,
@@ -63,17 +63,15 @@ int goaccel_in_visit(accel_runtime *rt);
 #define GOACCEL_STEP_IDLE 4u
 #define GOACCEL_STEP_STOP 8u
 
-/* A driver's side of a step. yield_at (in): a monotonic ns; an END of a
- * visit (not a stopping one) at or after it begins nothing and sets
- * yield (out): the driver looks whether to give its P up (hostworker.go,
- * yielder) before its next begin. tid (out, set by a begun visit): the
- * calling thread's kernel id, by which the monitor reads its CPU clock.
- * The time of the visit's end is the one its charge read: no clock read
- * is added per visit. */
+/* A driver's side of a step. yield_at (in): a time on accel_now_ns()'s
+ * clock; an END of a visit (not a stopping one) at or after it begins
+ * nothing and sets yield (out): the driver looks whether to give its P
+ * up (hostworker.go, yielder) before its next begin. The time of the
+ * visit's end is the one its charge read (accel_host_visit_end_ex): no
+ * clock read is added per visit. */
 typedef struct goaccel_step_io {
-    uint64_t yield_at;
+    int64_t yield_at;
     int yield;
-    int tid;
 } goaccel_step_io;
 
 /* One step of a host worker slot's loop, one crossing: by mode, end the
@@ -86,11 +84,31 @@ int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
                       const int *status, unsigned nprev, uintptr_t *recs,
                       unsigned cap, unsigned *n, goaccel_step_io *io);
 
-/* The open visit of a slot of rt, of session s, continues on the calling
- * thread (its driver goroutine ended inside an op: runtime.Goexit;
- * hostworker.go); *tid: the thread's kernel id. */
-void goaccel_visit_move(accel_runtime *rt, accel_session *s, unsigned w,
-                        int *tid);
+/* The open visit of slot w of rt continues on the calling thread
+ * (accel_host_visit_attach): its driver goroutine ended inside an op
+ * (runtime.Goexit), or a submitter handed the visit its direct hand-off
+ * began to a driver goroutine (hostworker.go). watched: a driver slot's
+ * visit, whose waits the binding counts blocked (goaccel_blocking_begin);
+ * 0 for a helper slot's. */
+void goaccel_visit_attach(accel_runtime *rt, unsigned w, int watched);
+
+/* The calling thread leaves the open visit of slot w of rt
+ * (accel_host_visit_detach): a submitter hands it on. */
+void goaccel_visit_detach(accel_runtime *rt, unsigned w);
+
+/* The calling thread's state of the op it runs (the shim's visit
+ * thread-locals and accel_current_session()), which runAside's goroutine
+ * takes on for the op it runs for this thread (callback.go):
+ * goaccel_op_thread_get reads it, goaccel_op_thread_set sets it (a zero
+ * state: in no op). */
+typedef struct goaccel_op_thread {
+    accel_runtime *rt;
+    unsigned w;
+    int watched;
+    accel_session *sess;
+} goaccel_op_thread;
+void goaccel_op_thread_get(goaccel_op_thread *t);
+void goaccel_op_thread_set(const goaccel_op_thread *t);
 
 /* Budgeted memory outside an op: reserve then malloc; free then refund. */
 int goaccel_alloc(accel_session *s, size_t bytes, void **out);
@@ -101,9 +119,13 @@ void goaccel_free(accel_session *s, void *p, size_t bytes);
 /* The runtime's host_grow (set by goaccel_runtime_create): goAccelGrow. */
 void goaccel_host_grow(void *arg);
 
-/* The runtime whose visit the calling thread has open (NULL: none) and,
- * in *w, the slot it is open on. */
-accel_runtime *goaccel_cur_slot(unsigned *w);
+/* The binding's own waits inside an op (compensate.go): if the calling
+ * thread runs a visit of a driver slot (not a helper slot's, whose op is
+ * its submitter's own and holds no worker), accel_host_blocking_begin
+ * for it: returns its runtime and, in *w, the slot, for
+ * accel_host_blocking_end from the same thread; else NULL, nothing
+ * counted. */
+accel_runtime *goaccel_blocking_begin(unsigned *w);
 
 /* goaccel_host_step for an extra slot: an END ends the visit with
  * accel_host_visit_end_stop and, if the slot is surplus, leaves
@@ -113,15 +135,8 @@ int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
                        unsigned cap, unsigned *n, int *left,
                        goaccel_step_io *io);
 
-/* The CPU time of thread tid (a kernel id), in *ns; 0: unknown (it has
- * exited). */
-int goaccel_thread_cpu_ns(int tid, uint64_t *ns);
-
 /* The calling thread's kernel id, in *nvcsw its voluntary context
- * switches so far (0 returned: unknown) and in *now the monotonic ns. */
-int goaccel_self_switches(int *tid, uint64_t *nvcsw, uint64_t *now);
-
-/* Whether thread tid is running or runnable ('R'); unknown: 1. */
-int goaccel_thread_runnable(int tid);
+ * switches so far (0 returned: unknown) and in *now accel_now_ns(). */
+int goaccel_self_switches(int *tid, uint64_t *nvcsw, int64_t *now);
 
 #endif

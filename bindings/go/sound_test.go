@@ -108,11 +108,10 @@ func TestSubmitUnderCallersLock(t *testing.T) {
 // session's long op returns the deadline's error while that op still
 // runs, and its f never starts.
 func TestSubmitDeadlineWhileOtherSessionRuns(t *testing.T) {
-	rt := newTestRuntime(t, 1)
+	rt := newUnwatchedRuntime(t, 1) // b's blocked op keeps the only worker
 	// a's op is queued: not the direct hand-off, which would run it at
 	// once on this goroutine (TestSubmitCtxHandOffWhileOtherSessionRuns).
 	rt.setOwnForTest(false)
-	rt.host.comp.noGrow.Store(true) // b's blocked op keeps the only worker
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")
 	release, started := make(chan struct{}), make(chan struct{})
@@ -146,9 +145,8 @@ func TestSubmitDeadlineWhileOtherSessionRuns(t *testing.T) {
 // Cancel while queued behind another session's op: Submit returns
 // context.Canceled before that op ends, and f never runs.
 func TestSubmitCancelWhileQueued(t *testing.T) {
-	rt := newTestRuntime(t, 1)
+	rt := newUnwatchedRuntime(t, 1) // b's blocked op keeps the only worker
 	rt.setOwnForTest(false)         // queued: as above
-	rt.host.comp.noGrow.Store(true) // b's blocked op keeps the only worker
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")
 	release, started := make(chan struct{}), make(chan struct{})

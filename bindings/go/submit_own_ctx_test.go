@@ -168,8 +168,7 @@ func TestSubmitCtxHandOffQueuedBehindBlockedOp(t *testing.T) {
 // only worker, a Submit on idle a with a deadline runs f at once on the
 // calling goroutine and returns f's result before b's op ends.
 func TestSubmitCtxHandOffWhileOtherSessionRuns(t *testing.T) {
-	rt := newTestRuntime(t, 1)
-	rt.host.comp.noGrow.Store(true) // b's blocked op keeps the only worker
+	rt := newUnwatchedRuntime(t, 1) // b's blocked op keeps the only worker
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")
 	release := blockWorker(t, b)

@@ -1,7 +1,9 @@
 package accel
 
-// Hooks for the tests (cgo is not allowed in test files). Not part of
-// the API.
+// Helpers for the tests that need cgo (cgo is not allowed in test
+// files). Not part of the API, and no switch: nothing here is called by
+// the package's own code, so none of it is linked into a program (the
+// switches that plant bugs are plant_on.go's, behind a build tag).
 
 // #include <malloc.h>
 // #include "shim.h"
@@ -38,18 +40,6 @@ func cHeapInUse() int64 {
 	mi := C.mallinfo2()
 	return int64(mi.uordblks + mi.hblkhd)
 }
-
-// setCombineForTest switches the combining of SubmitAsyncs into groups
-// on or off for rt alone, so that a benchmark can compare the two in one
-// binary without touching other runtimes. Call it before rt's first
-// session opens: SubmitAsync reads the setting without synchronization.
-func (rt *Runtime) setCombineForTest(on bool) { rt.noCombine = !on }
-
-// setOwnForTest switches Submit's direct hand-off on or off for rt alone
-// (off: every f of a Submit runs on a driver goroutine, as the tests of
-// blocked drivers need). Call it before rt's first session opens, as
-// setCombineForTest.
-func (rt *Runtime) setOwnForTest(on bool) { rt.noOwn = !on }
 
 // submitRacedForTest runs a Submit of f on v in the state
 // accel_host_submit_own allows when another submitter of v raced the
@@ -109,12 +99,6 @@ func (v *VMSession) submitRacedForTest(g *opRec, f func(*Session) error) (begun 
 	return begun, err
 }
 
-// stopWorkersForTest stops rt's driver goroutines and takes its helper
-// slots, as Runtime.Close does once its sessions are drained, but with
-// them open: what is submitted from here on stays queued until
-// destroyForTest's accel_runtime_destroy runs it on its own thread.
-func (rt *Runtime) stopWorkersForTest() { rt.host.stop() }
-
 // destroyForTest ends rt after stopWorkersForTest as Runtime.Close ends
 // it, without the drains: accel_runtime_destroy runs what is queued on
 // this goroutine's thread, then closes and frees every session. Their
@@ -153,4 +137,15 @@ func (v *VMSession) cUnrunForTest() (cancelled, expired uint64) {
 		return 0, 0
 	}
 	return uint64(cs.cancelled), uint64(cs.expired)
+}
+
+// cBlockedForTest is the C runtime's count of rt's slots blocked now and
+// of the times its monitor counted a slot blocked (accel_runtime_stats:
+// blocked, blocked_detected).
+func (rt *Runtime) cBlockedForTest() (blocked uint32, detected uint64) {
+	var st C.accel_runtime_stats
+	if C.accel_runtime_get_stats(rt.c, &st, C.sizeof_accel_runtime_stats) != C.ACCEL_OK {
+		return 0, 0
+	}
+	return uint32(st.blocked), uint64(st.blocked_detected)
 }

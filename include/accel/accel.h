@@ -190,8 +190,10 @@ typedef struct accel_runtime_config {
      * called with (host_wake_arg, lane) when a parked host worker of that
      * lane (ACCEL_HOST_LANE_*) must be woken. It runs inside the call that
      * made the work runnable (a submit, accel_host_visit_end,
-     * accel_host_idle_end), on that caller's thread: it must only signal
-     * (set a flag, post a semaphore) and must not call into accel. */
+     * accel_host_idle_end), on that caller's thread, or on the blocked-op
+     * monitor's thread when it hands a blocked slot's place on: it must
+     * only signal (set a flag, post a semaphore) and must not call into
+     * accel. */
     void (*host_wake)(void *arg, unsigned lane);
     void *host_wake_arg;
     /* Workers blocked inside an op (see "Ops that block" below): at most
@@ -207,9 +209,10 @@ typedef struct accel_runtime_config {
     uint64_t block_detect_ns;
     /* Host-driven workers only (optional; NULL: a blocked host slot keeps
      * its place): called with (host_wake_arg) when a host slot counted
-     * blocked (accel_host_blocking_begin) is owed another driver: the
-     * host starts one, which calls accel_host_slot_add. Same rules as
-     * host_wake (it runs inside accel calls; it must only signal). */
+     * blocked (accel_host_blocking_begin, or by the monitor) is owed
+     * another driver: the host starts one, which calls
+     * accel_host_slot_add. Same rules as host_wake (it runs inside accel
+     * calls, or on the monitor's thread; it must only signal). */
     void (*host_grow)(void *arg);
 } accel_runtime_config;
 
@@ -247,8 +250,9 @@ typedef struct accel_runtime_config {
  * lane (extras are general workers) and exactly-once are unchanged. The
  * monitor sleeps while nothing waits for a worker: an idle runtime uses
  * no CPU. If a thread cannot be started, the op waits as it would
- * without compensation. Host-driven runtimes (below) compensate only
- * through the host: see accel_host_blocking_begin.
+ * without compensation. Host-driven runtimes (<accel/host.h>): the same
+ * monitor watches the host's slots, and the host starts the drivers of
+ * extra slots (see accel_host_blocking_begin).
  * Shares: a session is not charged for the time its worker sat blocked
  * in its ops while another worker could run in its place (the time off a
  * CPU inside accel's own waits and the hint: CPU work inside the hint is
@@ -444,6 +448,15 @@ ACCEL_API int accel_submit(accel_session *s, const accel_op *op,
 ACCEL_API int accel_submit_batch(accel_session *s, const accel_op *ops,
                                  size_t n, int64_t timeout_ns,
                                  size_t *accepted);
+
+/* accel_submit_batch whose ops all carry deadline_ns as accel_submit_ex's
+ * (absolute, on accel_now_ns()'s clock; 0: none, the plain batch): an op
+ * no worker has started by then completes ACCEL_EEXPIRED unrun. Returns
+ * as accel_submit_batch, and ACCEL_EINVAL (*accepted 0, nothing queued)
+ * for deadline_ns < 0. */
+ACCEL_API int accel_submit_batch_ex(accel_session *s, const accel_op *ops,
+                                    size_t n, int64_t deadline_ns,
+                                    int64_t timeout_ns, size_t *accepted);
 
 /* Runs fn in the session's order and returns its result (the Go Submit).
  * timeout_ns bounds only the wait for room in the ring: once accepted, it

@@ -138,6 +138,72 @@ ACCEL_API int accel_host_submit_own(accel_runtime *rt, unsigned worker,
                                     int64_t timeout_ns, accel_op *ops,
                                     unsigned cap, unsigned *n, int *begun);
 
+/* As accel_host_submit_own, with op submitted as by accel_submit_ex:
+ * deadline_ns (absolute, on accel_now_ns()'s clock; 0: none; an op past
+ * it when the visit takes it is kept back: the visit opens with *n 0 and
+ * its end completes the op ACCEL_EEXPIRED unrun) and, ticket not NULL,
+ * its ticket for accel_cancel (zeroed unless the submit is accepted), so
+ * that an op queued rather than begun stays cancellable. Returns as
+ * accel_host_submit_own, and ACCEL_EINVAL also for deadline_ns < 0
+ * (nothing changed but the ticket, zeroed). deadline_ns 0 and ticket
+ * NULL: accel_host_submit_own. */
+ACCEL_API int accel_host_submit_own_ex(accel_runtime *rt, unsigned worker,
+                                       accel_session *s, const accel_op *op,
+                                       int64_t deadline_ns, int64_t timeout_ns,
+                                       accel_ticket *ticket, accel_op *ops,
+                                       unsigned cap, unsigned *n, int *begun);
+
+/* accel_host_visit_end (flags 0) or accel_host_visit_end_stop (flags
+ * ACCEL_HOST_END_STOP), which also stores in *end_ns (if not NULL) the
+ * time, on accel_now_ns()'s clock, that the end read for the visit's
+ * charge: a host that decides by the time after each visit (when to give
+ * its thread up) needs no clock read of its own. Returns as
+ * accel_host_visit_end, and ACCEL_EINVAL also for an unknown flag bit
+ * (nothing changed); *end_ns is set only with ACCEL_OK. */
+#define ACCEL_HOST_END_STOP 0x1u
+ACCEL_API int accel_host_visit_end_ex(accel_runtime *rt, unsigned worker,
+                                      const int *status, unsigned n,
+                                      unsigned flags, int64_t *end_ns);
+
+/* Moving an open visit between host threads. A visit is begun and ended
+ * on one thread, which accel_current_session() and the calls that refuse
+ * an op's own session (ACCEL_EDEADLK) read, and whose CPU clock and run
+ * state the monitor samples ("Ops that block"). A host whose thread
+ * leaves a visit it began (the Go binding: a submitter hands the visit
+ * its direct hand-off began to a worker goroutine; a driver goroutine
+ * ends inside an op and another takes the visit over) says so:
+ * accel_host_visit_detach(rt, w) on the thread that leaves it (its
+ * accel_current_session() goes back to what it was before the visit),
+ * accel_host_visit_attach(rt, w) on the thread that goes on with it (its
+ * accel_current_session() is the visit's session until the end; the
+ * monitor watches this thread from here). Attach needs no detach before
+ * it when the old thread is gone. The visit's ops, its end and the
+ * slot's other calls then come from the attached thread. Returns
+ * ACCEL_OK, ACCEL_EINVAL (rt NULL or not host-driven, worker out of
+ * range, no visit open on the slot; for detach also: the calling thread
+ * does not run the slot's visit; nothing changed). */
+ACCEL_API int accel_host_visit_attach(accel_runtime *rt, unsigned worker);
+ACCEL_API int accel_host_visit_detach(accel_runtime *rt, unsigned worker);
+
+/* Sets what accel_current_session() returns on the calling thread to s
+ * (NULL: no op) and returns what it returned before. For a host that
+ * runs an op on a thread other than the one its visit runs on, while
+ * that thread waits for it (the Go binding runs an op that
+ * accel_runtime_destroy, or a device session's visit, hands to fn on a
+ * goroutine of its own): with s the op's session there, calls from
+ * inside the op see it as the visit's thread would (ACCEL_EDEADLK for a
+ * wait on its own session, not a wait for itself). Call it again with
+ * the value returned once the op is done. Nothing else moves: the visit
+ * stays on its thread (accel_host_visit_attach moves a visit). Never
+ * fails. */
+ACCEL_API accel_session *accel_host_set_current_session(accel_session *s);
+
+/* The worker count accel_runtime_create gives a config with workers 0
+ * (the CPUs of the process's affinity mask, less a cgroup CPU quota; at
+ * least 1), without creating a runtime: for a host that adds slots of
+ * its own to the default (the Go binding's helper slots). Thread-safe. */
+ACCEL_API unsigned accel_host_default_workers(void);
+
 /* Announces slot `worker` idle (its lane's parked count; a seq_cst
  * barrier pairs it with submitters, so that either the following begin
  * sees their work or they see the announcement and call host_wake).
@@ -152,31 +218,49 @@ ACCEL_API int accel_host_idle_begin(accel_runtime *rt, unsigned worker);
 ACCEL_API int accel_host_idle_end(accel_runtime *rt, unsigned worker,
                                   bool found_work);
 
-/* Blocked host slots ("Ops that block" above, for host-driven runtimes).
- * accel cannot see a host thread's waits, so the host says when the op
- * it runs for slot `worker` blocks (Go: the binding's own waits, a nested
- * Submit or Sync, a blocking call an op announces):
- * accel_host_blocking_begin(rt, w) ... accel_host_blocking_end(rt, w),
- * from the thread driving the slot, with its visit open; pairs nest.
- * Begin counts the slot blocked and hands its place on: it wakes a
- * parked slot (host_wake), else, when work is queued and fewer extra
- * slots are active than slots blocked (and under max_extra_workers),
- * calls host_grow. The host's new driver then calls
- * accel_host_slot_add(rt, &w2), which gives it an extra slot w2
- * (general lane, index >= workers) or ACCEL_EAGAIN when none is owed any
- * more (it then just exits), and drives w2 with the loop above. After
- * each visit of an extra slot (ended with accel_host_visit_end_stop, as
- * it may leave) the driver calls accel_host_slot_leave(rt, w2,
- * ACCEL_HOST_LEAVE_IF_SURPLUS): ACCEL_OK when the slot was surplus (more
- * extras than blocked slots) and is gone; ACCEL_EAGAIN: it stays. An
- * extra slot idle for a while leaves with flags 0. A submit that finds
- * no parked slot while slots are owed calls host_grow too. Same bounds as
- * accel's own threads: at most workers + blocked slots run ops that are
- * not blocked once surplus slots have left. Returns ACCEL_OK, or
- * ACCEL_EINVAL (rt not host-driven or NULL, worker not a slot in use, for
- * _end no begin open, for _leave a visit open or the slot idle-announced
- * or not an extra slot; nothing changed), ACCEL_EAGAIN as said. */
+/* Blocked host slots ("Ops that block" in accel.h, for host-driven
+ * runtimes). A host slot counts as blocked as accel's own workers do,
+ * through the same monitor and the same counts:
+ * - for waits accel cannot see (a sleep, a lock, I/O, a channel of the
+ *   host's), by the monitor: it watches each slot's visit on the thread
+ *   that began it (or attached it last), by that thread's CPU clock and
+ *   run state in /proc. A host's thread may sleep while its op computes
+ *   (Go takes the thread's P from a goroutine inside a long op and the
+ *   thread sleeps until the P comes back), so a host slot counts as off
+ *   a CPU below 1/64 of a window on it, not below half. Visits begun by
+ *   accel_host_submit_own(_ex) are the submitter's own op on its own
+ *   thread, holding no worker: the monitor does not watch them;
+ * - at once between accel_host_blocking_begin(rt, w) and
+ *   accel_host_blocking_end(rt, w), which the host calls from the thread
+ *   driving the slot, with its visit open, around the waits it knows of
+ *   (Go: the binding's own waits, a nested Submit or Sync, a blocking
+ *   call an op announces); pairs nest. The monitor does not judge a slot
+ *   inside such a pair.
+ * A slot counted blocked hands its place on: a parked slot is woken
+ * (host_wake), else, when work is queued and fewer extra slots are
+ * active than slots blocked (and under max_extra_workers), host_grow is
+ * called (from the monitor's thread when the monitor counted it). The
+ * host's new driver then calls accel_host_slot_add(rt, &w2), which gives
+ * it an extra slot w2 (general lane, index >= workers) or ACCEL_EAGAIN
+ * when none is owed any more (it then just exits), and drives w2 with the
+ * loop above. After each visit of an extra slot (ended with
+ * accel_host_visit_end_stop, as it may leave) the driver calls
+ * accel_host_slot_leave(rt, w2, ACCEL_HOST_LEAVE_IF_SURPLUS): ACCEL_OK
+ * when the slot was surplus (more extras than blocked slots) and is gone;
+ * ACCEL_EAGAIN: it stays. An extra slot idle for a while leaves with
+ * flags 0. A submit that finds no parked slot while slots are owed calls
+ * host_grow too. Same bounds as accel's own threads: at most workers +
+ * blocked slots run ops that are not blocked once surplus slots have
+ * left. The monitor's tick is block_detect_ns; it sleeps while nothing
+ * waits for a worker. Returns ACCEL_OK, or ACCEL_EINVAL (rt not
+ * host-driven or NULL, worker not a slot in use, for _begin no visit
+ * open, for _end no begin open, for _leave a visit open or the slot
+ * idle-announced or not an extra slot; nothing changed), ACCEL_EAGAIN
+ * as said. */
 #define ACCEL_HOST_LEAVE_IF_SURPLUS 0x1u
+/* How long an extra slot stays idle before it leaves (flags 0): what
+ * accel's own extra workers wait, in ns. */
+#define ACCEL_HOST_EXTRA_IDLE_NS 50000000
 ACCEL_API int accel_host_blocking_begin(accel_runtime *rt, unsigned worker);
 ACCEL_API int accel_host_blocking_end(accel_runtime *rt, unsigned worker);
 ACCEL_API int accel_host_slot_add(accel_runtime *rt, unsigned *worker);

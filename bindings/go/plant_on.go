@@ -1,0 +1,19 @@
+//go:build accel_plant
+
+package accel
+
+// Switches that plant bugs the tests must catch, built only with
+// `go test -tags accel_plant` (the tests set them from ACCEL_TEST_*
+// variables: plant_on_test.go). Never in a production binary.
+
+import "sync/atomic"
+
+var (
+	// noGrowForTest: no driver is ever added for a blocked one.
+	noGrowForTest atomic.Bool
+	// yieldOffForTest: drivers never yield their P between visits.
+	yieldOffForTest atomic.Bool
+)
+
+func growOff() bool  { return noGrowForTest.Load() }
+func yieldOff() bool { return yieldOffForTest.Load() }
