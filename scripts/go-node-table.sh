@@ -7,15 +7,16 @@
 # discarded warm-up pair first, fixed seeds), then the medians, the work
 # ratios and each target, met or missed. For every scenario whose target
 # is missed it profiles that scenario once per system (-systems accel,
-# then old; -cpuprofile) and appends `go tool pprof -top` of each.
+# then old; -cpuprofile) and appends `go tool pprof -top` of each, whole
+# and outside the op bodies (what the system itself spends).
 #
 #   scripts/go-node-table.sh [OUT]     (OUT default bench/results/go-node.txt)
 #   REPS=5 DURATION=4s SEED=42 PROFILE=1 scripts/go-node-table.sh
 #   NODE_ARGS='-scenario overload' scripts/go-node-table.sh /tmp/o.txt
 #
-# About 4-5 minutes on 2 cores with the defaults (per pair: a 1.3 s probe
-# and 2 x (DURATION + up to 1 s of backlog)), plus 15-20 s per missed
-# target with PROFILE=1. Run it on a machine with nothing else running:
+# About 4 minutes on 2 cores with the defaults (per pair: a 1.3 s probe
+# and 2 x (DURATION + up to 1 s of backlog); 218 s for the table on a
+# loaded 2-vCPU machine), plus 12 s per missed target with PROFILE=1. Run it on a machine with nothing else running:
 # the ratios come from pairs in one process, but a neighbour's load still
 # lands on one run of a pair more than on the other.
 set -euo pipefail
@@ -54,13 +55,21 @@ if [ "$profile" = 1 ]; then
     missed=$(sed -n 's/^| \([a-z-]*\) [0-9.]* | accel |.*\*\*missed\*\*.*/\1/p' "$tmp/out")
     for s in $missed; do
         for sys in accel old; do
-            echo "== profile: -scenario $s -systems $sys -duration $dur -warmup 0 ==" >> "$tmp/out"
             "$tmp/node" -scenario "$s" -systems "$sys" -duration "$dur" -seed "$seed" -warmup 0 \
                 -cpuprofile "$tmp/$s-$sys.prof" > "$tmp/$s-$sys.txt"
-            grep -E '^(accel|old VMSession) ' "$tmp/$s-$sys.txt" >> "$tmp/out" || true
-            go tool pprof -top -nodecount=25 "$tmp/node" "$tmp/$s-$sys.prof" 2>/dev/null |
-                sed -n '/^Duration/,$p' >> "$tmp/out"
-            echo >> "$tmp/out"
+            {
+                echo "== profile: -scenario $s -systems $sys -duration $dur -warmup 0 =="
+                grep -E '^(accel|old VMSession) ' "$tmp/$s-$sys.txt" || true
+                go tool pprof -top -nodecount=15 "$tmp/node" "$tmp/$s-$sys.prof" 2>/dev/null |
+                    sed -n '/^Duration/,$p'
+                # What the system spends outside the op bodies (submit
+                # paths, scheduling, timers, GC): the samples with neither
+                # main.(*op).run nor the start-up's checks in their stack.
+                echo "-- outside the op bodies (samples without main.(*op).run or main.prepare):"
+                go tool pprof -top -nodecount=20 -ignore 'main\.\(\*op\)\.run|main\.prepare' \
+                    "$tmp/node" "$tmp/$s-$sys.prof" 2>/dev/null | sed -n '/^Showing nodes/,$p'
+                echo
+            } >> "$tmp/out"
         done
     done
     echo "profiles done: $(( $(date +%s) - t1 )) s" >> "$tmp/out"
