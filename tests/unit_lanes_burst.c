@@ -15,7 +15,11 @@
  * (both asleep), splits the time from the wake issued to that worker to
  * its first op into: on a CPU, runnable waiting for one, and asleep. A
  * worker asleep after its wake was issued while ops waited is a lost or
- * skipped wake; runnable-but-waiting is preemption.
+ * skipped wake; runnable-but-waiting is preemption. A sampler thread
+ * peeks at the scheduler every 50 us (lock-free, read-only) for a session
+ * queued for a lane while a worker of that lane is parked and unclaimed,
+ * and the trace gives, per session, the longest gap between two of its
+ * visits and whether a worker was idle through it.
  *
  * Asserted (behaviour, no timing): every op runs once; the burst's first
  * two wakes claim the two parked workers, one of each lane; no worker
@@ -216,6 +220,53 @@ static char thread_state(pid_t tid)
     return p && p[1] && p[2] ? p[2] : '?';
 }
 
+/* A sampler thread during the burst: whether the scheduler holds a
+ * session that a worker of a lane would pick (accel__sched_peek:
+ * lock-free, read-only) while a worker of that lane is parked and no wake
+ * has claimed it. Brief stretches are the moment between an enqueue and
+ * its waker's claim; the longest stretch is printed. */
+static struct {
+    accel_runtime *rt;
+    _Atomic int stop;
+    int64_t longest[2], since[2], samples, hits[2];
+} smp;
+
+static uint32_t unclaimed_of(uint64_t v)
+{
+    return (uint32_t)v - (uint32_t)(v >> 32);
+}
+
+static void *sampler_main(void *p)
+{
+    (void)p;
+    smp.longest[0] = smp.longest[1] = 0;
+    smp.since[0] = smp.since[1] = -1;
+    smp.hits[0] = smp.hits[1] = smp.samples = 0;
+    while (!atomic_load_explicit(&smp.stop, memory_order_acquire)) {
+        for (int l = 0; l < 2; l++) {
+            accel__lane lane = l ? ACCEL__LANE_SHORT : ACCEL__LANE_GENERAL;
+            accel__sched_entity *e[1];
+            uint32_t h[1];
+            bool queued = accel__sched_peek(smp.rt->sched, lane, e, h, 1) > 0;
+            uint64_t idle = atomic_load(l ? &smp.rt->idle_short
+                                           : &smp.rt->idle_workers);
+            bool sleeping = unclaimed_of(idle) > 0;
+            int64_t now = (int64_t)accel_now_ns();
+            if (queued && sleeping) {
+                smp.hits[l]++;
+                if (smp.since[l] < 0)
+                    smp.since[l] = now;
+                if (now - smp.since[l] > smp.longest[l])
+                    smp.longest[l] = now - smp.since[l];
+            } else
+                smp.since[l] = -1;
+        }
+        smp.samples++;
+        tu_nap_us(50);
+    }
+    return NULL;
+}
+
 static const char *who_name(int w)
 {
     return w == WHO_GENERAL ? "general" : w == WHO_SHORT ? "short" : "other";
@@ -250,6 +301,10 @@ static int burst_round(accel_runtime *rt, accel_session *s[2], int round)
             atomic_load(&tr.nev) == before)
             break;
     }
+    smp.rt = rt;
+    atomic_store(&smp.stop, 0);
+    pthread_t sampler;
+    cr_assert_eq(pthread_create(&sampler, NULL, sampler_main, NULL), 0);
     int64_t t0 = (int64_t)accel_now_ns();
     unit_step("the burst is submitted");
     for (int i = 0; i < OPS; i++)
@@ -263,6 +318,8 @@ static int burst_round(accel_runtime *rt, accel_session *s[2], int round)
         cr_assert_eq(accel_session_sync(s[k], ACCEL_FOREVER), ACCEL_OK);
     atomic_store_explicit(&tr.armed, 0, memory_order_release);
     int64_t t_end = (int64_t)accel_now_ns();
+    atomic_store_explicit(&smp.stop, 1, memory_order_release);
+    pthread_join(sampler, NULL);
     int nev = atomic_load(&tr.nev);
     if (nev > MAX_EV)
         nev = MAX_EV;
@@ -380,6 +437,13 @@ static int burst_round(accel_runtime *rt, accel_session *s[2], int round)
     }
     fprintf(stderr, "  slept while both sessions had ops waiting: %d\n",
             bad);
+    fprintf(stderr,
+            "  sampler (%lld samples): a session queued for a lane while "
+            "a worker of it sat parked unclaimed: general %lld samples, "
+            "longest %.3f ms; short %lld samples, longest %.3f ms\n",
+            (long long)smp.samples, (long long)smp.hits[0],
+            smp.longest[0] / 1e6, (long long)smp.hits[1],
+            smp.longest[1] / 1e6);
     /* Between two visits of a session its ops wait in the scheduler, for
      * any worker: the longest such gap of each session, and whether a
      * worker was idle (announced, no op) through it. */
