@@ -19,6 +19,10 @@
  * liburcu's memb flavour itself may call the library from it: that
  * registration is used as it is and stays the host's to end; the host must
  * not register a thread that already called the library unregistered.
+ * Such a thread may call the library from inside a read-side section of
+ * its own, except to create or destroy a runtime or open a session while
+ * another thread may fork(): a fork waits for liburcu's threads, whose
+ * grace period waits for that section, and those calls wait for the fork.
  *
  * fork() without exec: in the child, every runtime created before the fork
  * (the parent's) is unusable. On it and its sessions, open, lookup, submit
