@@ -8,6 +8,8 @@
  * of 2.5 monitor ticks of 100 ms counted, which needs the monitor on
  * time within 12 ms, not any speed of the machine). A watchdog names the
  * step a hang is stuck in and fails the test fast.
+ *
+ * Promises: 6, 7
  */
 #define _GNU_SOURCE /* nanosleep, CLOCK_THREAD_CPUTIME_ID */
 #include <criterion/criterion.h>
@@ -22,41 +24,11 @@
 #include <accel/host.h>
 
 #include "core_util.h"
+#include "unit_watchdog.h"
 
-/* ---- watchdog: a hang fails fast and says where */
-
-static _Atomic(const char *) wd_step_name;
-static _Atomic int wd_done;
-static pthread_t wd_thread;
-static int wd_seconds;
-
-static void *wd_main(void *arg)
-{
-    (void)arg;
-    for (int i = 0; i < wd_seconds * 20; i++) {
-        if (atomic_load(&wd_done))
-            return NULL;
-        tu_nap_us(50000);
-    }
-    fprintf(stderr, "watchdog: stuck at step: %s\n", atomic_load(&wd_step_name));
-    _exit(3);
-}
-
-static void wd_start(int seconds)
-{
-    wd_seconds = seconds;
-    atomic_store(&wd_done, 0);
-    atomic_store(&wd_step_name, "start");
-    pthread_create(&wd_thread, NULL, wd_main, NULL);
-}
-
-static void wd_step(const char *s) { atomic_store(&wd_step_name, s); }
-
-static void wd_stop(void)
-{
-    atomic_store(&wd_done, 1);
-    pthread_join(wd_thread, NULL);
-}
+/* Each wait names its step (unit_watchdog.h): a hang fails fast and says
+ * where. */
+UNIT_WATCHDOG_SUITE(blocking);
 
 static accel_runtime *make_rt(unsigned workers, unsigned extra,
                               uint64_t detect_ns)
@@ -105,16 +77,15 @@ static int nested(accel_ctx *ctx, void *arg)
 
 Test(blocking, nested_submit_wait_depth_16_one_worker, .timeout = 60)
 {
-    wd_start(30);
     accel_runtime *rt = make_rt(1, 0, 0); /* the default cap */
     for (int i = 0; i <= DEPTH; i++)
         chain[i] = open_s(rt, i);
-    wd_step("the chain of 16 nested submit_wait");
+    unit_step("the chain of 16 nested submit_wait");
     cr_expect_eq(accel_submit_wait(chain[0], nested, (void *)0, ACCEL_FOREVER),
                  1000 + DEPTH);
     /* Again, from inside: the extras of the first chain have retired or
      * are reused. */
-    wd_step("a second chain");
+    unit_step("a second chain");
     cr_expect_eq(accel_submit_wait(chain[0], nested, (void *)0, ACCEL_FOREVER),
                  1000 + DEPTH);
     accel_runtime_stats st = stats_of(rt);
@@ -125,14 +96,13 @@ Test(blocking, nested_submit_wait_depth_16_one_worker, .timeout = 60)
      * uncounted one 1-2 ms in and hide the miss, found none. */
     cr_expect_eq(st.blocked_detected, 0, "the monitor found %llu waits",
                  (unsigned long long)st.blocked_detected);
-    wd_step("the idle extras retire");
+    unit_step("the idle extras retire");
     while (stats_of(rt).extra_workers != 0)
         tu_nap_us(1000);
-    wd_step("destroy");
+    unit_step("destroy");
     for (int i = 0; i <= DEPTH; i++)
         accel_session_release(chain[i]);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    wd_stop();
 }
 
 /* The cap: with one extra allowed, hinted sleepers on 4 sessions run two
@@ -156,12 +126,11 @@ static int capped_nap(accel_ctx *ctx, void *arg)
 
 Test(blocking, extra_workers_respect_the_cap, .timeout = 60)
 {
-    wd_start(30);
     accel_runtime *rt = make_rt(1, 1, UINT64_C(60000000000));
     accel_session *s[4];
     for (int i = 0; i < 4; i++)
         s[i] = open_s(rt, i);
-    wd_step("4 hinted naps, cap 1");
+    unit_step("4 hinted naps, cap 1");
     for (int i = 0; i < 4; i++) {
         accel_op op = {.fn = capped_nap};
         cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
@@ -172,13 +141,12 @@ Test(blocking, extra_workers_respect_the_cap, .timeout = 60)
                  "base + 1 extra at once, saw %d", atomic_load(&most_in_nap));
     accel_runtime_stats st = stats_of(rt);
     cr_expect_leq(st.extra_workers, 1);
-    wd_step("the idle extra retires");
+    unit_step("the idle extra retires");
     while (stats_of(rt).extra_workers != 0)
         tu_nap_us(1000);
     for (int i = 0; i < 4; i++)
         accel_session_release(s[i]);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    wd_stop();
 }
 
 /* ---- 16 sessions blocked in an op, a 17th session's op runs */
@@ -229,23 +197,22 @@ static void seventeenth(bool hint, uint64_t detect_ns)
     atomic_store(&slept_finished, 0);
     atomic_store(&started_when_first_finished, -1);
     atomic_store(&quick_saw_finished, -1);
-    wd_start(30);
     accel_runtime *rt = make_rt(1, 32, detect_ns);
     accel_session *s[SLEEPERS + 1];
     for (int i = 0; i <= SLEEPERS; i++)
         s[i] = open_s(rt, i);
-    wd_step("submitting the 16 sleepers");
+    unit_step("submitting the 16 sleepers");
     for (int i = 0; i < SLEEPERS; i++) {
         accel_op op = {.fn = sleeper, .arg = hint ? (void *)1 : NULL};
         cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
     }
-    wd_step("the 17th session's quick op");
+    unit_step("the 17th session's quick op");
     cr_expect_eq(accel_submit_wait(s[SLEEPERS], quick, NULL, ACCEL_FOREVER), 7);
     cr_expect_eq(atomic_load(&quick_saw_finished), 0,
                  "the quick op ran while every sleeper was still asleep "
                  "(saw %d finished)",
                  atomic_load(&quick_saw_finished));
-    wd_step("the sleepers' syncs");
+    unit_step("the sleepers' syncs");
     for (int i = 0; i < SLEEPERS; i++)
         cr_expect_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
     cr_expect_eq(atomic_load(&started_when_first_finished), SLEEPERS,
@@ -256,11 +223,10 @@ static void seventeenth(bool hint, uint64_t detect_ns)
     if (hint)
         cr_expect_eq(st.blocked_detected, 0,
                      "the hint compensated, not the monitor");
-    wd_step("destroy");
+    unit_step("destroy");
     for (int i = 0; i <= SLEEPERS; i++)
         accel_session_release(s[i]);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    wd_stop();
 }
 
 Test(blocking, sixteen_sleepers_detected_seventeenth_runs, .timeout = 60)
@@ -326,9 +292,8 @@ static int sleep_two_and_a_half_ticks(accel_ctx *ctx, void *arg)
  * of its two looks (25 ms). */
 Test(blocking, a_wait_is_counted_a_tick_after_it_is_found, .timeout = 60)
 {
-    wd_start(45);
     accel_runtime *rt = make_rt(1, 1, TICK_NS);
-    wd_step("4 sessions x 8 waits of 2.5 ticks, one worker and an extra");
+    unit_step("4 sessions x 8 waits of 2.5 ticks, one worker and an extra");
     accel_runtime_stats st =
         run_each(rt, TICK_SESSIONS, TICK_OPS, sleep_two_and_a_half_ticks);
     cr_expect_geq(st.blocked_detected * 4, st.visits * 3,
@@ -336,9 +301,8 @@ Test(blocking, a_wait_is_counted_a_tick_after_it_is_found, .timeout = 60)
                   "counted blocked (at least 3/4 must be)",
                   (unsigned long long)st.blocked_detected,
                   (unsigned long long)st.visits);
-    wd_step("destroy");
+    unit_step("destroy");
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    wd_stop();
 }
 
 /* ---- CPU-bound long ops start no extra worker */
@@ -364,15 +328,13 @@ static int cpu_20ms(accel_ctx *ctx, void *arg)
 
 Test(blocking, cpu_bound_20ms_ops_start_no_extra_worker, .timeout = 120)
 {
-    wd_start(90);
     accel_runtime *rt = make_rt(1, 32, 0);
-    wd_step("16 sessions x 2 CPU-bound ops of 20 ms");
+    unit_step("16 sessions x 2 CPU-bound ops of 20 ms");
     accel_runtime_stats st = run_each(rt, 16, 2, cpu_20ms);
     cr_expect_eq(st.extra_started, 0, "CPU-bound ops started %llu extras",
                  (unsigned long long)st.extra_started);
     cr_expect_eq(st.blocked_detected, 0);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    wd_stop();
 }
 
 /* The same on an oversubscribed machine (a co-tenant): spinning threads
@@ -392,7 +354,6 @@ static void *cotenant_spin(void *arg)
 
 Test(blocking, cpu_bound_ops_beside_a_cotenant_are_not_blocked, .timeout = 120)
 {
-    wd_start(90);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     pthread_t spin[32];
     int nspin = ncpu > 0 && ncpu < 16 ? (int)ncpu * 2 : 32;
@@ -400,7 +361,7 @@ Test(blocking, cpu_bound_ops_beside_a_cotenant_are_not_blocked, .timeout = 120)
     for (int i = 0; i < nspin; i++)
         cr_assert_eq(pthread_create(&spin[i], NULL, cotenant_spin, NULL), 0);
     accel_runtime *rt = make_rt(1, 32, 0);
-    wd_step("8 sessions x 1 CPU-bound op of 20 ms CPU beside the spinners");
+    unit_step("8 sessions x 1 CPU-bound op of 20 ms CPU beside the spinners");
     accel_runtime_stats st = run_each(rt, 8, 1, cpu_20ms);
     atomic_store(&spin_stop, 1);
     for (int i = 0; i < nspin; i++)
@@ -411,7 +372,6 @@ Test(blocking, cpu_bound_ops_beside_a_cotenant_are_not_blocked, .timeout = 120)
     cr_expect_eq(st.extra_started, 0, "CPU-bound ops started %llu extras",
                  (unsigned long long)st.extra_started);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    wd_stop();
 }
 
 /* ---- bad input */
@@ -431,8 +391,7 @@ static int unbalanced(accel_ctx *ctx, void *arg)
 
 Test(blocking, hint_bad_input_changes_nothing, .timeout = 60)
 {
-    wd_start(30);
-    wd_step("an op with unbalanced hints");
+    unit_step("an op with unbalanced hints");
     cr_expect_eq(accel_blocking_end(), ACCEL_OK, "outside an op: nothing");
     cr_expect_eq(accel_blocking_begin(), ACCEL_OK);
     accel_runtime_config bad = {.struct_size = sizeof(bad),
@@ -455,7 +414,6 @@ Test(blocking, hint_bad_input_changes_nothing, .timeout = 60)
     cr_expect_eq(atomic_load(&end_rc), ACCEL_EINVAL);
     accel_session_release(s);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    wd_stop();
 }
 
 /* ---- sync of another session from inside an op, one worker */
@@ -487,17 +445,15 @@ static int syncing_op(accel_ctx *ctx, void *arg)
 Test(blocking, sync_of_another_session_inside_an_op_one_worker,
      .timeout = 60)
 {
-    wd_start(30);
     accel_runtime *rt = make_rt(1, 0, 0);
     accel_session *a = open_s(rt, 0);
     sync_target = open_s(rt, 1);
-    wd_step("a's op syncs b");
+    unit_step("a's op syncs b");
     cr_expect_eq(accel_submit_wait(a, syncing_op, NULL, ACCEL_FOREVER), 0);
-    wd_step("destroy");
+    unit_step("destroy");
     accel_session_release(a);
     accel_session_release(sync_target);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    wd_stop();
 }
 
 /* ---- host-driven: a blocked slot's place goes to a slot the host adds */
@@ -619,7 +575,6 @@ static void *h_grower(void *arg)
 
 Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
 {
-    wd_start(30);
     sem_init(&lane_sem, 0, 0);
     sem_init(&grow_sem, 0, 0);
     accel_runtime_config c = {.workers = 1,
@@ -638,7 +593,7 @@ Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
     pthread_t d, g;
     pthread_create(&d, NULL, h_driver, NULL);
     pthread_create(&g, NULL, h_grower, NULL);
-    wd_step("a's op blocks on slot 0 until b's op ran");
+    unit_step("a's op blocks on slot 0 until b's op ran");
     accel_op oa = {.fn = h_a}, ob = {.fn = h_b};
     cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
     while (accel_runtime_get_stats(hrt, &(accel_runtime_stats){0},
@@ -648,7 +603,7 @@ Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
     cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
     cr_expect_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
     cr_expect_eq(atomic_load(&a_done), 1);
-    wd_step("the added slot leaves");
+    unit_step("the added slot leaves");
     pthread_join(g, NULL);
     cr_expect_geq(atomic_load(&grow_calls), 1);
     cr_expect_geq(atomic_load(&extra_slot), 1);
@@ -656,7 +611,7 @@ Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
     accel_runtime_stats st = stats_of(hrt);
     cr_expect_eq(st.blocked, 0);
     cr_expect_eq(st.extra_workers, 0);
-    wd_step("stop and destroy");
+    unit_step("stop and destroy");
     atomic_store(&h_stop, 1);
     sem_post(&lane_sem);
     pthread_join(d, NULL);
@@ -665,7 +620,6 @@ Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
     cr_expect_eq(accel_runtime_destroy(hrt), ACCEL_OK);
     sem_destroy(&lane_sem);
     sem_destroy(&grow_sem);
-    wd_stop();
 }
 
 /* A wait the host does not announce (a nap on slot 0, no
@@ -689,7 +643,6 @@ static int h_a_unseen(accel_ctx *ctx, void *arg)
 
 Test(blocking, host_slot_unseen_wait_is_detected, .timeout = 60)
 {
-    wd_start(30);
     /* the statics of the test above, as a fresh process has them */
     atomic_store(&h_stop, 0);
     atomic_store(&b_ran, 0);
@@ -709,7 +662,7 @@ Test(blocking, host_slot_unseen_wait_is_detected, .timeout = 60)
     pthread_t d, g;
     pthread_create(&d, NULL, h_driver, NULL);
     pthread_create(&g, NULL, h_grower, NULL);
-    wd_step("a's op naps on slot 0 (unannounced) until b's op ran");
+    unit_step("a's op naps on slot 0 (unannounced) until b's op ran");
     accel_op oa = {.fn = h_a_unseen}, ob = {.fn = h_b};
     cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
     while (!atomic_load(&a_started)) /* a first: b cannot run before */
@@ -717,14 +670,14 @@ Test(blocking, host_slot_unseen_wait_is_detected, .timeout = 60)
     cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
     cr_expect_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
     cr_expect_eq(atomic_load(&a_done), 1);
-    wd_step("the added slot leaves");
+    unit_step("the added slot leaves");
     pthread_join(g, NULL);
     cr_expect_geq(atomic_load(&grow_calls), 1);
     cr_expect_geq(atomic_load(&extra_slot), 1);
     accel_runtime_stats st = stats_of(hrt);
     cr_expect_geq(st.blocked_detected, 1, "the monitor counted slot 0");
     cr_expect_eq(st.extra_workers, 0);
-    wd_step("stop and destroy");
+    unit_step("stop and destroy");
     atomic_store(&h_stop, 1);
     sem_post(&lane_sem);
     pthread_join(d, NULL);
@@ -733,7 +686,6 @@ Test(blocking, host_slot_unseen_wait_is_detected, .timeout = 60)
     cr_expect_eq(accel_runtime_destroy(hrt), ACCEL_OK);
     sem_destroy(&lane_sem);
     sem_destroy(&grow_sem);
-    wd_stop();
 }
 
 /* ---- idle is idle: once the work is done, the monitor and the workers
@@ -778,24 +730,23 @@ static uint64_t accel_threads_cpu(int *n)
 
 Test(blocking, idle_after_blocking_uses_no_cpu, .timeout = 60)
 {
-    wd_start(30);
     accel_runtime *rt = make_rt(1, 8, 1000000);
     accel_session *s[4];
     for (int i = 0; i < 4; i++)
         s[i] = open_s(rt, i);
-    wd_step("hinted naps and unhinted naps on 4 sessions");
+    unit_step("hinted naps and unhinted naps on 4 sessions");
     for (int i = 0; i < 4; i++) {
         accel_op op = {.fn = capped_nap};
         cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
     }
     for (int i = 0; i < 4; i++)
         cr_assert_eq(accel_session_sync(s[i], ACCEL_FOREVER), ACCEL_OK);
-    wd_step("the extras retire");
+    unit_step("the extras retire");
     while (stats_of(rt).extra_workers != 0)
         tu_nap_us(1000);
     /* The monitor disarms at its first tick with nothing queued; then no
      * accel thread runs at all: their CPU clocks stand still. */
-    wd_step("every accel thread's CPU clock stands still for 200 ms");
+    unit_step("every accel thread's CPU clock stands still for 200 ms");
     int n0, n1;
     uint64_t c0 = accel_threads_cpu(&n0), c1;
     for (;;) {
@@ -810,7 +761,6 @@ Test(blocking, idle_after_blocking_uses_no_cpu, .timeout = 60)
     for (int i = 0; i < 4; i++)
         accel_session_release(s[i]);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    wd_stop();
 }
 
 /* ---- a submit from inside an op waiting for room in another session's
@@ -842,20 +792,18 @@ static int room_filler(accel_ctx *ctx, void *arg)
 Test(blocking, submit_waiting_for_room_inside_an_op_one_worker,
      .timeout = 60)
 {
-    wd_start(30);
     accel_runtime *rt = make_rt(1, 0, UINT64_C(60000000000));
     accel_session *a = open_s(rt, 0);
     accel_session_config c = {.id = "room", .queue_depth = 1};
     cr_assert_eq(accel_session_open(rt, &c, &room_target), ACCEL_OK);
-    wd_step("a's op submits 8 ops to a ring of depth 1");
+    unit_step("a's op submits 8 ops to a ring of depth 1");
     cr_expect_eq(accel_submit_wait(a, room_filler, NULL, ACCEL_FOREVER), 0);
     cr_expect_eq(accel_session_sync(room_target, ACCEL_FOREVER), ACCEL_OK);
     cr_expect_eq(atomic_load(&room_ran), 8);
-    wd_step("destroy");
+    unit_step("destroy");
     accel_session_release(a);
     accel_session_release(room_target);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    wd_stop();
 }
 
 /* ---- an extra the monitor counts blocked, leaving as surplus */
@@ -893,7 +841,6 @@ static int quick_c(accel_ctx *ctx, void *arg)
  * tick: its mark must leave with it, or `blocked` stays 1 for ever. */
 Test(blocking, an_extra_counted_blocked_leaves_uncounted, .timeout = 120)
 {
-    wd_start(60);
     accel_runtime *rt = make_rt(1, 0, 1000000); /* detect after 1 ms */
     for (int round = 0; round < 4; round++) {
         accel_session *a = open_s(rt, 100 + 3 * round);
@@ -904,37 +851,36 @@ Test(blocking, an_extra_counted_blocked_leaves_uncounted, .timeout = 120)
         accel_op ob = {.fn = gated, .arg = &gb};
         accel_op oc = {.fn = quick_c};
         uint64_t seen0 = stats_of(rt).blocked_detected;
-        wd_step("a's hinted wait holds the base worker");
+        unit_step("a's hinted wait holds the base worker");
         cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
         while (!atomic_load(&ga.in))
             tu_nap_us(100);
-        wd_step("b's unhinted wait on an extra, found by the monitor");
+        unit_step("b's unhinted wait on an extra, found by the monitor");
         cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
         while (!atomic_load(&gb.in))
             tu_nap_us(100);
-        wd_step("c's quick op waits: the monitor counts b's extra, a "
+        unit_step("c's quick op waits: the monitor counts b's extra, a "
                 "second extra runs c");
         cr_assert_eq(accel_submit(c, &oc, ACCEL_FOREVER), ACCEL_OK);
         cr_assert_eq(accel_session_sync(c, ACCEL_FOREVER), ACCEL_OK);
         cr_assert_neq(stats_of(rt).blocked_detected, seen0);
-        wd_step("a's hint ends, then b's wait");
+        unit_step("a's hint ends, then b's wait");
         atomic_store(&ga.rel, 1);
         cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
         atomic_store(&gb.rel, 1);
         cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
-        wd_step("no worker counted blocked once every op is done");
+        unit_step("no worker counted blocked once every op is done");
         while (stats_of(rt).blocked != 0)
             tu_nap_us(1000);
         accel_session_release(a);
         accel_session_release(b);
         accel_session_release(c);
     }
-    wd_step("the extras retire");
+    unit_step("the extras retire");
     while (stats_of(rt).extra_workers != 0)
         tu_nap_us(1000);
-    wd_step("destroy");
+    unit_step("destroy");
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    wd_stop();
 }
 
 /* ---- a counted worker that computes again is counted no more */
@@ -968,36 +914,34 @@ static int wait_then_compute(accel_ctx *ctx, void *arg)
 Test(blocking, a_counted_worker_that_computes_again_is_uncounted,
      .timeout = 60)
 {
-    wd_start(30);
     atomic_store(&wc_phase, 0);
     atomic_store(&wc_stop, 0);
     accel_runtime *rt = make_rt(1, 4, UINT64_C(20000000));
     accel_session *a = open_s(rt, 300), *b = open_s(rt, 301);
-    wd_step("a's op starts its wait");
+    unit_step("a's op starts its wait");
     accel_op oa = {.fn = wait_then_compute};
     cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
     while (atomic_load(&wc_phase) == 0)
         tu_nap_us(100);
-    wd_step("b's op waits behind it: the monitor counts a's worker");
+    unit_step("b's op waits behind it: the monitor counts a's worker");
     accel_op ob = {.fn = quick_c};
     cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(atomic_load(&wc_phase), 1,
                  "b's op ran while a's op still waited");
     cr_assert_geq(stats_of(rt).blocked_detected, 1);
-    wd_step("a's op computes: the monitor takes its mark back");
+    unit_step("a's op computes: the monitor takes its mark back");
     while (atomic_load(&wc_phase) != 2)
         tu_nap_us(1000);
     while (stats_of(rt).blocked != 0)
         tu_nap_us(1000);
     atomic_store(&wc_stop, 1);
-    wd_step("a's op ends");
+    unit_step("a's op ends");
     cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
-    wd_step("destroy");
+    unit_step("destroy");
     accel_session_release(a);
     accel_session_release(b);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    wd_stop();
 }
 
 /* ---- a cycle of nested waits: a's op waits on b, b's op on a */
@@ -1068,21 +1012,20 @@ static int seven(accel_ctx *ctx, void *arg)
 Test(blocking, a_cycle_of_waits_is_broken_by_a_cancel_one_worker,
      .timeout = 60)
 {
-    wd_start(30);
     accel_runtime *rt = make_rt(1, 0, 0);
     cyc_a = open_s(rt, 0);
     cyc_b = open_s(rt, 1);
     accel_session *c = open_s(rt, 2);
     accel_op op = {.fn = cyc_a_op, .done = cyc_a_done};
     cr_assert_eq(accel_submit(cyc_a, &op, ACCEL_FOREVER), ACCEL_OK);
-    wd_step("b's op inside the cycle");
+    unit_step("b's op inside the cycle");
     while (!atomic_load(&cyc_in_b))
         tu_nap_us(1000);
-    wd_step("a third session's op while a and b wait on each other");
+    unit_step("a third session's op while a and b wait on each other");
     cr_assert_eq(accel_submit_wait(c, seven, NULL, ACCEL_FOREVER), 7);
     cr_assert_eq(atomic_load(&cyc_result), 1000, "the cycle ended by itself");
     atomic_store(&cyc_release, 1);
-    wd_step("the cycle unwinds after b's op cancels");
+    unit_step("the cycle unwinds after b's op cancels");
     while (atomic_load(&cyc_result) == 1000 ||
            atomic_load(&cyc_inner_status) == 1000)
         tu_nap_us(1000);
@@ -1090,13 +1033,12 @@ Test(blocking, a_cycle_of_waits_is_broken_by_a_cancel_one_worker,
     cr_expect_eq(atomic_load(&cyc_cancel_rc), ACCEL_OK);
     cr_expect_eq(atomic_load(&cyc_inner_status), ACCEL_ECANCELED);
     cr_expect_eq(atomic_load(&cyc_inner_ran), 0, "the cancelled op ran");
-    wd_step("a and b after the cycle");
+    unit_step("a and b after the cycle");
     cr_expect_eq(accel_submit_wait(cyc_a, seven, NULL, ACCEL_FOREVER), 7);
     cr_expect_eq(accel_submit_wait(cyc_b, seven, NULL, ACCEL_FOREVER), 7);
-    wd_step("destroy");
+    unit_step("destroy");
     accel_session_release(cyc_a);
     accel_session_release(cyc_b);
     accel_session_release(c);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    wd_stop();
 }

@@ -336,6 +336,7 @@ Test(metrics, scrapes_race_open_and_close, .timeout = 60)
     pthread_t th[2];
     for (int i = 0; i < 2; i++)
         pthread_create(&th[i], NULL, churner, &c);
+    unit_step("300 scrapes while two threads open and close");
     for (int i = 0; i < 300; i++) {
         size_t len;
         char *t = scrape(rt, &len);
@@ -345,6 +346,7 @@ Test(metrics, scrapes_race_open_and_close, .timeout = 60)
         free(t);
     }
     atomic_store(&c.stop, 1);
+    unit_step("the churning threads return");
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
     cr_assert_eq(atomic_load(&c.bad), 0);
@@ -392,6 +394,7 @@ Test(metrics, an_open_failing_eexist_is_never_listed, .timeout = 120)
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, dup_open_main, &d), 0);
     long scrapes = 0, twice = 0;
+    unit_step("scrapes while another thread's opens of \"dup\" fail");
     while (!atomic_load(&d.done)) {
         size_t len;
         char *t = scrape(rt, &len);
