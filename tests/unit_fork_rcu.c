@@ -12,6 +12,8 @@
  * anything that call waits for. Here the host's section calls
  * accel_session_lookup while the fork is being prepared; the fork returns
  * once the section has ended. A hang names its step (unit_watchdog.h).
+ *
+ * Promises: 1, 6
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

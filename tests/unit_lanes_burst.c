@@ -26,6 +26,8 @@
  * goes to sleep (a voluntary context switch after its idle announcement,
  * before its next op) while both sessions had ops waiting. The figures
  * are printed for every round (ACCEL_BURST_ROUNDS, default 4).
+ *
+ * Promises: 6
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

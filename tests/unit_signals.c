@@ -15,6 +15,8 @@
  * Every waiting step has a watchdog that names it (unit_watchdog.h). The
  * runtimes have one worker held by a blocker op and detection off
  * (tu_runtime_nodetect): every wait here is behind that op.
+ *
+ * Promises: 1
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

@@ -1,3 +1,5 @@
+// Promises: none
+
 //go:build !asan
 
 package accel

@@ -1,3 +1,5 @@
+// Promises: 1, 2
+
 package accel
 
 import (

@@ -1,3 +1,5 @@
+// Promises: none
+
 package accel
 
 // Benchmarks against baselines measured in the same run, 2 workers:

@@ -1,3 +1,5 @@
+// Promises: none
+
 package accel_test
 
 // Compile-time proof that every exported name of the old VMSession API is

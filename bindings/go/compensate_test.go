@@ -1,3 +1,5 @@
+// Promises: 7
+
 package accel
 
 // Ops that block (compensate.go): an f that waits in Go, on a channel,

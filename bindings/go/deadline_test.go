@@ -1,3 +1,5 @@
+// Promises: 1
+
 package accel
 
 // Context deadlines as a node's code writes them: "no timeout" spelled as

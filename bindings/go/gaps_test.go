@@ -1,3 +1,5 @@
+// Promises: 1, 5
+
 package accel
 
 import (

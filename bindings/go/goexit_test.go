@@ -1,3 +1,5 @@
+// Promises: 1
+
 package accel
 
 // runtime.Goexit in f (t.Fatal, t.FailNow) where the op runs off the

@@ -1,3 +1,5 @@
+// Promises: none
+
 package accel
 
 import "testing"

@@ -1,3 +1,5 @@
+// Promises: 1, 6
+
 package accel
 
 import (

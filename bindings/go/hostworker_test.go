@@ -1,3 +1,5 @@
+// Promises: 5, 6
+
 package accel
 
 import (

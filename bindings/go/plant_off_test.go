@@ -1,3 +1,5 @@
+// Promises: none
+
 //go:build !accel_plant
 
 package accel

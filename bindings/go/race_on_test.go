@@ -1,3 +1,5 @@
+// Promises: none
+
 //go:build race
 
 package accel

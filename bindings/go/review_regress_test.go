@@ -1,3 +1,5 @@
+// Promises: 1
+
 package accel_test
 
 import (

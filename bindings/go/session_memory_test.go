@@ -1,3 +1,5 @@
+// Promises: 4, 5
+
 package accel
 
 // Session memory as VMs on one node use it: Alloc's bytes, Free's

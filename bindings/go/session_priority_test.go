@@ -1,3 +1,5 @@
+// Promises: 5
+
 package accel
 
 // A session's priority as the node sees it: in its metrics and after

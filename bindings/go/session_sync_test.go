@@ -1,3 +1,5 @@
+// Promises: 7
+
 package accel
 
 // Session.Sync as the old type's users call it: from goroutines an op

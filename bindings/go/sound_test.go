@@ -1,3 +1,5 @@
+// Promises: 1, 5
+
 package accel
 
 // The package used as the old VMSession's users use it: a lock held

@@ -1,3 +1,5 @@
+// Promises: 2
+
 package accel
 
 import (

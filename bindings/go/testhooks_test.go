@@ -1,3 +1,5 @@
+// Promises: none
+
 package accel
 
 // Switches of one runtime for the tests (plain Go: they set fields that

@@ -1,3 +1,5 @@
+// Promises: 1, 2, 3, 4, 5
+
 package accel
 
 import (
