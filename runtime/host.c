@@ -355,6 +355,11 @@ int accel_host_visit_detach(accel_runtime *rt, unsigned worker)
     if (!h || !h->open || accel__tls_current != h->v.s)
         return ACCEL_EINVAL;
     accel__tls_current = h->v.outer;
+    /* No thread runs the visit until an attach: the monitor leaves it
+     * (relaxed: as watch_here). */
+    if (h->watched)
+        atomic_store_explicit(&rt->workers[worker].in_visit, 0,
+                              memory_order_relaxed);
     return ACCEL_OK;
 }
 

@@ -2,13 +2,15 @@
  * accel host interface: for language runtimes that drive accel's workers
  * on their own threads (the Go binding, bindings/go), not for programs
  * that use accel's own worker threads. Such a runtime is created with
- * ACCEL_RUNTIME_HOST_WORKERS (accel.h): accel starts no threads, and the
- * host runs one loop per worker slot that asks the scheduler for ops
- * (accel_host_visit_begin), runs them its own way and reports them
- * (accel_host_visit_end); it sleeps and is woken through the idle
- * protocol and host_wake, and says when an op it runs blocks so that
- * another driver takes the slot's place (accel_host_blocking_begin,
- * host_grow, accel_host_slot_add).
+ * ACCEL_RUNTIME_HOST_WORKERS (accel.h): accel starts no worker threads
+ * (only its blocked-op monitor), and the host runs one loop per worker
+ * slot that asks the scheduler for ops (accel_host_visit_begin), runs
+ * them its own way and reports them (accel_host_visit_end); it sleeps and
+ * is woken through the idle protocol and host_wake. An op that blocks
+ * hands its slot's place to another driver, as on accel's own workers:
+ * the monitor finds the waits the host does not announce, the host
+ * announces those it knows (accel_host_blocking_begin), and the host
+ * starts the driver C asks for (host_grow, accel_host_slot_add).
  *
  * Thread-safety: unlike accel.h's calls, these are not free-threaded per
  * slot: calls on one worker slot must not overlap (one thread drives a
@@ -176,7 +178,8 @@ ACCEL_API int accel_host_visit_end_ex(accel_runtime *rt, unsigned worker,
  * accel_current_session() goes back to what it was before the visit),
  * accel_host_visit_attach(rt, w) on the thread that goes on with it (its
  * accel_current_session() is the visit's session until the end; the
- * monitor watches this thread from here). Attach needs no detach before
+ * monitor watches this thread from here; between the two it watches
+ * none). Attach needs no detach before
  * it when the old thread is gone. The visit's ops, its end and the
  * slot's other calls then come from the attached thread. Returns
  * ACCEL_OK, ACCEL_EINVAL (rt NULL or not host-driven, worker out of
