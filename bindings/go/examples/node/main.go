@@ -1,11 +1,15 @@
 // Command node is the Go twin of accel-nodesim (bench/nodesim): one node
 // process hosting 17 VMs with the priorities, op costs, cadences and
 // deadlines of bench/chains/default.conf, driven open-loop at a load
-// relative to the capacity it measures first, through accel and through
-// the old VMSession's design (a mutex per VM, f run on the caller's
-// goroutine; re-implemented below as oldVM) in the same run. It prints,
-// side by side, the ops on time per priority class, the p99 latency, the
-// work done and the work per CPU-second the process used.
+// relative to the capacity it measures first (with a submitter goroutine
+// per arrival running, as accel-nodesim measures it), through accel and
+// through the old VMSession's design (a mutex per VM, f run on the
+// caller's goroutine; re-implemented below as oldVM) on the same
+// arrivals in the same process. It prints, side by side, the ops on time
+// per priority class, the p99 latency, the work done and the work per
+// CPU-second the process used; with -reps N, N interleaved pairs per
+// scenario and a table of medians, ratios and targets
+// (scripts/go-node-table.sh writes it to bench/results/go-node.txt).
 //
 // The ops do real work with Go's standard library: consensus votes verify
 // ed25519 signatures (crypto/ed25519), EVM, DEX, KMS and bridge ops verify
@@ -16,7 +20,8 @@
 // one in 16 is corrupted, so every check must sometimes say "invalid"; a
 // wrong answer fails the run.
 //
-//	go run ./examples/node [-scenario all|steady|overload|blocking] [-duration 4s] [-load 0]
+//	go run ./examples/node [-scenario all|steady|overload|blocking|blocking-hint]
+//	    [-reps 1] [-duration 4s] [-seed 42] [-load 0] [-detail] [-cpuprofile FILE]
 //
 // docs/go.md ("The node example's numbers") says what each number means.
 package main
