@@ -449,6 +449,7 @@ type detail struct {
 	callP99            time.Duration           // scheduled arrival to its Submit call (the submitter's start)
 	startP50, startP99 [nClasses]time.Duration // Submit call to f's start, completed ops
 	counters           map[string]float64      // accel's runtime counters over the run (accel only)
+	waited             int                     // ops that ran with a wait (blocking scenarios)
 }
 
 // rtCounters are the accel runtime's counters -detail prints.
@@ -633,6 +634,9 @@ func runSystem(name string, rt *accel.Runtime, vms []submitter, ops []*op, d tim
 		case done:
 			lat[c.class] = append(lat[c.class], o.end-o.at)
 			starts[c.class] = append(starts[c.class], o.begin-o.call)
+			if sc.blocking && o.wait > 0 {
+				r.det.waited++
+			}
 			r.workAll += o.work
 			if o.end < d {
 				r.work += o.work
@@ -962,6 +966,9 @@ func printDetail(p pair) {
 			lat(time.Duration(d.schedP50*1e9)), lat(time.Duration(d.schedP99*1e9)), lat(d.callP99))
 		for k := 0; k < nClasses; k++ {
 			fmt.Printf(" %s %s/%s", className[k], lat(d.startP50[k]), lat(d.startP99[k]))
+		}
+		if d.waited > 0 {
+			fmt.Printf(", ops that waited %d", d.waited)
 		}
 		for _, name := range rtCounters {
 			if v, ok := d.counters[name]; ok {
