@@ -20,9 +20,13 @@
  * registration is used as it is and stays the host's to end; the host must
  * not register a thread that already called the library unregistered.
  * Such a thread may call the library from inside a read-side section of
- * its own, except to create or destroy a runtime or open a session while
- * another thread may fork(): a fork waits for liburcu's threads, whose
- * grace period waits for that section, and those calls wait for the fork.
+ * its own, except to create or destroy a runtime or open a session.
+ * Destroy needs an rcu_barrier and an open may resize the id table, which
+ * liburcu does not allow inside a read-side section (its rcu_barrier
+ * there returns at once: destroy would free the runtime while its
+ * sessions' reclamations are still queued). And while another thread may
+ * fork(), each of the three waits for the fork, the fork for liburcu's
+ * threads, whose grace period waits for that section.
  *
  * fork() without exec: in the child, every runtime created before the fork
  * (the parent's) is unusable. On it and its sessions, open, lookup, submit
