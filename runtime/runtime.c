@@ -172,6 +172,12 @@ int accel_runtime_destroy(accel_runtime *rt)
      * close waits for it). */
     if (accel__tls_current && accel__tls_current->rt == rt)
         return ACCEL_EDEADLK;
+    /* Inside the host's own read-side section liburcu refuses the
+     * rcu_barrier below and returns at once: the sessions' queued
+     * reclamations would then run on a freed runtime. Refuse before
+     * changing anything. */
+    if (accel__rcu_read_ongoing())
+        return ACCEL_EDEADLK;
 
     /* Host-driven: the host's workers have stopped (accel.h); run what
      * is still queued here, so the closes below find nothing to wait

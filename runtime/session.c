@@ -324,6 +324,11 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
         return ACCEL_EINVAL;
     if (accel__fork_stale(rt->fork_gen))
         return ACCEL_ECLOSED; /* the parent's runtime (fork.c) */
+    /* Inside the host's own read-side section: a table resize (any open
+     * may ask for one) is not allowed there. Refused whatever the table's
+     * size, so the answer does not depend on the session count. */
+    if (accel__rcu_read_ongoing())
+        return ACCEL_EDEADLK;
     int rc;
     const accel__backend_slot *slot =
         accel__backend_registry_choose(rt->backends, c.backend, NULL, &rc);

@@ -8,12 +8,18 @@
  * ended. A grace period after each scenario (accel_runtime_destroy waits
  * for one) walks the registry: a stale or doubled entry shows there.
  *
+ * Inside such a section of its own, a thread may not destroy a runtime
+ * (its rcu_barrier is refused there, and the sessions' reclamations still
+ * queued would run on a freed runtime) nor open a session (a table resize
+ * is not allowed there): both return ACCEL_EDEADLK and change nothing.
+ *
  * Promises: none
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include <urcu/urcu-memb.h>
 
@@ -105,4 +111,59 @@ Test(rcu_host, host_registered_thread_calls_accel, .timeout = 60)
 Test(rcu_host, host_unregisters_then_calls_accel_again, .timeout = 60)
 {
     run_host(1);
+}
+
+/* Sessions released inside the host's section wait for a grace period
+ * (their reclamations are queued on liburcu's thread): a destroy there
+ * would free the runtime under them. */
+Test(rcu_host, destroy_and_open_inside_the_hosts_section_refused,
+     .timeout = 60)
+{
+    urcu_memb_register_thread();
+    accel_runtime *rt = tu_runtime(2);
+    cr_assert_not_null(rt);
+    accel_session *s[8];
+    char id[16];
+    for (int i = 0; i < 8; i++) {
+        snprintf(id, sizeof(id), "in-section-%d", i);
+        s[i] = tu_open(rt, id, 8, 0);
+        cr_assert_not_null(s[i], "open %d", i);
+    }
+    urcu_memb_read_lock();
+    for (int i = 0; i < 8; i++) {
+        accel_op op = {.fn = count_op};
+        cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
+        cr_assert_eq(accel_session_close(s[i], ACCEL_CLOSE_DRAIN), ACCEL_OK);
+        accel_session_release(s[i]); /* reclamation queued (call_rcu) */
+    }
+    int rc = accel_runtime_destroy(rt);
+    if (rc == ACCEL_OK) {
+        /* It freed the runtime: let the queued reclamations run, so a
+         * sanitizer shows where they touch it, then fail. */
+        urcu_memb_read_unlock();
+        urcu_memb_barrier();
+        cr_assert_fail("destroy inside the host's own read-side section "
+                 "returned ACCEL_OK");
+    }
+    cr_assert_eq(rc, ACCEL_EDEADLK,
+                 "destroy inside the host's own read-side section");
+    accel_session *o = NULL;
+    cr_assert_eq(accel_session_open(rt,
+                                    &(accel_session_config){
+                                        .id = "opened-inside",
+                                        .backend = ACCEL_BACKEND_CPU},
+                                    &o),
+                 ACCEL_EDEADLK, "open inside the host's own section");
+    cr_assert_null(o, "a refused open returns no handle");
+    urcu_memb_read_unlock();
+    /* Nothing changed: the runtime works, the refused id was never
+     * taken. */
+    accel_session *again = tu_open(rt, "opened-inside", 8, 0);
+    cr_assert_not_null(again);
+    accel_op op = {.fn = count_op};
+    cr_assert_eq(accel_submit(again, &op, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(again, ACCEL_FOREVER), ACCEL_OK);
+    accel_session_release(again);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    urcu_memb_unregister_thread();
 }

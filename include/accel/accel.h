@@ -22,11 +22,11 @@
  * Such a thread may call the library from inside a read-side section of
  * its own, except to create or destroy a runtime or open a session.
  * Destroy needs an rcu_barrier and an open may resize the id table, which
- * liburcu does not allow inside a read-side section (its rcu_barrier
- * there returns at once: destroy would free the runtime while its
- * sessions' reclamations are still queued). And while another thread may
- * fork(), each of the three waits for the fork, the fork for liburcu's
- * threads, whose grace period waits for that section.
+ * liburcu does not allow inside a read-side section: there, destroy and
+ * open return ACCEL_EDEADLK and change nothing (create is not checked).
+ * And while another thread may fork(), each of the three waits for the
+ * fork, the fork for liburcu's threads, whose grace period waits for that
+ * section.
  *
  * fork() without exec: in the child, every runtime created before the fork
  * (the parent's) is unusable. On it and its sessions, open, lookup, submit
@@ -282,7 +282,9 @@ ACCEL_API int accel_runtime_create(const accel_runtime_config *cfg,
  * handles were never released: every handle of the runtime is invalid
  * afterwards. Returns ACCEL_OK, ACCEL_EINVAL (rt NULL) or ACCEL_EDEADLK
  * (called from inside an op, or a done callback, of a session of this
- * runtime; nothing is done). Inside an op of another runtime it proceeds.
+ * runtime, or from inside a liburcu read-side section of the calling
+ * thread's own; nothing is done). Inside an op of another runtime it
+ * proceeds.
  * Not to be called twice on one runtime, nor concurrently with other calls
  * on its sessions (out of contract, like free()). */
 ACCEL_API int accel_runtime_destroy(accel_runtime *rt);
@@ -372,7 +374,9 @@ typedef struct accel_session_config {
 /* Opens a session and returns a handle to it in *out.
  * Returns ACCEL_OK; ACCEL_EINVAL (NULL rt/cfg/out/id, empty or overlong id,
  * priority > 1000, memory_budget < 0, unknown backend or flags, depth above
- * the maximum); ACCEL_EEXIST (an open session has this id);
+ * the maximum); ACCEL_EEXIST (an open session has this id); ACCEL_EDEADLK
+ * (called from inside a liburcu read-side section of the calling thread's
+ * own: see "Thread-safety"; nothing is done);
  * ACCEL_ENOBACKEND (CUDA asked for and no usable device, or the CUDA
  * backend has failed); ACCEL_ENOMEM; ACCEL_EBACKEND (the CUDA backend could
  * not make the session's stream, events or pool for another reason than
