@@ -12,8 +12,9 @@
  *
  *   blocker (W):  blocked++; [fence]; claim a parked worker and wake it,
  *                 else if work is queued: spawn if owed
- *   submitter:    enqueue; [fence]; claim a parked worker and wake it,
- *                 else (starved) if blocked > extras: spawn if owed
+ *   submitter:    enqueue [seq_cst push]; claim a parked worker and wake
+ *                 it, else (starved) [seq_cst load] if blocked > extras:
+ *                 spawn if owed
  *   spawn if owed: extras < blocked && extras < CAP: extras++, start one
  *   extra worker: pick; found: run it, then leave if surplus (extras >
  *                 blocked: extras--); none: park: parked++ [fence], pick
@@ -22,8 +23,9 @@
  *                 is passed on like the blocker's hand-off)
  *   unpark:       parked--, and one claim fewer if any (took one)
  *
- * Spin interleaves the steps in program order, which the fences give the
- * real code (futex.h's asymmetric pair). Correct: C's op always runs, so
+ * Spin interleaves the steps in program order, which the fences and the
+ * seq_cst accesses give the real code (futex.h's asymmetric pair; the
+ * blocker's fence against the submitter's seq_cst push and load). Correct: C's op always runs, so
  * A ends (no invalid end state), and extras never passes CAP.
  *
  * -DBROKEN_LOOK_FIRST: the blocker looks for queued work before it counts

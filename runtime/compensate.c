@@ -5,17 +5,19 @@
  *   blocker:   blocked++; block |= OWN; seq_cst fence;
  *              wake a parked general worker, else if work is queued and
  *              extra_active < blocked: extra_active++, start an extra
- *   submitter: enqueue; fence_hot; no parked general worker to claim;
- *              seq_cst fence; if blocked > extra_active: the same start
- *              (starved)
+ *   submitter: enqueue (the push's seq_cst RMWs); fence_hot; no parked
+ *              general worker to claim; seq_cst load of blocked; if
+ *              blocked > extra_active: the same start (starved)
  * Either the blocker's look at the scheduler sees the submitter's work, or
- * the submitter's load sees the blocker counted (two seq_cst fences: the
- * first in their total order orders its side's store before the other
- * side's load): new work never waits behind a blocked worker with no one
- * sent for it. Not the asymmetric pair of futex.h: its membarrier, on
- * every begin, IPIs each CPU running the process and serializes in the
- * kernel (a blocking op's begin is not rare under load); the submitter
- * pays a fence only when it found no parked worker. models/blocked.pml checks this hand-off with the park/wake
+ * the submitter's load sees the blocker counted (the blocker's fence and
+ * the submitter's push and load are seq_cst: whichever side is first in
+ * their total order has its store seen by the other side's load): new
+ * work never waits behind a blocked worker with no one sent for it. Not
+ * the asymmetric pair of futex.h: its membarrier, on every begin, IPIs
+ * each CPU running the process and serializes in the kernel (a blocking
+ * op's begin is not rare under load); the submitter pays no fence (its
+ * push's RMWs are locked anyway on x86, and its seq_cst load is a plain
+ * one there). models/blocked.pml checks this hand-off with the park/wake
  * protocol of park.c.
  *
  * Counting: `blocked` is raised before a worker's block word goes from 0
@@ -231,8 +233,8 @@ static void hand_on(accel_runtime *rt)
     if (!rt->comp.ops.wake_parked)
         return; /* host-driven: the host's own drivers */
     /* The blocker's half of the pair at the top: blocked++ before, the
-     * look at the scheduler after (the submitter's seq_cst fence is in
-     * accel__park_wake_lanes, park.c). */
+     * look at the scheduler after (the submitter's half, its push and its
+     * seq_cst load of blocked, is in park.c's wake_lanes). */
     atomic_thread_fence(memory_order_seq_cst);
     if (rt->comp.ops.wake_parked(rt))
         return;
@@ -242,8 +244,9 @@ static void hand_on(accel_runtime *rt)
 
 void accel__comp_starved(accel_runtime *rt)
 {
-    /* relaxed: the submitter's half of the pair at the top (its seq_cst
-     * fence came before, in the wake path). */
+    /* relaxed: the submitter's half of the pair at the top was its
+     * seq_cst load of blocked in the wake path (park.c); this load of the
+     * same word after it reads that value or a later one. */
     if (atomic_load_explicit(&rt->blocked, memory_order_relaxed) >
         atomic_load_explicit(&rt->extra_active, memory_order_relaxed))
         spawn_if_owed(rt);

@@ -98,7 +98,14 @@ static void wake_claimed(accel_runtime *rt, _Atomic uint32_t *word,
     accel__futex_wake(word, 1);
 }
 
-void accel__park_wake_lanes(accel_runtime *rt, unsigned lanes)
+/* The wake path. pushed: this thread has just pushed the session into the
+ * scheduler (accel__sched_enqueue), and the push's seq_cst RMWs (the
+ * calendar's head CAS [R1] and bit set [SC1], sched_calendar.c) stand
+ * where a seq_cst fence would in the blocked hand-off (compensate.c: the
+ * submitter's half), so the path with no parked worker is a compiler
+ * barrier and three plain loads (on x86). A caller that pushed nothing
+ * (a parked worker passing its claim on) fences instead. */
+static inline void wake_lanes(accel_runtime *rt, unsigned lanes, bool pushed)
 {
     accel__fence_hot();
     if ((lanes & ACCEL__SCHED_LANE_SHORT) && claim_parked(&rt->idle_short))
@@ -108,20 +115,38 @@ void accel__park_wake_lanes(accel_runtime *rt, unsigned lanes)
             wake_claimed(rt, &rt->park_seq, ACCEL__LANE_GENERAL);
         /* No parked worker for it: blocked workers may be owed an extra,
          * or the monitor may need arming (compensate.c: the submitter's
-         * half of its fence pairs, the seq_cst fence here for `blocked`,
-         * the fence_hot above for the monitor's flag).
-         * relaxed: two loads of this line, 0 and 1 unless so. */
+         * half of its pairs; for the monitor's flag, the fence_hot
+         * above). */
         else {
-            atomic_thread_fence(memory_order_seq_cst);
+            if (!pushed)
+                atomic_thread_fence(memory_order_seq_cst);
+            /* seq_cst load of `blocked`: pairs with the blocker's seq_cst
+             * fence (hand_on, compensate.c). The push's seq_cst RMWs
+             * precede this load in the single total order S. If the
+             * blocker's fence precedes it too, this load sees the
+             * blocker counted (C11 7.17.3: a seq_cst load after a
+             * seq_cst fence in S sees what was sequenced before the
+             * fence); else the fence follows this load, so the push too,
+             * and the blocker's look at the scheduler after its fence
+             * sees the push (a load sequenced after a seq_cst fence sees
+             * the seq_cst writes before the fence in S). Not pushed: the
+             * fence above pairs with the blocker's, fence to fence. On
+             * x86 a plain load. relaxed: the monitor's flag (0 and 1
+             * unless so; the same line). */
             if (__builtin_expect(
                     atomic_load_explicit(&rt->blocked,
-                                         memory_order_relaxed) != 0 ||
+                                         memory_order_seq_cst) != 0 ||
                         !atomic_load_explicit(&rt->monitor_armed,
                                               memory_order_relaxed),
                     0))
                 accel__comp_starved(rt);
         }
     }
+}
+
+void accel__park_wake_lanes(accel_runtime *rt, unsigned lanes)
+{
+    wake_lanes(rt, lanes, true);
 }
 
 bool accel__park_wake_general(accel_runtime *rt)
@@ -234,8 +259,9 @@ void accel__park_leave(accel_runtime *rt, accel__lane lane, bool found)
      * so pass the wake on to another parked worker (a claim on the short
      * lane was for work both lanes may run). models/lanes.pml */
     if (unpark(idle) && found)
-        accel__park_wake_lanes(rt, lane == ACCEL__LANE_SHORT
-                                         ? ACCEL__SCHED_LANE_SHORT |
-                                               ACCEL__SCHED_LANE_GENERAL
-                                         : ACCEL__SCHED_LANE_GENERAL);
+        wake_lanes(rt,
+                   lane == ACCEL__LANE_SHORT
+                       ? ACCEL__SCHED_LANE_SHORT | ACCEL__SCHED_LANE_GENERAL
+                       : ACCEL__SCHED_LANE_GENERAL,
+                   false);
 }

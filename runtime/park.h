@@ -33,8 +33,11 @@ bool accel__park_enqueue_or_take(accel_session *s, accel__lane lane);
 
 /* Wakes one parked worker of the lanes in mask (ACCEL__SCHED_LANE_*, as
  * returned by accel__sched_enqueue), a short-lane one first, claiming it:
- * a second wake before it runs goes to another parked worker. Hot path: a
- * compiler barrier and a relaxed load when no worker is parked. */
+ * a second wake before it runs goes to another parked worker. Only right
+ * after this thread's accel__sched_enqueue returned mask: that push's
+ * seq_cst RMWs are the caller's half of the blocked hand-off
+ * (compensate.c). Hot path: a compiler barrier and three plain loads (on
+ * x86) when no worker is parked. */
 void accel__park_wake_lanes(accel_runtime *rt, unsigned lanes);
 
 /* The compensation's hook (compensate.h: wake_parked): claims and wakes

@@ -23,6 +23,11 @@
  *    weaker orders (RMWs are locked, loads are plain).
  * A pick that finds no bit returns NULL only while no push has completed
  * its bit: the enqueuer wakes a worker after it (park.c).
+ *  - A push's seq_cst head CAS and bit set are also the enqueuer's half
+ *    of the blocked hand-off (compensate.c; park.c's wake path loads
+ *    `blocked` seq_cst after them, with no fence): a blocker's look at the
+ *    calendar after its seq_cst fence sees the push unless that load sees
+ *    the blocker counted.
  */
 #include <sys/mman.h>
 
@@ -74,8 +79,8 @@ static void stack_push(_Atomic uint64_t *h, accel__sched_node *v,
         atomic_store_explicit(&v[idx].next, (uint32_t)old,
                               memory_order_relaxed);
         ACCEL__YIELD_POINT();
-        /* [R1] release (seq_cst for [SC1]): publishes node.e/next; pairs
-         * with [A1]. */
+        /* [R1] release (seq_cst for [SC1] and the blocked hand-off, the
+         * top of this file): publishes node.e/next; pairs with [A1]. */
         if (atomic_compare_exchange_weak_explicit(h, &old,
                                                   head_make(old, idx),
                                                   memory_order_seq_cst,
@@ -133,14 +138,18 @@ void accel__sched_node_put(accel__sched_nodes *n, uint32_t idx)
 static void set_top(accel__sched_cal *c, unsigned w)
 {
     uint64_t bit = 1ull << w;
-    /* [SC2] seq_cst: pairs with the clear-then-recheck in first(). */
+    /* [SC2] seq_cst: pairs with the clear-then-recheck in first(), and
+     * with a blocker's fence (the blocked hand-off, the top of this
+     * file). */
     if (!(atomic_load_explicit(&c->top, memory_order_seq_cst) & bit))
         atomic_fetch_or_explicit(&c->top, bit, memory_order_seq_cst);
 }
 
 static void set_bit(accel__sched_cal *c, unsigned slot)
 {
-    /* [SC1] seq_cst: pairs with the clear-then-recheck in pop(). */
+    /* [SC1] seq_cst: pairs with the clear-then-recheck in pop(), and
+     * with a blocker's fence (the blocked hand-off, the top of this
+     * file). */
     atomic_fetch_or_explicit(&c->words[slot / 64], 1ull << (slot % 64),
                              memory_order_seq_cst);
     ACCEL__YIELD_POINT();

@@ -60,8 +60,7 @@ static inline bool ring_ready_soon(accel_session *s, uint64_t h)
 void accel__visit_begin(accel__visit *v, accel_runtime *rt, accel_session *s,
                         uint64_t now)
 {
-    *v = (accel__visit){.rt = rt, .s = s, .t0 = now,
-                        .outer = accel__tls_current};
+    *v = (accel__visit){.rt = rt, .s = s, .t0 = now};
     v->quota = accel__sched_visit_ops(rt->sched, &s->se);
     if (s->bops->capacity) {
         uint32_t room = s->bops->capacity(s->bstate);
@@ -86,7 +85,12 @@ void accel__visit_begin(accel__visit *v, accel_runtime *rt, accel_session *s,
     v->h = atomic_load_explicit(&s->rc.head, memory_order_relaxed);
     /* visit_start(session, id, ops allowed) */
     ACCEL_TRACE3(visit_start, s, s->id, v->quota);
-    accel__tls_current = s; /* ops and done callbacks of s run here */
+    /* Both accesses of this thread's current session together, with no
+     * call between them: one look-up of its address (in a shared library
+     * a _Thread_local's address is a __tls_get_addr call). */
+    accel_session **current = &accel__tls_current;
+    v->outer = *current;
+    *current = s; /* ops and done callbacks of s run here */
 }
 
 /* How many ops of a run of k may have their positions released: up to
