@@ -95,12 +95,12 @@
 //
 // # Memory
 //
-// Session.Alloc returns zeroed memory charged to the session's budget.
+// Session.Alloc returns zeroed Go memory charged to the session's budget.
 // Session.Free releases only a block of its own session's Alloc not yet
-// freed: a double Free, another session's block or a slice starting
-// inside a block panics in the caller, with nothing changed (inside an
-// op, the op fails with a *PanicError). Release refunds only what
-// Reserve charged.
+// freed: a double Free (also after a later Alloc got the same address),
+// another session's block or a slice starting inside a block panics in
+// the caller, with nothing changed (inside an op, the op fails with a
+// *PanicError). Release refunds only what Reserve charged.
 //
 // # Differences from the old type
 //

@@ -1,7 +1,6 @@
 package accel
 
 /*
-#include <stdlib.h>
 #include "shim.h"
 */
 import "C"
@@ -107,8 +106,9 @@ func (s *Session) enter() *C.accel_session {
 func (s *Session) exit() { s.v.h.exit() }
 
 // Alloc returns bytes of zeroed memory charged to the session's budget
-// (ErrSessionBudgetExceeded past the cap). The memory is outside the Go
-// heap: give it back with Free.
+// (ErrSessionBudgetExceeded past the cap). The block is Go memory, owned
+// by the session until Free: give it back with Free (cgo's rules for
+// passing Go memory to C apply to it).
 func (s *Session) Alloc(bytes int) ([]byte, error) {
 	if bytes <= 0 {
 		return nil, ErrInvalidArgument
@@ -117,26 +117,39 @@ func (s *Session) Alloc(bytes int) ([]byte, error) {
 	if c == nil {
 		return nil, ErrSessionClosed
 	}
-	var p unsafe.Pointer
-	rc := int(C.goaccel_alloc(c, C.size_t(bytes), &p))
+	defer s.exit()
+	rc := int(C.accel_session_reserve(c, C.int64_t(bytes)))
 	if rc != C.ACCEL_OK {
-		s.exit()
 		return nil, statusErr(rc)
 	}
-	// malloc's bytes may be what another session freed (a key, a state):
-	// they are cleared before anyone sees them.
-	b := unsafe.Slice((*byte)(p), bytes)
-	clear(b)
+	// A fresh Go block is zeroed, so no session sees what another freed;
+	// and while any slice of a freed block lives, Go gives its address to
+	// no other block, so blocks' keys below never alias a stale slice.
+	b := makeBlock(bytes)
+	if b == nil {
+		C.accel_session_unreserve(c, C.int64_t(bytes))
+		return nil, statusErr(C.ACCEL_ENOMEM)
+	}
 	v := s.v
 	v.memMu.Lock()
 	if v.blocks == nil {
-		v.blocks = make(map[uintptr]int64)
+		v.blocks = make(map[*byte]int64)
 	}
-	v.blocks[uintptr(p)] = int64(bytes)
+	v.blocks[unsafe.SliceData(b)] = int64(bytes)
 	v.held.Add(int64(bytes))
 	v.memMu.Unlock()
-	s.exit()
 	return b, nil
+}
+
+// makeBlock returns make([]byte, n), or nil where n is past what a Go
+// slice may hold.
+func makeBlock(n int) (b []byte) {
+	defer func() {
+		if recover() != nil {
+			b = nil
+		}
+	}()
+	return make([]byte, n)
 }
 
 // Free releases a block from this session's Alloc and refunds its charge.
@@ -144,13 +157,15 @@ func (s *Session) Alloc(bytes int) ([]byte, error) {
 // starts (b[:0] too); a nil or zero-capacity b is ignored. After Close the
 // block is still released (and MemoryUsed drops by its size).
 //
-// Free checks its argument: a block freed already, one of another
-// session's Alloc (even of a session of the same VM), a slice that starts
-// inside a block (b[8:]) or memory Alloc never returned makes Free panic,
-// in the caller's goroutine, with a message that begins "accel:
-// Session.Free", having changed nothing: no memory is released and no
-// session's charge moves. Inside an op the panic fails that op with a
-// *PanicError, as any panic in f does; the session goes on.
+// Free checks its argument: a block freed already (also when a later
+// Alloc returned a block at the same address), one of another session's
+// Alloc (even of a session of the same VM), a slice that starts inside a
+// block (b[8:]) or memory Alloc never returned makes Free panic, in the
+// caller's goroutine, with a message that begins "accel: Session.Free",
+// having changed nothing: no block is released and no session's charge
+// moves. Inside an op the panic fails that op with a *PanicError, as any
+// panic in f does; the session goes on. A released block is Go's: the
+// caller must not use it after Free.
 func (s *Session) Free(b []byte) {
 	if cap(b) == 0 {
 		return
@@ -158,27 +173,26 @@ func (s *Session) Free(b []byte) {
 	if s == nil {
 		panic("accel: Session.Free on a nil *Session (an unavailable session's): nothing was freed")
 	}
-	p := unsafe.Pointer(&b[:1][0])
+	p := unsafe.SliceData(b)
 	v := s.v
 	v.memMu.Lock()
-	size, ok := v.blocks[uintptr(p)]
+	size, ok := v.blocks[p]
 	if ok {
-		delete(v.blocks, uintptr(p))
+		delete(v.blocks, p)
 		v.held.Add(-size)
 	}
 	v.memMu.Unlock()
 	if !ok {
 		panic("accel: Session.Free on session " + strconv.Quote(v.id) + ": " +
-			strconv.Itoa(cap(b)) + "-byte slice at 0x" + strconv.FormatUint(uint64(uintptr(p)), 16) +
+			strconv.Itoa(cap(b)) + "-byte slice at 0x" + strconv.FormatUint(uint64(uintptr(unsafe.Pointer(p))), 16) +
 			" is not a block of this session's Alloc not yet freed (freed already, another session's," +
 			" or not starting where Alloc's block starts); nothing was freed")
 	}
 	c := s.enter()
 	if c == nil {
-		C.free(p) // the C session is gone: nothing left to refund
-		return
+		return // the C session is gone: nothing left to refund
 	}
-	C.goaccel_free(c, p, C.size_t(size))
+	C.accel_session_unreserve(c, C.int64_t(size))
 	s.exit()
 }
 

@@ -239,3 +239,37 @@ func TestMemoryUsedAfterCloseKeepsWhatWasHeld(t *testing.T) {
 		})
 	}
 }
+
+// A VM's double Free after its next Alloc got the same address must not
+// free that live block: kms frees b1, allocates b2, frees b1 again by
+// mistake. That Free panics and changes nothing; dex's next Alloc is not
+// kms's live block, and kms's b2 stays charged until kms frees it.
+func TestDoubleFreeAfterReuseKeepsTheLiveBlock(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	kms, _ := rt.NewVMSession("kms")
+	dex, _ := rt.NewVMSession("dex")
+	defer kms.Close()
+	defer dex.Close()
+	sk, sd := kms.Session(), dex.Session()
+	b1 := allocIn(t, kms, 64)
+	sk.Free(b1)
+	b2 := allocIn(t, kms, 64) // kms's live block
+	msg := freeMisuse(sk, b1) // kms's bug: b1 freed twice
+	if !strings.Contains(msg, "accel: Session.Free") {
+		t.Errorf("second Free of a freed block (b1 and the live b2 at the same address: %v): panic %q, want one naming Session.Free",
+			&b1[0] == &b2[0], msg)
+	}
+	if u := sk.MemoryUsed(); u != 64 {
+		t.Errorf("kms after the second Free of b1: MemoryUsed %d, want 64 (b2 live)", u)
+	}
+	c := allocIn(t, dex, 64)
+	copy(b2, "kms secret key material")
+	if &c[0] == &b2[0] || string(c[:3]) == "kms" {
+		t.Fatalf("dex's Alloc'd block is kms's live block: dex reads %q", c[:23])
+	}
+	sd.Free(c)
+	sk.Free(b2)
+	if uk, ud := sk.MemoryUsed(), sd.MemoryUsed(); uk != 0 || ud != 0 {
+		t.Errorf("after every Free: MemoryUsed kms %d dex %d, want 0 0", uk, ud)
+	}
+}

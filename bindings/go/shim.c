@@ -217,31 +217,6 @@ int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
     return rc;
 }
 
-int goaccel_alloc(accel_session *s, size_t bytes, void **out)
-{
-    if (bytes == 0 || bytes > INT64_MAX)
-        return ACCEL_EINVAL;
-    int rc = accel_session_reserve(s, (int64_t)bytes);
-    if (rc != ACCEL_OK)
-        return rc;
-    void *p = malloc(bytes);
-    if (p == NULL) {
-        accel_session_unreserve(s, (int64_t)bytes);
-        return ACCEL_ENOMEM;
-    }
-    *out = p;
-    return ACCEL_OK;
-}
-
-void goaccel_free(accel_session *s, void *p, size_t bytes)
-{
-    if (p == NULL)
-        return;
-    free(p);
-    accel_session_unreserve(s, (int64_t)bytes);
-}
-
-
 /* ---- Compensation for blocked drivers (compensate.go) */
 
 /* The runtime's host_grow: a slot counted blocked is owed another driver.

@@ -110,10 +110,6 @@ typedef struct goaccel_op_thread {
 void goaccel_op_thread_get(goaccel_op_thread *t);
 void goaccel_op_thread_set(const goaccel_op_thread *t);
 
-/* Budgeted memory outside an op: reserve then malloc; free then refund. */
-int goaccel_alloc(accel_session *s, size_t bytes, void **out);
-void goaccel_free(accel_session *s, void *p, size_t bytes);
-
 /* ---- Compensation for blocked drivers (compensate.go) */
 
 /* The runtime's host_grow (set by goaccel_runtime_create): goAccelGrow. */

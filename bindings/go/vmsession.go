@@ -56,10 +56,11 @@ type VMSession struct {
 	// Memory charged through *Session, kept here also for after the C
 	// session is freed (MemoryUsed) and so that Free and Release refund
 	// only what this session charged: blocks maps each live Alloc block's
-	// address to its size; reserved is Reserve's bytes not yet Released;
-	// held is their sum. memMu guards blocks and reserved.
+	// first byte to its size (and keeps the block alive until Free);
+	// reserved is Reserve's bytes not yet Released; held is their sum.
+	// memMu guards blocks and reserved.
 	memMu    sync.Mutex
-	blocks   map[uintptr]int64
+	blocks   map[*byte]int64
 	reserved int64
 	held     atomic.Int64
 	// roomTok: held by the one Submit with a ctx that waits in C for
