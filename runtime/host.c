@@ -339,7 +339,10 @@ int accel_host_visit_end_ex(accel_runtime *rt, unsigned worker,
 int accel_host_visit_attach(accel_runtime *rt, unsigned worker)
 {
     accel__host_slot *h = slot_of(rt, worker);
-    if (!h || !h->open)
+    /* A thread that runs the visit already (began or attached it) keeps
+     * the outer session it has: an attach here would make the visit's
+     * end put back the visit's own session. */
+    if (!h || !h->open || accel__tls_current == h->v.s)
         return ACCEL_EINVAL;
     /* The visit's end puts back what this thread had before it. */
     h->v.outer = accel__tls_current;

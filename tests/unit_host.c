@@ -694,6 +694,37 @@ Test(host, visit_end_ex_attach_and_more, .timeout = 30)
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+/* An attach from the thread that runs the visit already refuses and
+ * changes nothing: the visit's end still puts back the thread's session
+ * from before the visit (none), so a sync after it waits as any other. */
+Test(host, attach_on_the_visits_own_thread, .timeout = 30)
+{
+    host h = {0};
+    accel_runtime *rt = host_runtime(&h, 1, 0);
+    accel_session *s = tu_open(rt, "s", 16, 0);
+    tu_rec r = {0};
+    accel_op op = tu_rec_op(&r), ops[4];
+    int st[4] = {0};
+    unsigned n = 0;
+    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 4, &n), ACCEL_OK);
+    cr_assert_eq(n, 1);
+    cr_expect_eq(accel_host_visit_attach(rt, 0), ACCEL_EINVAL,
+                 "this thread runs the visit already");
+    cr_assert_eq(accel_current_session(), s);
+    st[0] = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end(rt, 0, st, 1), ACCEL_OK);
+    cr_expect_null(accel_current_session(),
+                   "the end puts back the thread's session from before");
+    cr_assert_eq(accel_session_sync(s, ACCEL_NO_WAIT), ACCEL_OK,
+                 "outside any op: not the op's own session");
+    cr_assert_eq(r.fn_calls, 1);
+    cr_assert_eq(r.done_calls, 1);
+    unit_step("release of s and runtime destroy");
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
 /* Destroy with ops queued and no host worker driving: destroy's thread
  * runs them (through fn), each done once. (The handle is not released
  * first: a release closes with DRAIN and waits for a worker.) */

@@ -183,8 +183,10 @@ ACCEL_API int accel_host_visit_end_ex(accel_runtime *rt, unsigned worker,
  * it when the old thread is gone. The visit's ops, its end and the
  * slot's other calls then come from the attached thread. Returns
  * ACCEL_OK, ACCEL_EINVAL (rt NULL or not host-driven, worker out of
- * range, no visit open on the slot; for detach also: the calling thread
- * does not run the slot's visit; nothing changed). */
+ * range, no visit open on the slot; for attach also: the calling thread
+ * runs the slot's visit already (its accel_current_session() is the
+ * visit's session); for detach also: the calling thread does not run the
+ * slot's visit; nothing changed). */
 ACCEL_API int accel_host_visit_attach(accel_runtime *rt, unsigned worker);
 ACCEL_API int accel_host_visit_detach(accel_runtime *rt, unsigned worker);
 
