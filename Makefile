@@ -80,6 +80,8 @@ test-reliability: need
 # beside the binding's tests would shift what those tests count.
 test-go: need-go
 	cd bindings/go && $(GO_ENV) go vet ./... && $(GO_ENV) go test -race -count=1 -p 1 -timeout 20m ./...
+	cd bindings/go && $(GO_ENV) go test -race -count=1 -tags accel_plant -timeout 5m \
+	  -run '^TestRuntimeCloseWaitsForAnInOpCloseRelease$$' .
 
 # The Go tests once more with the C side (and cgo's checks of Go memory)
 # under AddressSanitizer: a use of a freed session or runtime from Go is

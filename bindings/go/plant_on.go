@@ -13,7 +13,16 @@ var (
 	noGrowForTest atomic.Bool
 	// yieldOffForTest: drivers never yield their P between visits.
 	yieldOffForTest atomic.Bool
+	// releaseHookForTest, if set, runs in chandle.free just before the C
+	// release: a test holds a release there to race Runtime.Close with it.
+	releaseHookForTest atomic.Pointer[func()]
 )
 
 func growOff() bool  { return noGrowForTest.Load() }
 func yieldOff() bool { return yieldOffForTest.Load() }
+
+func releaseHook() {
+	if f := releaseHookForTest.Load(); f != nil {
+		(*f)()
+	}
+}

@@ -9,14 +9,7 @@ package accel
 // #include "shim.h"
 import "C"
 
-import (
-	"runtime"
-	"sync/atomic"
-)
-
-// releaseHookForTest, if set, runs in chandle.free just before the C
-// release: a test holds a release there to race Runtime.Close with it.
-var releaseHookForTest atomic.Pointer[func()]
+import "runtime"
 
 // closeCancelForTest closes v as Close does, but with ACCEL_CLOSE_CANCEL
 // (queued ops complete unrun), without waiting when called from inside
