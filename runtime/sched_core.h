@@ -113,6 +113,12 @@ unsigned accel__sched_peek(accel__sched *s, accel__lane lane,
                           accel__sched_entity **e, uint32_t *hint,
                           unsigned max);
 
+/* How many entities a worker of `lane` could pick now, counted up to
+ * max (1: whether its pick would find one). A hint, not a claim: others
+ * may pick or queue meanwhile. Lock-free, read-only but for the
+ * calendar's stale-bit repair (sched_calendar.c). */
+unsigned accel__sched_queued(accel__sched *s, accel__lane lane, unsigned max);
+
 /* How many ops the coming visit of e may run (the quantum in ops, shortened
  * so that it is expected to fit quantum_ns). Only the picking worker. */
 uint32_t accel__sched_visit_ops(const accel__sched *s,

@@ -320,6 +320,43 @@ unsigned accel__sched_peek(accel__sched *s, accel__lane lane,
     return n;
 }
 
+unsigned accel__sched_queued(accel__sched *s, accel__lane lane, unsigned max)
+{
+    unsigned n = 0;
+    for (unsigned k = lowest_class(s, lane); k < s->ncls && n < max; k++) {
+        unsigned slot;
+        uint64_t key;
+        if (!first_bucket(s, k, &slot, &key))
+            continue;
+        unsigned start = slot, off = 0;
+        for (;;) {
+            /* relaxed (here and below): a count, read as peek reads
+             * (type-stable nodes; a reused node's next may lead anywhere
+             * in the array, or to 0). */
+            uint32_t idx = (uint32_t)atomic_load_explicit(
+                &s->cal[k].heads[slot], memory_order_relaxed);
+            for (uint32_t hops = 0;
+                 idx && idx < s->nodes.cap && n < max && hops < s->nodes.cap;
+                 hops++) {
+                n++;
+                idx = atomic_load_explicit(&s->nodes.v[idx].next,
+                                           memory_order_relaxed);
+            }
+            if (n >= max)
+                break;
+            int f = accel__sched_cal_first(&s->cal[k], slot + 1);
+            if (f < 0)
+                break;
+            unsigned d = ((unsigned)f - start) & (SLOTS - 1);
+            if (d <= off)
+                break; /* around the calendar once */
+            off = d;
+            slot = (unsigned)f;
+        }
+    }
+    return n;
+}
+
 accel__sched_entity *accel__sched_pick(accel__sched *s, accel__lane lane)
 {
     unsigned lo = lowest_class(s, lane);

@@ -24,6 +24,47 @@
 #include "worker.h"
 #include "yield.h"
 
+/* A parked worker that no wake has claimed yet: its count word
+ * (runtime.h: parked in the low 32 bits, claimed in the high). */
+static inline bool has_unclaimed(uint64_t idle)
+{
+    return (uint32_t)idle != (uint32_t)(idle >> 32);
+}
+
+/* Before the visit's end re-queues s (s has more ops ready): if another
+ * session already waits in the scheduler for a lane whose worker sleeps
+ * unclaimed, this worker will take only one of the two next, so wake that
+ * worker now: once per visit, and only then (no wake when s is the only
+ * ready session: this worker takes it). Done before the re-queue, so
+ * that two ready sessions never sit beside a sleeping worker that nobody
+ * is waking while this worker is preempted between its re-queue and its
+ * pick. A help, not a wake-up the enqueues owe: every queued session's
+ * enqueuer woke a worker or was one. */
+static void wake_for_queued(accel_runtime *rt, const accel__visit *v)
+{
+    /* Pairs with the parker's fence_cold between its announce and its
+     * second pick (park.c): either these loads see it parked, or that pick
+     * sees the sessions queued before them. relaxed: counts; the calendar
+     * publishes the sessions, and a claim publishes nothing. */
+    accel__fence_hot();
+    uint64_t is = atomic_load_explicit(&rt->idle_short, memory_order_relaxed);
+    uint64_t iw =
+        atomic_load_explicit(&rt->idle_workers, memory_order_relaxed);
+    if (__builtin_expect(!has_unclaimed(is) && !has_unclaimed(iw), 1))
+        return;
+    if (!accel__ring_sc_ready(ACCEL__RING(v->s), v->h))
+        return; /* s goes idle: this worker takes the other one */
+    if (has_unclaimed(is) &&
+        accel__sched_queued(rt->sched, ACCEL__LANE_SHORT, 1))
+        /* The short lane's mask only: its claim and wake. The blocked
+         * hand-off that needs a push right before it (park.h) is on the
+         * general lane's path, which this call does not take. */
+        accel__park_wake_lanes(rt, ACCEL__SCHED_LANE_SHORT);
+    else if (has_unclaimed(iw) &&
+             accel__sched_queued(rt->sched, ACCEL__LANE_GENERAL, 1))
+        accel__park_wake_general(rt);
+}
+
 /* Runs one visit of s starting at *now (the clock read when the visit
  * began: the end of the previous visit when the worker went straight on),
  * and leaves the visit's end time in *now. w: the worker thread running
@@ -40,6 +81,8 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
         w->own_ns = 0;
     accel__visit_begin(&v, rt, s, *now);
     accel__visit_run(&v);
+    if (w)
+        wake_for_queued(rt, &v);
     /* relaxed: a look at whether the monitor marked w, or took a mark
      * back in this visit (the call reads what it published with either as
      * a seqlock: compensate.c). */
