@@ -155,10 +155,12 @@ func runRec(r *opRec, d *driver) C.int {
 		return runGroup(r, s, d)
 	}
 	// f never starts after its ctx ended: the C deadline drops an op
-	// unstarted only up to the take, and a cancel may come after it.
-	if ctx, done := r.opCtx(); chanDone(done) {
+	// unstarted only up to the take, and a cancel may come after it. A
+	// deadline is read too, as ctx's timer may fire late (nothing for a
+	// ctx that never ends: done nil).
+	if ctx, done := r.opCtx(); chanDone(done) || pastDeadline(ctx, done) {
 		s.cancelled.Add(1)
-		finish(r, ctxErr(ctx, C.ACCEL_ECANCELED), d)
+		finish(r, ctxErr(ctx, C.ACCEL_EEXPIRED), d)
 		return 0
 	}
 	s.dispatched.Add(1)
@@ -173,6 +175,16 @@ func runRec(r *opRec, d *driver) C.int {
 		return 1 // counted as failed by the C stats too
 	}
 	return 0
+}
+
+// pastDeadline reports whether ctx has a deadline that has passed (done:
+// ctx.Done(); nil, a ctx that never ends, reads no clock).
+func pastDeadline(ctx context.Context, done <-chan struct{}) bool {
+	if done == nil {
+		return false
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // ctxErr is the error of an op that its ctx stopped: ctx.Err(), or, if

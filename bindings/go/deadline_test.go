@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -140,5 +141,56 @@ func TestCDeadlineSaturates(t *testing.T) {
 		if got := cDeadline(now, c.left); got != c.want {
 			t.Errorf("cDeadline(%d, %d) = %d, want %d", now, c.left, got, c.want)
 		}
+	}
+}
+
+// lateCtx is a ctx whose deadline passes while its Done channel stays
+// open, as when its timer fires late (the OS ran something else): the
+// deadline it reports is set by the test, and Done never closes.
+type lateCtx struct {
+	context.Context
+	dl   atomic.Int64 // UnixNano
+	done chan struct{}
+}
+
+func (c *lateCtx) Deadline() (time.Time, bool) { return time.Unix(0, c.dl.Load()), true }
+func (c *lateCtx) Done() <-chan struct{}       { return c.done }
+func (c *lateCtx) Err() error                  { return nil }
+
+// An op whose deadline passed after C took it (C's deadline was far
+// then) and before a driver starts it, its ctx's timer not yet fired,
+// never starts: it ends with context.DeadlineExceeded, counted
+// cancelled.
+func TestOpPastItsDeadlineWithTheTimerLateNeverStarts(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	rt.setOwnForTest(false) // f runs on a driver, after its take
+	v, _ := rt.NewVMSession("late")
+	started, gate := make(chan struct{}), make(chan struct{})
+	if err := v.SubmitAsync(func(*Session) error { close(started); <-gate; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := step(t, "the first op starts")
+	<-started
+	done()
+	ctx := &lateCtx{Context: context.Background(), done: make(chan struct{})}
+	ctx.dl.Store(time.Now().Add(time.Hour).UnixNano())
+	var ran atomic.Bool
+	errc := make(chan error, 1)
+	go func() { errc <- v.Submit(ctx, func(*Session) error { ran.Store(true); return nil }) }()
+	done = step(t, "the second op is accepted")
+	for v.submitted.Load() < 2 {
+		time.Sleep(100 * time.Microsecond)
+	}
+	done()
+	ctx.dl.Store(time.Now().Add(-time.Millisecond).UnixNano())
+	close(gate)
+	done = step(t, "the second Submit returns")
+	err := <-errc
+	done()
+	if ran.Load() || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("op past its deadline (timer not fired): f ran %v, Submit = %v; want not run, context.DeadlineExceeded", ran.Load(), err)
+	}
+	if dispatched, _, _ := v.Stats(); dispatched != 1 || v.cancelled.Load() != 1 {
+		t.Errorf("dispatched %d cancelled %d, want 1 1", dispatched, v.cancelled.Load())
 	}
 }
