@@ -56,11 +56,17 @@ TestSuite(signals, .init = suite_init, .fini = suite_fini);
 
 static _Atomic long sig_hits;            /* signals handled, all threads */
 static _Thread_local volatile long my_hits; /* signals handled here */
+/* A calling thread's count the test thread reads while the call waits
+ * (lock-free: async-signal-safe). */
+static _Thread_local _Atomic long *volatile my_live_hits;
 
 static void on_signal(int sig)
 {
     (void)sig;
     my_hits++;
+    _Atomic long *live = my_live_hits;
+    if (live)
+        atomic_fetch_add_explicit(live, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&sig_hits, 1, memory_order_relaxed);
 }
 
@@ -158,6 +164,7 @@ typedef struct call {
     _Atomic pid_t tid;
     _Atomic int started, returned;
     _Atomic long hits; /* signals this thread handled during the call */
+    _Atomic long live_hits; /* the same, counted as they come */
     int rc;
     double begin_s, end_s;
     pthread_t th;
@@ -167,12 +174,14 @@ static void *call_main(void *p)
 {
     call *c = p;
     my_hits = 0;
+    my_live_hits = &c->live_hits;
     atomic_store(&c->tid, (pid_t)syscall(SYS_gettid));
     c->begin_s = tu_now_s();
     atomic_store_explicit(&c->started, 1, memory_order_release);
     c->rc = c->fn(c);
     c->end_s = tu_now_s();
     atomic_store(&c->hits, my_hits);
+    my_live_hits = NULL;
     atomic_store_explicit(&c->returned, 1, memory_order_release);
     return NULL;
 }
@@ -198,10 +207,22 @@ static void wait_flag(_Atomic int *f, const char *step)
         tu_nap_us(200);
 }
 
+/* Waits until the calling thread has handled `hits` signals of the
+ * storm during its call, or the call has returned. */
+static void wait_hits(call *c, long hits)
+{
+    if (!hits)
+        return;
+    unit_step("the storm hits the waiting thread (a count of signals)");
+    while (atomic_load(&c->live_hits) < hits && !atomic_load(&c->returned))
+        tu_nap_us(200);
+}
+
 /* Starts c on its own thread and a storm on it; returns once the call
  * sleeps in its wait (state S: a futex wait, the signals keep waking it)
- * and the storm has run for `storm_ms`. */
-static void call_start_in_storm(call *c, storm *st, int storm_ms,
+ * and, if hits, the thread has handled that many signals in the call (or
+ * the call has returned). */
+static void call_start_in_storm(call *c, storm *st, long hits,
                                 const char *step_sleep)
 {
     cr_assert_eq(pthread_create(&c->th, NULL, call_main, c), 0);
@@ -211,7 +232,7 @@ static void call_start_in_storm(call *c, storm *st, int storm_ms,
            !atomic_load(&c->returned))
         tu_nap_us(200);
     storm_start(st, atomic_load(&c->tid));
-    tu_nap_us(storm_ms * 1000L);
+    wait_hits(c, hits);
 }
 
 static void call_join(call *c, storm *st, const char *step)
@@ -256,18 +277,22 @@ static void check_recs(tu_rec *recs, int n)
     }
 }
 
-/* The storm reached the waiting thread while it waited, and the call had
- * not returned while its condition was unmet. */
+/* Signals the waiting thread handles before the test lets its condition
+ * be met: with a handler each and no SA_RESTART, each one ends a futex
+ * wait of the call with EINTR. */
+#define STORM_HITS 200
+
+/* The storm hit the waiting thread STORM_HITS times while it waited, and
+ * the call had not returned while its condition was unmet. */
 static void check_waited(call *c, storm *st, const char *what)
 {
     cr_assert_eq(atomic_load(&c->returned), 0,
                  "%s returned (%s) while its condition was unmet, %ld "
-                 "storm rounds in",
-                 what, accel_strerror(c->rc), atomic_load(&st->sent));
-    cr_assert_gt(atomic_load(&st->sent), 0);
+                 "storm rounds in, %ld signals handled by it",
+                 what, accel_strerror(c->rc), atomic_load(&st->sent),
+                 atomic_load(&c->live_hits));
+    cr_assert_geq(atomic_load(&c->live_hits), STORM_HITS);
 }
-
-#define STORM_MS 300
 
 /* ---- the calls ------------------------------------------------------ */
 
@@ -340,7 +365,7 @@ Test(signals, submit_waiting_for_room_forever, .timeout = 60)
     held_setup(&h, recs, 2);
     call c = {.fn = call_submit, .s = h.s, .timeout_ns = ACCEL_FOREVER};
     storm st;
-    call_start_in_storm(&c, &st, STORM_MS, "the submit sleeps for room");
+    call_start_in_storm(&c, &st, STORM_HITS, "the submit sleeps for room");
     check_waited(&c, &st, "accel_submit (full ring, ACCEL_FOREVER)");
     tu_latch_open(&h.b.gate);
     call_join(&c, &st, "the submit returns once room is made");
@@ -393,7 +418,7 @@ Test(signals, sync_forever_and_with_timeout, .timeout = 60)
     cr_assert_gt(atomic_load(&c.hits), 0, "the storm never hit the sync");
 
     call f = {.fn = call_sync, .s = h.s, .timeout_ns = ACCEL_FOREVER};
-    call_start_in_storm(&f, &st, STORM_MS, "the sync sleeps");
+    call_start_in_storm(&f, &st, STORM_HITS, "the sync sleeps");
     check_waited(&f, &st, "accel_session_sync (ACCEL_FOREVER)");
     tu_latch_open(&h.b.gate);
     call_join(&f, &st, "the sync returns once the ops ran");
@@ -410,7 +435,7 @@ Test(signals, close_drain, .timeout = 60)
     held_setup(&h, recs, 2);
     call c = {.fn = call_close, .s = h.s};
     storm st;
-    call_start_in_storm(&c, &st, STORM_MS, "the draining close sleeps");
+    call_start_in_storm(&c, &st, STORM_HITS, "the draining close sleeps");
     check_waited(&c, &st, "accel_session_close(DRAIN)");
     tu_latch_open(&h.b.gate);
     call_join(&c, &st, "the close returns once drained");
@@ -430,7 +455,7 @@ Test(signals, runtime_destroy, .timeout = 60)
     held_setup(&h, recs, 2);
     call c = {.fn = call_destroy, .rt = h.rt};
     storm st;
-    call_start_in_storm(&c, &st, STORM_MS, "destroy sleeps (draining)");
+    call_start_in_storm(&c, &st, STORM_HITS, "destroy sleeps (draining)");
     check_waited(&c, &st, "accel_runtime_destroy");
     tu_latch_open(&h.b.gate);
     call_join(&c, &st, "destroy returns once drained and joined");
@@ -455,7 +480,7 @@ Test(signals, submit_wait_for_the_op, .timeout = 60)
     unit_step("submit_wait sleeps for its op");
     while (thread_state(atomic_load(&c.tid)) != 'S')
         tu_nap_us(200);
-    tu_nap_us(STORM_MS * 1000L);
+    wait_hits(&c, STORM_HITS);
     check_waited(&c, &st, "accel_submit_wait (its op running)");
     tu_latch_open(&wait_blocker.gate);
     call_join(&c, &st, "submit_wait returns the op's result");
@@ -487,7 +512,7 @@ Test(signals, submit_wait_for_room, .timeout = 60)
 
     call f = {.fn = call_submit_wait_room, .s = h.s,
               .timeout_ns = ACCEL_FOREVER};
-    call_start_in_storm(&f, &st, STORM_MS, "submit_wait sleeps for room");
+    call_start_in_storm(&f, &st, STORM_HITS, "submit_wait sleeps for room");
     check_waited(&f, &st, "accel_submit_wait (full ring, ACCEL_FOREVER)");
     tu_latch_open(&h.b.gate);
     call_join(&f, &st, "submit_wait returns the op's result");
