@@ -15,7 +15,8 @@
  *                       another is open with its id
  *   churn_NN.prom       scrapes while threads open, close and reopen ids
  *
- * Usage: promtool_scrapes DIR. Exit 0 when every file was written.
+ * Usage: promtool_scrapes DIR. Exit 0 when every file was written. A wait
+ * that hangs fails the run naming its step (stress_watchdog.h: exit 124).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -25,8 +26,10 @@
 
 #include "core_util.h"
 #include "session.h" /* accel__close_window_hook */
+#include "stress_watchdog.h"
 
 #define CHURN_SCRAPES 40
+#define STEP_S 60 /* a watchdog: each step takes milliseconds */
 
 static const char *dir;
 
@@ -129,8 +132,10 @@ static int odd_ids(void)
         accel_submit_ex(ss[2], &op, 0, ACCEL_FOREVER, &t) != ACCEL_OK)
         return fail("submit_ex");
     (void)accel_cancel(&t);
+    watchdog_step("odd ids: the ops complete (sync)", STEP_S);
     for (size_t i = 0; i < n; i++)
         accel_session_sync(ss[i], ACCEL_FOREVER);
+    watchdog_step("odd ids: scrape, release, destroy", STEP_S);
     rc |= write_scrape(rt, "odd_ids.prom");
     for (size_t i = 0; i < n; i++)
         accel_session_release(ss[i]);
@@ -153,8 +158,10 @@ static int many_sessions(void)
         accel_op op = {.fn = i % 5 ? op_ok : op_fail};
         (void)accel_submit(ss[i], &op, ACCEL_FOREVER);
     }
+    watchdog_step("many sessions: the ops complete (sync)", STEP_S);
     for (int i = 0; i < N; i++)
         accel_session_sync(ss[i], ACCEL_FOREVER);
+    watchdog_step("many sessions: scrape, release, destroy", STEP_S);
     int rc = write_scrape(rt, "many_sessions.prom");
     for (int i = 0; i < N; i++)
         accel_session_release(ss[i]);
@@ -186,12 +193,18 @@ static int reopen_window(void)
     pthread_t th;
     if (pthread_create(&th, NULL, closer_main, &ca) != 0)
         return fail("thread");
+    watchdog_step("reopen window: the closer reaches its close window "
+                  "(latch)", STEP_S);
     tu_latch_wait(&window_entered);
+    watchdog_step("reopen window: reopen and scrape", STEP_S);
     accel_session *reopened = open_id(rt, "dup");
     int rc = reopened ? write_scrape(rt, "reopen_window.prom")
                       : fail("reopen in the close window");
     tu_latch_open(&window_leave);
+    watchdog_step("reopen window: the closer's close returns (join)",
+                  STEP_S);
     pthread_join(th, NULL);
+    watchdog_step("reopen window: release and destroy", STEP_S);
     atomic_store(&accel__close_window_hook, NULL);
     accel_session_release(old);
     accel_session_release(reopened);
@@ -238,6 +251,7 @@ static int churn(void)
     for (int i = 0; i < 3; i++)
         pthread_create(&th[i], NULL, churn_main, (void *)(uintptr_t)i);
     int rc = 0;
+    watchdog_step("churn: scrapes while threads open and close", STEP_S);
     for (int k = 0; k < CHURN_SCRAPES && !rc; k++) {
         char name[32];
         snprintf(name, sizeof(name), "churn_%02d.prom", k);
@@ -245,8 +259,10 @@ static int churn(void)
         tu_nap_us(500);
     }
     atomic_store(&churn_stop, 1);
+    watchdog_step("churn: the churning threads stop (join)", STEP_S);
     for (int i = 0; i < 3; i++)
         pthread_join(th[i], NULL);
+    watchdog_step("churn: destroy", STEP_S);
     atomic_store(&accel__close_window_hook, NULL);
     accel_runtime_destroy(rt);
     return rc;
@@ -259,13 +275,19 @@ int main(int argc, char **argv)
         return 2;
     }
     dir = argv[1];
+    watchdog_start("promtool_scrapes");
+    watchdog_step("empty runtime: scrape and destroy", STEP_S);
     accel_runtime *rt = tu_runtime(1);
     int rc = !rt || write_scrape(rt, "empty.prom");
     if (rt)
         accel_runtime_destroy(rt);
+    watchdog_step("odd ids: open, submit, cancel", STEP_S);
     rc |= odd_ids();
+    watchdog_step("many sessions: open and submit", STEP_S);
     rc |= many_sessions();
+    watchdog_step("reopen window: open and start the closer", STEP_S);
     rc |= reopen_window();
     rc |= churn();
+    watchdog_step("exit", STEP_S);
     return rc;
 }
