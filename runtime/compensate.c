@@ -51,8 +51,16 @@
  * tick), or on a CPU again in the same visit: half the time since the
  * last tick on it, or over 1/64 of it and running or runnable now (an op
  * that waited and then computes must not keep an extra beside it).
- * Host slots: "off a CPU" is under 1/64 of the window, not under half
- * (off_cpu_div): a host may put the thread of an op that computes to
+ * Host slots: a slot whose host bumps its op word at each op's start
+ * (accel_host_op_word) is sampled afresh, and its mark goes, at the first
+ * tick that finds another op of the visit, as for a new visit: a wait in
+ * a later op is judged on a window of its own, not on one that holds the
+ * CPU work of the ops before it. "Work waits" for a host slot is also "no
+ * general-lane slot parked unclaimed" (place_owed): a host's submitter
+ * runs an idle session's op itself, so a busy host's queue is often empty
+ * at a tick; a slot counted then hands its place to the next submit that
+ * finds no slot parked (starved). "Off a CPU" is under 1/64 of the
+ * window, not under half (off_cpu_div): a host may put the thread of an op that computes to
  * sleep (Go takes the P from a goroutine inside a long op every 10 ms,
  * and its locked thread sleeps until the P comes back, hundreds of us on
  * a loaded machine), so a window of a CPU-bound op can hold only a few us
@@ -717,10 +725,16 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
      * another thread's clock. */
     int tid = tid_of(w);
     bool same = vis == w->m_visits && tid == w->m_tid;
+    /* A host slot's next op in the same visit (its op word moved: 0 for
+     * accel's own workers) is judged afresh, as a new visit is: the CPU
+     * work of the op before it is not in its window. relaxed: as above. */
+    bool same_op = same && atomic_load_explicit(&w->ops,
+                                                memory_order_relaxed) ==
+                               w->m_ops;
     uint64_t div = off_cpu_div(rt);
     bool ok;
     if (st & ACCEL__BLOCK_SEEN) {
-        if (inv && same) {
+        if (inv && same_op) {
             /* Still in the counted visit: counted while it stays mostly
              * off a CPU since the last tick and, if it ran over 1/64 of
              * that, is not runnable (one woken beside a co-tenant gets
@@ -757,20 +771,28 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
                                       memory_order_relaxed) ==
             ACCEL__BLOCK_SEEN)
             atomic_fetch_sub_explicit(&rt->blocked, 1, memory_order_relaxed);
+        /* Another op of the counted visit: the count's time asleep is the
+         * visit's credit (the mark went first: bank_seen's order). */
+        if (inv && same)
+            bank_seen(w, vis);
         w->m_phase = 0;
-        st &= ~ACCEL__BLOCK_SEEN; /* a new visit is sampled at this tick */
+        st &= ~ACCEL__BLOCK_SEEN; /* a new visit or op is sampled now */
     }
     if (!inv || (st & ACCEL__BLOCK_OWN)) {
         w->m_phase = 0; /* idle, or counted by its own wait */
         return false;
     }
-    if (w->m_phase == 0 || !same) {
-        /* First seen in this visit: sample at once, so that a wait is
-         * counted one tick after the monitor first finds it, not two (a
-         * CPU-clock read, about 0.2 us, for every visit found at a tick;
-         * skipping young visits saved little and counted later). */
+    if (w->m_phase == 0 || !same_op) {
+        /* First seen in this visit (or a host slot's op): sample at once,
+         * so that a wait is counted one tick after the monitor first
+         * finds it, not two (a CPU-clock read, about 0.2 us, for every
+         * visit found at a tick; skipping young visits saved little and
+         * counted later). */
         w->m_visits = vis;
         w->m_tid = tid;
+        /* relaxed: as above (the op found now, or a later one: then the
+         * next tick samples again). */
+        w->m_ops = atomic_load_explicit(&w->ops, memory_order_relaxed);
         w->m_busy0 = busy_ns(rt, w, &ok);
         w->m_t0 = accel__now_ns(); /* next to the read: the monitor may
                                       itself have waited for a CPU */
@@ -826,6 +848,22 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     return true;
 }
 
+/* Whether a waiting slot of a host is owed its place now: work is queued,
+ * or no general-lane slot is parked unclaimed. A host's submitter runs
+ * the op of an idle session itself (accel_host_submit_own) and a session
+ * in a visit is not queued, so the queue of a busy host is often empty at
+ * a tick while every slot is taken; a slot counted then hands its place
+ * on to the next submit that finds none parked (accel__comp_starved).
+ * accel's own workers: work is queued. relaxed: a heuristic view of the
+ * parking word (park.c). */
+static bool place_owed(accel_runtime *rt, bool waits)
+{
+    if (waits || !(rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS))
+        return waits;
+    uint64_t v = atomic_load_explicit(&rt->idle_workers, memory_order_relaxed);
+    return (uint32_t)v == (uint32_t)(v >> 32); /* parked == claimed */
+}
+
 static void *monitor_main(void *arg)
 {
     accel_runtime *rt = arg;
@@ -847,7 +885,7 @@ static void *monitor_main(void *arg)
             accel__worker *w = &rt->workers[i];
             if (i >= rt->nworkers && w->slot != ACCEL__SLOT_RUN)
                 continue;
-            busy |= watch(rt, w, now, waits);
+            busy |= watch(rt, w, now, place_owed(rt, waits));
         }
         pthread_mutex_unlock(&c->lock);
         if (busy || waits)

@@ -426,3 +426,17 @@ int accel_host_slot_leave(accel_runtime *rt, unsigned worker, unsigned flags)
     return accel__comp_host_leave(rt, &rt->workers[worker],
                                   flags & ACCEL_HOST_LEAVE_IF_SURPLUS);
 }
+
+/* The cast drops _Atomic from the word: the host's atomic stores and the
+ * monitor's atomic loads see one 8-byte aligned word (asserted). */
+_Static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t) &&
+                   _Alignof(_Atomic uint64_t) == _Alignof(uint64_t),
+               "the op word is a plain 64-bit word");
+
+uint64_t *accel_host_op_word(accel_runtime *rt, unsigned worker)
+{
+    if (!rt || !(rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) ||
+        worker >= rt->nworkers + rt->comp.extra_max)
+        return NULL;
+    return (uint64_t *)&rt->workers[worker].ops;
+}

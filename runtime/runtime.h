@@ -42,6 +42,12 @@ typedef struct accel__worker {
      * running visit (owner only): the visit is charged to the session's
      * share without it (accel__comp_visit_blocked_ns). */
     uint64_t own_ns;
+    /* ---- a host slot's ops begun (the host adds 1 as it starts each op
+     * of a visit: accel_host_op_word), read by the monitor at each tick:
+     * a wait in a later op of a visit is judged on a window of its own
+     * (compensate.c). 0 for accel's own workers. Its own line: written
+     * per op by the slot's thread, read by the monitor. */
+    alignas(64) _Atomic uint64_t ops;
     /* ---- written by the monitor when it counts this worker blocked or
      * takes the mark back (rare), read by this worker at a visit's end.
      * Where it counted it (SEEN): the clock and the thread's time on a
@@ -74,6 +80,7 @@ typedef struct accel__worker {
      * m_busy0 and m_t0 are the last tick's sample. */
     unsigned m_phase;
     int m_tid; /* the thread sampled (a host slot's visit may move) */
+    uint64_t m_ops; /* ops at the sample: a host slot's op sampled */
 } accel__worker;
 
 struct accel_runtime {

@@ -688,6 +688,186 @@ Test(blocking, host_slot_unseen_wait_is_detected, .timeout = 60)
     sem_destroy(&grow_sem);
 }
 
+/* A host visit of several ops, each a nap of 2.5 ticks (unannounced)
+ * and then a tick of CPU work, the host bumping the slot's op word as
+ * each op starts (accel_host_op_word), while another session's op waits
+ * for the slot (no slot is added: host_grow is NULL): the monitor judges
+ * each op's nap on a window of its own, from the first tick that finds
+ * the op, so each is counted, not only the visit's first. Each op reads
+ * blocked_detected before and after its nap, so an op later in a visit
+ * is told from the first. Planted (the monitor ignoring the op word:
+ * windows per visit, two ticks after a take-back), a later op's nap is
+ * judged on a window that holds the CPU work before it and is seldom
+ * counted. Not a bound on speed: the tick is 40 ms, and a nap is missed
+ * only if the monitor is late by over a quarter of it (10 ms) at one of
+ * its two looks. */
+#define OPW_TICK_NS UINT64_C(40000000)
+#define OPW_OPS 8
+
+static uint64_t *opw_word;
+static accel_session *opw_b;
+static int opw_counted[OPW_OPS], opw_first[OPW_OPS], opw_next;
+
+static uint64_t blocked_detected_now(void)
+{
+    accel_runtime_stats st;
+    if (accel_runtime_get_stats(hrt, &st, sizeof(st)) != ACCEL_OK)
+        return 0;
+    return st.blocked_detected;
+}
+
+static int opw_nap_then_work(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    int i = opw_next++;
+    if (i == 0) { /* b's op waits behind this visit */
+        accel_op ob = {.fn = h_b};
+        if (accel_submit(opw_b, &ob, ACCEL_FOREVER) != ACCEL_OK)
+            return 1;
+    }
+    uint64_t d0 = blocked_detected_now();
+    struct timespec ts = {0, (long)(OPW_TICK_NS * 5 / 2)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    opw_counted[i] = blocked_detected_now() > d0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    volatile uint64_t x = 0;
+    do {
+        for (int k = 0; k < 10000; k++)
+            x += (uint64_t)k;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    } while ((uint64_t)((t.tv_sec - t0.tv_sec) * 1000000000L +
+                        (t.tv_nsec - t0.tv_nsec)) < OPW_TICK_NS);
+    atomic_fetch_add(&cpu_sink, x); /* the loop's work is used */
+    return 0;
+}
+
+Test(blocking, host_ops_of_one_visit_are_judged_each_on_its_own,
+     .timeout = 60)
+{
+    accel_runtime_config c = {.workers = 1,
+                              .struct_size = sizeof(c),
+                              .flags = ACCEL_RUNTIME_HOST_WORKERS,
+                              .block_detect_ns = OPW_TICK_NS,
+                              /* a visit holds all of a's ops */
+                              .quantum_ns = UINT64_C(60000000000),
+                              .host_wake = h_wake};
+    atomic_store(&b_ran, 0); /* as a fresh process has it */
+    cr_assert_eq(accel_runtime_create(&c, &hrt), ACCEL_OK);
+    opw_word = accel_host_op_word(hrt, 0);
+    cr_assert(opw_word != NULL);
+    cr_expect_eq(accel_host_op_word(hrt, 1 + 4096), NULL);
+    cr_expect_eq(accel_host_op_word(NULL, 0), NULL);
+    accel_session *a = open_s(hrt, 0), *b = open_s(hrt, 1);
+    opw_b = b;
+    unit_step("queue a's naps (the first queues b's op)");
+    for (int i = 0; i < OPW_OPS; i++) {
+        accel_op op = {.fn = opw_nap_then_work};
+        cr_assert_eq(accel_submit(a, &op, ACCEL_FOREVER), ACCEL_OK);
+    }
+    unit_step("slot 0 runs a's visits, then b's");
+    accel_op ops[ACCEL_HOST_VISIT_MAX];
+    int st[ACCEL_HOST_VISIT_MAX];
+    unsigned n;
+    int rc;
+    while ((!atomic_load(&b_ran) || opw_next < OPW_OPS) &&
+           (rc = accel_host_visit_begin(hrt, 0, ops, ACCEL_HOST_VISIT_MAX,
+                                        &n)) == ACCEL_OK) {
+        for (unsigned i = 0; i < n; i++) {
+            if (ops[i].fn == opw_nap_then_work)
+                opw_first[opw_next] = i == 0;
+            /* relaxed: the monitor's view; only this thread writes it */
+            __atomic_add_fetch(opw_word, 1, __ATOMIC_RELAXED);
+            st[i] = ops[i].fn(NULL, ops[i].arg);
+        }
+        cr_assert_eq(accel_host_visit_end(hrt, 0, st, n), ACCEL_OK);
+    }
+    cr_assert_eq(opw_next, OPW_OPS, "rc %d", rc);
+    cr_assert_eq(atomic_load(&b_ran), 1);
+    int later = 0, later_counted = 0;
+    for (int i = 0; i < OPW_OPS; i++)
+        if (!opw_first[i]) {
+            later++;
+            later_counted += opw_counted[i];
+        }
+    cr_assert_geq(later, OPW_OPS / 2, "%d of %d ops began a visit of their "
+                  "own: the test needs visits of several ops", OPW_OPS - later,
+                  OPW_OPS);
+    cr_expect_geq(later_counted * 4, later * 3,
+                  "%d of %d naps later in a visit were counted blocked (at "
+                  "least 3/4 must be)", later_counted, later);
+    unit_step("destroy");
+    accel_session_release(a);
+    accel_session_release(b);
+    cr_expect_eq(accel_runtime_destroy(hrt), ACCEL_OK);
+}
+
+/* A host slot that waits (a nap of 2.5 ticks, unannounced) while nothing
+ * is queued is counted when no general-lane slot is parked: a host's
+ * submitter runs an idle session's op itself and a session in a visit is
+ * not queued, so a busy host's queue is often empty at a tick, and the
+ * next submit that finds no slot parked is owed the waiting slot's place
+ * at once. With a second slot parked (idle-announced) it is not counted:
+ * that slot takes what comes. Planted (counted only while work is
+ * queued), the first nap is not counted. */
+static int opw_nap_only(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    struct timespec ts = {0, (long)(OPW_TICK_NS * 5 / 2)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    return 0;
+}
+
+/* Slot 0 runs one visit of a's one op; the stats' blocked_detected after.
+ * repark: slot 1, parked, takes the wake the submit sent it and parks
+ * again once slot 0 has begun (parked, unclaimed). */
+static uint64_t nap_on_slot_0(accel_session *a, bool repark)
+{
+    accel_op op = {.fn = opw_nap_only}, ops[ACCEL_HOST_VISIT_MAX];
+    int st[ACCEL_HOST_VISIT_MAX];
+    unsigned n;
+    cr_assert_eq(accel_submit(a, &op, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_host_visit_begin(hrt, 0, ops, ACCEL_HOST_VISIT_MAX, &n),
+                 ACCEL_OK);
+    cr_assert_eq(n, 1);
+    if (repark) {
+        cr_assert_eq(accel_host_idle_end(hrt, 1, false), ACCEL_OK);
+        cr_assert_eq(accel_host_idle_begin(hrt, 1), ACCEL_OK);
+    }
+    __atomic_add_fetch(accel_host_op_word(hrt, 0), 1, __ATOMIC_RELAXED);
+    st[0] = ops[0].fn(NULL, ops[0].arg);
+    uint64_t d = blocked_detected_now();
+    cr_assert_eq(accel_host_visit_end(hrt, 0, st, n), ACCEL_OK);
+    return d;
+}
+
+Test(blocking, host_slot_waiting_with_none_parked_is_counted_unqueued,
+     .timeout = 60)
+{
+    accel_runtime_config c = {.workers = 2,
+                              .struct_size = sizeof(c),
+                              .flags = ACCEL_RUNTIME_HOST_WORKERS,
+                              .block_detect_ns = OPW_TICK_NS,
+                              .host_wake = h_wake};
+    cr_assert_eq(accel_runtime_create(&c, &hrt), ACCEL_OK);
+    accel_session *a = open_s(hrt, 0);
+    unit_step("slot 1 parked: slot 0's nap, nothing queued");
+    cr_assert_eq(accel_host_idle_begin(hrt, 1), ACCEL_OK);
+    cr_expect_eq(nap_on_slot_0(a, true), 0,
+                 "counted blocked while a general slot was parked");
+    unit_step("no slot parked: slot 0's nap, nothing queued");
+    cr_assert_eq(accel_host_idle_end(hrt, 1, false), ACCEL_OK);
+    cr_expect_geq(nap_on_slot_0(a, false), 1,
+                  "not counted blocked with no slot parked (nothing queued)");
+    unit_step("destroy");
+    accel_session_release(a);
+    cr_expect_eq(accel_runtime_destroy(hrt), ACCEL_OK);
+}
+
 /* ---- idle is idle: once the work is done, the monitor and the workers
  * sleep (their CPU clocks stop), the extras are gone */
 

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,6 +40,9 @@ func (e *PanicError) Unwrap() error {
 // runtime.Goexit leaves f other than by returning here).
 func callF(f func(*Session) error, s *Session, d *driver, r *opRec, op int) (err error) {
 	d.phase, d.cur, d.curOp = phaseF, r, op
+	if d.opw != nil {
+		atomic.AddUint64(d.opw, 1) // an op begins: the C monitor's window (watchOps)
+	}
 	returned := false
 	defer func() {
 		v := recover()

@@ -17,7 +17,10 @@ package accel
 //     thread a slot's visit runs on (the driver is locked to it during
 //     the visit, so it is the thread that runs f) is counted blocked
 //     when it spent under 1/64 of a tick on a CPU and is not runnable,
-//     while work waits (include/accel/host.h, "Blocked host slots"). A
+//     while work waits or no general-lane slot is parked (include/accel/
+//     host.h, "Blocked host slots"). Each f bumps its slot's op word
+//     (driver.watchOps), so a wait in each op of a visit is judged on a
+//     window from the first tick that finds that op. A
 //     CPU-bound op, however long, is not counted. A goroutine waiting a
 //     whole tick for a P looks blocked to the clock (its locked thread
 //     sleeps): it is counted, its extra driver then waits for a P too,
@@ -190,6 +193,7 @@ func (d *driver) extraLoop() {
 		h.wg.Done()
 	}
 	runtime.LockOSThread()
+	d.watchOps()
 	var mode, nprev C.uint
 	spins := 0
 	y := yielder{io: &d.b.io, count: &h.yields}
@@ -266,6 +270,7 @@ func (d *driver) extraLoop() {
 		// Still owed: the same driver on the slot added (its idle
 		// announcement and look come next).
 		d.w = int(w)
+		d.watchOps()
 		mode, nprev = 0, 0
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // hostWorkers are a runtime's worker goroutines, one per C worker slot.
@@ -211,6 +212,15 @@ type driver struct {
 	// restOp on run first (op i of the visit).
 	rest   *opRec
 	restOp int
+	// opw: the slot's op word (accel_host_op_word), bumped as each f
+	// starts (callF), so that the C monitor judges a wait in each op of a
+	// visit on its own; nil on a helper slot (its visits are not watched).
+	opw *uint64
+}
+
+// watchOps points d at its slot's op word (after the slot changed).
+func (d *driver) watchOps() {
+	d.opw = (*uint64)(unsafe.Pointer(C.accel_host_op_word(d.h.rt, C.uint(d.w))))
 }
 
 // nextIdleStep is a driver's way to park after a step found no visit
@@ -312,6 +322,7 @@ func (d *driver) loop() {
 	// (accel.h), and C tells an op's own session by the thread (EDEADLK
 	// from Sync, Close from inside an op).
 	runtime.LockOSThread()
+	d.watchOps()
 	var mode C.uint
 	var nprev C.uint
 	spins := 0

@@ -232,7 +232,10 @@ ACCEL_API int accel_host_idle_end(accel_runtime *rt, unsigned worker,
  *   run state in /proc. A host's thread may sleep while its op computes
  *   (Go takes the thread's P from a goroutine inside a long op and the
  *   thread sleeps until the P comes back), so a host slot counts as off
- *   a CPU below 1/64 of a window on it, not below half. Visits begun by
+ *   a CPU below 1/64 of a window on it, not below half. A window begins
+ *   at the first tick that finds the visit, or its next op when the host
+ *   bumps the slot's op word (accel_host_op_word); a slot is counted
+ *   while work is queued or no general-lane slot is parked. Visits begun by
  *   accel_host_submit_own(_ex) are the submitter's own op on its own
  *   thread, holding no worker: the monitor does not watch them;
  * - at once between accel_host_blocking_begin(rt, w) and
@@ -271,6 +274,20 @@ ACCEL_API int accel_host_blocking_end(accel_runtime *rt, unsigned worker);
 ACCEL_API int accel_host_slot_add(accel_runtime *rt, unsigned *worker);
 ACCEL_API int accel_host_slot_leave(accel_runtime *rt, unsigned worker,
                                     unsigned flags);
+
+/* Slot `worker`'s op word, for the monitor: the thread driving the slot
+ * adds 1 to it as it starts each op it was handed (an atomic add, or a
+ * relaxed atomic store of a count it keeps: __atomic_store_n(p, v,
+ * __ATOMIC_RELAXED); Go's atomic.AddUint64), so that a wait in a later op
+ * of a visit is judged on its own, from the first tick that finds that op,
+ * as a wait that begins a visit is. A host that never adds to it is
+ * watched per visit: a visit of several ops with CPU work between their
+ * waits then has most of its waits found late or not at all. The word
+ * lives as long as rt; only the slot's driving thread writes it. NULL:
+ * rt not host-driven or NULL, or worker not a base or extra slot index
+ * (any extra index, in use or not: the word of a slot added later is the
+ * same). */
+ACCEL_API uint64_t *accel_host_op_word(accel_runtime *rt, unsigned worker);
 
 #ifdef __cplusplus
 }
