@@ -18,9 +18,10 @@ NODESIM_ARGS ?=
         test-go test-go-asan bench-go test-package package bench bench-suite gpu-check install clean
 
 # The Go binding's commands: the Go that scripts/deps.sh installed (if it
-# had to) comes first; no toolchain switching and no module downloads (the
-# package uses the standard library only).
-GO_ENV = PATH="$(CURDIR)/.tools/go/bin:$$PATH" GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod
+# had to) comes first, and the promtool it unpacked (if none was on PATH)
+# last; no toolchain switching and no module downloads (the package uses
+# the standard library only).
+GO_ENV = PATH="$(CURDIR)/.tools/go/bin:$$PATH:$(CURDIR)/.tools/prometheus/usr/bin" GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod
 
 all: build
 

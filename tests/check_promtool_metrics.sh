@@ -10,15 +10,18 @@
 # sample, its value cut off, must be unique). Planted copies (a sample
 # written twice, an invalid escape) must be reported, or the check itself
 # is broken.
-# promtool ships in Debian's prometheus package, which scripts/deps.sh
-# installs (make test runs it first): without promtool this test fails.
+# promtool is taken from PATH, else from .tools/prometheus, where
+# scripts/deps.sh unpacks Debian's prometheus package without installing
+# it (make test runs it first): without promtool this test fails.
 # Usage: check_promtool_metrics.sh path/to/promtool_scrapes
 set -u
 prog=$1
 export LC_ALL=C
+root=$(cd "$(dirname "$0")/.." && pwd)
+PATH="$PATH:$root/.tools/prometheus/usr/bin"
 if ! command -v promtool >/dev/null 2>&1; then
-  echo "promtool not found: run 'make deps' (scripts/deps.sh installs" \
-       "Debian's prometheus package, which ships promtool)"
+  echo "promtool not found on PATH nor in .tools/prometheus: run 'make deps'" \
+       "(scripts/deps.sh unpacks it from Debian's prometheus package)"
   exit 1
 fi
 dir=$(mktemp -d)

@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -23,13 +24,21 @@ import (
 	"testing"
 )
 
-// promtoolPath finds promtool or skips the test.
+// promtoolPath finds promtool, on PATH or in the repository's
+// .tools/prometheus (where scripts/deps.sh unpacks it), or skips the test.
 func promtoolPath(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("promtool")
+	if p, err := exec.LookPath("promtool"); err == nil {
+		return p
+	}
+	p, err := filepath.Abs(filepath.Join("..", "..", ".tools", "prometheus",
+		"usr", "bin", "promtool"))
+	if err == nil {
+		err = exec.Command(p, "--version").Run()
+	}
 	if err != nil {
-		t.Skip("promtool not on PATH: run 'make deps' (scripts/deps.sh " +
-			"installs Debian's prometheus package, which ships promtool)")
+		t.Skip("promtool not on PATH nor in .tools/prometheus: run 'make deps' " +
+			"(scripts/deps.sh unpacks it from Debian's prometheus package)")
 	}
 	return p
 }
