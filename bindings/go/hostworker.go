@@ -429,7 +429,8 @@ func (d *driver) exited() {
 // with deadline (0: none) and, t not nil, a ticket into t for
 // accel_cancel, and if the scheduler hands v to the slot directly, runs
 // the visit's op, r, here, on the submitter's goroutine (runOwn). Either
-// way r's outcome then comes through r.wake as for a queued op, and t
+// way r's outcome then comes through r.wake: left in r when it ran here
+// (r.inline: no channel round trip), sent as for a queued op else; t
 // names the op while it is queued. queued: r is in (or through) the
 // queue; false with a nil error: no slot was free or the queue was full,
 // nothing submitted.
@@ -483,6 +484,14 @@ func (h *hostWorkers) runOwn(hs *helperSlot, own *opRec) {
 			d.ownExited(hs, own)
 		}
 	}()
+	if d.n > 0 {
+		// own was handed out (the visit's one op): f runs here, and its
+		// outcome is read here, not sent (opRec.wake). Not when none was
+		// (n 0): a device session's begin ran it and sent its outcome
+		// already, or it was refused and the end completes it unrun:
+		// then it comes through wch as for a queued op.
+		own.inline = true
+	}
 	d.runVisit()
 	C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP,
 		&d.b.status[0], d.b.n, nil, 0, nil, nil)

@@ -47,6 +47,7 @@ type opRec struct {
 	idx     uint32
 	sync    bool // a synchronous Submit waits on wch
 	grouped bool // a group (combine.go): f/cb its first op (nil in a batch's), grp the rest
+	inline  bool // a synchronous Submit's op run by its submitter (runOwn): wake does not send
 	vs      *VMSession
 	f       func(*Session) error
 	cb      func(error) // async completion; nil for a synchronous Submit
@@ -92,7 +93,7 @@ type opRec struct {
 func (r *opRec) reset() {
 	r.vs, r.f, r.cb, r.batch, r.gdone, r.err = nil, nil, nil, nil, nil, nil
 	r.ctx, r.cdone = nil, nil
-	r.sync, r.grouped = false, false
+	r.sync, r.grouped, r.inline = false, false, false
 	r.gbase, r.gn, r.gok, r.gbad, r.slot = 0, 0, 0, 0, 0
 }
 
@@ -216,6 +217,9 @@ func (r *opRec) wake(err error) bool {
 		return false
 	}
 	r.err = err
+	if r.inline {
+		return true // its submitter ran it and reads err next (runOwn)
+	}
 	r.wch <- struct{}{}
 	return true
 }

@@ -575,7 +575,9 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	v.postClose()
 	v.submitted.Add(1)
 	// waitRec*: a wait inside an op counts its driver blocked (compensate.go).
-	if done == nil {
+	if r.inline {
+		// f ran on this goroutine (runOwn): its outcome is in r.
+	} else if done == nil {
 		waitRec(r.waitCh())
 	} else {
 		if !waitRecCtx(r.waitCh(), done) {
