@@ -24,6 +24,7 @@
 
 #include "abi.h"
 #include "alloc.h"
+#include "batch.h"
 #include "clock.h"
 #include "defaults.h"
 #include "futex.h"
@@ -103,6 +104,10 @@ void accel__session_free_now(accel_session *s)
     if (s->bops && s->bops->session_free && s->bstate)
         s->bops->session_free(s->rt->backends[s->backend].state, s,
                               s->bstate);
+    /* the batch state (batch.h), a plain allocation; relaxed: no visit
+     * and no handle are left */
+    accel__free(atomic_load_explicit(accel__session_batch_slot(s),
+                                     memory_order_relaxed));
     accel__waitstat_fini(&s->wait);
     /* the ring's slots follow the session; the stamps open its tail */
     accel__arena_free(&s->rt->arena, s, s->stamps, s->arena_units);
@@ -213,9 +218,9 @@ static int check_config(const accel_session_config *cfg, size_t *idlen,
     return ACCEL_OK;
 }
 
-/* The session and its ring slots, then its tail: the wait stamps and the
- * id (session.h); every field set but the backend state. NULL: no
- * memory. */
+/* The session and its ring slots, then its tail: the wait stamps, the
+ * batch state's word and the id (session.h); every field set but the
+ * backend state. NULL: no memory. */
 static accel_session *session_alloc(accel_runtime *rt,
                                     const accel_session_config *cfg,
                                     size_t idlen, uint32_t prio,
@@ -230,7 +235,8 @@ static accel_session *session_alloc(accel_runtime *rt,
     void *tail;
     accel_session *s =
         accel__arena_calloc(&rt->arena, sizeof(*s) + slots_bytes,
-                            stamps_bytes + idlen + 1, &tail, &units);
+                            stamps_bytes + sizeof(void *) + idlen + 1,
+                            &tail, &units);
     if (!s)
         return NULL;
     s->arena_units = units;
@@ -238,7 +244,9 @@ static accel_session *session_alloc(accel_runtime *rt,
     accel__ring_init(ACCEL__RING(s), slots, depth);
     s->stamps = tail;
     s->stamp_mask = (uint32_t)(nstamps - 1);
-    s->id = (char *)s->stamps + stamps_bytes;
+    /* the batch state's word, then the id (session.h) */
+    atomic_init(accel__session_batch_slot(s), NULL);
+    s->id = (char *)s->stamps + stamps_bytes + sizeof(void *);
     s->rt = rt;
     s->bops = bops;
     s->backend = bops->kind;
@@ -564,6 +572,17 @@ void accel__session_fill_stats(const accel_session *cs,
     out->wait_p99_ns = accel__waitstat_quantile(&s->wait, 0.99);
     out->wait_p999_ns = accel__waitstat_quantile(&s->wait, 0.999);
     out->wait_max_ns = ld(&s->wait.max_ns);
+    /* acquire: pairs with set_batch's release CAS of the slot (the
+     * state's init). */
+    const struct accel__batch *b = atomic_load_explicit(
+        accel__session_batch_slot(s), memory_order_acquire);
+    if (b) {
+        /* relaxed: counters, as above */
+        out->batches = ld(&b->batches);
+        out->batch_ops = ld(&b->ops);
+        for (unsigned i = 0; i < ACCEL_BATCH_HIST_BUCKETS; i++)
+            out->batch_size_hist[i] = ld(&b->hist[i]);
+    }
 }
 
 /* Written by size (docs/abi.md): an older caller gets its prefix. */

@@ -94,7 +94,10 @@ struct accel_session {
     _Atomic uint64_t dispatched, completed;
     _Atomic uint64_t service_ns;
     _Atomic uint32_t close_cancels;  /* close(CANCEL) began */
-    accel_backend backend;
+    uint8_t backend; /* accel_backend */
+    /* Non-zero while the session has a batch function (batch.c): the
+     * visit's one look at batching, on this line it loads anyway. */
+    _Atomic uint8_t batched;
     /* ---- pair B, line 1: the scheduler entity (the visiting worker
      * charges and re-queues it), the visit count */
     alignas(64) accel__sched_entity se;
@@ -151,8 +154,8 @@ _Static_assert(sizeof(struct accel_session) == 384,
                "the session is three 128-byte pairs");
 /* The session's memory (arena.h): the session, then its ring slots
  * (128-byte aligned, since sizeof(accel_session) is a multiple of 128)
- * and the ring's EX side array (ring.h); then its tail, the wait stamps
- * and the id. A plain allocation holds both, the tail right after the
+ * and the ring's EX side array (ring.h); then its tail, the wait stamps,
+ * the batch state's word and the id. A plain allocation holds both, the tail right after the
  * slots (one malloc header, no second alignment pad, ids paid by their
  * length); in the arena's huge-page chunks the tail lies apart, so that
  * the session need not round up to 128 bytes for it. */
@@ -173,6 +176,17 @@ static inline void accel__session_set_next(accel_session *s, uint64_t pos,
     s->se.hint = (uint32_t)(sizeof(accel_session) +
                             (pos & mask) * sizeof(accel__ring_slot)) |
                  ((pos & mask) == mask ? ACCEL__HINT_WRAPS : 0);
+}
+
+/* The session's batch state (batch.h): a word of its tail, right after
+ * the stamps, NULL until accel_session_set_batch first sets one; freed
+ * with the session. */
+struct accel__batch;
+static inline struct accel__batch *_Atomic *
+accel__session_batch_slot(const accel_session *s)
+{
+    return (struct accel__batch *_Atomic *)(s->stamps +
+                                            (size_t)s->stamp_mask + 1);
 }
 
 /* The running op's session on this thread (NULL outside ops): EDEADLK

@@ -17,6 +17,7 @@
 #include <sched.h>
 
 #include "accel/host.h"
+#include "batch.h"
 #include "clock.h"
 #include "futex.h"
 #include "progress.h"
@@ -229,6 +230,20 @@ static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
  * (after a short linger) ends it. */
 void accel__visit_run(accel__visit *v)
 {
+    /* Batching (batch.c): the visit's one look, a flag on the line of the
+     * ring's consumer half it has loaded already. relaxed: a hint; the
+     * batch visit reads the configuration itself (false: none, the ops
+     * run one by one). */
+    if (__builtin_expect(
+            atomic_load_explicit(&v->s->batched, memory_order_relaxed), 0)) {
+        /* acquire: pairs with set_batch's release CAS of the slot (the
+         * state's init). Through the state's pointer: batch.c calls into
+         * this file (docs/layers.md). */
+        struct accel__batch *b = atomic_load_explicit(
+            accel__session_batch_slot(v->s), memory_order_acquire);
+        if (b && b->run(v))
+            return;
+    }
     accel_op ops[ACCEL__TAKE_MAX];
     while (v->n < v->quota) {
         uint32_t max = v->quota - v->n;

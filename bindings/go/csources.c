@@ -16,6 +16,7 @@
 #include "../../runtime/arena.c"
 #include "../../runtime/backend_module.c"
 #include "../../runtime/backend_registry.c"
+#include "../../runtime/batch.c"
 #include "../../runtime/budget.c"
 #include "../../runtime/cancel.c"
 #include "../../runtime/compensate.c"

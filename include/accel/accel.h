@@ -109,7 +109,8 @@ ACCEL_API int accel_version_number(void);
     X(EDEADLK, -11, "would deadlock: called from inside the session's own op") \
     X(EBACKEND, -12, "backend failure")                                        \
     X(EEXPIRED, -13, "deadline passed before the operation started")          \
-    X(EALREADY, -14, "operation already started, finished or cancelled")
+    X(EALREADY, -14, "operation already started, finished or cancelled")  \
+    X(ENOTSUP, -15, "not supported by this session's backend or runtime")
 
 typedef enum accel_status {
 #define ACCEL_STATUS_ENUM_(name, value, msg) ACCEL_##name = (value),
@@ -492,6 +493,69 @@ ACCEL_API int accel_submit_wait(accel_session *s, accel_op_fn fn, void *arg,
  * session's own ops. Works on a closed session too. */
 ACCEL_API int accel_session_sync(accel_session *s, int64_t timeout_ns);
 
+/* ------------------------------------------------------------ batching */
+
+/* Dynamic batching (docs/batching.md). A session given a batch function
+ * runs its queued ops in batches: the worker that visits the session takes
+ * a FIFO prefix of its queued ops (up to max_ops) and passes their args to
+ * one call of fn, which writes one status per op into status[] (it
+ * arrives zeroed: 0, or the op's error as its fn would return it). Each op
+ * then completes exactly once, in FIFO order, with its own done and its
+ * status. The ops' own fn is not called while the session has a batch
+ * function; it runs the op (one by one, as usual) in a visit that begins
+ * with none set, so every op still carries a fn (accel_submit requires
+ * one).
+ * Forming a batch takes what is queued at that moment: there is no added
+ * wait, and batches grow only as load grows. An op cancelled
+ * (accel_cancel) before its batch forms never runs and completes
+ * ACCEL_ECANCELED; an op whose deadline passed before its batch forms is
+ * left out and completes ACCEL_EEXPIRED; under a CANCEL close the ops not
+ * yet in a batch complete ACCEL_ECLOSED; a DRAIN close runs them, in
+ * batches. Their done callbacks still run in FIFO order, after the batch
+ * call that ran the ops queued ahead of them.
+ * fn runs on the worker as an op does: ctx is the session's (accel_ctx_alloc
+ * charges its budget), accel_current_session() is the session, and a
+ * visit's measured time, batch included, is charged to the session's
+ * share. A visit runs batches until the session's ring is empty or the
+ * visit has had quantum_ns of service (at least one batch). */
+typedef void (*accel_batch_fn)(accel_ctx *ctx, void *const *args, uint32_t n,
+                               int *status, void *user);
+
+/* Most ops one batch call takes. */
+#define ACCEL_BATCH_MAX 256u
+/* The largest max_delay_ns accepted (one second). */
+#define ACCEL_BATCH_DELAY_MAX 1000000000ull
+
+typedef struct accel_batch_config {
+    accel_batch_fn fn; /* required */
+    void *user;        /* passed to fn */
+    uint32_t max_ops;  /* 1..ACCEL_BATCH_MAX ops per call */
+    /* Holding the session back to fill a batch. Not supported in this
+     * release: max_delay_ns > 0 (up to ACCEL_BATCH_DELAY_MAX) is
+     * ACCEL_ENOTSUP; above it, ACCEL_EINVAL. The expected cost of a
+     * batch (cost_fixed_ns + n * cost_per_op_ns) serves only the hold-back:
+     * non-zero without a delay is ACCEL_EINVAL. */
+    uint64_t max_delay_ns;
+    uint64_t cost_fixed_ns, cost_per_op_ns;
+    uint32_t struct_size; /* 0, or sizeof(accel_batch_config) when using
+                             fields added after it ("Growing structs") */
+} accel_batch_config;
+
+/* Gives the session a batch function (cfg copied), or takes it away (cfg
+ * NULL: later visits run ops one by one with their fn). Any time, from any
+ * thread, also from inside an op: it takes effect from the session's next
+ * visit; a batch already formed runs as it was formed. Concurrent calls
+ * apply in some order, each whole.
+ * Returns ACCEL_OK; ACCEL_EINVAL (s NULL; cfg with fn NULL, max_ops 0 or
+ * above ACCEL_BATCH_MAX, max_delay_ns above ACCEL_BATCH_DELAY_MAX, a cost
+ * without a delay, a bad struct_size or unknown fields set);
+ * ACCEL_ENOTSUP (max_delay_ns > 0; a session not on the CPU backend; a
+ * session of a runtime with ACCEL_RUNTIME_HOST_WORKERS); ACCEL_ECLOSED
+ * (close has begun; also a parent's session in a fork() child);
+ * ACCEL_ENOMEM. Any error changes nothing. */
+ACCEL_API int accel_session_set_batch(accel_session *s,
+                                      const accel_batch_config *cfg);
+
 /* ------------------------------------------- deadlines and cancellation */
 
 /* The clock of deadlines: CLOCK_MONOTONIC in ns. Thread-safe. */
@@ -583,6 +647,10 @@ ACCEL_API accel_backend accel_session_backend(const accel_session *s);
 /* true once close has begun (also true for NULL). */
 ACCEL_API bool accel_session_is_closed(const accel_session *s);
 
+/* accel_session_stats.batch_size_hist: one bucket per power of two of
+ * ops per batch, 1 up to ACCEL_BATCH_MAX. */
+#define ACCEL_BATCH_HIST_BUCKETS 9
+
 typedef struct accel_session_stats {
     uint64_t submitted;  /* accepted */
     uint64_t dispatched; /* started (fn called) */
@@ -610,6 +678,13 @@ typedef struct accel_session_stats {
     uint64_t wait_samples;
     uint64_t expired;    /* never ran: ACCEL_EEXPIRED (not in cancelled);
                             past the 0.1 layout: read with _ex */
+    /* Batching (accel_session_set_batch; past the 0.1 layout: read with
+     * _ex): calls of the batch function, the ops they ran (in
+     * dispatched, completed and failed too), and how many calls ran
+     * n ops with 2^i <= n < 2^(i+1) in batch_size_hist[i]. */
+    uint64_t batches;
+    uint64_t batch_ops;
+    uint64_t batch_size_hist[ACCEL_BATCH_HIST_BUCKETS];
 } accel_session_stats;
 
 /* The size of accel_session_stats as of 0.1: what accel_session_get_stats
