@@ -12,6 +12,8 @@
  * runs and completes ACCEL_ECANCELED; ACCEL_EEXPIRED and ACCEL_ECLOSED
  * never ran (ECLOSED only under a CANCEL close); every batch within its
  * max_ops. And the session stats add up.
+ *
+ * Promises: 1, 2
  */
 #define _GNU_SOURCE
 #include <inttypes.h>

@@ -10,6 +10,8 @@
  * No timing thresholds: a gate inside the batch function holds the
  * session's consumer while the test queues, cancels or closes; deadlines
  * pass while it is held.
+ *
+ * Promises: 1, 2, 3, 4, 5
  */
 #define _GNU_SOURCE /* nanosleep, clock_gettime */
 #include <criterion/criterion.h>
