@@ -212,9 +212,22 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < workers.n; k++) {
         unsigned nw = (unsigned)workers.v[k];
         char what[64];
-        double ea = run_case("a_equal_cost", nw, 4, w4, ca, secs);
-        double eb = run_case("b_w1_10x_longer", nw, 4, w4, cb, secs);
-        double ec = run_case("c_64_random", nw, 64, w64, c64, secs);
+        /* A broken scheduler is absurd (below) in every measurement; a
+         * worker preempted by a neighbour for much of a 0.2 s smoke case
+         * can be once. So an absurd case is measured again, up to three
+         * times in all, and only three absurd measurements fail. */
+        double ea, eb, ec;
+        for (int attempt = 1;; attempt++) {
+            ea = run_case("a_equal_cost", nw, 4, w4, ca, secs);
+            eb = run_case("b_w1_10x_longer", nw, 4, w4, cb, secs);
+            ec = run_case("c_64_random", nw, 64, w64, c64, secs);
+            if (!(ea > 10.0 || eb > 10.0) || attempt == 3)
+                break;
+            fprintf(stderr, "accel_bench_fairness: (a) %.0f%% (b) %.0f%% "
+                            "with %u workers on attempt %d: over 1000%%, "
+                            "measuring again\n",
+                    100 * ea, 100 * eb, nw, attempt);
+        }
         snprintf(what, sizeof(what), "(a) max rel error, %u workers", nw);
         bench_target("fairness", what, 100 * ea, "<=", 2.0, "%");
         snprintf(what, sizeof(what), "(b) max rel error, %u workers", nw);
