@@ -13,10 +13,13 @@
 #ifndef ACCEL_TESTS_CORE_UTIL_H
 #define ACCEL_TESTS_CORE_UTIL_H
 
+#include <dirent.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <accel/accel.h>
@@ -223,5 +226,51 @@ static inline int tu_leak_check(void) { return __lsan_do_recoverable_leak_check(
 #else
 static inline int tu_leak_check(void) { return 0; }
 #endif
+
+/* The scheduling state letter of a thread of this process, from
+ * /proc/self/task/TID/stat ('S': asleep in a syscall, 'R': running or
+ * runnable; '?' if it cannot be read). */
+static inline char tu_thread_state(int tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return '?';
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] && p[2] ? p[2] : '?';
+}
+
+/* The library's threads of this process, by tid: its workers (accel-w*,
+ * accel-short*), or with every_thread all of them (accel-*: the monitor
+ * and extras too). How many, at most max. */
+static inline int tu_accel_tids(int *tids, int max, bool every_thread)
+{
+    int n = 0;
+    char path[300], comm[32];
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < max) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof(comm), f) &&
+            (every_thread ? strncmp(comm, "accel-", 6) == 0
+                          : strncmp(comm, "accel-w", 7) == 0 ||
+                                strncmp(comm, "accel-short", 11) == 0))
+            tids[n++] = atoi(de->d_name);
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
 
 #endif

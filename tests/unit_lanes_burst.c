@@ -258,19 +258,6 @@ static int find_workers(void)
     return n;
 }
 
-static char thread_state(pid_t tid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return '?';
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    return p && p[1] && p[2] ? p[2] : '?';
-}
 
 /* A sampler thread during the burst: whether the scheduler holds a
  * session that a worker of a lane would pick (accel__sched_peek:
@@ -331,7 +318,7 @@ static bool claimed_asleep(int l, unsigned *seq)
         return false;
     if (atomic_load(&tr.acts[l]) != target)
         return false; /* it has acted since: another claim's turn */
-    return thread_state(tr.tid[l]) == 'S' &&
+    return tu_thread_state(tr.tid[l]) == 'S' &&
            atomic_load(&tr.claim_seq[l]) == q;
 }
 
@@ -372,7 +359,7 @@ static void *sampler_main(void *p)
             bool beside =
                 (uint32_t)idle == 1 && (idle >> 32) == 0 &&
                 accel__sched_queued(smp.rt->sched, lane, 2) >= 2 &&
-                thread_state(tr.tid[l]) == 'S';
+                tu_thread_state(tr.tid[l]) == 'S';
             if (beside && prev_beside[l] &&
                 (sub > prev_sub[l] || prev_all[l]) && smp.beside[l]++ == 0)
                 smp.beside_t[l] = now;
@@ -471,15 +458,15 @@ static int burst_round(accel_runtime *rt, accel_session *s[2], int round)
     atomic_store(&tr.nev, 0);
     atomic_store_explicit(&tr.armed, 1, memory_order_release);
     for (;;) {
-        while (thread_state(tr.tid[0]) != 'S' ||
-               thread_state(tr.tid[1]) != 'S' ||
+        while (tu_thread_state(tr.tid[0]) != 'S' ||
+               tu_thread_state(tr.tid[1]) != 'S' ||
                (uint32_t)atomic_load(&rt->idle_workers) != 1 ||
                (uint32_t)atomic_load(&rt->idle_short) != 1)
             tu_nap_us(200);
         int before = atomic_load(&tr.nev);
         for (int k = 0; k < 2; k++)
             schedstat(tr.tid[k], &tr.sum_exec0[k], &tr.run_delay0[k]);
-        if (thread_state(tr.tid[0]) == 'S' && thread_state(tr.tid[1]) == 'S' &&
+        if (tu_thread_state(tr.tid[0]) == 'S' && tu_thread_state(tr.tid[1]) == 'S' &&
             atomic_load(&tr.nev) == before)
             break;
     }

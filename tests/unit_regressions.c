@@ -161,21 +161,6 @@ static int op_wait_producer(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-/* The scheduling state letter of a thread of this process ('S': asleep in
- * a syscall, here the futex). */
-static char thread_state(int tid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return '?';
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    return p && p[1] && p[2] ? p[2] : '?';
-}
 
 /* What the room-waiter tests saw, printed when a wait of theirs fails:
  * each change of (space_waiters, producer state, producer returned) with
@@ -256,7 +241,7 @@ static void producer_sleeps_then_run(accel_session *s, room_prod *prod,
     for (;;) {
         unsigned w = atomic_load_explicit(&s->progress.space_waiters,
                                           memory_order_relaxed);
-        char st = thread_state(tid);
+        char st = tu_thread_state(tid);
         int ret = atomic_load(&prod->returned);
         room_trace_note(&tr, w, st, ret);
         if (w && st == 'S')
@@ -497,30 +482,6 @@ Test(regressions, two_wakes_claim_two_parked_workers, .timeout = 10)
     free(rt);
 }
 
-/* Worker threads of this process (accel-w*, accel-short*), by tid. */
-static int worker_tids(int *tids, int max)
-{
-    int n = 0;
-    char path[300], comm[32];
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return 0;
-    struct dirent *de;
-    while ((de = readdir(d)) && n < max) {
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        if (fgets(comm, sizeof(comm), f) &&
-            (strncmp(comm, "accel-w", 7) == 0 || strncmp(comm, "accel-short", 11) == 0))
-            tids[n++] = atoi(de->d_name);
-        fclose(f);
-    }
-    closedir(d);
-    return n;
-}
 
 typedef struct pair_run {
     _Atomic int running;
@@ -556,10 +517,10 @@ Test(regressions, burst_of_two_starts_both_parked_workers, .timeout = 60)
     cr_assert(a && b);
     for (int round = 0; round < 3; round++) {
         int tids[2];
-        cr_assert_eq(worker_tids(tids, 2), 2);
+        cr_assert_eq(tu_accel_tids(tids, 2, false), 2);
         /* both workers asleep in their park */
         unit_step("both workers park");
-        while (thread_state(tids[0]) != 'S' || thread_state(tids[1]) != 'S')
+        while (tu_thread_state(tids[0]) != 'S' || tu_thread_state(tids[1]) != 'S')
             tu_nap_us(200);
         pair_run p = {0};
         accel_op op = {.fn = op_meet, .arg = &p};
@@ -638,11 +599,11 @@ Test(regressions, waker_stopped_between_claim_and_wake_delays_not_loses,
     accel_session *a = tu_open(rt, "wa", 4, 0), *b = tu_open(rt, "wb", 4, 0);
     cr_assert(a && b);
     int tids[3];
-    cr_assert_eq(worker_tids(tids, 3), 3);
+    cr_assert_eq(tu_accel_tids(tids, 3, false), 3);
     /* all three asleep in their park */
     unit_step("the three workers park");
-    while (thread_state(tids[0]) != 'S' || thread_state(tids[1]) != 'S' ||
-           thread_state(tids[2]) != 'S' ||
+    while (tu_thread_state(tids[0]) != 'S' || tu_thread_state(tids[1]) != 'S' ||
+           tu_thread_state(tids[2]) != 'S' ||
            (uint32_t)atomic_load(&rt->idle_workers) != 2 ||
            (uint32_t)atomic_load(&rt->idle_short) != 1)
         tu_nap_us(200);

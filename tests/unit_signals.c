@@ -95,30 +95,6 @@ typedef struct storm {
     pthread_t th;
 } storm;
 
-/* The runtime's worker threads (accel-w*), by tid. */
-static int worker_tids(int *tids, int max)
-{
-    int n = 0;
-    char path[300], comm[32];
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return 0;
-    struct dirent *de;
-    while ((de = readdir(d)) && n < max) {
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        if (fgets(comm, sizeof(comm), f) && strncmp(comm, "accel-", 6) == 0)
-            tids[n++] = atoi(de->d_name);
-        fclose(f);
-    }
-    closedir(d);
-    return n;
-}
-
 static void send_to(pid_t tid, int sig)
 {
     (void)syscall(SYS_tgkill, getpid(), tid, sig);
@@ -128,7 +104,7 @@ static void *storm_main(void *p)
 {
     storm *st = p;
     int tids[16];
-    int n = worker_tids(tids, 16);
+    int n = tu_accel_tids(tids, 16, true);
     while (!atomic_load_explicit(&st->stop, memory_order_acquire)) {
         send_to(st->target, SIGUSR1);
         send_to(st->target, SIGALRM);
@@ -186,19 +162,6 @@ static void *call_main(void *p)
     return NULL;
 }
 
-static char thread_state(pid_t tid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return '?';
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *r = strrchr(buf, ')');
-    return r && r[1] == ' ' ? r[2] : '?';
-}
 
 static void wait_flag(_Atomic int *f, const char *step)
 {
@@ -228,7 +191,7 @@ static void call_start_in_storm(call *c, storm *st, long hits,
     cr_assert_eq(pthread_create(&c->th, NULL, call_main, c), 0);
     wait_flag(&c->started, "the calling thread starts");
     unit_step(step_sleep);
-    while (thread_state(atomic_load(&c->tid)) != 'S' &&
+    while (tu_thread_state(atomic_load(&c->tid)) != 'S' &&
            !atomic_load(&c->returned))
         tu_nap_us(200);
     storm_start(st, atomic_load(&c->tid));
@@ -478,7 +441,7 @@ Test(signals, submit_wait_for_the_op, .timeout = 60)
     call_start_in_storm(&c, &st, 0, "submit_wait's op starts");
     wait_flag(&wait_blocker.started, "submit_wait's op starts");
     unit_step("submit_wait sleeps for its op");
-    while (thread_state(atomic_load(&c.tid)) != 'S')
+    while (tu_thread_state(atomic_load(&c.tid)) != 'S')
         tu_nap_us(200);
     wait_hits(&c, STORM_HITS);
     check_waited(&c, &st, "accel_submit_wait (its op running)");
