@@ -296,7 +296,8 @@ int main(int argc, char **argv)
          "offered load as a fraction of the measured capacity; replaces the scenario's "
          "load(s)"},
         {"duration", BENCH_OPT_DOUBLE, &opt.duration,
-         "seconds of arrivals per system (flood: 2x); 5 systems run per scenario"},
+         "seconds of arrivals per system (flood: 2x); 5 systems run per scenario (batch: 3 "
+         "per load)"},
         {"slices", BENCH_OPT_U64, &opt.slices,
          "each system runs in this many slices, systems interleaved (A..E, E..A, ...) so "
          "a shared machine's drift hits all alike (a flood slice has its own burst)"},
@@ -359,7 +360,11 @@ int main(int argc, char **argv)
         "(a wrong one fails the run with exit 1); or modelled (a calibrated spin loop of\n"
         "the assumed cost: zk proofs, FHE, BLS, VRF, for which no Debian library exists).\n"
         "Each table gives work done (x the measured capacity) and work per CPU-second the\n"
-        "process used (op work / process CPU time: what the scheduling itself costs).",
+        "process used (op work / process CPU time: what the scheduling itself costs).\n"
+        "--scenario batch adds a Critical chain of BLS votes that verify as a batch\n"
+        "(modelled: a batch of n costs 0.55 + 0.45 n single verifies) and runs it three\n"
+        "ways at five loads: accel batching, accel unbatched, a hand-written 10 ms / 72-op\n"
+        "batcher thread; one table, the batching targets as PASS/MISS lines.",
         opts, BENCH_COUNTOF(opts));
     if (prc)
         return prc < 0 ? 2 : 0;
