@@ -532,11 +532,13 @@ void ns_batch_report(ns_run *const (*runs)[3], const double *loads, size_t nload
                  a->aligned ? "" : " [arrivals differ: not compared]");
         target("no_new_misses", load, (double)sum4(a->lost), 0,
                a->aligned && sum4(a->lost) == 0, line);
+        /* one-sided: batching must not cost the other chains their share;
+         * an error lower than the unbatched run's is no harm */
         double d = a->other_err - u->other_err;
         snprintf(line, sizeof line,
-                 "load %.2f: other chains' share error, accel batching %.2f pts, unbatched "
-                 "%.2f pts: within 0.5 (%+.2f)",
+                 "load %.2f: other chains' share error, accel batching %.2f pts <= "
+                 "unbatched %.2f + 0.5 pts (%+.2f)",
                  load, a->other_err, u->other_err, d);
-        target("other_share_error_pts", load, d, 0.5, fabs(d) <= 0.5, line);
+        target("other_share_error_pts", load, d, 0.5, d <= 0.5, line);
     }
 }
