@@ -113,7 +113,8 @@ test-package: package
 	scripts/package-test.sh $(BUILD)-pkg
 
 # The node simulation: all scenarios (real op bodies where libsodium and
-# libsecp256k1 are installed, scripts/deps.sh installs them), ~3 minutes;
+# libsecp256k1 are installed, scripts/deps.sh installs them), ~4.5 minutes
+# (the batch scenario's five loads ~1.5 of them);
 # charts (PNG) into $(BUILD)-release/nodesim-charts, JSON lines beside
 # them. The build's sub-makes do not print their "Entering directory"
 # lines (--no-print-directory, through GNUMAKEFLAGS: MAKEFLAGS ends with

@@ -22,6 +22,10 @@
  *   priority pool    one mutex, a FIFO per priority, W workers, strict
  *                    priority (highest non-empty level first)
  *
+ * The batch scenario's three systems (batch.c) are accel (node) with its
+ * batchable chain run in batches by accel, one by one, or by a
+ * hand-written accumulator thread.
+ *
  * Service is counted in nominal op cost (the calibrated work done), so a
  * preempted op is not credited with the time it spent descheduled.
  */
@@ -36,16 +40,23 @@
 #include <time.h>
 #include <unistd.h>
 
-const char *const ns_system_name[NS_NSYS] = {"accel (node)", "accel (default)",
-                                             "mutex/session", "FIFO pool", "priority pool"};
-const char *const ns_system_desc[NS_NSYS] = {
+const char *const ns_system_name[NS_NSYS_ALL] = {
+    "accel (node)", "accel (default)", "mutex/session", "FIFO pool", "priority pool",
+    "accel batching", "accel unbatched", "hand batcher"};
+const char *const ns_system_desc[NS_NSYS_ALL] = {
     "accel configured as a node would be: W general workers + 1 short-lane worker "
     "(short_lane_workers = 1, short_op_ns = 1 ms), so Critical/High ops (<= 0.6 ms) "
     "never queue behind 5-20 ms FHE ops",
     "accel, default runtime configuration (W workers, no short lane)",
     "a mutex per chain, each op run on its submitter thread (the Go VMSession design)",
     "a mutex+condvar FIFO thread pool of W workers",
-    "a strict-priority thread pool of W workers (a FIFO per priority, highest first)"};
+    "a strict-priority thread pool of W workers (a FIFO per priority, highest first)",
+    "accel (node); the batchable chain's session has a batch function "
+    "(accel_session_set_batch, up to 72 ops a call, no added wait)",
+    "accel (node); the batchable chain's ops run one by one",
+    "accel (node) for the other chains; the batchable chain's ops go to a thread of "
+    "its own that gathers them for up to 10 ms or 72 ops and runs each batch itself "
+    "(Nimbus-style)"};
 
 /* The node configuration: W general workers plus one short-lane worker
  * that runs only sessions whose ops average <= 1 ms. Every Critical and
@@ -134,11 +145,13 @@ static int ns_op(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-static void ns_done(void *arg, int status)
+void ns_done(void *arg, int status)
 {
     ns_op_rec *rec = arg;
     ns_chain_run *cr = rec->cr;
     ns_run *r = cr->run;
+    /* relaxed: a count read after the threads are joined (check_once) */
+    atomic_fetch_add_explicit(&rec->dones, 1, memory_order_relaxed);
 #if NS_HAVE_SUBMIT_EX
     if (status == ACCEL_EEXPIRED)
         rec->outcome = NS_EXPIRED; /* the runtime dropped it at dequeue */
@@ -220,9 +233,18 @@ static void *chain_main(void *arg)
         }
         atomic_fetch_add_explicit(&cr->outstanding, 1, memory_order_relaxed);
         int st = 0;
-        switch (r->sys) {
+        /* the hand batcher takes the batchable chain's ops; the other
+         * chains run on accel (node) */
+        bool hand = r->sys == NS_BATCH_HAND && (int)cr->index == r->batch_chain;
+        switch (hand ? NS_NSYS_ALL : r->sys) {
+        case NS_NSYS_ALL:
+            st = ns_hand_submit(r, rec);
+            break;
         case NS_ACCEL_NODE:
         case NS_ACCEL_DEFAULT:
+        case NS_BATCH_ACCEL:
+        case NS_BATCH_SINGLE:
+        case NS_BATCH_HAND:
 #if NS_HAVE_SUBMIT_EX
             st = accel_submit_ex(cr->sess, &op, r->no_deadlines ? 0 : (int64_t)rec->deadline,
                                  ACCEL_NO_WAIT, NULL);
@@ -468,7 +490,7 @@ static void maxmin_shares(ns_run *r)
 static int open_accel(ns_run *r)
 {
     accel_runtime_config rc = {.workers = r->workers};
-    if (r->sys == NS_ACCEL_NODE) {
+    if (r->sys != NS_ACCEL_DEFAULT) { /* node, and the batch systems */
         rc.workers = r->workers + 1;
         rc.short_lane_workers = 1;
         rc.short_op_ns = NS_SHORT_OP_NS;
@@ -494,6 +516,8 @@ static int open_accel(ns_run *r)
             return -1;
         }
     }
+    if (r->sys == NS_BATCH_ACCEL)
+        return ns_batch_configure(r);
     return 0;
 }
 
@@ -533,7 +557,9 @@ int ns_slice_start(ns_run *r)
             return -1;
     }
     maxmin_shares(r);
-    if ((r->sys == NS_ACCEL_NODE || r->sys == NS_ACCEL_DEFAULT) && open_accel(r) != 0)
+    if (ns_sys_accel(r->sys) && open_accel(r) != 0)
+        return -1;
+    if (r->sys == NS_BATCH_HAND && ns_hand_start(r) != 0)
         return -1;
     if (r->sys == NS_FIFO && bench_pool_create(r->workers, r->nchains * r->depth, &r->pool) != 0)
         return -1;
@@ -555,6 +581,32 @@ int ns_slice_start(ns_run *r)
         if (pthread_create(&r->chain[i].th, NULL, chain_main, &r->chain[i]) != 0)
             return -1;
     return 0;
+}
+
+/* Every op admitted completed exactly once (its done called once), every
+ * dropped op never: counted over the slices, reported in the JSON and
+ * checked by the batch scenario's smoke test. */
+static void check_once(ns_run *r)
+{
+    for (unsigned i = 0; i < r->nchains; i++) {
+        const ns_chain_run *cr = &r->chain[i];
+        for (size_t k = 0; k < cr->nops; k++) {
+            const ns_op_rec *o = &cr->ops[k];
+            /* relaxed: every thread that completes ops is joined */
+            unsigned d = atomic_load_explicit(&o->dones, memory_order_relaxed);
+            if (o->outcome == NS_DROPPED) {
+                r->done_twice += d > 0;
+                continue;
+            }
+            r->accepted++;
+            if (d == 1)
+                r->done_once++;
+            else if (d == 0)
+                r->done_never++;
+            else
+                r->done_twice++;
+        }
+    }
 }
 
 static bool idle(const ns_run *r)
@@ -592,6 +644,7 @@ void ns_slice_finish(ns_run *r, void (*tick)(ns_run *, void *), void *arg)
     atomic_store_explicit(&r->stop, true, memory_order_release);
     for (unsigned i = 0; i < r->nchains; i++)
         pthread_join(r->chain[i].th, NULL);
+    ns_hand_stop(r); /* no more submits: its queue drains (ns_op's stop rule) */
     for (unsigned i = 0; i < r->nchains; i++) {
         ns_chain_run *cr = &r->chain[i];
         if (cr->sess) {
@@ -612,8 +665,11 @@ void ns_slice_finish(ns_run *r, void (*tick)(ns_run *, void *), void *arg)
         r->rt = NULL;
     }
     /* Every op has finished: the window's work is final. */
+    check_once(r);
     if (!r->no_deadlines && fair_reference(r) != 0)
         fprintf(stderr, "accel-nodesim: out of memory for the fair reference\n");
+    if (r->batch_chain >= 0 && ns_batch_record(r) != 0)
+        fprintf(stderr, "accel-nodesim: out of memory for the op-by-op comparison\n");
     atomic_store_explicit(&r->stop, false, memory_order_relaxed); /* threads joined */
     r->slices_done++;
     r->slice++;
@@ -628,6 +684,7 @@ void ns_run_free(ns_run *r)
         free((void *)r->chain[i].b_service);
         free((void *)r->chain[i].b_ontime);
         free((void *)r->chain[i].b_miss);
+        free(r->chain[i].met);
     }
     free(r);
 }

@@ -7,14 +7,15 @@
 #include <unistd.h>
 
 static struct {
-    double duration, load, capacity, flood_factor;
+    double duration, load, capacity, flood_factor, batch_delay_ms;
     uint64_t workers, seed, depth, slices, metrics_port, cotenant;
     const char *chains, *scenario, *format, *json, *out, *flood_chains, *systems;
     bool smoke, modelled, sabotage, hint_waits;
 } opt = {.duration = 4, .workers = 2, .seed = 42, .depth = 1024, .slices = 2, .flood_factor = 20,
          .scenario = "all", .format = "auto"};
 
-static ns_chainset cs;
+static ns_chainset cs, cs_batch; /* cs_batch: cs + the batchable chain (batch.c) */
+static const ns_chainset *run_cs = &cs; /* the scenario's */
 static bool sys_on[NS_NSYS];
 static const char *const sys_key[NS_NSYS] = {"node", "default", "msess", "fifo", "prio"};
 
@@ -47,6 +48,12 @@ typedef struct scen {
     unsigned cotenant; /* busy processes beside the node, probes included */
 } scen;
 
+/* The batch scenario (batch.c): cs_batch, its three systems, one table. */
+static bool is_batch(const scen *sc)
+{
+    return strcmp(sc->kind, "batch") == 0;
+}
+
 static void tick(ns_run *r, void *arg)
 {
     bool *first = arg;
@@ -64,7 +71,8 @@ static ns_run *new_run(enum ns_system sys, double load, double duration)
         exit(1);
     }
     r->sys = sys;
-    r->cs = &cs;
+    r->cs = run_cs;
+    r->batch_chain = -1;
     r->workers = (unsigned)opt.workers;
     r->load = load;
     r->capacity = opt.capacity;
@@ -141,6 +149,7 @@ static double probe_s = 1.0;
 static void run_scenario(const scen *sc, ns_scenario_runs *out)
 {
     double before = 0, after = 0;
+    run_cs = is_batch(sc) ? &cs_batch : &cs;
     if (measured) {
         before = measure_capacity(probe_s);
         /* A probe that found the machine all but taken by other processes
@@ -170,11 +179,15 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
     out->name = sc->name;
     out->load = sc->load;
     out->nruns = 0;
-    ns_run *runs[NS_NSYS] = {0};
-    for (int s = 0; s < NS_NSYS; s++) {
-        if (!sys_on[s])
+    ns_run *runs[NS_NSYS_ALL] = {0};
+    for (int s = 0; s < NS_NSYS_ALL; s++) {
+        if (is_batch(sc) ? s < NS_BATCH_ACCEL : s >= NS_NSYS || !sys_on[s])
             continue;
         runs[s] = new_run((enum ns_system)s, sc->load, sc->duration / sc->slices);
+        if (is_batch(sc)) {
+            runs[s]->batch_chain = (int)cs_batch.n - 1;
+            runs[s]->batch_delay_ns = (uint64_t)(opt.batch_delay_ms * 1e6);
+        }
         if (sc->flood)
             pick_flood_chains(&runs[s]->burst);
         runs[s]->blocking = sc->blocking;
@@ -232,6 +245,11 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
     bench_result_f64(&res, "after_cpu", measured ? after / 1e9 : opt.capacity / 1e9);
     bench_result_bool(&res, "measured", measured);
     bench_result_emit(&res);
+    if (is_batch(sc)) { /* one table for all loads at the end (ns_batch_report) */
+        printf("[%s] %s\n", sc->name, cap);
+        fflush(stdout);
+        return;
+    }
     if (sc->flood) {
         char names[128] = "";
         for (size_t i = 0; i < cs.n; i++)
@@ -270,12 +288,16 @@ int main(int argc, char **argv)
         {"scenario", BENCH_OPT_STR, &opt.scenario,
          "all | steady (load 0.5 and 0.9) | overload (1.2) | flood (0.7, two Low chains "
          "burst) | blocking (0.9, some chains' ops wait 1-5 ms on storage or a remote "
-         "signer) | cotenant (1.2 beside --cotenant busy processes)"},
+         "signer) | cotenant (1.2 beside --cotenant busy processes) | batch (loads 0.3, "
+         "0.5, 0.7, 0.9, 1.2; a batchable chain of BLS votes added; three systems: accel "
+         "batching, accel unbatched, a hand-written 10 ms / 72-op batcher; one table with "
+         "its targets at the end)"},
         {"load", BENCH_OPT_DOUBLE, &opt.load,
          "offered load as a fraction of the measured capacity; replaces the scenario's "
          "load(s)"},
         {"duration", BENCH_OPT_DOUBLE, &opt.duration,
-         "seconds of arrivals per system (flood: 2x); 5 systems run per scenario"},
+         "seconds of arrivals per system (flood: 2x); 5 systems run per scenario (batch: 3 "
+         "per load)"},
         {"slices", BENCH_OPT_U64, &opt.slices,
          "each system runs in this many slices, systems interleaved (A..E, E..A, ...) so "
          "a shared machine's drift hits all alike (a flood slice has its own burst)"},
@@ -292,7 +314,12 @@ int main(int argc, char **argv)
          "flood: comma-separated chains that burst (default: the two cheapest Low ones)"},
         {"systems", BENCH_OPT_STR, &opt.systems,
          "comma-separated subset of: node (accel, node config), default (accel, defaults), "
-         "msess (mutex/session), fifo (FIFO pool), prio (priority pool); default all"},
+         "msess (mutex/session), fifo (FIFO pool), prio (priority pool); default all (the "
+         "batch scenario always runs its three)"},
+        {"batch-delay-ms", BENCH_OPT_DOUBLE, &opt.batch_delay_ms,
+         "batch scenario: accel batching holds the session back up to this long to fill "
+         "a batch (accel_batch_config.max_delay_ns); 0 (default): no added wait; a "
+         "runtime without hold-back refuses it and the run stops"},
         {"seed", BENCH_OPT_U64, &opt.seed, "seed of the arrival and cost streams"},
         {"format", BENCH_OPT_STR, &opt.format,
          "auto | table (live, in place) | plain (a line per system) | quiet (tables only)"},
@@ -315,7 +342,8 @@ int main(int argc, char **argv)
          "test of the result check: flip the expected answer of one input per real body; "
          "the run must then fail (exit 1)"},
         {"smoke", BENCH_OPT_FLAG, &opt.smoke,
-         "a few seconds' run for CI (steady 0.9, 1 s per system)"},
+         "a few seconds' run for CI (steady 0.9, 1 s per system; with --scenario batch: "
+         "loads 0.5 and 1.2, 1 s per system)"},
     };
     int prc = bench_opts_parse(
         argc, argv,
@@ -332,15 +360,22 @@ int main(int argc, char **argv)
         "(a wrong one fails the run with exit 1); or modelled (a calibrated spin loop of\n"
         "the assumed cost: zk proofs, FHE, BLS, VRF, for which no Debian library exists).\n"
         "Each table gives work done (x the measured capacity) and work per CPU-second the\n"
-        "process used (op work / process CPU time: what the scheduling itself costs).",
+        "process used (op work / process CPU time: what the scheduling itself costs).\n"
+        "--scenario batch adds a Critical chain of BLS votes that verify as a batch\n"
+        "(modelled: a batch of n costs 0.55 + 0.45 n single verifies) and runs it three\n"
+        "ways at five loads: accel batching, accel unbatched, a hand-written 10 ms / 72-op\n"
+        "batcher thread; one table, the batching targets as PASS/MISS lines.",
         opts, BENCH_COUNTOF(opts));
     if (prc)
         return prc < 0 ? 2 : 0;
+    bool smoke_batch = false;
     if (opt.smoke) {
         opt.duration = 1;
         opt.slices = 1;
-        opt.scenario = "steady";
-        if (opt.load <= 0)
+        smoke_batch = strcmp(opt.scenario, "batch") == 0;
+        if (!smoke_batch)
+            opt.scenario = "steady";
+        if (opt.load <= 0 && !smoke_batch)
             opt.load = 0.9;
         probe_s = 0.6;
     }
@@ -348,10 +383,12 @@ int main(int argc, char **argv)
         opt.workers < 1 || opt.workers > 1024 || opt.depth < 1 || opt.slices < 1 ||
         opt.slices > 16 || opt.duration / (double)opt.slices < 0.5 ||
         opt.depth > ACCEL_QUEUE_DEPTH_MAX || opt.capacity < 0 || opt.flood_factor < 1 ||
-        opt.cotenant > 64) {
+        opt.cotenant > 64 || !(opt.batch_delay_ms >= 0) ||
+        opt.batch_delay_ms * 1e6 > (double)ACCEL_BATCH_DELAY_MAX) {
         fprintf(stderr, "accel-nodesim: bad --duration (0.5..3600, >= 0.5 s per slice), "
                         "--slices (1..16), --load, --workers, --depth, --capacity, "
-                        "--flood-factor or --cotenant (0..64) (try --help)\n");
+                        "--flood-factor, --cotenant (0..64) or --batch-delay-ms (0..1000) "
+                        "(try --help)\n");
         return 2;
     }
     if (opt.metrics_port &&
@@ -379,7 +416,7 @@ int main(int argc, char **argv)
     int nsys = 0;
     for (int k = 0; k < NS_NSYS; k++)
         nsys += sys_on[k];
-    scen list[6];
+    scen list[16];
     size_t nsc = 0;
     bool all = strcmp(opt.scenario, "all") == 0;
     double d = opt.duration;
@@ -404,9 +441,21 @@ int main(int argc, char **argv)
     if (all || strcmp(opt.scenario, "cotenant") == 0)
         list[nsc++] = (scen){"", "cotenant", opt.load > 0 ? opt.load : 1.2, d, false, sl, false,
                              opt.cotenant ? (unsigned)opt.cotenant : 1};
+    size_t nbatch = 0;
+    if (all || strcmp(opt.scenario, "batch") == 0) {
+        static const double full[] = {0.3, 0.5, 0.7, 0.9, 1.2}, smoke[] = {0.5, 1.2};
+        const double *ld = smoke_batch ? smoke : full;
+        size_t n = smoke_batch ? BENCH_COUNTOF(smoke) : BENCH_COUNTOF(full);
+        if (opt.load > 0) {
+            ld = &opt.load;
+            n = 1;
+        }
+        for (size_t i = 0; i < n; i++, nbatch++)
+            list[nsc++] = (scen){"", "batch", ld[i], d, false, sl, false, 0};
+    }
     if (nsc == 0) {
         fprintf(stderr, "accel-nodesim: --scenario all|steady|overload|flood|blocking|"
-                        "cotenant\n");
+                        "cotenant|batch\n");
         return 2;
     }
     for (size_t i = 0; i < nsc; i++) {
@@ -416,6 +465,8 @@ int main(int argc, char **argv)
     }
     if (opt.chains ? ns_chains_load(opt.chains, &cs) != 0
                    : ns_chains_parse(ns_default_conf, "bench/chains/default.conf", &cs) != 0)
+        return 2;
+    if (nbatch && ns_batch_chainset(&cs, &cs_batch) != 0)
         return 2;
     if (opt.out)
         mkdir(opt.out, 0755); /* may hold the --json file too */
@@ -432,14 +483,21 @@ int main(int argc, char **argv)
 
     double secs = 0;
     for (size_t i = 0; i < nsc; i++)
-        secs += nsys * (list[i].duration + 0.6 * list[i].slices);
+        secs += (is_batch(&list[i]) ? 3 : nsys) * (list[i].duration + 0.6 * list[i].slices);
     secs += opt.capacity > 0 ? 0 : 2 * (probe_s + 0.1) * (double)nsc;
     char machine[256];
     bench_machine(machine, sizeof machine);
     printf("accel-nodesim: %s\n%s\n", cs.source, cs.desc);
     printf("Machine: %s. W = %u workers. Seed %llu.\n", machine, (unsigned)opt.workers,
            (unsigned long long)opt.seed);
-    printf("Plan: %zu scenario(s) x %d systems, about %.0f s in all.\n", nsc, nsys, secs);
+    char plan[96] = "";
+    if (nbatch < nsc)
+        snprintf(plan, sizeof plan, "%zu scenario(s) x %d systems%s", nsc - nbatch, nsys,
+                 nbatch ? ", then " : "");
+    if (nbatch)
+        snprintf(plan + strlen(plan), sizeof plan - strlen(plan),
+                 "the batch scenario at %zu load(s) x 3 systems", nbatch);
+    printf("Plan: %s, about %.0f s in all.\n", plan, secs);
     fflush(stdout);
     measured = opt.capacity <= 0;
     opt.capacity *= 1e9;
@@ -449,6 +507,8 @@ int main(int argc, char **argv)
                     : "given by --capacity");
     printf("accel (node) = %s.\n", ns_system_desc[NS_ACCEL_NODE]);
     ns_bodies_print(&cs);
+    if (nbatch)
+        ns_batch_print_model(&cs_batch);
     fflush(stdout);
     bench_result res;
     bench_result_begin(&res, "nodesim", "machine");
@@ -457,11 +517,21 @@ int main(int argc, char **argv)
     bench_result_str(&res, "chains", cs.source);
     bench_result_emit(&res);
 
-    ns_scenario_runs sr[6], *srp[6];
+    ns_scenario_runs sr[16], *srp[16];
+    ns_run *brun[16][3];
+    double bload[16];
+    size_t nplot = 0, nb = 0;
     for (size_t i = 0; i < nsc; i++) {
         run_scenario(&list[i], &sr[i]);
-        srp[i] = &sr[i];
+        if (!is_batch(&list[i])) {
+            srp[nplot++] = &sr[i]; /* the batch scenario has its own table, no charts */
+            continue;
+        }
+        for (size_t k = 0; k < 3; k++)
+            brun[nb][k] = sr[i].runs[k];
+        bload[nb++] = list[i].load;
     }
+    ns_batch_report((ns_run *const (*)[3])brun, bload, nb);
     printf("\nOn time = finished within the chain's deadline (dropped and expired ops are "
            "misses);\np99 of completed ops, from each op's scheduled arrival. Share error = "
            "half the L1 distance,\nin percentage points, between each chain's share of the "
@@ -475,7 +545,7 @@ int main(int argc, char **argv)
            "CPU time the whole process used (workers, submitters,\nscheduling; not the "
            "co-tenant's): 1.00 would be no CPU spent but on the ops.\n");
     if (opt.out) {
-        int n = ns_plot(opt.out, srp, nsc);
+        int n = ns_plot(opt.out, srp, nplot);
         if (n > 0)
             printf("\nCharts (%d PNG): %s/\n", n, opt.out);
         else
@@ -488,6 +558,19 @@ int main(int argc, char **argv)
     bench_result_u64(&res, "checked", checked);
     bench_result_u64(&res, "wrong", wrong);
     bench_result_emit(&res);
+    /* Exactly once: every op admitted completed once, no dropped op ever */
+    uint64_t once_bad = 0;
+    for (size_t i = 0; i < nsc; i++)
+        for (size_t k = 0; k < sr[i].nruns; k++) {
+            const ns_run *r = sr[i].runs[k];
+            if (!r->done_never && !r->done_twice)
+                continue;
+            once_bad++;
+            printf("\nFAILED: %s, %s: of %llu ops admitted, %llu never completed, %llu "
+                   "completed more than once (or a dropped op completed)\n",
+                   sr[i].name, ns_system_name[r->sys], (unsigned long long)r->accepted,
+                   (unsigned long long)r->done_never, (unsigned long long)r->done_twice);
+        }
     bench_result_json_close();
     for (size_t i = 0; i < nsc; i++)
         for (size_t k = 0; k < sr[i].nruns; k++)
@@ -504,5 +587,5 @@ int main(int argc, char **argv)
                (unsigned long long)checked);
     else
         printf("\nNo real op body ran: every op was modelled (see \"Op bodies\" above).\n");
-    return 0;
+    return once_bad ? 1 : 0;
 }

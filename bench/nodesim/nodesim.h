@@ -10,6 +10,7 @@
  * Files: main.c (flags, scenarios, capacity), chains.c (chain-set files,
  * weighted max-min shares), bodies.c (real and modelled op bodies),
  * engine.c (the five systems, arrivals, ops, the co-tenant),
+ * batch.c (the batch scenario: a batchable chain, its three systems),
  * report.c (live table, final tables, JSON), plot.c (gnuplot charts).
  */
 #ifndef ACCEL_NODESIM_H
@@ -58,9 +59,20 @@ typedef struct ns_chainset {
     char source[256];
 } ns_chainset;
 
-enum ns_system { NS_ACCEL_NODE, NS_ACCEL_DEFAULT, NS_MSESS, NS_FIFO, NS_PRIO, NS_NSYS };
-extern const char *const ns_system_name[NS_NSYS];
-extern const char *const ns_system_desc[NS_NSYS];
+/* The five systems of every scenario but batch (NS_NSYS of them), then
+ * the batch scenario's three (batch.c): accel (node) with the batchable
+ * chain's session given a batch function, the same with single ops, and
+ * the same with that chain run by a hand-written accumulator thread. */
+enum ns_system {
+    NS_ACCEL_NODE, NS_ACCEL_DEFAULT, NS_MSESS, NS_FIFO, NS_PRIO, NS_NSYS,
+    NS_BATCH_ACCEL = NS_NSYS, NS_BATCH_SINGLE, NS_BATCH_HAND, NS_NSYS_ALL
+};
+extern const char *const ns_system_name[NS_NSYS_ALL];
+extern const char *const ns_system_desc[NS_NSYS_ALL];
+static inline bool ns_sys_accel(enum ns_system s) /* runs on an accel runtime */
+{
+    return s == NS_ACCEL_NODE || s == NS_ACCEL_DEFAULT || s >= NS_BATCH_ACCEL;
+}
 
 /* Priority classes, for the per-class columns and charts. */
 enum { NS_CRIT, NS_HIGH, NS_NORMAL, NS_LOW, NS_NCLASS };
@@ -77,6 +89,7 @@ typedef struct ns_op_rec {
     uint32_t item;   /* real body: first input item */
     uint32_t wait_us; /* blocking scenario: the wait before the body */
     uint8_t outcome; /* enum ns_outcome, written by the op or at admission */
+    _Atomic uint8_t dones; /* calls of ns_done (the exactly-once check) */
 } ns_op_rec;
 
 enum ns_outcome { NS_PENDING, NS_DONE, NS_EXPIRED, NS_DROPPED, NS_SKIPPED };
@@ -110,7 +123,13 @@ typedef struct ns_chain_run {
     struct ns_run *run;
     unsigned index;
     uint64_t last_ontime, last_done; /* live view */
+    /* batch systems: each op's fate, slice after slice (enum ns_met), to
+     * compare op by op with the unbatched run (same arrivals) */
+    uint8_t *met;
+    size_t nmet;
 } ns_chain_run;
+
+enum ns_met { NS_MET_MISSED, NS_MET_ONTIME, NS_MET_CENSORED };
 
 /* A time-varying multiplier on some chains' arrival rate (the flood). */
 typedef struct ns_burst {
@@ -142,6 +161,15 @@ typedef struct ns_run {
     double ideal[NS_MAX_CHAINS];        /* fair share of the window's work (fluid.h) */
     double ref_cpu_s;                   /* the fluid reference's capacity x time */
     double ideal_maxmin[NS_MAX_CHAINS]; /* earlier reference, JSON only */
+    /* Exactly once, over the slices: ops admitted (not dropped), and how
+     * many of them ns_done saw once, never, more than once (also a
+     * dropped op seen). */
+    uint64_t accepted, done_once, done_never, done_twice;
+    /* The batch scenario (batch.c); batch_chain -1 elsewhere. */
+    int batch_chain;
+    uint64_t batch_delay_ns;              /* accel batching's hold-back (0: none) */
+    _Atomic uint64_t batches, batch_ops;  /* batch calls, the ops they ran */
+    struct ns_hand *hand;                 /* NS_BATCH_HAND: the accumulator */
 } ns_run;
 
 /* chains.c */
@@ -193,6 +221,24 @@ int ns_slice_start(ns_run *r);
 void ns_slice_finish(ns_run *r, void (*tick)(ns_run *, void *), void *arg);
 void ns_run_free(ns_run *r);
 double ns_demand_at(const ns_run *r, unsigned i, double frac); /* ns/s */
+
+/* batch.c */
+/* base plus the batchable chain (appended, shares renormalised). */
+int ns_batch_chainset(const ns_chainset *base, ns_chainset *out);
+void ns_batch_print_model(const ns_chainset *cs);
+/* accel batching: the batch function on the chain's session. */
+int ns_batch_configure(ns_run *r);
+/* The hand-written batcher: started before the arrivals, stopped (its
+ * queue drained through ns_done) once the submitters are joined. */
+int ns_hand_start(ns_run *r);
+int ns_hand_submit(ns_run *r, ns_op_rec *rec); /* 0, or -1: not queued */
+void ns_hand_stop(ns_run *r);
+/* After a slice (every op finished): record each op's fate. */
+int ns_batch_record(ns_run *r);
+/* The batch scenario's table and targets; runs[l][k]: load l, system
+ * NS_BATCH_ACCEL + k. */
+void ns_batch_report(ns_run *const (*runs)[3], const double *loads, size_t nloads);
+void ns_done(void *arg, int status); /* engine.c: an op's completion */
 
 /* report.c */
 typedef struct ns_summary {

@@ -284,6 +284,12 @@ void ns_emit_json(const ns_run *r, const char *scenario)
     double cpu = r->wall_ns ? (double)r->cpu_ns / (double)r->wall_ns : 0;
     bench_result_f64(&res, "process_cpus", cpu);
     bench_result_f64(&res, "work_per_cpu_s", s.work_per_cpu_s);
+    /* exactly once (engine.c, check_once): ops admitted, and how many
+     * completed once, never, more than once */
+    bench_result_u64(&res, "accepted", r->accepted);
+    bench_result_u64(&res, "done_once", r->done_once);
+    bench_result_u64(&res, "done_never", r->done_never);
+    bench_result_u64(&res, "done_twice", r->done_twice);
     bench_result_emit(&res);
     for (unsigned i = 0; i < r->nchains; i++) {
         const ns_chain_run *cr = &r->chain[i];

@@ -1,0 +1,92 @@
+# ctest bench_smoke_nodesim_batch: the batch scenario at small scale (loads
+# 0.5 and 1.2, 1 s per system) must exit 0 and print its table and target
+# lines, and its JSON lines must have the shape the table reads: per load a
+# summary and a batch record for each of the three systems, the targets of
+# each load; and every op admitted completed exactly once (counts: offered
+# = on time + late + dropped + expired + censored = admitted + dropped;
+# each admitted op's done called once, no dropped op's ever). No figure is
+# checked: the figures of a shared machine are not a test.
+#   cmake -DEXE=path/to/accel-nodesim -DOUT=dir -P smoke_batch.cmake
+file(MAKE_DIRECTORY ${OUT})
+set(json ${OUT}/nodesim-batch.jsonl)
+file(REMOVE ${json})
+execute_process(COMMAND ${EXE} --scenario batch --smoke --format plain --json ${json}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "accel-nodesim --scenario batch --smoke exited with ${rc}:\n${out}\n${err}")
+endif()
+foreach(want "== batch: consensus-bls" "accel batching" "accel unbatched" "hand batcher")
+  string(FIND "${out}" "${want}" at)
+  if(at LESS 0)
+    message(FATAL_ERROR "no '${want}' in the output:\n${out}")
+  endif()
+endforeach()
+string(REGEX MATCHALL "\n(PASS|MISS)  load [0-9.]+: " verdicts "${out}")
+list(LENGTH verdicts nverdicts)
+if(NOT nverdicts EQUAL 6)
+  message(FATAL_ERROR "expected 6 PASS/MISS target lines (3 per load), found ${nverdicts}:\n${out}")
+endif()
+
+file(STRINGS ${json} lines)
+set(summaries 0)
+set(batches 0)
+set(targets 0)
+foreach(line IN LISTS lines)
+  string(JSON name ERROR_VARIABLE jerr GET "${line}" name)
+  if(jerr)
+    message(FATAL_ERROR "not JSON: ${line} (${jerr})")
+  endif()
+  string(JSON scen ERROR_VARIABLE serr GET "${line}" scenario)
+  if(name STREQUAL "summary" AND scen MATCHES "^batch-")
+    foreach(k offered ontime late dropped expired censored accepted done_once done_never
+              done_twice)
+      string(JSON ${k} GET "${line}" ${k})
+    endforeach()
+    string(JSON sys GET "${line}" system)
+    math(EXPR judged "${ontime} + ${late} + ${dropped} + ${expired} + ${censored}")
+    math(EXPR admitted "${accepted} + ${dropped}")
+    if(NOT judged EQUAL offered OR NOT admitted EQUAL offered)
+      message(FATAL_ERROR "${scen} ${sys}: ops do not add up (offered ${offered}, judged "
+                          "${judged}, admitted + dropped ${admitted}): ${line}")
+    endif()
+    if(NOT done_once EQUAL accepted OR NOT done_never EQUAL 0 OR NOT done_twice EQUAL 0)
+      message(FATAL_ERROR "${scen} ${sys}: not exactly once (admitted ${accepted}, once "
+                          "${done_once}, never ${done_never}, twice ${done_twice})")
+    endif()
+    if(accepted EQUAL 0)
+      message(FATAL_ERROR "${scen} ${sys}: no op ran")
+    endif()
+    math(EXPR summaries "${summaries} + 1")
+  elseif(name STREQUAL "batch")
+    string(JSON sys GET "${line}" system)
+    string(JSON per GET "${line}" ops_per_batch)
+    string(JSON nb GET "${line}" batches)
+    foreach(k work_per_cpu_s critical_ontime_pct batch_chain_p99_us other_share_error_pts
+              lost_vs_unbatched)
+      string(JSON v ERROR_VARIABLE kerr GET "${line}" ${k})
+      if(kerr)
+        message(FATAL_ERROR "batch record without ${k}: ${line}")
+      endif()
+    endforeach()
+    if(sys STREQUAL "accel unbatched")
+      if(NOT per EQUAL 1 OR NOT nb EQUAL 0)
+        message(FATAL_ERROR "${scen} accel unbatched ran batches: ${line}")
+      endif()
+    elseif(nb EQUAL 0)
+      message(FATAL_ERROR "${scen} ${sys}: the batchable chain ran no batch: ${line}")
+    endif()
+    math(EXPR batches "${batches} + 1")
+  elseif(name STREQUAL "batch_target")
+    string(JSON type TYPE "${line}" pass)
+    if(NOT type STREQUAL "BOOLEAN")
+      message(FATAL_ERROR "batch_target without a pass/miss: ${line}")
+    endif()
+    math(EXPR targets "${targets} + 1")
+  endif()
+endforeach()
+if(NOT summaries EQUAL 6 OR NOT batches EQUAL 6 OR NOT targets EQUAL 6)
+  message(FATAL_ERROR "expected 6 summaries, 6 batch records and 6 targets (2 loads x 3 "
+                      "systems), found ${summaries}, ${batches}, ${targets}")
+endif()
+message(STATUS "accel-nodesim batch smoke: 2 loads x 3 systems, every admitted op "
+               "completed exactly once; ${nverdicts} target lines")
