@@ -8,9 +8,13 @@ is made of the comment above its declaration (or the comment on the same
 line): NAME from its first sentence, SYNOPSIS with the #include and the
 prototype, DESCRIPTION from the comment and the structures the prototype
 takes, RETURN VALUE from its "Returns ..." sentence, SEE ALSO the
-functions it names. Declarations written one under the other share the
-comment above the first; #define lines between a comment and its
-declaration (a flag the function takes) are passed over.
+functions it names and those under the same section banner of the
+header. Declarations written one under the other share the comment above
+the first when it names them (accel_blocking_end: "_end"); #define lines
+between a comment and its declaration (a flag the function takes) go to
+the SYNOPSIS. accel(7) holds the headers' own comments, the function list
+and the status codes (ACCEL_STATUS_MAP); a page that names one of its
+parts in quotes ("Ops that block") says it is in accel(7).
 
 The pages cannot drift from the headers: they are made from them at
 build time (CMake target manpages), and --check fails on a function with
@@ -478,9 +482,21 @@ def types_used(proto, types, seen=None):
     return out
 
 
+# Parts of accel(7) that function comments name in quotes ("Ops that
+# block"): a page says where they are.
+OVERVIEW_PARTS = ("Ops that block", "Growing structs", "Thread-safety",
+                  "fork()")
+
+
+def point_to_overview(lines):
+    pat = "|".join(re.escape(p) for p in OVERVIEW_PARTS)
+    return [re.sub(r'"(%s)"( above| at the top| in accel\.h)?' % pat,
+                   r'"\1" in accel(7)', ln) for ln in lines]
+
+
 def function_page(f, funcs, types):
     by_name = {g.name: g for g in funcs}
-    doc = comment_lines(f.doc) if f.doc else []
+    doc = point_to_overview(comment_lines(f.doc)) if f.doc else []
     desc, ret = split_returns(doc)
     out = title_header(f.name, "3", DATE, "accel Programmer's Manual")
     out += [".SH NAME", "%s \\- %s" % (", ".join(f.group),
