@@ -7,7 +7,8 @@
 # installs nothing: it stops with a message naming `make deps` when a tool
 # it needs is missing.
 # Other targets: build, check (plain suite only), bench-suite, gpu-check,
-#                test-go / bench-go (the Go binding, bindings/go),
+#                test-go / bench-go (the Go binding, bindings/go, and its
+#                Prometheus collector, bindings/go/promcollector),
 # package (Debian packages libaccel0 and libaccel-dev in build-pkg/), clean.
 JOBS    ?= $(shell nproc)
 BUILD   ?= build
@@ -83,6 +84,7 @@ test-go: need-go
 	cd bindings/go && $(GO_ENV) go vet ./... && $(GO_ENV) go test -race -count=1 -p 1 -timeout 20m ./...
 	cd bindings/go && $(GO_ENV) go test -race -count=1 -tags accel_plant -timeout 5m \
 	  -run '^TestRuntimeCloseWaitsForAnInOpCloseRelease$$' .
+	$(GO_ENV) bindings/go/promcollector/test.sh -race -count=1 -timeout 5m
 
 # The Go tests once more with the C side (and cgo's checks of Go memory)
 # under AddressSanitizer: a use of a freed session or runtime from Go is

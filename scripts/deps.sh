@@ -7,11 +7,13 @@ set -euo pipefail
 # tier and the fuzzer; spin for the protocol models; systemtap-sdt-dev for
 # the USDT probes (<sys/sdt.h>); gnuplot (no X) for the charts of make bench;
 # libsodium-dev and libsecp256k1-dev for the real op bodies of make bench
-# (ed25519, BLAKE2b, SHA-256; secp256k1 ECDSA). promtool comes apart,
+# (ed25519, BLAKE2b, SHA-256; secp256k1 ECDSA); groff-base for the man
+# pages' roff check; client_golang's source for the Go binding's
+# Prometheus collector (bindings/go/promcollector). promtool comes apart,
 # below.
 pkgs=(build-essential cmake pkg-config liburcu-dev libck-dev libcriterion-dev
       clang libclang-rt-14-dev spin systemtap-sdt-dev libsodium-dev libsecp256k1-dev
-      "$@")
+      groff-base golang-github-prometheus-client-golang-dev "$@")
 root=$(cd "$(dirname "$0")/.." && pwd)
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 # A fresh machine's unattended upgrades may hold dpkg's lock for a while:

@@ -28,6 +28,14 @@ files=$(dpkg-deb -c "${runtime[0]}" | awk '{print $6}')
 grep -v '/$' <<<"$files" |
   grep -vE 'libaccel\.so\.|libaccel-backend-[a-z]+\.so$' >/dev/null &&
   { echo "libaccel0 holds more than the library"; exit 1; }
+# libaccel-dev ships the man pages (scripts/manpages.py), gzipped.
+devfiles=$(dpkg-deb -c "${dev[0]}" | awk '{print $6}')
+for page in man3/accel_submit.3.gz man7/accel.7.gz; do
+  grep -qx "\./usr/share/man/$page" <<<"$devfiles" ||
+    { echo "libaccel-dev lacks /usr/share/man/$page"; exit 1; }
+done
+page=$(zcat "$root/usr/share/man/man3/accel_submit.3.gz")
+grep -q '^\.SH SYNOPSIS' <<<"$page" || { echo "accel_submit.3.gz is not a man page"; exit 1; }
 # A CPU-only program links no CUDA: libaccel.so needs no CUDA library.
 dyn=$(readelf -d "$root"/usr/lib/*/libaccel.so.0)
 if grep -qi 'NEEDED.*cuda' <<<"$dyn"; then

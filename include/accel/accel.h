@@ -632,14 +632,18 @@ ACCEL_API int accel_session_reserve(accel_session *s, int64_t bytes);
 /* Refunds bytes. ACCEL_EINVAL if more than used, bytes < 0 or s NULL.
  * Allowed on a closed session (so owners can give memory back). */
 ACCEL_API int accel_session_unreserve(accel_session *s, int64_t bytes);
-/* Bytes charged now; 0 for NULL. */
+/* Bytes charged to the session's budget now; 0 for NULL. */
 ACCEL_API int64_t accel_session_memory_used(const accel_session *s);
 
 /* -------------------------------------------------------------- getters */
 
-ACCEL_API const char *accel_session_id(const accel_session *s); /* NULL if s NULL */
-ACCEL_API uint32_t accel_session_priority(const accel_session *s); /* 0 if NULL */
-/* Takes effect from the session's next visit. Returns ACCEL_OK,
+/* The session's id, as opened (held by the session, valid while a handle
+ * is); NULL if s NULL. */
+ACCEL_API const char *accel_session_id(const accel_session *s);
+/* The session's priority weight (1..1000); 0 if s NULL. */
+ACCEL_API uint32_t accel_session_priority(const accel_session *s);
+/* Sets the session's priority weight.
+ * Takes effect from the session's next visit. Returns ACCEL_OK,
  * ACCEL_EINVAL (s NULL, priority > 1000), ACCEL_ECLOSED. 0 = NORMAL. */
 ACCEL_API int accel_session_set_priority(accel_session *s, uint32_t priority);
 /* The backend actually bound (never AUTO); ACCEL_BACKEND_AUTO for NULL. */
@@ -708,7 +712,8 @@ ACCEL_API int accel_session_get_stats_ex(const accel_session *s,
 
 /* ------------------------------------------------------------------ ctx */
 
-/* Valid only during the op it was handed to, on that thread. */
+/* The session of the op ctx was handed to; NULL for NULL ctx. Valid only
+ * during the op it was handed to, on that thread. */
 ACCEL_API accel_session *accel_ctx_session(accel_ctx *ctx);
 
 /* Allocates bytes charged to the session's budget: exactly `bytes` on the

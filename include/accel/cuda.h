@@ -58,6 +58,8 @@ ACCEL_API size_t accel_cuda_alloc_granularity(void);
  * ACCEL_EINVAL (rt NULL). Thread-safe. */
 ACCEL_API int accel_runtime_cuda_status(accel_runtime *rt);
 
+/* accel_ctx_cuda_stream as a cudaStream_t: defined when a CUDA runtime
+ * header was included before this one. */
 #if defined(__CUDA_RUNTIME_API_H__)
 static inline cudaStream_t accel_ctx_cuda_stream_t(accel_ctx *ctx)
 {
