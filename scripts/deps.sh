@@ -9,11 +9,12 @@ set -euo pipefail
 # libsodium-dev and libsecp256k1-dev for the real op bodies of make bench
 # (ed25519, BLAKE2b, SHA-256; secp256k1 ECDSA); groff-base for the man
 # pages' roff check; client_golang's source for the Go binding's
-# Prometheus collector (bindings/go/promcollector). promtool comes apart,
+# Prometheus collector (bindings/go/promcollector); python3 for the
+# man pages, the promise index and the layer checks. promtool comes apart,
 # below.
 pkgs=(build-essential cmake pkg-config liburcu-dev libck-dev libcriterion-dev
       clang libclang-rt-14-dev spin systemtap-sdt-dev libsodium-dev libsecp256k1-dev
-      groff-base golang-github-prometheus-client-golang-dev "$@")
+      groff-base python3 golang-github-prometheus-client-golang-dev "$@")
 root=$(cd "$(dirname "$0")/.." && pwd)
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 # A fresh machine's unattended upgrades may hold dpkg's lock for a while:
