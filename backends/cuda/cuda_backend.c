@@ -375,7 +375,9 @@ static void cuda_set_priority(void *state, uint32_t weight)
     atomic_store_explicit(&cs->weight, weight, memory_order_relaxed);
 }
 
-/* Ops run() may take now: one unit each, within the cap and the ring. */
+/* Ops run() may take now: one unit each, within the cap and the ring
+ * (the ring bound follows from the cap, as batches leave
+ * ACCEL__CUDA_INFLIGHT_MAX ops of it to ops run one by one; a guard). */
 static uint32_t cuda_capacity(void *state)
 {
     accel__cuda_session *cs = state;
