@@ -35,6 +35,12 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status)
     host->op_complete(s, op, status);
 }
 
+void accel__op_complete_unrun(accel_session *s, const accel_op *op,
+                              int status)
+{
+    host->op_complete_unrun(s, op, status);
+}
+
 void *accel__ctx_backend_state(accel_ctx *ctx, accel_backend kind)
 {
     return host->ctx_backend_state(ctx, kind);

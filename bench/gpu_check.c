@@ -12,6 +12,9 @@
  *              flooding kernels of 50 us blocks: submit->finish latency,
  *              stream priorities off vs on, interleaved phases, same run
  *   budget     effective cap and the status at the cap
+ *   batch      one CUDA session's ops one by one (a launch each) vs the
+ *              same ops through a batch function (a launch per batch):
+ *              ops/s, launches per op, the ratio; interleaved phases
  */
 #include <pthread.h>
 #include <sched.h>
@@ -433,6 +436,76 @@ static void fig_budget(accel_runtime *rt)
     }
 }
 
+/* ---------------------------------------------------------- batch */
+
+static _Atomic uint64_t batch_calls;
+
+static void batch_empty(accel_ctx *ctx, void *const *args, uint32_t n,
+                        int *status, void *user)
+{
+    (void)args, (void)user;
+    atomic_fetch_add_explicit(&batch_calls, 1, memory_order_relaxed);
+    int e = accel_k_empty(accel_ctx_cuda_stream(ctx)); /* one launch */
+    for (uint32_t i = 0; i < n; i++)
+        status[i] = e;
+}
+
+/* One phase: one thread submits empty-kernel ops to one session for secs,
+ * then waits for them; returns ops/s, *launches the launches made. */
+static double batch_phase(accel_runtime *rt, int batched, double secs,
+                          uint64_t *ops, uint64_t *launches)
+{
+    accel_session *s;
+    accel_session_config c = {.id = batched ? "batched" : "single",
+                              .backend = ACCEL_BACKEND_CUDA,
+                              .queue_depth = 1024};
+    if (accel_session_open(rt, &c, &s) != ACCEL_OK)
+        die("open batch", 0);
+    accel_batch_config bc = {.fn = batch_empty, .max_ops = ACCEL_BATCH_MAX};
+    if (batched && accel_session_set_batch(s, &bc) != ACCEL_OK)
+        die("set_batch", 0);
+    uint64_t calls0 = atomic_load_explicit(&batch_calls, memory_order_relaxed);
+    accel_op op = {op_kernel_empty, NULL, NULL};
+    uint64_t n = 0, t0 = now_ns(), dl = t0 + (uint64_t)(secs * 1e9);
+    while (now_ns() < dl)
+        for (int j = 0; j < 64; j++, n++)
+            if (accel_submit(s, &op, ACCEL_FOREVER) != ACCEL_OK)
+                die("submit batch", 0);
+    if (accel_session_sync(s, ACCEL_FOREVER) != ACCEL_OK)
+        die("sync batch", 0);
+    double rate = (double)n / ((double)(now_ns() - t0) / 1e9);
+    accel_session_stats st;
+    if (accel_session_get_stats(s, &st) != ACCEL_OK || st.failed)
+        die("batch ops failed", (int)st.failed);
+    *ops += n;
+    *launches += batched ? atomic_load_explicit(&batch_calls,
+                                                memory_order_relaxed) - calls0
+                         : n;
+    accel_session_release(s);
+    return rate;
+}
+
+static void fig_batch(accel_runtime *rt)
+{
+    double rate[2] = {0, 0};
+    uint64_t ops[2] = {0, 0}, launches[2] = {0, 0};
+    double secs = 1.0 * scale;
+    for (int rep = 0; rep < 4; rep++) { /* single batched single batched */
+        int b = rep & 1;
+        rate[b] += batch_phase(rt, b, secs, &ops[b], &launches[b]) / 2;
+    }
+    for (int b = 0; b < 2; b++)
+        printf("gpu-check batch mode=%s ops_per_s=%.0f ops=%llu "
+               "launches=%llu launches_per_op=%.4f\n",
+               b ? "batched" : "single", rate[b], (unsigned long long)ops[b],
+               (unsigned long long)launches[b],
+               ops[b] ? (double)launches[b] / (double)ops[b] : 0.0);
+    printf("gpu-check batch ratio ops_per_s_batched_over_single=%.2f "
+           "ops_per_launch_batched=%.1f\n",
+           rate[0] > 0 ? rate[1] / rate[0] : 0.0,
+           launches[1] ? (double)ops[1] / (double)launches[1] : 0.0);
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -473,6 +546,7 @@ int main(int argc, char **argv)
     fig_throughput(rt);
     fig_node(rt);
     fig_budget(rt);
+    fig_batch(rt);
     if (accel_runtime_destroy(rt) != ACCEL_OK)
         die("destroy", 0);
     return 0;

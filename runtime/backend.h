@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define ACCEL__BACKEND_VERSION 3
+#define ACCEL__BACKEND_VERSION 4
 #define ACCEL__PENDING 1 /* run(): completion will be reported later */
 /* Slots of the backend table: one per accel_backend value (0, AUTO, is
  * never a backend). */
@@ -50,6 +50,21 @@ typedef struct accel__backend_open_args {
     int shared;         /* ACCEL_SESSION_SHARED_DEVICE */
     int64_t budget_cap; /* the session's memory budget, 0: unlimited */
 } accel__backend_open_args;
+
+/* A batch for run_batch() (docs/batching.md): ops[0..n) as formed, in
+ * FIFO order; unrun[i] != 0: ops[i] was left out (cancelled, expired,
+ * closed) and completes unrun with that status. The others, in order, are
+ * the m ops of fn's call: args[0..m) and status[0..m) (zeroed). */
+typedef struct accel__backend_batch {
+    accel_batch_fn fn;
+    void *user;
+    const accel_op *ops;
+    const int *unrun;
+    uint32_t n;
+    void *const *args;
+    int *status;
+    uint32_t m;
+} accel__backend_batch;
 
 /* Queries of a running op's session state (query()). */
 #define ACCEL__Q_STREAM 1 /* out: void *, the device stream */
@@ -105,6 +120,21 @@ typedef struct accel__backend_ops {
     /* Answers an ACCEL__Q_* query about a session's state: ACCEL_OK and
      * *out, or ACCEL_EINVAL. May be NULL. */
     int (*query)(void *state, int what, void *out);
+
+    /* Runs a batch of a session with a batch function on the device: calls
+     * b->fn once (when b->m > 0 and the device is usable) and completes all
+     * b->n ops later, in FIFO order after the ops before them, the run ones
+     * with accel__op_complete, the unrun ones with accel__op_complete_unrun.
+     * Returns whether fn was called. Called by the worker holding the
+     * session. NULL: the runtime calls fn on the worker, which may then do
+     * so only for a backend with ACCEL__BACKEND_RUNS_INLINE (else
+     * accel_session_set_batch answers ACCEL_ENOTSUP). */
+    bool (*run_batch)(void *state, accel_ctx *ctx,
+                      const accel__backend_batch *b);
+    /* How many ops the session's next batch may hold now (0: none until a
+     * poll completes some); at most ACCEL_BATCH_MAX. Called by the worker
+     * holding the session. May be NULL: no bound. */
+    uint32_t (*batch_room)(void *state);
 } accel__backend_ops;
 
 /* ---- What the runtime provides to backends (no runtime structs). */
@@ -112,6 +142,10 @@ typedef struct accel__backend_ops {
 /* For backends completing ops later (see poll): called from the worker
  * holding the session. */
 void accel__op_complete(accel_session *s, const accel_op *op, int status);
+/* The same for an op of a batch that was left out when the batch formed
+ * (accel__backend_batch.unrun): status is its unrun status, counted then. */
+void accel__op_complete_unrun(accel_session *s, const accel_op *op,
+                              int status);
 
 /* The session state of the running op's session if it is bound to
  * backend kind, else NULL. */
@@ -128,6 +162,8 @@ void *accel__ctx_backend_state(accel_ctx *ctx, accel_backend kind);
 typedef struct accel__backend_host {
     int version; /* ACCEL__BACKEND_VERSION */
     void (*op_complete)(accel_session *s, const accel_op *op, int status);
+    void (*op_complete_unrun)(accel_session *s, const accel_op *op,
+                              int status);
     void *(*ctx_backend_state)(accel_ctx *ctx, accel_backend kind);
     void *(*runtime_backend_state)(accel_runtime *rt, accel_backend kind);
     int (*runtime_backend_status)(accel_runtime *rt, accel_backend kind);

@@ -27,6 +27,7 @@
 static const accel__backend_host host = {
     .version = ACCEL__BACKEND_VERSION,
     .op_complete = accel__op_complete,
+    .op_complete_unrun = accel__op_complete_unrun,
     .ctx_backend_state = accel__ctx_backend_state,
     .runtime_backend_state = accel__backend_registry_state,
     .runtime_backend_status = accel__backend_registry_status,

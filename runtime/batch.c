@@ -125,7 +125,9 @@ int accel_session_set_batch(accel_session *s, const accel_batch_config *ucfg)
     if (accel__fork_stale(s->rt->fork_gen) ||
         accel__ring_is_closed(ACCEL__RING(s)))
         return ACCEL_ECLOSED;
-    if (s->backend != ACCEL_BACKEND_CPU ||
+    /* The worker calls fn itself only where an op's run is its fn (the
+     * CPU backend); a device backend runs batches with run_batch. */
+    if (!((s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) || s->bops->run_batch) ||
         (s->rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS))
         return ACCEL_ENOTSUP;
     struct accel__batch *_Atomic *slot = accel__session_batch_slot(s);
@@ -197,6 +199,15 @@ bool accel__batch_visit_run(accel__visit *v)
         cfg_read(b, &c);
         if (!c.fn)
             return false;
+        /* A device backend bounds a batch by what it can hold in flight;
+         * none now: the visit's end polls it and re-queues the session. */
+        if (s->bops->batch_room) {
+            uint32_t room = s->bops->batch_room(s->bstate);
+            if (room == 0)
+                break;
+            if (room < c.max_ops)
+                c.max_ops = room;
+        }
         /* Form: what is published now, up to max_ops. */
         uint32_t n = 0;
         while (n < c.max_ops) {
@@ -231,25 +242,41 @@ bool accel__batch_visit_run(accel__visit *v)
         if (gone)
             accel__bump(&s->cancelled, gone);
         uint64_t t1 = 0;
-        if (m) {
+        /* A device backend (run_batch) calls fn itself, with its device
+         * current, and completes all n ops, run or not, in FIFO order once
+         * the device work fn enqueued is done. */
+        bool device = s->bops->run_batch != NULL;
+        if (m || device) {
             accel__bump(&s->dispatched, m);
             uint64_t t0 = accel__now_ns();
-            c.fn(&ctx, args, m, status, c.user);
+            bool called = true;
+            if (device)
+                called = s->bops->run_batch(
+                    s->bstate, &ctx,
+                    &(accel__backend_batch){.fn = c.fn, .user = c.user,
+                                            .ops = ops, .unrun = unrun,
+                                            .n = n, .args = args,
+                                            .status = status, .m = m});
+            else
+                c.fn(&ctx, args, m, status, c.user);
             t1 = accel__now_ns();
-            /* batch(session, ops, ns of the call) */
-            ACCEL_TRACE3(batch, s, m, t1 - t0);
-            accel__bump(&b->batches, 1);
-            accel__bump(&b->ops, m);
-            accel__bump(&b->hist[hist_bucket(m)], 1);
+            if (called) {
+                /* batch(session, ops, ns of the call) */
+                ACCEL_TRACE3(batch, s, m, t1 - t0);
+                accel__bump(&b->batches, 1);
+                accel__bump(&b->ops, m);
+                accel__bump(&b->hist[hist_bucket(m)], 1);
+            }
         }
         /* Every op's done in FIFO order, ran or not. */
-        for (uint32_t i = 0, j = 0; i < n; i++) {
+        for (uint32_t i = 0, j = 0; i < n && !device; i++) {
             if (unrun[i])
                 accel__visit_op_done(s, &ops[i], unrun[i], false);
             else
                 accel__visit_op_done(s, &ops[i], status[j++], true);
         }
-        accel__progress_finished(&s->progress, n);
+        if (!device)
+            accel__progress_finished(&s->progress, n);
         /* To the scheduler a batch is one op: the session's cost per op
          * (its quota, its lane: docs/scheduler.md) is the batch's, as it
          * holds a worker that long. */

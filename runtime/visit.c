@@ -33,6 +33,13 @@ void accel__op_complete(accel_session *s, const accel_op *op, int status)
     accel__progress_finished(&s->progress, 1);
 }
 
+void accel__op_complete_unrun(accel_session *s, const accel_op *op,
+                              int status)
+{
+    accel__visit_op_done(s, op, status, false);
+    accel__progress_finished(&s->progress, 1);
+}
+
 /* A visit that empties the ring polls it a little before giving the
  * session up: under a stream of submits the next op is usually being
  * published right now, and going idle costs a CAS on the producers' line,

@@ -3,7 +3,7 @@
 # fault-site sweep and the fault test, on a machine with an NVIDIA GPU
 # (Hopper: the kernels are sm_90) and only its driver. Every step has its
 # own limit (timeout -k): the worst case of all steps is WORST_S below,
-# under 8 minutes; a normal run takes about 2. Each step's output is
+# under 9 minutes; a normal run takes about 2. Each step's output is
 # written as it comes (line-buffered), so a caller that tees it keeps what
 # a killed run printed. Summary lines start with "gpu-check ".
 #
@@ -19,7 +19,7 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=${1:-${ACCEL_GPU_BUNDLE:-$root/build-gpu-bundle/bundle}}
 t_start=$(date +%s)
-WORST_S=445 # the limits below (370) + 5 s kill grace per step + nvidia-smi (24)
+WORST_S=519 # the limits below (430) + 5 s kill grace per step (13) + nvidia-smi (24)
 
 if [ ! -d "$bundle" ] || [ ! -f "$bundle/accel_gpu_check" ]; then
   echo "gpu-check: no bundle at $bundle: build it with scripts/build-gpu-bundle.sh"
@@ -85,8 +85,11 @@ risk pool-placement-2MiB-maxSize device_budget \
 for sub in shared priority close sessions17; do
   step "device_$sub" 25 "$bundle/accel_cuda_device" "$sub"
 done
+step device_batch 25 "$bundle/accel_cuda_device" batch
+risk one-launch-per-batch device_batch \
+  "200 queued ops of a batched session: one call, one kernel launch, dones in order"
 # Figures: launch, event, alloc, throughput, node (priorities off/on),
-# budget. About a minute.
+# budget, batch (a launch per op vs per batch). About a minute.
 step figures 90 "$bundle/accel_gpu_check"
 step module 30 env ACCEL_BACKEND_DIR="$bundle" "$bundle/accel_cuda_module_run"
 risk two-static-cuda-runtimes-module module \
@@ -110,6 +113,9 @@ risk cuda-fault-sites-on-device fault_sweep_cuda_sites \
 step fault 35 "$bundle/accel_cuda_fault"
 risk faulting-kernel-under-this-driver fault \
   "sticky error seen, ops complete with EBACKEND, nothing hangs"
+step fault_batch 35 "$bundle/accel_cuda_fault" batch
+risk faulting-batch-launch fault_batch \
+  "a batch's one launch faults: each of its ops EBACKEND once, in order"
 
 echo "gpu-check done failures=$fails seconds=$(($(date +%s) - t_start))"
 [ $fails -eq 0 ]

@@ -9,6 +9,10 @@
  *   budget     the budget holds against real pool allocations
  *   close      closing sessions frees their streams, pools and memory
  *   sessions17 17 sessions, 4 submitting threads, all ops complete in order
+ *   batch      a session with a batch function: N queued ops reach one call
+ *              and one kernel launch on the session's stream; each op's
+ *              done runs once, in FIFO order, with its own status, after
+ *              the launch ran; a failing launch fails all N, once each
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -330,6 +334,204 @@ static void run_sessions17(void)
     CHECK_EQ(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+/* ----------------------------------------------------------------- batch */
+
+typedef struct bat {
+    logbuf lb;
+    unsigned *hlaunch, *dlaunch; /* launches the device ran (mapped) */
+    unsigned *hgate, *dgate;     /* two gates (mapped) */
+    _Atomic unsigned calls;      /* batch function calls */
+    _Atomic unsigned last_n;     /* n of the last call */
+    _Atomic int bad;             /* the next call's launch fails */
+    struct bop *_Atomic gated;   /* the latest gated op */
+} bat;
+
+typedef struct bop {
+    bat *t;
+    unsigned idx;   /* its place in the session's FIFO */
+    uint32_t value; /* its place in the log (consecutive in a batch) */
+    int gate;       /* -1: none, else the gate its batch's kernel waits on */
+    int want;       /* the status the batch function writes for it */
+    int expect;     /* the status its done must get */
+    _Atomic int dones;
+} bop;
+
+/* One call, one launch for the n ops; status[i] is ops[i]'s own. */
+static void batch_log(accel_ctx *ctx, void *const *args, uint32_t n,
+                      int *status, void *user)
+{
+    bat *t = user;
+    atomic_fetch_add(&t->calls, 1);
+    atomic_store(&t->last_n, n);
+    const bop *o0 = args[0];
+    /* The cap of one unit in flight: a batch forms only once the gated
+     * one before it completed. */
+    bop *g = atomic_load(&t->gated);
+    if (g && o0 != g && !atomic_load(&g->dones))
+        atomic_fetch_add(&t->lb.done_bad, 1);
+    int gaps = 0;
+    for (uint32_t i = 0; i < n; i++)
+        gaps |= ((const bop *)args[i])->value != o0->value + i;
+    void *st = accel_ctx_cuda_stream(ctx);
+    int e = atomic_load(&t->bad)
+                ? accel_k_bad_launch(st)
+                : accel_k_log_append_batch(
+                      st, t->lb.dcount, t->lb.dlog, t->lb.cap, o0->value, n,
+                      t->dlaunch, o0->gate >= 0 ? &t->dgate[o0->gate] : NULL);
+    for (uint32_t i = 0; i < n; i++)
+        status[i] = gaps ? -1 : e ? e : ((const bop *)args[i])->want;
+}
+
+/* FIFO (one producer), once, its own status, after its kernel ran. */
+static void done_batch(void *arg, int status)
+{
+    bop *o = arg;
+    logbuf *lb = &o->t->lb;
+    unsigned seen = *(volatile unsigned *)lb->hcount;
+    if (atomic_fetch_add(&o->dones, 1) != 0 || status != o->expect ||
+        o->idx != lb->done_next || (status == o->want && seen <= o->value))
+        atomic_fetch_add(&lb->done_bad, 1);
+    lb->done_next++;
+}
+
+static void wait_calls(bat *t, unsigned n, const char *what)
+{
+    cuda_step(what);
+    while (atomic_load(&t->calls) < n)
+        usleep(1000);
+}
+
+/* Waits until the session's visits, counted at their end, grew by 2: a
+ * whole visit began after the call (one that must form no batch while a
+ * gated one is in flight, the cap being one). */
+static void wait_a_visit(accel_session *s)
+{
+    accel_session_stats st;
+    CHECK_EQ(accel_session_get_stats(s, &st), ACCEL_OK);
+    uint64_t v0 = st.visits;
+    do {
+        usleep(1000);
+        CHECK_EQ(accel_session_get_stats(s, &st), ACCEL_OK);
+    } while (st.visits < v0 + 2);
+}
+
+static void open_dev_gate(bat *t, int g)
+{
+    /* seq_cst: the kernel polls the mapped word (volatile) */
+    __atomic_store_n(&t->hgate[g], 1u, __ATOMIC_SEQ_CST);
+}
+
+static void run_batch(void)
+{
+    accel_runtime *rt = cuda_runtime_or_skip(2);
+    /* One unit in flight: the gated batch holds the session's next batch
+     * back until every op of it is queued, whatever the timing. */
+    CHECK_EQ(accel__cuda_set_inflight_cap(rt, 1), ACCEL_OK);
+    enum { N = 200, M = 50 };
+    static bat t;
+    static bop o[1 + N + 1 + M + 1];
+    log_init(&t.lb, 1 + N + 1 + 1);
+    CHECK_EQ(cudaHostAlloc((void **)&t.hlaunch, sizeof(unsigned),
+                           cudaHostAllocMapped), cudaSuccess);
+    CHECK_EQ(cudaHostAlloc((void **)&t.hgate, 2 * sizeof(unsigned),
+                           cudaHostAllocMapped), cudaSuccess);
+    CHECK_EQ(cudaHostGetDevicePointer((void **)&t.dlaunch, t.hlaunch, 0),
+             cudaSuccess);
+    CHECK_EQ(cudaHostGetDevicePointer((void **)&t.dgate, t.hgate, 0),
+             cudaSuccess);
+    *t.hlaunch = 0;
+    t.hgate[0] = t.hgate[1] = 0;
+    accel_session *s;
+    accel_session_config c = {.id = "bat", .backend = ACCEL_BACKEND_CUDA,
+                              .queue_depth = 512};
+    CHECK_EQ(accel_session_open(rt, &c, &s), ACCEL_OK);
+    accel_batch_config bc = {.fn = batch_log, .user = &t,
+                             .max_ops = ACCEL_BATCH_MAX};
+    CHECK_EQ(accel_session_set_batch(s, &bc), ACCEL_OK);
+
+    /* 1 gated op, then N ops: one call and one launch for the N. */
+    uint32_t v = 0;
+    unsigned k = 0, nfail = 0;
+    o[k] = (bop){.t = &t, .idx = k, .value = v++, .gate = 0};
+    atomic_store(&t.gated, &o[k]);
+    accel_op op = {op_append, done_batch, &o[k++]};
+    CHECK_EQ(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    wait_calls(&t, 1, "batch: the gated batch's call");
+    for (int i = 0; i < N; i++, k++) {
+        int want = i % 5 == 3 ? 1000 + i : 0;
+        nfail += want != 0;
+        o[k] = (bop){.t = &t, .idx = k, .value = v++, .gate = -1, .want = want,
+                     .expect = want};
+        op = (accel_op){op_append, done_batch, &o[k]};
+        CHECK_EQ(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    }
+    cuda_step("batch: a visit while the gated batch is in flight");
+    wait_a_visit(s);
+    open_dev_gate(&t, 0);
+    cuda_step("batch: sync after N ops (one launch)");
+    CHECK_EQ(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    printf("batch: %u calls, %u launches for %d ops, last call n=%u\n",
+           atomic_load(&t.calls), *(volatile unsigned *)t.hlaunch, 1 + N,
+           atomic_load(&t.last_n));
+    CHECK_EQ(atomic_load(&t.lb.done_bad), 0);
+    CHECK_EQ(t.lb.done_next, 1 + N);
+    CHECK_EQ(atomic_load(&t.calls), 2);
+    CHECK_EQ(atomic_load(&t.last_n), N);
+    CHECK_EQ(*(volatile unsigned *)t.hlaunch, 2);
+    CHECK_EQ(*(volatile unsigned *)t.lb.hcount, 1 + N);
+    for (unsigned i = 0; i < 1 + N; i++)
+        CHECK_EQ(t.lb.hlog[i], i);
+
+    /* A failing launch: 1 gated op, then M ops whose one launch fails:
+     * each of the M completes once with the launch's error, in order. */
+    o[k] = (bop){.t = &t, .idx = k, .value = v++, .gate = 1};
+    atomic_store(&t.gated, &o[k]);
+    op = (accel_op){op_append, done_batch, &o[k++]};
+    CHECK_EQ(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    wait_calls(&t, 3, "batch: the second gated batch's call");
+    atomic_store(&t.bad, 1);
+    for (int i = 0; i < M; i++, k++) {
+        /* consecutive values, none logged: the launch fails */
+        o[k] = (bop){.t = &t, .idx = k, .value = v + (uint32_t)i, .gate = -1,
+                     .expect = (int)cudaErrorInvalidConfiguration};
+        op = (accel_op){op_append, done_batch, &o[k]};
+        CHECK_EQ(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    }
+    cuda_step("batch: a visit while the second gated batch is in flight");
+    wait_a_visit(s);
+    open_dev_gate(&t, 1);
+    cuda_step("batch: sync after the failed launch");
+    CHECK_EQ(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    CHECK_EQ(atomic_load(&t.lb.done_bad), 0);
+    CHECK_EQ(atomic_load(&t.calls), 4);
+    CHECK_EQ(atomic_load(&t.last_n), M);
+    CHECK_EQ(*(volatile unsigned *)t.hlaunch, 3);
+    /* The error is not sticky: the session's next batch runs. */
+    atomic_store(&t.bad, 0);
+    o[k] = (bop){.t = &t, .idx = k, .value = v++, .gate = -1};
+    op = (accel_op){op_append, done_batch, &o[k++]};
+    cuda_step("batch: a batch after the failed launch");
+    CHECK_EQ(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    CHECK_EQ(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    CHECK_EQ(atomic_load(&t.lb.done_bad), 0);
+    CHECK_EQ(*(volatile unsigned *)t.hlaunch, 4);
+    for (unsigned i = 0; i < k; i++)
+        CHECK_EQ(atomic_load(&o[i].dones), 1);
+
+    accel_session_stats st;
+    CHECK_EQ(accel_session_get_stats_ex(s, &st, sizeof(st)), ACCEL_OK);
+    CHECK_EQ(st.batches, 5);
+    CHECK_EQ(st.batch_ops, k);
+    CHECK_EQ(st.completed, k - nfail - M);
+    CHECK_EQ(st.failed, nfail + M);
+    CHECK_EQ(accel_session_close(s, 0), ACCEL_OK);
+    accel_session_release(s);
+    cudaFreeHost(t.hlaunch);
+    cudaFreeHost(t.hgate);
+    log_fini(&t.lb);
+    CHECK_EQ(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
 int main(int argc, char **argv)
 {
     const char *t = argc > 1 ? argv[1] : "";
@@ -347,8 +549,10 @@ int main(int argc, char **argv)
         run_close();
     else if (!strcmp(t, "sessions17"))
         run_sessions17();
+    else if (!strcmp(t, "batch"))
+        run_batch();
     else {
-        fprintf(stderr, "usage: %s fifo|shared|priority|budget|close|sessions17\n",
+        fprintf(stderr, "usage: %s fifo|shared|priority|budget|close|sessions17|batch\n",
                 argv[0]);
         return 2;
     }

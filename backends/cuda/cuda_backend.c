@@ -375,10 +375,42 @@ static void cuda_set_priority(void *state, uint32_t weight)
     atomic_store_explicit(&cs->weight, weight, memory_order_relaxed);
 }
 
+/* Ops run() may take now: one unit each, within the cap and the ring
+ * (the ring bound follows from the cap, as batches leave
+ * ACCEL__CUDA_INFLIGHT_MAX ops of it to ops run one by one; a guard). */
 static uint32_t cuda_capacity(void *state)
 {
     accel__cuda_session *cs = state;
-    return cs->cap - (uint32_t)(cs->tail - cs->head);
+    if (cs->units >= cs->cap)
+        return 0;
+    uint32_t room = cs->cap - cs->units;
+    uint64_t free_ops = ACCEL__CUDA_OPS_MAX - (cs->tail - cs->head);
+    return free_ops < room ? (uint32_t)free_ops : room;
+}
+
+/* Ops the next batch may hold: one unit, within the cap, and ops up to
+ * ACCEL__CUDA_OPS_MAX - ACCEL__CUDA_INFLIGHT_MAX (the rest is for the ops
+ * a visit may still run one by one, at most the cap: see capacity). */
+static uint32_t cuda_batch_room(void *state)
+{
+    accel__cuda_session *cs = state;
+    const uint64_t lim = ACCEL__CUDA_OPS_MAX - ACCEL__CUDA_INFLIGHT_MAX;
+    uint64_t pend = cs->tail - cs->head;
+    if (cs->units >= cs->cap || pend >= lim)
+        return 0;
+    return lim - pend < ACCEL_BATCH_MAX ? (uint32_t)(lim - pend)
+                                        : ACCEL_BATCH_MAX;
+}
+
+static accel__cuda_pending *append(accel__cuda_session *cs, const accel_op *op)
+{
+    accel__cuda_pending *p = &cs->slot[cs->tail & (ACCEL__CUDA_OPS_MAX - 1)];
+    p->op = *op;
+    p->ran = 1;
+    p->unit_end = 0;
+    p->has_event = 0;
+    cs->tail++;
+    return p;
 }
 
 static int cuda_run(void *state, accel_ctx *ctx, const accel_op *op,
@@ -386,9 +418,9 @@ static int cuda_run(void *state, accel_ctx *ctx, const accel_op *op,
 {
     (void)status;
     accel__cuda_session *cs = state;
-    accel__cuda_pending *p = &cs->slot[cs->tail & (ACCEL__CUDA_INFLIGHT_MAX - 1)];
-    p->op = *op;
-    p->has_event = 0;
+    accel__cuda_pending *p = append(cs, op);
+    p->unit_end = 1;
+    cs->units++;
     if (accel__cuda_failed() || set_device(cs->device) != 0) {
         p->status = ACCEL_EBACKEND; /* not run: the context is gone */
     } else {
@@ -399,31 +431,75 @@ static int cuda_run(void *state, accel_ctx *ctx, const accel_op *op,
         if (set_device_checked(cs->device) != 0)
             (void)cudaGetLastError();
     }
-    cs->tail++;
     /* Even a failed or unrun op completes through poll, so that done
      * callbacks keep the session's FIFO order. */
     return ACCEL__PENDING;
 }
 
+/* A batch (docs/batching.md): one call of the batch function, which
+ * enqueues the batch's device work (one launch, typically) on the stream,
+ * as an op's fn does; its n ops are one unit and complete together
+ * through poll, each with its own status, once the event after them
+ * fired. The ops left out when the batch formed keep their place in the
+ * FIFO and their status. A gone device: fn is not called, the run ops
+ * complete ACCEL_EBACKEND. */
+static bool cuda_run_batch(void *state, accel_ctx *ctx,
+                           const accel__backend_batch *b)
+{
+    accel__cuda_session *cs = state;
+    bool usable = !accel__cuda_failed() && set_device(cs->device) == 0;
+    bool called = false;
+    if (usable && b->m) {
+        maybe_swap_stream(cs);
+        b->fn(ctx, b->args, b->m, b->status, b->user);
+        called = true;
+        /* as in run: fn may have made another device current */
+        if (set_device_checked(cs->device) != 0)
+            (void)cudaGetLastError();
+    }
+    accel__cuda_pending *p = NULL;
+    for (uint32_t i = 0, j = 0; i < b->n; i++) {
+        p = append(cs, &b->ops[i]);
+        if (b->unrun[i]) {
+            p->ran = 0;
+            p->status = b->unrun[i];
+        } else {
+            p->status = usable ? b->status[j] : ACCEL_EBACKEND;
+            j++;
+        }
+    }
+    if (p) {
+        p->unit_end = 1;
+        cs->units++;
+    }
+    return called;
+}
+
 /* Completes the pending ops [head, upto] with status `force` (0: their
- * own status). */
+ * own status); an op left out of its batch keeps its own (it never ran). */
 static void complete_through(accel__cuda_session *cs, accel_session *s,
                              uint64_t upto, int force)
 {
     while (cs->head <= upto) {
         accel__cuda_pending *p =
-            &cs->slot[cs->head & (ACCEL__CUDA_INFLIGHT_MAX - 1)];
+            &cs->slot[cs->head & (ACCEL__CUDA_OPS_MAX - 1)];
         accel_op op = p->op;
-        int st = force ? force : p->status;
-        cs->head++; /* before done: done may submit, and run sees room */
-        accel__op_complete(s, &op, st);
+        int ran = p->ran;
+        int st = force && ran ? force : p->status;
+        /* before done: done may submit, and run sees room */
+        cs->units -= p->unit_end;
+        cs->head++;
+        if (ran)
+            accel__op_complete(s, &op, st);
+        else
+            accel__op_complete_unrun(s, &op, st);
     }
 }
 
 static uint32_t cuda_poll(void *state, accel_session *s)
 {
     accel__cuda_session *cs = state;
-    const uint32_t mask = ACCEL__CUDA_INFLIGHT_MAX - 1;
+    const uint32_t mask = ACCEL__CUDA_OPS_MAX - 1;
     if (cs->head == cs->tail)
         return 0;
     int progressed = 0;
@@ -435,14 +511,16 @@ static uint32_t cuda_poll(void *state, accel_session *s)
         (void)cudaGetLastError();
         mark_failed();
     }
-    if (cs->batch != cs->tail) {
-        /* Close the batch: one event after its last op's device work. */
-        uint64_t last = cs->tail - 1;
-        cs->slot[last & mask].has_event = 1;
-        cs->batch = cs->tail;
+    if (cs->closed != cs->tail) {
+        /* Close the ops appended since the last poll: one event after the
+         * last one's device work. */
+        accel__cuda_pending *lp = &cs->slot[(cs->tail - 1) & mask];
+        lp->has_event = 1;
+        lp->evi = (uint8_t)(cs->nev++ & (ACCEL__CUDA_INFLIGHT_MAX - 1));
+        cs->closed = cs->tail;
         progressed = 1;
         if (accel__cuda_failed() ||
-            cudaEventRecord(cs->ev[last & mask], cs->stream) != cudaSuccess) {
+            cudaEventRecord(cs->ev[lp->evi], cs->stream) != cudaSuccess) {
             (void)cudaGetLastError();
             mark_failed();
             complete_through(cs, s, cs->tail - 1, ACCEL_EBACKEND);
@@ -452,7 +530,7 @@ static uint32_t cuda_poll(void *state, accel_session *s)
     while (cs->head != cs->tail) {
         uint64_t end = cs->head;
         while (!cs->slot[end & mask].has_event)
-            end++; /* every op up to batch is covered by an event */
+            end++; /* every op up to `closed` is covered by an event */
         if (accel__cuda_failed()) {
             /* The context is gone (maybe set_device above failed): what
              * is pending will never be seen finished. */
@@ -460,7 +538,7 @@ static uint32_t cuda_poll(void *state, accel_session *s)
             complete_through(cs, s, cs->tail - 1, ACCEL_EBACKEND);
             break;
         }
-        cudaError_t e = cudaEventQuery(cs->ev[end & mask]);
+        cudaError_t e = cudaEventQuery(cs->ev[cs->slot[end & mask].evi]);
         if (e == cudaErrorNotReady) {
             /* Not an error, but the runtime may keep it as the thread's
              * last error; the next op's fn, which reports
@@ -585,5 +663,7 @@ const accel__backend_ops accel__backend_cuda = {
     .free = cuda_free,
     .set_priority = cuda_set_priority,
     .capacity = cuda_capacity,
+    .run_batch = cuda_run_batch,
+    .batch_room = cuda_batch_room,
 };
 

@@ -8,10 +8,14 @@
  *
  * Per session (accel__cuda_session): its stream, its memory pool, and the
  * FIFO of ops whose device work may still run ("pending"): slots
- * [head, tail) of a ring of ACCEL__CUDA_INFLIGHT_MAX. run() appends; the
- * ops appended since the last poll form a batch, and poll() records one
- * event on the stream after the batch (in the slot of its last op), then
- * completes batches from the oldest while their event has fired. Only the
+ * [head, tail) of a ring of ACCEL__CUDA_OPS_MAX. run() appends one op,
+ * run_batch() the n ops of a batch (run or left out); each append is a
+ * launch unit, and at most `cap` units are pending. The ops appended since
+ * the last poll are closed by one event that poll() records on the stream
+ * (the next of ev[], named in the slot of their last op); it then
+ * completes the closed ops from the oldest while their event has fired.
+ * Events in use are at most the units pending, so a ring of
+ * ACCEL__CUDA_INFLIGHT_MAX events is never overrun. Only the
  * worker holding the session (its consumer) touches the FIFO, the pool
  * map and the stream, so none of it is atomic; `weight` is written by
  * accel_session_set_priority() from any thread.
@@ -27,8 +31,12 @@
 #include "backend.h"
 #include "cuda_ptrmap.h"
 
-#define ACCEL__CUDA_INFLIGHT_MAX 64u     /* ring size: a power of two */
-#define ACCEL__CUDA_INFLIGHT_DEFAULT 8u  /* per-session cap on pending ops */
+#define ACCEL__CUDA_INFLIGHT_MAX 64u     /* events ring, most units: a power of two */
+#define ACCEL__CUDA_INFLIGHT_DEFAULT 8u  /* per-session cap on pending units */
+/* Pending ops ring: a power of two. Batches fill it up to
+ * ACCEL__CUDA_OPS_MAX - ACCEL__CUDA_INFLIGHT_MAX, which leaves room for the
+ * ops a visit may run one by one after its batches (at most the cap). */
+#define ACCEL__CUDA_OPS_MAX 512u
 #define ACCEL__CUDA_POOL_CHUNK (2u << 20) /* pool maxSize rounding */
 
 typedef struct accel__cuda_rt {
@@ -42,8 +50,12 @@ typedef struct accel__cuda_rt {
 
 typedef struct accel__cuda_pending {
     accel_op op;
-    int status;    /* fn's return value (or ACCEL_EBACKEND: not run) */
-    int has_event; /* last op of its batch: ev[] of this slot recorded */
+    int status;        /* fn's (or the batch's) status, ACCEL_EBACKEND: not
+                          run, or the status of an op left out (ran 0) */
+    uint8_t ran;       /* 0: left out of its batch, completes unrun */
+    uint8_t unit_end;  /* last op of its unit (an op or a batch) */
+    uint8_t has_event; /* last op before an event: ev[evi] recorded */
+    uint8_t evi;
 } accel__cuda_pending;
 
 typedef struct accel__cuda_session {
@@ -56,10 +68,12 @@ typedef struct accel__cuda_session {
     uint32_t stream_weight;  /* the weight `stream` was made for */
     cudaMemPool_t pool;
     uint32_t cap;         /* in-flight cap, 1..ACCEL__CUDA_INFLIGHT_MAX */
+    uint32_t units;       /* units pending (<= cap) */
     uint64_t head, tail;  /* pending FIFO [head, tail) */
-    uint64_t batch;       /* first op not yet covered by an event */
+    uint64_t closed;      /* first op not yet covered by an event */
+    uint64_t nev;         /* events recorded: ev[nev % INFLIGHT_MAX] next */
     int idle_polls;       /* polls in a row without progress */
-    accel__cuda_pending slot[ACCEL__CUDA_INFLIGHT_MAX];
+    accel__cuda_pending slot[ACCEL__CUDA_OPS_MAX];
     cudaEvent_t ev[ACCEL__CUDA_INFLIGHT_MAX];
     accel__cuda_ptrmap ptrs;
 } accel__cuda_session;

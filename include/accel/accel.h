@@ -520,6 +520,9 @@ ACCEL_API int accel_session_sync(accel_session *s, int64_t timeout_ns);
  * visit has had quantum_ns of service (at least one batch). */
 typedef void (*accel_batch_fn)(accel_ctx *ctx, void *const *args, uint32_t n,
                                int *status, void *user);
+/* On a CUDA session fn enqueues the batch's device work on
+ * accel_ctx_cuda_stream(ctx) (one launch for the batch) and returns; the
+ * ops complete once that work is done (docs/cuda.md, "Batches"). */
 
 /* Most ops one batch call takes. */
 #define ACCEL_BATCH_MAX 256u
@@ -549,8 +552,9 @@ typedef struct accel_batch_config {
  * Returns ACCEL_OK; ACCEL_EINVAL (s NULL; cfg with fn NULL, max_ops 0 or
  * above ACCEL_BATCH_MAX, max_delay_ns above ACCEL_BATCH_DELAY_MAX, a cost
  * without a delay, a bad struct_size or unknown fields set);
- * ACCEL_ENOTSUP (max_delay_ns > 0; a session not on the CPU backend; a
- * session of a runtime with ACCEL_RUNTIME_HOST_WORKERS); ACCEL_ECLOSED
+ * ACCEL_ENOTSUP (max_delay_ns > 0; a session whose backend has no batch
+ * path: the CPU and CUDA backends have one; a session of a runtime with
+ * ACCEL_RUNTIME_HOST_WORKERS); ACCEL_ECLOSED
  * (close has begun; also a parent's session in a fork() child);
  * ACCEL_ENOMEM. Any error changes nothing. */
 ACCEL_API int accel_session_set_batch(accel_session *s,

@@ -9,7 +9,9 @@
  * it) only after the device finished everything the fn enqueued on that
  * stream. Memory from accel_ctx_alloc() on a CUDA session is device memory
  * from the session's stream-ordered pool: use it from work on the session's
- * stream only.
+ * stream only. A session's batch function (accel_session_set_batch) is
+ * called the same way, once per batch: it enqueues one launch for the
+ * batch's ops on the stream, and they complete when it is done.
  *
  * The stream is returned as void * so that this header needs no CUDA
  * header. Include <cuda_runtime_api.h> (or <cuda_runtime.h>) before this

@@ -46,6 +46,12 @@ static int look(accel_ctx *ctx, void *arg)
     return 0;
 }
 
+static void batch_none(accel_ctx *ctx, void *const *args, uint32_t n,
+                       int *status, void *user)
+{
+    (void)ctx, (void)args, (void)n, (void)status, (void)user;
+}
+
 static int open_as(accel_runtime *rt, const char *id, accel_backend b,
                    int device, accel_session **s)
 {
@@ -76,6 +82,9 @@ int main(int argc, char **argv)
         CHECK(accel_session_backend(s) == ACCEL_BACKEND_CUDA);
         CHECK(accel_submit_wait(s, look, &p, ACCEL_FOREVER) == 0);
         CHECK(p.device == 42 && p.stream != NULL);
+        /* A device backend without run_batch cannot batch. */
+        accel_batch_config bc = {.fn = batch_none, .max_ops = 4};
+        CHECK(accel_session_set_batch(s, &bc) == ACCEL_ENOTSUP);
         accel_session_release(s);
         /* the module refuses device 1: AUTO falls back to the CPU */
         CHECK(open_as(rt, "fallback", ACCEL_BACKEND_AUTO, 1, &s) == ACCEL_OK);

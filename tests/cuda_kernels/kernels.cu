@@ -20,6 +20,25 @@ __device__ static uint64_t now_ns(void)
     return t;
 }
 
+__global__ void k_log_append_batch(unsigned *count, uint32_t *log,
+                                   unsigned cap, uint32_t first, unsigned n,
+                                   unsigned *launches, const unsigned *gate)
+{
+    if (gate) {
+        uint64_t t0 = now_ns();
+        while (!*(volatile const unsigned *)gate &&
+               now_ns() - t0 < 15000000000ull)
+            ;
+    }
+    atomicAdd(launches, 1u);
+    for (unsigned k = 0; k < n; k++) {
+        unsigned i = atomicAdd(count, 1u);
+        if (i < cap)
+            ((volatile uint32_t *)log)[i] = first + k;
+    }
+    __threadfence_system(); /* visible to the host before the event fires */
+}
+
 __global__ void k_spin(uint64_t ns)
 {
     uint64_t t0 = now_ns();
@@ -42,6 +61,24 @@ extern "C" int accel_k_log_append(void *stream, unsigned *count,
                                   uint32_t *log, unsigned cap, uint32_t value)
 {
     k_log_append<<<1, 1, 0, (cudaStream_t)stream>>>(count, log, cap, value);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int accel_k_log_append_batch(void *stream, unsigned *count,
+                                        uint32_t *log, unsigned cap,
+                                        uint32_t first, unsigned n,
+                                        unsigned *launches,
+                                        const unsigned *gate)
+{
+    k_log_append_batch<<<1, 1, 0, (cudaStream_t)stream>>>(count, log, cap,
+                                                          first, n, launches,
+                                                          gate);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int accel_k_bad_launch(void *stream)
+{
+    k_empty<<<0, 1, 0, (cudaStream_t)stream>>>();
     return (int)cudaGetLastError();
 }
 

@@ -14,6 +14,9 @@
 
 int accel__standin_launch_owned(void *stream, void (*fn)(void *), void *arg);
 int accel__standin_fault(void *stream);
+int accel__standin_launch_owned_gated(void *stream, void (*fn)(void *),
+                                      void *arg, const _Atomic int *gate);
+int accel__standin_bad_launch(void *stream);
 
 static void k_empty(void *arg)
 {
@@ -54,6 +57,48 @@ int accel_k_log_append(void *stream, unsigned *count, uint32_t *log,
         return (int)cudaErrorMemoryAllocation;
     *a = (log_args){count, log, cap, value};
     (void)accel__standin_launch_owned(stream, k_log_append, a);
+    return (int)cudaGetLastError();
+}
+
+typedef struct batch_args {
+    unsigned *count, *launches;
+    uint32_t *log;
+    unsigned cap, n;
+    uint32_t first;
+} batch_args;
+
+static void k_log_append_batch(void *arg)
+{
+    batch_args *a = arg;
+    /* relaxed: as k_log_append */
+    atomic_fetch_add_explicit((_Atomic unsigned *)a->launches, 1,
+                              memory_order_relaxed);
+    for (unsigned k = 0; k < a->n; k++) {
+        unsigned i = atomic_fetch_add_explicit((_Atomic unsigned *)a->count,
+                                               1, memory_order_relaxed);
+        if (i < a->cap)
+            a->log[i] = a->first + k;
+    }
+}
+
+int accel_k_log_append_batch(void *stream, unsigned *count, uint32_t *log,
+                             unsigned cap, uint32_t first, unsigned n,
+                             unsigned *launches, const unsigned *gate)
+{
+    batch_args *a = malloc(sizeof(*a));
+    if (!a)
+        return (int)cudaErrorMemoryAllocation;
+    *a = (batch_args){count, launches, log, cap, n, first};
+    /* The gate: the device's [G2] acquire load; the test opens it with a
+     * release store. */
+    (void)accel__standin_launch_owned_gated(stream, k_log_append_batch, a,
+                                            (const _Atomic int *)gate);
+    return (int)cudaGetLastError();
+}
+
+int accel_k_bad_launch(void *stream)
+{
+    (void)accel__standin_bad_launch(stream);
     return (int)cudaGetLastError();
 }
 

@@ -84,6 +84,7 @@ static struct {
     alloc *bucket[NBUCKET];
     size_t used[4];
     size_t last_pool_max;
+    long launches; /* kernel launches queued */
     char fail_call[64];
     int fail_n;
     cudaError_t fail_e;
@@ -738,6 +739,8 @@ static int launch(const char *call, void *stream, enum kind k,
         it->owned = owned;
         it->gate = gate;
         push(stream, it);
+        if (k == IT_FN)
+            g.launches++;
     } else if (owned) {
         free(arg);
     }
@@ -758,6 +761,28 @@ int accel__standin_launch_owned(void *stream, void (*fn)(void *), void *arg)
 int accel__standin_fault(void *stream)
 {
     return launch("kernel launch", stream, IT_FAULT, NULL, NULL, 0, NULL);
+}
+
+int accel__standin_launch_owned_gated(void *stream, void (*fn)(void *),
+                                      void *arg, const _Atomic int *gate)
+{
+    return launch("kernel launch", stream, IT_FN, fn, arg, 1, gate);
+}
+
+/* A launch refused at once (a grid of 0 blocks): not queued, not sticky. */
+int accel__standin_bad_launch(void *stream)
+{
+    cudaError_t e = enter("kernel launch", 1);
+    check_stream("kernel launch", stream);
+    return (int)leave(e ? e : cudaErrorInvalidConfiguration);
+}
+
+long accel_standin_launches(void)
+{
+    pthread_mutex_lock(&g.mu);
+    long n = g.launches;
+    pthread_mutex_unlock(&g.mu);
+    return n;
 }
 
 void accel_standin_fail_next(const char *call, int n, int e)

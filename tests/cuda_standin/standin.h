@@ -43,6 +43,9 @@ void accel_standin_live(long *streams, long *events, long *pools,
                         long *allocs);
 /* Total device memory the stand-in reports (cudaMemGetInfo). */
 size_t accel_standin_total_mem(void);
+/* Kernel launches queued so far (the test kernels and
+ * accel_standin_launch; not copies, sets, frees or event work). */
+long accel_standin_launches(void);
 /* Wakes the device to re-check gates (call after opening one). */
 void accel_standin_kick(void);
 

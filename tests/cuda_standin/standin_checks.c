@@ -17,9 +17,14 @@
  *   alloc_error    a device allocation failing with another error than out
  *                  of memory is ACCEL_EBACKEND, out of memory ACCEL_ENOMEM;
  *                  both refund the charge and leave no error set
+ *   batch_launches a batched session's N queued ops are one call and one
+ *                  launch (the stand-in counts launches; one by one: N);
+ *                  ops cancelled or expired before their batch formed are
+ *                  not passed to it and keep their FIFO place and status
  * A watchdog (alarm) names the step that hung.
  */
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -441,6 +446,174 @@ static void run_fork_child(void)
     CHECK_EQ(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+/* ------------------------------------------------------ batch_launches */
+
+typedef struct sbop {
+    unsigned idx;     /* FIFO place */
+    int want, expect; /* status fn writes / status done must get */
+    _Atomic int ran;  /* set by its kernel */
+    _Atomic int dones;
+} sbop;
+
+typedef struct marks {
+    unsigned n;
+    sbop *o[ACCEL_BATCH_MAX];
+} marks;
+
+static _Atomic unsigned sb_calls, sb_last_n;
+static unsigned sb_next, sb_bad; /* the session's worker only */
+
+static void k_mark(void *arg)
+{
+    marks *m = arg;
+    for (unsigned i = 0; i < m->n; i++)
+        atomic_store(&m->o[i]->ran, 1);
+    free(m);
+}
+
+static int launch_marks(void *stream, sbop *const *o, unsigned n, int gated)
+{
+    marks *m = malloc(sizeof(*m));
+    CHECK(m);
+    m->n = n;
+    memcpy(m->o, o, n * sizeof(*o));
+    int e = accel_standin_launch(stream, k_mark, m, gated ? &gate : NULL);
+    (void)cudaGetLastError();
+    return e;
+}
+
+static void batch_mark(accel_ctx *ctx, void *const *args, uint32_t n,
+                       int *status, void *user)
+{
+    atomic_fetch_add(&sb_calls, 1);
+    atomic_store(&sb_last_n, n);
+    sbop *const *o = (sbop *const *)args;
+    /* The cap of one unit in flight: a batch forms only once the one
+     * before it completed (user: that batch's first op). */
+    sbop *gated = user;
+    if (o[0] != gated && !atomic_load(&gated->dones))
+        sb_bad++;
+    int e = launch_marks(accel_ctx_cuda_stream(ctx), o, n, o[0]->idx == 0);
+    for (uint32_t i = 0; i < n; i++)
+        status[i] = e ? e : o[i]->want;
+}
+
+static int op_mark(accel_ctx *ctx, void *arg)
+{
+    sbop *o = arg;
+    int e = launch_marks(accel_ctx_cuda_stream(ctx), &o, 1, 0);
+    return e ? e : o->want;
+}
+
+/* Once, in FIFO order, its own status; an op that ran only after its
+ * kernel did. */
+static void done_mark(void *arg, int status)
+{
+    sbop *o = arg;
+    if (atomic_fetch_add(&o->dones, 1) != 0 || o->idx != sb_next ||
+        status != o->expect ||
+        (status == o->want && !atomic_load(&o->ran)))
+        sb_bad++;
+    sb_next++;
+}
+
+/* Waits until the session's visits, counted at their end, grew by n: with
+ * n = 2 a whole visit began after the call. */
+static void wait_visits(accel_session *s, uint64_t n)
+{
+    accel_session_stats st;
+    CHECK_EQ(accel_session_get_stats(s, &st), ACCEL_OK);
+    uint64_t v0 = st.visits;
+    do {
+        sleep_ms(1);
+        CHECK_EQ(accel_session_get_stats(s, &st), ACCEL_OK);
+    } while (st.visits < v0 + n);
+}
+
+static void run_batch_launches(void)
+{
+    enum { N = 100 };
+    accel_runtime *rt = runtime(2, 0);
+    /* One unit in flight: the gated batch holds the next one back until
+     * all N ops are queued. */
+    CHECK_EQ(accel__cuda_set_inflight_cap(rt, 1), ACCEL_OK);
+    accel_session *s = open_cuda(rt, "b", 0, 0, 0);
+    static sbop o[1 + 2 * N];
+    accel_batch_config bc = {.fn = batch_mark, .user = &o[0],
+                             .max_ops = ACCEL_BATCH_MAX};
+    CHECK_EQ(accel_session_set_batch(s, &bc), ACCEL_OK);
+    unsigned k = 0, nfail = 0;
+    o[k] = (sbop){.idx = k};
+    accel_op op = {op_mark, done_mark, &o[k++]};
+    CHECK_EQ(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    step = "batch_launches: the gated batch's call";
+    while (atomic_load(&sb_calls) < 1)
+        sleep_ms(1);
+    long l0 = accel_standin_launches();
+    for (int i = 1; i <= N; i++, k++) {
+        o[k] = (sbop){.idx = k, .want = i % 7 == 0 ? 500 + i : 0};
+        o[k].expect = o[k].want;
+        op = (accel_op){op_mark, done_mark, &o[k]};
+        if (i == 40) {
+            accel_ticket tk;
+            CHECK_EQ(accel_submit_ex(s, &op, 0, ACCEL_FOREVER, &tk), ACCEL_OK);
+            CHECK_EQ(accel_cancel(&tk), ACCEL_OK);
+            o[k].expect = ACCEL_ECANCELED;
+        } else if (i == 70) {
+            /* a deadline already past: expires when its batch forms */
+            CHECK_EQ(accel_submit_ex(s, &op, 1, ACCEL_FOREVER, NULL), ACCEL_OK);
+            o[k].expect = ACCEL_EEXPIRED;
+        } else {
+            CHECK_EQ(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+            nfail += o[k].want != 0;
+        }
+    }
+    /* A whole visit after the submits, before the gate opens: it must
+     * form no batch (the cap) and leave the N ops to one. */
+    step = "batch_launches: a visit while the gated batch is in flight";
+    wait_visits(s, 2);
+    open_gate();
+    step = "batch_launches: sync after the batch";
+    CHECK_EQ(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    long batched = accel_standin_launches() - l0;
+    printf("batch_launches: %u calls, %ld launch(es) for %d queued ops "
+           "(fn got %u)\n", atomic_load(&sb_calls), batched, N,
+           atomic_load(&sb_last_n));
+    CHECK_EQ(sb_bad, 0);
+    CHECK_EQ(sb_next, k);
+    CHECK_EQ(atomic_load(&sb_calls), 2);
+    CHECK_EQ(atomic_load(&sb_last_n), N - 2);
+    CHECK_EQ(batched, 1);
+    accel_session_stats st;
+    CHECK_EQ(accel_session_get_stats_ex(s, &st, sizeof(st)), ACCEL_OK);
+    CHECK_EQ(st.cancelled, 1);
+    CHECK_EQ(st.expired, 1);
+    CHECK_EQ(st.batches, 2);
+    CHECK_EQ(st.batch_ops, N - 1);
+    CHECK_EQ(st.failed, nfail);
+    CHECK_EQ(st.completed, N - 1 - nfail);
+
+    /* The same ops one by one: one launch each. */
+    CHECK_EQ(accel_session_set_batch(s, NULL), ACCEL_OK);
+    long l1 = accel_standin_launches();
+    for (int i = 1; i <= N; i++, k++) {
+        o[k] = (sbop){.idx = k, .want = i % 7 == 0 ? 500 + i : 0};
+        o[k].expect = o[k].want;
+        op = (accel_op){op_mark, done_mark, &o[k]};
+        CHECK_EQ(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    }
+    step = "batch_launches: sync after the ops one by one";
+    CHECK_EQ(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    long single = accel_standin_launches() - l1;
+    printf("batch_launches: one by one, %ld launches for %d ops\n", single, N);
+    CHECK_EQ(sb_bad, 0);
+    CHECK_EQ(sb_next, k);
+    CHECK_EQ(single, N);
+    CHECK_EQ(atomic_load(&sb_calls), 2);
+    accel_session_release(s);
+    CHECK_EQ(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGALRM, on_alarm);
@@ -464,10 +637,12 @@ int main(int argc, char **argv)
         run_fork_child();
     else if (!strcmp(t, "alloc_error"))
         run_alloc_error();
+    else if (!strcmp(t, "batch_launches"))
+        run_batch_launches();
     else {
         fprintf(stderr, "usage: %s notready|setdevice_poll|stale_device|"
                 "pool_clamp|open_errors|pool_attr|shared_free|fork_child|"
-                "alloc_error\n", argv[0]);
+                "alloc_error|batch_launches\n", argv[0]);
         return 2;
     }
     printf("%s: ok\n", t);

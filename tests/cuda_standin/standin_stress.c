@@ -4,12 +4,15 @@
  * budget) and one CPU session, 4 producer threads, a thread changing
  * priorities all the time, CANCEL closes in the middle of the run (the
  * session is then replaced by a new one), spinning kernels so that device
- * work is pending, and with argument "fault" a faulting kernel mid-run.
- * Checks:
+ * work is pending, with argument "fault" a faulting kernel mid-run, and
+ * with "batch" the priority thread also gives CUDA sessions a batch
+ * function and takes it away (a batch's ops mixed with ops run one by one,
+ * in a session's FIFO and in one visit). Checks:
  *   exactly once  every accepted op's done runs once, a refused one's never
  *   FIFO          done callbacks run in acceptance order per session, and
  *                 the device log of each session is in that order
- *   cap           at most 8 ops of a session between fn and done
+ *   cap           at most 8 launch units (ops run one by one, batches) of a
+ *                 session between fn and done
  *   budget        memory_used never exceeds the budget; EBUDGET exactly
  *                 when the charge does not fit
  *   statuses      0 (ran), ACCEL_ECLOSED (cancelled unrun), ACCEL_EBACKEND
@@ -45,14 +48,15 @@ static void set_step(const char *what)
 {
     atomic_store_explicit(&step, what, memory_order_relaxed);
 }
-static int fault_mode;
+static int fault_mode, batch_mode;
 static _Atomic int faulted;
 static _Atomic int stop_chaos;
 /* Violation counters: seq_cst, read after the producers are joined
  * (pthread_join orders every increment before the reads). */
 static _Atomic long bad_once, bad_fifo, bad_cap, bad_budget, bad_status;
 /* For the log line only (relaxed: read after the joins). */
-static _Atomic long n_ran, n_cancelled, n_failed, n_swaps;
+static _Atomic long n_ran, n_cancelled, n_failed, n_swaps, n_batch_sets;
+static _Atomic long n_batches, n_batch_ops, n_big_batches;
 
 typedef struct slot slot;
 
@@ -61,6 +65,7 @@ typedef struct opx {
     uint32_t seq;
     int kind; /* 0 log, 1 alloc/free, 2 spin, 3 fault, 4 cpu */
     int accepted, ran;
+    int unit_end; /* last op of its unit (set when it runs) */
     _Atomic int done_count; /* read by the producer after close returned
                                (close waits for every done: orders them) */
     int status;
@@ -70,6 +75,7 @@ struct slot {
     pthread_mutex_t mu; /* guards s against the chaos thread */
     accel_session *s;
     int k, gen, cpu;
+    int no_batch; /* under mu: the chaos thread sets no batch function */
     int64_t budget;
     unsigned *count;
     uint32_t *log;
@@ -105,15 +111,43 @@ static uint64_t rnd(uint64_t *st)
     return *st * 0x2545F4914F6CDD1Dull;
 }
 
+/* One launch unit begins: at most CAP of a session in flight. */
+static void unit_begin(slot *sl, opx *last)
+{
+    last->unit_end = 1;
+    if (atomic_fetch_add(&sl->inflight, 1) + 1 > CAP)
+        atomic_fetch_add(&bad_cap, 1);
+}
+
+static int work(accel_ctx *ctx, opx *o);
+
 static int op_fn(accel_ctx *ctx, void *arg)
 {
     opx *o = arg;
-    slot *sl = o->sl;
     o->ran = 1;
     if (o->kind == 4)
         return 0;
-    if (atomic_fetch_add(&sl->inflight, 1) + 1 > CAP)
-        atomic_fetch_add(&bad_cap, 1);
+    unit_begin(o->sl, o);
+    return work(ctx, o);
+}
+
+/* A batch: one unit, each op's work enqueued in FIFO order. */
+static void batch_fn(accel_ctx *ctx, void *const *args, uint32_t n,
+                     int *status, void *user)
+{
+    (void)user;
+    opx *last = args[n - 1];
+    unit_begin(last->sl, last);
+    for (uint32_t i = 0; i < n; i++) {
+        opx *o = args[i];
+        o->ran = 1;
+        status[i] = work(ctx, o);
+    }
+}
+
+static int work(accel_ctx *ctx, opx *o)
+{
+    slot *sl = o->sl;
     void *st = accel_ctx_cuda_stream(ctx);
     switch (o->kind) {
     case 0:
@@ -162,7 +196,7 @@ static void op_done(void *arg, int status)
     slot *sl = o->sl;
     if (atomic_fetch_add(&o->done_count, 1) != 0)
         atomic_fetch_add(&bad_once, 1);
-    if (o->ran && o->kind != 4)
+    if (o->ran && o->unit_end)
         atomic_fetch_sub(&sl->inflight, 1);
     uint32_t want = atomic_exchange(&sl->next_done, o->seq + 1);
     if (want != o->seq)
@@ -192,9 +226,10 @@ static void slot_open(slot *sl)
         .priority = 1 + (uint32_t)(sl->k * 37 % 200),
         .flags = !sl->cpu && sl->k % 4 == 3 ? ACCEL_SESSION_SHARED_DEVICE : 0,
         .memory_budget = sl->budget,
-        .queue_depth = 64};
+        .queue_depth = batch_mode ? 256 : 64};
     pthread_mutex_lock(&sl->mu);
     CHECK_EQ(accel_session_open(rt, &c, &sl->s), ACCEL_OK);
+    sl->no_batch = 0;
     pthread_mutex_unlock(&sl->mu);
     sl->count = calloc(1, sizeof(unsigned));
     sl->log = calloc(PER, sizeof(uint32_t));
@@ -218,11 +253,24 @@ static int free_held(accel_ctx *ctx, void *arg)
 static void slot_close(slot *sl, unsigned flags, uint32_t submitted)
 {
     if (!atomic_load(&faulted) && !flags) {
+        /* free_held's arg is no opx: it must run one by one. */
+        pthread_mutex_lock(&sl->mu);
+        sl->no_batch = 1;
+        CHECK_EQ(accel_session_set_batch(sl->s, NULL), ACCEL_OK);
+        pthread_mutex_unlock(&sl->mu);
         set_step("close: freeing held memory");
         (void)accel_submit_wait(sl->s, free_held, sl, ACCEL_FOREVER);
     }
     set_step(flags ? "CANCEL close with device work pending" : "DRAIN close");
     CHECK_EQ(accel_session_close(sl->s, flags), ACCEL_OK);
+    accel_session_stats st;
+    CHECK_EQ(accel_session_get_stats_ex(sl->s, &st, sizeof(st)), ACCEL_OK);
+    atomic_fetch_add_explicit(&n_batches, (long)st.batches, memory_order_relaxed);
+    atomic_fetch_add_explicit(&n_batch_ops, (long)st.batch_ops,
+                              memory_order_relaxed);
+    for (int b = 5; b < ACCEL_BATCH_HIST_BUCKETS; b++) /* 32 ops or more */
+        atomic_fetch_add_explicit(&n_big_batches, (long)st.batch_size_hist[b],
+                                  memory_order_relaxed);
     /* close returned: every accepted op completed, done returned. */
     for (uint32_t i = 0; i < submitted; i++) {
         opx *o = &sl->ops[i];
@@ -310,6 +358,17 @@ static void *chaos(void *arg)
             atomic_fetch_add_explicit(&n_swaps, rc == ACCEL_OK,
                                       memory_order_relaxed);
         }
+        if (sl->s && batch_mode && !sl->no_batch) {
+            /* on three times in four, of up to 1..256 ops */
+            accel_batch_config bc = {
+                .fn = batch_fn,
+                .max_ops = 1 + (uint32_t)(rnd(&r) % ACCEL_BATCH_MAX)};
+            int rc = accel_session_set_batch(sl->s,
+                                             rnd(&r) % 4 ? &bc : NULL);
+            CHECK(rc == ACCEL_OK || rc == ACCEL_ECLOSED);
+            atomic_fetch_add_explicit(&n_batch_sets, rc == ACCEL_OK,
+                                      memory_order_relaxed);
+        }
         pthread_mutex_unlock(&sl->mu);
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
@@ -321,7 +380,10 @@ int main(int argc, char **argv)
 {
     signal(SIGALRM, on_alarm);
     alarm(150);
-    fault_mode = argc > 1 && !strcmp(argv[1], "fault");
+    for (int i = 1; i < argc; i++) {
+        fault_mode |= !strcmp(argv[i], "fault");
+        batch_mode |= !strcmp(argv[i], "batch");
+    }
     accel_runtime_config cfg = {.workers = 4};
     CHECK_EQ(accel_runtime_create(&cfg, &rt), ACCEL_OK);
     CHECK_EQ(accel_runtime_cuda_status(rt), ACCEL_OK);
@@ -347,8 +409,14 @@ int main(int argc, char **argv)
            atomic_load(&bad_cap), atomic_load(&bad_budget),
            atomic_load(&bad_status), fault_mode ? "injected" : "none");
     printf("ops ran %ld, cancelled unrun %ld, failed %ld; priority changes "
-           "%ld\n", atomic_load(&n_ran), atomic_load(&n_cancelled),
-           atomic_load(&n_failed), atomic_load(&n_swaps));
+           "%ld, batch function changes %ld; %ld batches of %ld ops (%ld of "
+           "32 ops or more)\n", atomic_load(&n_ran),
+           atomic_load(&n_cancelled), atomic_load(&n_failed),
+           atomic_load(&n_swaps), atomic_load(&n_batch_sets),
+           atomic_load(&n_batches), atomic_load(&n_batch_ops),
+           atomic_load(&n_big_batches));
+    if (batch_mode && !fault_mode)
+        CHECK(atomic_load(&n_batches) > 0);
     CHECK_EQ(atomic_load(&bad_once), 0);
     CHECK_EQ(atomic_load(&bad_fifo), 0);
     CHECK_EQ(atomic_load(&bad_cap), 0);
