@@ -139,7 +139,7 @@ static inline void wake_lanes(accel_runtime *rt, unsigned lanes, bool pushed)
                         !atomic_load_explicit(&rt->monitor_armed,
                                               memory_order_relaxed),
                     0))
-                accel__comp_starved(rt);
+                accel__compensate_starved(rt);
         }
     }
 }
@@ -235,7 +235,7 @@ accel__sched_entity *accel__park_worker(accel_runtime *rt, accel__worker *w,
      * claim it may take, passed on as for found work (it does not pick
      * again), can start a new extra if one is owed (compensate.c). */
     if (*timed_out)
-        accel__comp_retire_idle(rt);
+        accel__compensate_retire_idle(rt);
     accel__park_leave(rt, lane, e != NULL || *timed_out);
     return e;
 }

@@ -29,7 +29,7 @@ static void runtime_free(accel_runtime *rt)
     pthread_mutex_destroy(&rt->table_lock);
     accel__arena_fini(&rt->arena);
     accel__host_free(rt);
-    accel__comp_fini(rt);
+    accel__compensate_fini(rt);
     accel__free(rt->worker_cpus);
     accel__free(rt->workers);
     accel__free(rt);
@@ -94,7 +94,7 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     if (!rt)
         return ACCEL_ENOMEM;
     rt->cfg = c;
-    accel__comp_init(rt, c.max_extra_workers, c.block_detect_ns);
+    accel__compensate_init(rt, c.max_extra_workers, c.block_detect_ns);
     /* The monitor disarms itself once it runs (compensate.c); with no
      * monitor (host-driven workers) the wake path never asks for it. */
     atomic_init(&rt->monitor_armed, 1);

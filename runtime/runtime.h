@@ -40,7 +40,7 @@ typedef struct accel__worker {
     unsigned block_depth;   /* nested blocking waits and hints (owner) */
     /* The time off a CPU in this worker's own waits that ended in the
      * running visit (owner only): the visit is charged to the session's
-     * share without it (accel__comp_visit_blocked_ns). */
+     * share without it (accel__compensate_visit_blocked_ns). */
     uint64_t own_ns;
     /* ---- a host slot's ops begun (the host adds 1 as it starts each op
      * of a visit: accel_host_op_word), read by the monitor at each tick:
@@ -126,7 +126,7 @@ struct accel_runtime {
     /* Session memory once there are many (arena.h); cold paths. */
     accel__arena arena;
 
-    accel__comp comp; /* extra workers and the monitor (compensate.c) */
+    accel__compensate comp; /* extra workers and the monitor (compensate.c) */
 
     /* Host-driven workers: one slot per worker (host.c); else NULL. */
     struct accel__host_slot *host;
