@@ -224,7 +224,7 @@ accel__sched_entity *accel__park_worker(accel_runtime *rt, accel__worker *w,
         hook(rt, lane);
     accel__park_announce(rt, lane);
     e = accel__sched_pick(rt->sched, lane);
-    /* acquire: pairs with accel__workers_stop's release store of stopping. */
+    /* acquire: pairs with accel__worker_stop's release store of stopping. */
     if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire)) {
         accel__bump(&w->parks, 1);
         ACCEL_TRACE2(park, w->index, lane); /* park(worker, lane) */

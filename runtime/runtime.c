@@ -133,7 +133,7 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     rt->nworkers = c.workers;
     if (((c.flags & ACCEL_RUNTIME_HOST_WORKERS) &&
          accel__host_create(rt) != ACCEL_OK) ||
-        accel__workers_start(rt) != ACCEL_OK) {
+        accel__worker_start(rt) != ACCEL_OK) {
         runtime_free(rt);
         return ACCEL_ENOMEM;
     }
@@ -183,7 +183,7 @@ int accel_runtime_destroy(accel_runtime *rt)
      * is still queued here, so the closes below find nothing to wait
      * for. */
     if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS)
-        accel__workers_run_queued(rt);
+        accel__worker_run_queued(rt);
 
     /* Close every session, walking the list with a reference on the
      * current one (so it stays linked while we wait on it). No allocation:
@@ -206,7 +206,7 @@ int accel_runtime_destroy(accel_runtime *rt)
         }
     }
     accel__block_begin(); /* inside an op of another runtime: joins */
-    accel__workers_stop(rt);
+    accel__worker_stop(rt);
     accel__block_end();
     /* Every accepted op has completed and no worker runs: wait for the
      * reclamations already queued, then free what is left, handles or

@@ -221,7 +221,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-void accel__workers_run_queued(accel_runtime *rt)
+void accel__worker_run_queued(accel_runtime *rt)
 {
     uint64_t now = 0;
     for (accel__lane lane = ACCEL__LANE_GENERAL; lane < ACCEL__LANES; lane++) {
@@ -236,7 +236,7 @@ void accel__workers_run_queued(accel_runtime *rt)
 static const accel__compensate_ops comp_ops = {
     .run_extra = worker_loop, .wake_parked = accel__park_wake_general};
 
-int accel__workers_start(accel_runtime *rt)
+int accel__worker_start(accel_runtime *rt)
 {
     if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
         /* The host drives the slots (host.c); the monitor watches them. */
@@ -250,19 +250,19 @@ int accel__workers_start(accel_runtime *rt)
         if (ACCEL__FAULT("pthread_create") ||
             pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             rt->nworkers = i;
-            accel__workers_stop(rt);
+            accel__worker_stop(rt);
             return ACCEL_ENOMEM;
         }
         setup_thread(rt, w);
     }
     if (accel__compensate_start(rt, &comp_ops) != ACCEL_OK) {
-        accel__workers_stop(rt);
+        accel__worker_stop(rt);
         return ACCEL_ENOMEM;
     }
     return ACCEL_OK;
 }
 
-void accel__workers_stop(accel_runtime *rt)
+void accel__worker_stop(accel_runtime *rt)
 {
     /* release: pairs with the acquire loads in worker_loop and
      * accel__park_worker. */

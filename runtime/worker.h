@@ -10,11 +10,11 @@
 
 #include "accel/accel.h"
 
-int accel__workers_start(accel_runtime *rt);
-void accel__workers_stop(accel_runtime *rt);
+int accel__worker_start(accel_runtime *rt);
+void accel__worker_stop(accel_runtime *rt);
 
 /* Host-driven runtime destroy: runs what is still queued on the calling
  * thread, as a worker would (no host worker runs any more). */
-void accel__workers_run_queued(accel_runtime *rt);
+void accel__worker_run_queued(accel_runtime *rt);
 
 #endif
