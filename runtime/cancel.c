@@ -9,7 +9,7 @@
  * (docs/cancel.md).
  */
 #include "clock.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 
 int64_t accel_now_ns(void)

@@ -98,9 +98,10 @@
 #include "clock.h"
 #include "futex.h"
 #include "progress.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "trace.h"
+#include "worker_types.h"
 
 #define DETECT_NS_DEFAULT 1000000u
 #define DETECT_NS_MAX UINT64_C(3600000000000)

@@ -32,38 +32,9 @@
 
 #include "accel/accel.h"
 #include "accel/host.h"
+#include "compensate_types.h"
 
 struct accel__worker;
-
-/* The worker pool's side (worker.c, park.c), handed to accel__compensate_start. */
-typedef struct accel__compensate_ops {
-    /* The loop of an extra worker: returns once it retires (it took
-     * itself out of extra_active) or the runtime stops. */
-    void (*run_extra)(struct accel__worker *w);
-    /* Claims and wakes one parked general worker: true if there was
-     * one. */
-    bool (*wake_parked)(accel_runtime *rt);
-} accel__compensate_ops;
-
-/* The cold half of the state (the hot counters sit on the runtime's
- * parking line, runtime.h). */
-typedef struct accel__compensate {
-    accel__compensate_ops ops;
-    unsigned extra_max;      /* cap on extra workers (config) */
-    uint64_t detect_ns;      /* block_detect_ns (config) */
-    /* Extra threads: started, retired and joined under lock. Reached
-     * only by calls on a live runtime of this process (spawns, stop, the
-     * monitor): a fork child returns ECLOSED before any of them, so the
-     * child never takes it (fork.c). */
-    pthread_mutex_t lock;
-    bool stopping;           /* under lock: no more spawns */
-    unsigned slots_used;     /* under lock: extra slots ever started
-                                (the monitor scans no further) */
-    bool monitor_started;
-    pthread_t monitor;
-    _Atomic uint32_t monitor_stop; /* futex word of the monitor's tick */
-    _Atomic uint64_t started, retired, detected; /* counters */
-} accel__compensate;
 
 /* Slot states of an extra worker (accel__worker.slot, under lock). */
 enum { ACCEL__SLOT_FREE = 0, ACCEL__SLOT_RUN = 1, ACCEL__SLOT_EXITED = 2 };
@@ -78,7 +49,7 @@ enum { ACCEL__SLOT_FREE = 0, ACCEL__SLOT_RUN = 1, ACCEL__SLOT_EXITED = 2 };
 
 /* At create: the cap and the threshold resolved; the lock. */
 void accel__compensate_init(accel_runtime *rt, unsigned extra_max,
-                      uint64_t detect_ns);
+                            uint64_t detect_ns);
 void accel__compensate_fini(accel_runtime *rt);
 /* After the base workers started (or, host-driven, at create): installs
  * the hooks and starts the monitor. ACCEL_OK or ACCEL_ENOMEM. */
@@ -122,9 +93,9 @@ void accel__compensate_visit_done(struct accel__worker *w);
  * ACCEL_EAGAIN: none owed) and given back (surplus_only: only if surplus,
  * else ACCEL_EAGAIN). */
 int accel__compensate_host_block(accel_runtime *rt, struct accel__worker *w,
-                           bool begin);
+                                 bool begin);
 int accel__compensate_host_add(accel_runtime *rt, unsigned *worker);
 int accel__compensate_host_leave(accel_runtime *rt, struct accel__worker *w,
-                           bool surplus_only);
+                                 bool surplus_only);
 
 #endif

@@ -31,15 +31,18 @@
 #include "accel/host.h"
 #include "alloc.h"
 #include "clock.h"
+#include "compensate.h"
 #include "cpu_limits.h"
+#include "host.h"
 #include "park.h"
 #include "progress.h"
 #include "rcu.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "submit.h"
 #include "trace.h"
 #include "visit.h"
+#include "worker_types.h"
 
 /* pre[i] of a taken op: handed to the host, or its unrun status (< 0). */
 #define HANDED 1

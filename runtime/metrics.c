@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "table.h"
 

@@ -29,10 +29,11 @@
 #include "compensate.h"
 #include "futex.h"
 #include "park.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "trace.h"
 #include "visit.h"
+#include "worker_types.h"
 
 void accel__park_enqueue(accel_session *s, bool new_claim)
 {

@@ -18,7 +18,7 @@
 #include "futex.h"
 #include "park.h"
 #include "progress.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "submit.h"
 #include "trace.h"

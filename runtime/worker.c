@@ -18,14 +18,14 @@
 #include "futex.h"
 #include "park.h"
 #include "rcu.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "visit.h"
 #include "worker.h"
 #include "yield.h"
 
 /* A parked worker that no wake has claimed yet: its count word
- * (runtime.h: parked in the low 32 bits, claimed in the high). */
+ * (runtime_types.h: parked in the low 32 bits, claimed in the high). */
 static inline bool has_unclaimed(uint64_t idle)
 {
     return (uint32_t)idle != (uint32_t)(idle >> 32);
