@@ -9,6 +9,7 @@
  * (docs/cancel.md).
  */
 #include "clock.h"
+#include "fork.h"
 #include "runtime_types.h"
 #include "session.h"
 

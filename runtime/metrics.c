@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "fork.h"
 #include "runtime_types.h"
 #include "session.h"
 #include "table.h"

@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#include "fork.h"
+
 unsigned accel_runtime_workers(const accel_runtime *rt)
 {
     return rt ? rt->nworkers : 0;

@@ -17,11 +17,9 @@
 #include <urcu/rculfhash.h>
 
 #include "accel/accel.h"
-#include "accel/host.h"
 #include "arena.h"
 #include "backend_registry_types.h"
 #include "compensate_types.h"
-#include "fork.h"
 #include "sched_core.h"
 #include "worker_types.h"
 

@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "defaults.h"
+#include "fork.h"
 #include "futex.h"
 #include "park.h"
 #include "progress.h"
