@@ -107,7 +107,7 @@
 #define DETECT_NS_MAX UINT64_C(3600000000000)
 
 void accel__compensate_init(accel_runtime *rt, unsigned extra_max,
-                      uint64_t detect_ns)
+                            uint64_t detect_ns)
 {
     accel__compensate *c = &rt->comp;
     c->extra_max = extra_max;
@@ -537,7 +537,7 @@ int accel__compensate_host_add(accel_runtime *rt, unsigned *worker)
 }
 
 int accel__compensate_host_leave(accel_runtime *rt, accel__worker *w,
-                           bool surplus_only)
+                                 bool surplus_only)
 {
     if (surplus_only) {
         if (!accel__compensate_surplus(rt))
