@@ -148,11 +148,21 @@ void accel__op_complete_unrun(accel_session *s, const accel_op *op,
                               int status);
 
 /* The session state of the running op's session if it is bound to
- * backend kind, else NULL. */
+ * backend kind, else NULL (op_ctx.c). */
 void *accel__ctx_backend_state(accel_ctx *ctx, accel_backend kind);
 
-/* The runtime-level state and status of a backend are the registry's:
- * accel__backend_registry_state and _status (backend_registry.h). */
+/* For the public accessors of a backend (such as backends/cuda/cuda_api.c): asks
+ * the running op's session, if bound to kind, the query `what` (its
+ * ops->query). ACCEL_OK and *out, or ACCEL_EINVAL (op_ctx.c). */
+int accel__ctx_backend_query(accel_ctx *ctx, accel_backend kind, int what,
+                             void *out);
+
+/* The runtime-level state of backend kind in rt (NULL when it did not
+ * probe usable), and its status: ACCEL_OK, ACCEL_ENOBACKEND (not built,
+ * not loadable, or probe failed), ACCEL_EBACKEND (failed since)
+ * (backend_registry.c). */
+void *accel__backend_registry_state(accel_runtime *rt, accel_backend kind);
+int accel__backend_registry_status(accel_runtime *rt, accel_backend kind);
 
 /* A backend built as a loadable module (docs/backends.md) gets these
  * accessors (the registry's two included), and the runtime's allocator,

@@ -22,7 +22,8 @@
 
 #include "alloc.h"
 #include "fault.h"
-#include "backend_registry.h"
+#include "backend.h"
+#include "backend_module.h"
 
 static const accel__backend_host host = {
     .version = ACCEL__BACKEND_VERSION,

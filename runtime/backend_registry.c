@@ -7,8 +7,8 @@
 
 #include <pthread.h>
 
-#include "runtime.h"
-#include "session.h"
+#include "backend_module.h"
+#include "runtime_types.h"
 
 /* Modules are loaded once per process, under this lock (cold path: the
  * first runtime creation that looks for them; every creation takes it).
@@ -132,13 +132,6 @@ accel__backend_registry_choose(const accel__backend_slot *slots,
 
 /* ---- accessors for backends (backend.h) */
 
-void *accel__ctx_backend_state(accel_ctx *ctx, accel_backend kind)
-{
-    if (!ctx || !ctx->session || ctx->session->backend != kind)
-        return NULL;
-    return ctx->session->bstate;
-}
-
 void *accel__backend_registry_state(accel_runtime *rt, accel_backend kind)
 {
     if (!rt || kind <= ACCEL_BACKEND_AUTO || kind >= ACCEL__BACKEND_KINDS)
@@ -156,13 +149,4 @@ int accel__backend_registry_status(accel_runtime *rt, accel_backend kind)
     if (sl->ops && sl->ops->status)
         return sl->ops->status(state);
     return sl->probe == ACCEL_OK ? ACCEL_OK : ACCEL_ENOBACKEND;
-}
-
-int accel__ctx_backend_query(accel_ctx *ctx, accel_backend kind, int what,
-                             void *out)
-{
-    void *state = accel__ctx_backend_state(ctx, kind);
-    if (!state || !out || !ctx->session->bops->query)
-        return ACCEL_EINVAL;
-    return ctx->session->bops->query(state, what, out);
 }

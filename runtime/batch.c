@@ -34,7 +34,7 @@
 #include "fork.h"
 #include "futex.h"
 #include "progress.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "trace.h"
 #include "visit.h"

@@ -9,7 +9,8 @@
  * (docs/cancel.md).
  */
 #include "clock.h"
-#include "runtime.h"
+#include "fork.h"
+#include "runtime_types.h"
 #include "session.h"
 
 int64_t accel_now_ns(void)

@@ -98,17 +98,18 @@
 #include "clock.h"
 #include "futex.h"
 #include "progress.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "trace.h"
+#include "worker_types.h"
 
 #define DETECT_NS_DEFAULT 1000000u
 #define DETECT_NS_MAX UINT64_C(3600000000000)
 
-void accel__comp_init(accel_runtime *rt, unsigned extra_max,
-                      uint64_t detect_ns)
+void accel__compensate_init(accel_runtime *rt, unsigned extra_max,
+                            uint64_t detect_ns)
 {
-    accel__comp *c = &rt->comp;
+    accel__compensate *c = &rt->comp;
     c->extra_max = extra_max;
     /* An hour at most: the tick is a futex timeout in signed ns, and a
      * window twice it must not wrap. */
@@ -118,7 +119,7 @@ void accel__comp_init(accel_runtime *rt, unsigned extra_max,
     pthread_mutex_init(&c->lock, NULL);
 }
 
-void accel__comp_fini(accel_runtime *rt)
+void accel__compensate_fini(accel_runtime *rt)
 {
     pthread_mutex_destroy(&rt->comp.lock);
 }
@@ -170,7 +171,7 @@ static void *extra_entry(void *arg)
  * wait then lasts as long as it would without compensation. */
 static void spawn(accel_runtime *rt)
 {
-    accel__comp *c = &rt->comp;
+    accel__compensate *c = &rt->comp;
     bool ok = false;
     pthread_mutex_lock(&c->lock); /* cold: starting an extra worker */
     for (unsigned i = 0; i < c->extra_max && !c->stopping; i++) {
@@ -250,7 +251,7 @@ static void hand_on(accel_runtime *rt)
         spawn_if_owed(rt);
 }
 
-void accel__comp_starved(accel_runtime *rt)
+void accel__compensate_starved(accel_runtime *rt)
 {
     /* relaxed: the submitter's half of the pair at the top was its
      * seq_cst load of blocked in the wake path (park.c); this load of the
@@ -270,7 +271,7 @@ void accel__comp_starved(accel_runtime *rt)
     }
 }
 
-bool accel__comp_surplus(accel_runtime *rt)
+bool accel__compensate_surplus(accel_runtime *rt)
 {
     /* relaxed: counts. blocked never reads low (the top of this file), so
      * a surplus seen here is real. */
@@ -284,7 +285,7 @@ bool accel__comp_surplus(accel_runtime *rt)
     return false;
 }
 
-void accel__comp_retire_idle(accel_runtime *rt)
+void accel__compensate_retire_idle(accel_runtime *rt)
 {
     /* relaxed: a count. Blocked workers it leaves owed get a new extra
      * from the next submit that finds no parked worker (starved). */
@@ -356,7 +357,7 @@ static _Thread_local accel__block_hook tls_hook;
 /* Hints open on this thread (accel_blocking_begin - _end). */
 static _Thread_local unsigned tls_hints;
 
-void accel__comp_thread_begin(accel__worker *w)
+void accel__compensate_thread_begin(accel__worker *w)
 {
     tls_hook = (accel__block_hook){.begin = own_begin, .end = own_end,
                                    .arg = w};
@@ -366,7 +367,7 @@ void accel__comp_thread_begin(accel__worker *w)
                           memory_order_relaxed);
 }
 
-void accel__comp_visit_done(accel__worker *w)
+void accel__compensate_visit_done(accel__worker *w)
 {
     if (__builtin_expect(w->block_depth != 0, 0)) {
         w->block_depth = 1; /* the op left a hint open: close it */
@@ -392,7 +393,7 @@ static uint64_t asleep_since(accel__worker *w, uint64_t ts, uint64_t cpu0,
     return used < now - ts ? now - ts - used : 0;
 }
 
-uint64_t accel__comp_visit_blocked_ns(accel__worker *w, uint64_t t0)
+uint64_t accel__compensate_visit_blocked_ns(accel__worker *w, uint64_t t0)
 {
     accel_runtime *rt = w->rt;
     /* relaxed: counts. At the cap, with more workers blocked than extras
@@ -480,7 +481,7 @@ int accel_blocking_end(void)
 
 /* ---- host-driven slots (host.c checks the slot) */
 
-int accel__comp_host_block(accel_runtime *rt, accel__worker *w, bool begin)
+int accel__compensate_host_block(accel_runtime *rt, accel__worker *w, bool begin)
 {
     w->rt = rt; /* host slots are not started as threads: set here */
     if (begin) {
@@ -495,9 +496,9 @@ int accel__comp_host_block(accel_runtime *rt, accel__worker *w, bool begin)
     return ACCEL_OK;
 }
 
-int accel__comp_host_add(accel_runtime *rt, unsigned *worker)
+int accel__compensate_host_add(accel_runtime *rt, unsigned *worker)
 {
-    accel__comp *c = &rt->comp;
+    accel__compensate *c = &rt->comp;
     /* relaxed: counts, as spawn_if_owed. */
     uint32_t a = atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
     do {
@@ -535,14 +536,14 @@ int accel__comp_host_add(accel_runtime *rt, unsigned *worker)
     return rc;
 }
 
-int accel__comp_host_leave(accel_runtime *rt, accel__worker *w,
-                           bool surplus_only)
+int accel__compensate_host_leave(accel_runtime *rt, accel__worker *w,
+                                 bool surplus_only)
 {
     if (surplus_only) {
-        if (!accel__comp_surplus(rt))
+        if (!accel__compensate_surplus(rt))
             return ACCEL_EAGAIN;
     } else {
-        accel__comp_retire_idle(rt);
+        accel__compensate_retire_idle(rt);
     }
     if (w->block_depth) { /* a begin left open: closed with the slot */
         w->block_depth = 1;
@@ -658,7 +659,7 @@ static bool read_schedstat(accel__worker *w, uint64_t *cpu, uint64_t *rd)
 }
 
 /* Publishes where the monitor counted w blocked (the write side of a
- * seqlock whose read side is accel__comp_visit_blocked_ns): seen_t goes
+ * seqlock whose read side is accel__compensate_visit_blocked_ns): seen_t goes
  * to 0, then the data, then the time. Not a lock: the reader, on w at its
  * visit's end, skips a count it saw change. Nothing published (no
  * schedstat): the reader finds seen_t 0, before any visit. */
@@ -683,7 +684,7 @@ static void publish_seen(accel__worker *w)
 /* The mark of w is taken back within its visit `vis` (it was found on a
  * CPU again): its time asleep since the count (as the worker would have
  * found at its visit's end) goes to the bank that visit's end reads. The
- * write side of a seqlock whose read side is accel__comp_visit_blocked_ns:
+ * write side of a seqlock whose read side is accel__compensate_visit_blocked_ns:
  * seen_bank_vis goes to 0, then the sum, then the visit's number. The
  * caller has cleared the mark before (the reader relies on that order). */
 static void bank_seen(accel__worker *w, uint64_t vis)
@@ -714,7 +715,7 @@ static void bank_seen(accel__worker *w, uint64_t vis)
 static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
                   bool waits)
 {
-    accel__comp *c = &rt->comp;
+    accel__compensate *c = &rt->comp;
     /* relaxed: a heuristic view of the worker's own counters; the block
      * word's transitions are RMWs (the top of this file). */
     uint64_t vis = atomic_load_explicit(&w->visits, memory_order_relaxed);
@@ -826,7 +827,7 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
     uint32_t zero = 0;
     /* release: publish_seen's writes before the mark; pairs with the
-     * acquire load of the mark in accel__comp_visit_blocked_ns (a reader
+     * acquire load of the mark in accel__compensate_visit_blocked_ns (a reader
      * that finds this count's mark finds this count's seen_t, not an
      * earlier count's of the same visit whose time is in the bank). */
     if (!atomic_compare_exchange_strong_explicit(&w->block, &zero,
@@ -853,7 +854,7 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
  * the op of an idle session itself (accel_host_submit_own) and a session
  * in a visit is not queued, so the queue of a busy host is often empty at
  * a tick while every slot is taken; a slot counted then hands its place
- * on to the next submit that finds none parked (accel__comp_starved).
+ * on to the next submit that finds none parked (accel__compensate_starved).
  * accel's own workers: work is queued. relaxed: a heuristic view of the
  * parking word (park.c). */
 static bool place_owed(accel_runtime *rt, bool waits)
@@ -867,9 +868,9 @@ static bool place_owed(accel_runtime *rt, bool waits)
 static void *monitor_main(void *arg)
 {
     accel_runtime *rt = arg;
-    accel__comp *c = &rt->comp;
+    accel__compensate *c = &rt->comp;
     /* acquire: pairs with the release store of monitor_stop in
-     * accel__comp_stop. */
+     * accel__compensate_stop. */
     while (!atomic_load_explicit(&c->monitor_stop, memory_order_acquire)) {
         /* relaxed: the flag and its futex (the top of this file). */
         if (!atomic_load_explicit(&rt->monitor_armed, memory_order_relaxed)) {
@@ -901,9 +902,9 @@ static void *monitor_main(void *arg)
     return NULL;
 }
 
-int accel__comp_start(accel_runtime *rt, const accel__comp_ops *ops)
+int accel__compensate_start(accel_runtime *rt, const accel__compensate_ops *ops)
 {
-    accel__comp *c = &rt->comp;
+    accel__compensate *c = &rt->comp;
     c->ops = *ops;
     if (pthread_create(&c->monitor, NULL, monitor_main, rt) != 0)
         return ACCEL_ENOMEM;
@@ -912,9 +913,9 @@ int accel__comp_start(accel_runtime *rt, const accel__comp_ops *ops)
     return ACCEL_OK;
 }
 
-void accel__comp_stop(accel_runtime *rt)
+void accel__compensate_stop(accel_runtime *rt)
 {
-    accel__comp *c = &rt->comp;
+    accel__compensate *c = &rt->comp;
     bool host = (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) != 0;
     if (c->monitor_started) {
         /* release: pairs with the monitor's acquire load. */

@@ -19,7 +19,7 @@
  *
  * Layering: this file sits under worker.c and park.c. It starts extra
  * threads and wakes parked workers only through the hooks worker.c hands
- * it (accel__comp_ops: worker.c's loop, park.c's wake); both call down
+ * it (accel__compensate_ops: worker.c's loop, park.c's wake); both call down
  * into it.
  */
 #ifndef ACCEL_RUNTIME_COMPENSATE_H
@@ -32,38 +32,9 @@
 
 #include "accel/accel.h"
 #include "accel/host.h"
+#include "compensate_types.h"
 
 struct accel__worker;
-
-/* The worker pool's side (worker.c, park.c), handed to accel__comp_start. */
-typedef struct accel__comp_ops {
-    /* The loop of an extra worker: returns once it retires (it took
-     * itself out of extra_active) or the runtime stops. */
-    void (*run_extra)(struct accel__worker *w);
-    /* Claims and wakes one parked general worker: true if there was
-     * one. */
-    bool (*wake_parked)(accel_runtime *rt);
-} accel__comp_ops;
-
-/* The cold half of the state (the hot counters sit on the runtime's
- * parking line, runtime.h). */
-typedef struct accel__comp {
-    accel__comp_ops ops;
-    unsigned extra_max;      /* cap on extra workers (config) */
-    uint64_t detect_ns;      /* block_detect_ns (config) */
-    /* Extra threads: started, retired and joined under lock. Reached
-     * only by calls on a live runtime of this process (spawns, stop, the
-     * monitor): a fork child returns ECLOSED before any of them, so the
-     * child never takes it (fork.c). */
-    pthread_mutex_t lock;
-    bool stopping;           /* under lock: no more spawns */
-    unsigned slots_used;     /* under lock: extra slots ever started
-                                (the monitor scans no further) */
-    bool monitor_started;
-    pthread_t monitor;
-    _Atomic uint32_t monitor_stop; /* futex word of the monitor's tick */
-    _Atomic uint64_t started, retired, detected; /* counters */
-} accel__comp;
 
 /* Slot states of an extra worker (accel__worker.slot, under lock). */
 enum { ACCEL__SLOT_FREE = 0, ACCEL__SLOT_RUN = 1, ACCEL__SLOT_EXITED = 2 };
@@ -77,30 +48,30 @@ enum { ACCEL__SLOT_FREE = 0, ACCEL__SLOT_RUN = 1, ACCEL__SLOT_EXITED = 2 };
 #define ACCEL__EXTRA_IDLE_NS ACCEL_HOST_EXTRA_IDLE_NS
 
 /* At create: the cap and the threshold resolved; the lock. */
-void accel__comp_init(accel_runtime *rt, unsigned extra_max,
-                      uint64_t detect_ns);
-void accel__comp_fini(accel_runtime *rt);
+void accel__compensate_init(accel_runtime *rt, unsigned extra_max,
+                            uint64_t detect_ns);
+void accel__compensate_fini(accel_runtime *rt);
 /* After the base workers started (or, host-driven, at create): installs
  * the hooks and starts the monitor. ACCEL_OK or ACCEL_ENOMEM. */
-int accel__comp_start(accel_runtime *rt, const accel__comp_ops *ops);
+int accel__compensate_start(accel_runtime *rt, const accel__compensate_ops *ops);
 /* After the base workers were told to stop and joined: stops the
  * monitor, joins every extra worker (host-driven: the monitor only; the
  * host has stopped its drivers). */
-void accel__comp_stop(accel_runtime *rt);
+void accel__compensate_stop(accel_runtime *rt);
 
 /* A worker thread (base or extra) installs the block hook for itself. */
-void accel__comp_thread_begin(struct accel__worker *w);
+void accel__compensate_thread_begin(struct accel__worker *w);
 
 /* The wake path found no parked general worker for new work (park.c):
  * starts an extra if blocked workers are owed one, arms the monitor. Cold
  * unless a worker is blocked or the monitor sleeps. */
-void accel__comp_starved(accel_runtime *rt);
+void accel__compensate_starved(accel_runtime *rt);
 
 /* An extra worker at the top of its loop: true if it is surplus (more
  * active extras than blocked workers) and has taken itself out. */
-bool accel__comp_surplus(accel_runtime *rt);
+bool accel__compensate_surplus(accel_runtime *rt);
 /* An extra worker idle for ACCEL__EXTRA_IDLE_NS takes itself out. */
-void accel__comp_retire_idle(accel_runtime *rt);
+void accel__compensate_retire_idle(accel_runtime *rt);
 
 /* At the end of a visit of accel's own worker w that began at t0: how
  * long w sat blocked in it while another worker could run in its place
@@ -111,20 +82,20 @@ void accel__comp_retire_idle(accel_runtime *rt);
  * start, and to skip the call when own_ns, block_depth and the block
  * word are all 0 and seen_bank_vis is not the visit's number (the common
  * visit: nothing to count). */
-uint64_t accel__comp_visit_blocked_ns(struct accel__worker *w, uint64_t t0);
+uint64_t accel__compensate_visit_blocked_ns(struct accel__worker *w, uint64_t t0);
 
 /* After an op's visit: a hint the op left open is closed (accel.h). */
-void accel__comp_visit_done(struct accel__worker *w);
+void accel__compensate_visit_done(struct accel__worker *w);
 
 /* Host-driven runtimes (host.c; the monitor watches their slots as it
  * watches accel's own workers): a blocked slot's begin/end (ACCEL_EINVAL:
  * an end with no begin); an extra slot taken (ACCEL_OK and *worker, or
  * ACCEL_EAGAIN: none owed) and given back (surplus_only: only if surplus,
  * else ACCEL_EAGAIN). */
-int accel__comp_host_block(accel_runtime *rt, struct accel__worker *w,
-                           bool begin);
-int accel__comp_host_add(accel_runtime *rt, unsigned *worker);
-int accel__comp_host_leave(accel_runtime *rt, struct accel__worker *w,
-                           bool surplus_only);
+int accel__compensate_host_block(accel_runtime *rt, struct accel__worker *w,
+                                 bool begin);
+int accel__compensate_host_add(accel_runtime *rt, unsigned *worker);
+int accel__compensate_host_leave(accel_runtime *rt, struct accel__worker *w,
+                                 bool surplus_only);
 
 #endif

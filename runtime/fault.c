@@ -16,7 +16,7 @@ static const site sites[] = {
     {"alloc", "accel__sched_create", false, false},
     {"mmap", "accel__sched_nodes_init", false, false}, /* calendar nodes */
     {"cds_lfht_new", "accel__table_create", false, false},
-    {"pthread_create", "accel__workers_start", false, false},
+    {"pthread_create", "accel__worker_start", false, false},
     {"alloc", "session_alloc", false, false},      /* accel_session_open */
     {"alloc", "cpu_session_open", false, false},
     {"alloc", "snapshot", false, false}, /* accel_runtime_write_prometheus */

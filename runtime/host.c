@@ -31,15 +31,18 @@
 #include "accel/host.h"
 #include "alloc.h"
 #include "clock.h"
+#include "compensate.h"
 #include "cpu_limits.h"
+#include "host.h"
 #include "park.h"
 #include "progress.h"
 #include "rcu.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "submit.h"
 #include "trace.h"
 #include "visit.h"
+#include "worker_types.h"
 
 /* pre[i] of a taken op: handed to the host, or its unrun status (< 0). */
 #define HANDED 1
@@ -397,7 +400,7 @@ int accel_host_blocking_begin(accel_runtime *rt, unsigned worker)
     accel__host_slot *h = slot_of(rt, worker);
     if (!h || !h->open)
         return ACCEL_EINVAL;
-    return accel__comp_host_block(rt, &rt->workers[worker], true);
+    return accel__compensate_host_block(rt, &rt->workers[worker], true);
 }
 
 int accel_host_blocking_end(accel_runtime *rt, unsigned worker)
@@ -405,7 +408,7 @@ int accel_host_blocking_end(accel_runtime *rt, unsigned worker)
     accel__host_slot *h = slot_of(rt, worker);
     if (!h)
         return ACCEL_EINVAL;
-    return accel__comp_host_block(rt, &rt->workers[worker], false);
+    return accel__compensate_host_block(rt, &rt->workers[worker], false);
 }
 
 int accel_host_slot_add(accel_runtime *rt, unsigned *worker)
@@ -414,7 +417,7 @@ int accel_host_slot_add(accel_runtime *rt, unsigned *worker)
         return ACCEL_EINVAL;
     if (accel__fork_stale(rt->fork_gen))
         return ACCEL_ECLOSED;
-    return accel__comp_host_add(rt, worker);
+    return accel__compensate_host_add(rt, worker);
 }
 
 int accel_host_slot_leave(accel_runtime *rt, unsigned worker, unsigned flags)
@@ -423,7 +426,7 @@ int accel_host_slot_leave(accel_runtime *rt, unsigned worker, unsigned flags)
     if (!h || worker < rt->nworkers || h->open || h->idle ||
         (flags & ~ACCEL_HOST_LEAVE_IF_SURPLUS))
         return ACCEL_EINVAL;
-    return accel__comp_host_leave(rt, &rt->workers[worker],
+    return accel__compensate_host_leave(rt, &rt->workers[worker],
                                   flags & ACCEL_HOST_LEAVE_IF_SURPLUS);
 }
 

@@ -21,7 +21,8 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "runtime.h"
+#include "fork.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "table.h"
 

@@ -1,6 +1,7 @@
 /*
  * What an op reaches through its ctx: its session, and memory from the
- * session's backend charged to the session's budget (refunded on free).
+ * session's backend charged to the session's budget (refunded on free);
+ * and what a backend reaches through it: its session state, its query.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -39,4 +40,22 @@ void accel_ctx_free(accel_ctx *ctx, void *p)
     accel_session *s = ctx->session;
     size_t refund = s->bops->free(s->bstate, ctx, p);
     (void)accel__budget_refund(&s->budget, (int64_t)refund);
+}
+
+/* ---- accessors for backends (backend.h) */
+
+void *accel__ctx_backend_state(accel_ctx *ctx, accel_backend kind)
+{
+    if (!ctx || !ctx->session || ctx->session->backend != kind)
+        return NULL;
+    return ctx->session->bstate;
+}
+
+int accel__ctx_backend_query(accel_ctx *ctx, accel_backend kind, int what,
+                             void *out)
+{
+    void *state = accel__ctx_backend_state(ctx, kind);
+    if (!state || !out || !ctx->session->bops->query)
+        return ACCEL_EINVAL;
+    return ctx->session->bops->query(state, what, out);
 }

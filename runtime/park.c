@@ -29,10 +29,11 @@
 #include "compensate.h"
 #include "futex.h"
 #include "park.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "trace.h"
 #include "visit.h"
+#include "worker_types.h"
 
 void accel__park_enqueue(accel_session *s, bool new_claim)
 {
@@ -139,7 +140,7 @@ static inline void wake_lanes(accel_runtime *rt, unsigned lanes, bool pushed)
                         !atomic_load_explicit(&rt->monitor_armed,
                                               memory_order_relaxed),
                     0))
-                accel__comp_starved(rt);
+                accel__compensate_starved(rt);
         }
     }
 }
@@ -224,7 +225,7 @@ accel__sched_entity *accel__park_worker(accel_runtime *rt, accel__worker *w,
         hook(rt, lane);
     accel__park_announce(rt, lane);
     e = accel__sched_pick(rt->sched, lane);
-    /* acquire: pairs with accel__workers_stop's release store of stopping. */
+    /* acquire: pairs with accel__worker_stop's release store of stopping. */
     if (!e && !atomic_load_explicit(&rt->stopping, memory_order_acquire)) {
         accel__bump(&w->parks, 1);
         ACCEL_TRACE2(park, w->index, lane); /* park(worker, lane) */
@@ -235,7 +236,7 @@ accel__sched_entity *accel__park_worker(accel_runtime *rt, accel__worker *w,
      * claim it may take, passed on as for found work (it does not pick
      * again), can start a new extra if one is owed (compensate.c). */
     if (*timed_out)
-        accel__comp_retire_idle(rt);
+        accel__compensate_retire_idle(rt);
     accel__park_leave(rt, lane, e != NULL || *timed_out);
     return e;
 }

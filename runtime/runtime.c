@@ -29,7 +29,7 @@ static void runtime_free(accel_runtime *rt)
     pthread_mutex_destroy(&rt->table_lock);
     accel__arena_fini(&rt->arena);
     accel__host_free(rt);
-    accel__comp_fini(rt);
+    accel__compensate_fini(rt);
     accel__free(rt->worker_cpus);
     accel__free(rt->workers);
     accel__free(rt);
@@ -94,7 +94,7 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     if (!rt)
         return ACCEL_ENOMEM;
     rt->cfg = c;
-    accel__comp_init(rt, c.max_extra_workers, c.block_detect_ns);
+    accel__compensate_init(rt, c.max_extra_workers, c.block_detect_ns);
     /* The monitor disarms itself once it runs (compensate.c); with no
      * monitor (host-driven workers) the wake path never asks for it. */
     atomic_init(&rt->monitor_armed, 1);
@@ -133,7 +133,7 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     rt->nworkers = c.workers;
     if (((c.flags & ACCEL_RUNTIME_HOST_WORKERS) &&
          accel__host_create(rt) != ACCEL_OK) ||
-        accel__workers_start(rt) != ACCEL_OK) {
+        accel__worker_start(rt) != ACCEL_OK) {
         runtime_free(rt);
         return ACCEL_ENOMEM;
     }
@@ -183,7 +183,7 @@ int accel_runtime_destroy(accel_runtime *rt)
      * is still queued here, so the closes below find nothing to wait
      * for. */
     if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS)
-        accel__workers_run_queued(rt);
+        accel__worker_run_queued(rt);
 
     /* Close every session, walking the list with a reference on the
      * current one (so it stays linked while we wait on it). No allocation:
@@ -206,7 +206,7 @@ int accel_runtime_destroy(accel_runtime *rt)
         }
     }
     accel__block_begin(); /* inside an op of another runtime: joins */
-    accel__workers_stop(rt);
+    accel__worker_stop(rt);
     accel__block_end();
     /* Every accepted op has completed and no worker runs: wait for the
      * reclamations already queued, then free what is left, handles or

@@ -1,12 +1,14 @@
 /*
  * Runtime-level counters: the resolved worker count and the per-worker
  * pick/visit/park counters summed (each written only by its worker, see
- * runtime.h; read here relaxed, so the sum is approximate while workers
- * run).
+ * worker_types.h; read here relaxed, so the sum is approximate while
+ * workers run).
  */
-#include "runtime.h"
+#include "runtime_types.h"
 
 #include <string.h>
+
+#include "fork.h"
 
 unsigned accel_runtime_workers(const accel_runtime *rt)
 {
@@ -28,7 +30,7 @@ int accel_runtime_get_stats(accel_runtime *rt, accel_runtime_stats *out,
     st.workers = rt->nworkers;
     st.short_lane_workers = rt->cfg.short_lane_workers;
     /* relaxed: a gauge; the parking protocol orders itself (park.c). */
-    /* idle_*: parked workers in the low 32 bits (runtime.h). */
+    /* idle_*: parked workers in the low 32 bits (runtime_types.h). */
     st.parked =
         (uint32_t)atomic_load_explicit(&rt->idle_workers,
                                        memory_order_relaxed) +

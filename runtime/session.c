@@ -24,13 +24,14 @@
 
 #include "abi.h"
 #include "alloc.h"
-#include "batch.h"
+#include "backend_registry.h"
+#include "batch_types.h"
 #include "clock.h"
 #include "defaults.h"
 #include "futex.h"
 #include "progress.h"
 #include "rcu.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "table.h"
 #include "trace.h"
 

@@ -15,10 +15,11 @@
 
 #include "clock.h"
 #include "defaults.h"
+#include "fork.h"
 #include "futex.h"
 #include "park.h"
 #include "progress.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "submit.h"
 #include "trace.h"

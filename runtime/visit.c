@@ -17,12 +17,12 @@
 #include <sched.h>
 
 #include "accel/host.h"
-#include "batch.h"
+#include "batch_types.h"
 #include "clock.h"
 #include "futex.h"
 #include "progress.h"
 #include "rcu.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "trace.h"
 #include "visit.h"

@@ -18,14 +18,14 @@
 #include "futex.h"
 #include "park.h"
 #include "rcu.h"
-#include "runtime.h"
+#include "runtime_types.h"
 #include "session.h"
 #include "visit.h"
 #include "worker.h"
 #include "yield.h"
 
 /* A parked worker that no wake has claimed yet: its count word
- * (runtime.h: parked in the low 32 bits, claimed in the high). */
+ * (runtime_types.h: parked in the low 32 bits, claimed in the high). */
 static inline bool has_unclaimed(uint64_t idle)
 {
     return (uint32_t)idle != (uint32_t)(idle >> 32);
@@ -95,7 +95,7 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
                          atomic_load_explicit(&w->visits,
                                               memory_order_relaxed),
                  0))
-        v.blocked_ns = accel__comp_visit_blocked_ns(w, v.t0);
+        v.blocked_ns = accel__compensate_visit_blocked_ns(w, v.t0);
     return accel__visit_end(&v, now);
 }
 
@@ -140,7 +140,7 @@ static void worker_loop(accel__worker *w)
     accel__fault_thread_is_worker();
     accel__yield_thread_index((UINT64_C(1) << 32) + w->index);
     accel__rcu_register();
-    accel__comp_thread_begin(w);
+    accel__compensate_thread_begin(w);
     uint64_t now = 0; /* end of the last visit; 0: read the clock */
     for (;;) {
         accel__sched_entity *e = accel__sched_pick(rt->sched, w->lane);
@@ -175,12 +175,12 @@ static void worker_loop(accel__worker *w)
         unsigned lanes = run_visit(rt, w, e->owner, &now);
         atomic_store_explicit(&w->in_visit, 0, memory_order_relaxed);
         if (__builtin_expect(w->block_depth != 0, 0))
-            accel__comp_visit_done(w); /* a hint left open by the op */
+            accel__compensate_visit_done(w); /* a hint left open by the op */
         /* An extra worker more than the blocked ones need leaves after
          * its visit (not after a wake: it may hold a wake's claim). It
          * will not pick again, so a session it re-queued wakes a worker
          * (as accel_host_visit_end_stop). */
-        if (w->extra && accel__comp_surplus(rt)) {
+        if (w->extra && accel__compensate_surplus(rt)) {
             if (lanes)
                 accel__park_wake_lanes(rt, lanes);
             break;
@@ -221,7 +221,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-void accel__workers_run_queued(accel_runtime *rt)
+void accel__worker_run_queued(accel_runtime *rt)
 {
     uint64_t now = 0;
     for (accel__lane lane = ACCEL__LANE_GENERAL; lane < ACCEL__LANES; lane++) {
@@ -233,14 +233,14 @@ void accel__workers_run_queued(accel_runtime *rt)
     }
 }
 
-static const accel__comp_ops comp_ops = {
+static const accel__compensate_ops comp_ops = {
     .run_extra = worker_loop, .wake_parked = accel__park_wake_general};
 
-int accel__workers_start(accel_runtime *rt)
+int accel__worker_start(accel_runtime *rt)
 {
     if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
         /* The host drives the slots (host.c); the monitor watches them. */
-        return accel__comp_start(rt, &comp_ops);
+        return accel__compensate_start(rt, &comp_ops);
     }
     for (unsigned i = 0; i < rt->nworkers; i++) {
         accel__worker *w = &rt->workers[i];
@@ -250,19 +250,19 @@ int accel__workers_start(accel_runtime *rt)
         if (ACCEL__FAULT("pthread_create") ||
             pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             rt->nworkers = i;
-            accel__workers_stop(rt);
+            accel__worker_stop(rt);
             return ACCEL_ENOMEM;
         }
         setup_thread(rt, w);
     }
-    if (accel__comp_start(rt, &comp_ops) != ACCEL_OK) {
-        accel__workers_stop(rt);
+    if (accel__compensate_start(rt, &comp_ops) != ACCEL_OK) {
+        accel__worker_stop(rt);
         return ACCEL_ENOMEM;
     }
     return ACCEL_OK;
 }
 
-void accel__workers_stop(accel_runtime *rt)
+void accel__worker_stop(accel_runtime *rt)
 {
     /* release: pairs with the acquire loads in worker_loop and
      * accel__park_worker. */
@@ -270,7 +270,7 @@ void accel__workers_stop(accel_runtime *rt)
     if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
         /* no worker threads (the host stopped its drivers: accel.h); the
          * monitor */
-        accel__comp_stop(rt);
+        accel__compensate_stop(rt);
         return;
     }
     atomic_fetch_add_explicit(&rt->park_seq, 1, memory_order_release);
@@ -279,5 +279,5 @@ void accel__workers_stop(accel_runtime *rt)
     accel__futex_wake(&rt->park_seq_short, INT_MAX);
     for (unsigned i = 0; i < rt->nworkers; i++)
         pthread_join(rt->workers[i].thread, NULL);
-    accel__comp_stop(rt); /* the monitor, then the extra workers */
+    accel__compensate_stop(rt); /* the monitor, then the extra workers */
 }
