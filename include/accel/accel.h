@@ -685,6 +685,10 @@ typedef struct accel_session_stats {
     uint64_t batches;
     uint64_t batch_ops;
     uint64_t batch_size_hist[ACCEL_BATCH_HIST_BUCKETS];
+    /* Hold-back (max_delay_ns): ns the session was held back to fill
+     * batches, summed over its holds (each from its visit's end to its
+     * release). */
+    uint64_t batch_held_ns;
 } accel_session_stats;
 
 /* The size of accel_session_stats as of 0.1: what accel_session_get_stats
