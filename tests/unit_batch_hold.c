@@ -12,7 +12,8 @@
  * And at the scheduler level: a held entity keeps its place against the
  * virtual time (neither gains nor loses by waiting); a batched entity's
  * batch is charged as one op of the batch's cost, and the short lane's
- * picks are unchanged by it.
+ * picks are unchanged by it; in a runtime, a session of long batches of
+ * short ops stays off the short lane (its op cost is the batch's).
  *
  * No timing thresholds: the tests that must tell the releases apart
  * stall the hold-back's timer (batch.h's test seam), so that a release
@@ -31,6 +32,7 @@
 #include "batch.h"
 #include "core_util.h"
 #include "sched_core.h"
+#include "session.h"
 #include "unit_watchdog.h"
 
 UNIT_WATCHDOG_SUITE(batch_hold);
@@ -499,6 +501,56 @@ Test(batch_hold, configuration, .timeout = 60)
 }
 
 /* --------------------------------------------- scheduler level */
+
+/* A batch that takes at least 200 us, whatever its size (a spin on the
+ * clock: the batch's length is the point, not a bound asserted). */
+static void long_batch(accel_ctx *ctx, void *const *args, uint32_t n,
+                       int *status, void *user)
+{
+    (void)ctx, (void)args, (void)n, (void)status, (void)user;
+    int64_t t0 = accel_now_ns();
+    while (accel_now_ns() - t0 < 200000)
+        ;
+}
+
+Test(batch_hold, long_batch_is_one_long_op_to_the_lanes, .timeout = 60)
+{
+    /* A short lane for ops up to 50 us. A batched session's batches of
+     * 64 ops take 200 us or more (3 us an op): to the scheduler a batch
+     * is one op, so the session's op cost is the batch's and it stays
+     * off the short lane, whose sessions it would otherwise delay by
+     * whole batches. */
+    accel_runtime_config rc = {.workers = 2,
+                               .short_lane_workers = 1,
+                               .short_op_ns = 50000};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&rc, &rt), ACCEL_OK);
+    accel_session *s = tu_open(rt, "long", 1024, 0);
+    accel_batch_config c = {.fn = long_batch, .max_ops = 64};
+    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    accel_op ops[64];
+    for (int i = 0; i < 64; i++)
+        ops[i] = (accel_op){.fn = item_fn};
+    unit_step("rounds of 64 ops, batched");
+    for (int r = 0; r < 20; r++) {
+        size_t acc;
+        cr_assert_eq(accel_submit_batch(s, ops, 64, ACCEL_FOREVER, &acc),
+                     ACCEL_OK);
+        cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    }
+    accel_session_stats st = stats(s);
+    cr_assert_eq(st.batch_ops, 20 * 64);
+    cr_assert(st.batches < st.batch_ops, "batches of more than one op");
+    uint8_t cls = atomic_load(&s->se.cls);
+    printf("batched session: %llu batches, op cost %llu ns, class %u\n",
+           (unsigned long long)st.batches,
+           (unsigned long long)s->se.op_cost_ns, cls);
+    cr_assert_eq(cls, 0, "the batched session is on the general class "
+                         "(op cost %llu ns: the batch's)",
+                 (unsigned long long)s->se.op_cost_ns);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
 
 static accel__sched *mk_sched(unsigned short_workers)
 {
