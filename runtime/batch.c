@@ -252,7 +252,7 @@ static int hold_decide(accel_session *s, uint64_t h, const batch_cfg *c,
         return HOLD_RUN;
     uint64_t r = (form_t0 ? form_t0 : now) + c->max_delay_ns;
     uint64_t cost = cost_full(c);
-    const int64_t *side = accel__ring_side(s->rc.slots, s->rc.mask);
+    int64_t *side = accel__ring_side(s->rc.slots, s->rc.mask);
     uint32_t n = 0;
     for (uint64_t p = h; p < pos; p++) {
         const accel__ring_slot *sl = &s->rc.slots[p & s->rc.mask];
@@ -265,7 +265,13 @@ static int hold_decide(accel_session *s, uint64_t h, const batch_cfg *c,
             continue;
         if (seq & ACCEL__SEQ_CANCELED)
             return HOLD_RUN;
-        int64_t d = side[p & s->rc.mask];
+        /* relaxed, atomic: the holder's second look (hold_end) may run
+         * after another thread released the session and a producer
+         * reuses this slot (ring.h's publish_ex stores it atomically);
+         * such a stale look only releases early, or lowers a release
+         * time, which is always allowed. */
+        int64_t d = atomic_load_explicit(
+            (_Atomic int64_t *)&side[p & s->rc.mask], memory_order_relaxed);
         if (d > 0) {
             uint64_t rd = (uint64_t)d > cost ? (uint64_t)d - cost : 0;
             if (rd < r)

@@ -326,7 +326,12 @@ static inline void accel__ring_mp_publish_ex(accel__ring_prod *p,
     (void)c;
     accel__ring_slot *sl = &p->slots[pos & p->mask];
     sl->op = *op;
-    accel__ring_side(p->slots, p->mask)[pos & p->mask] = deadline_ns;
+    /* relaxed (the [R1] below publishes it): atomic because the
+     * hold-back's second look (batch.c) may read the entry of a lap it
+     * no longer owns; it only ever lowers a release time with it. */
+    atomic_store_explicit(
+        (_Atomic int64_t *)&accel__ring_side(p->slots, p->mask)[pos & p->mask],
+        deadline_ns, memory_order_relaxed);
     /* [R1] release: publishes op and the side entry; pairs with [A1]. */
     atomic_store_explicit(&sl->seq, (pos + 1) | ACCEL__SEQ_EX,
                           memory_order_release);
