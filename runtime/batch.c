@@ -229,10 +229,18 @@ static void node_drop(hold_node *n)
 
 enum { HOLD_RUN, HOLD_KEEP, HOLD_EMPTY };
 
+/* Ops queued that fill a batch: max_ops, or a full ring (whose producers
+ * would otherwise wait for room until the delay ran out). */
+static uint64_t fill_of(const accel_session *s, const batch_cfg *c)
+{
+    uint64_t cap = s->rc.mask + 1;
+    return c->max_ops < cap ? c->max_ops : cap;
+}
+
 /* Whether the ops queued at h may be held back now (at now; the forming
  * batch first held at form_t0, 0: now): HOLD_RUN when close has begun,
- * max_ops are reserved, an op is cancelled (its done is owed, and the ops
- * ahead of it complete first) or the release time has come; HOLD_EMPTY
+ * a batch's fill is reserved (fill_of), an op is cancelled (its done is
+ * owed, and the ops ahead of it complete first) or the release time has come; HOLD_EMPTY
  * when none is published; else HOLD_KEEP with the release time in
  * *release: form_t0 + max_delay_ns, or earlier, the earliest deadline of
  * the published ops less the expected cost of a full batch. Published
@@ -248,7 +256,7 @@ static int hold_decide(accel_session *s, uint64_t h, const batch_cfg *c,
     if (t & ACCEL__RING_CLOSED)
         return HOLD_RUN;
     uint64_t pos = t & ACCEL__RING_POS;
-    if (pos - h >= c->max_ops)
+    if (pos - h >= fill_of(s, c))
         return HOLD_RUN;
     uint64_t r = (form_t0 ? form_t0 : now) + c->max_delay_ns;
     uint64_t cost = cost_full(c);
@@ -417,7 +425,7 @@ void accel__batch_kick(accel_session *s, int64_t deadline)
         uint64_t t = atomic_load_explicit(&s->rp.tail, memory_order_relaxed);
         uint64_t h = atomic_load_explicit(&s->rc.head, memory_order_relaxed);
         if (!c.fn || !c.max_delay_ns || (t & ACCEL__RING_CLOSED) ||
-            (t & ACCEL__RING_POS) - h >= c.max_ops) {
+            (t & ACCEL__RING_POS) - h >= fill_of(s, &c)) {
             go = true;
         } else if (deadline > 0) {
             uint64_t cost = cost_full(&c);

@@ -1,7 +1,8 @@
 /*
  * Batching's hold-back (accel_batch_config.max_delay_ns,
  * docs/batching.md "Holding back to fill a batch"): a session is held
- * until max_ops are queued or max_delay_ns has passed; a deadline less
+ * until max_ops are queued (or its ring is full) or max_delay_ns has
+ * passed; a deadline less
  * the expected cost of a batch releases it sooner (from the visit, and
  * from the submit of an op that arrives while it is held); a worker runs
  * another session's op while a session is held (the session waits, not
@@ -178,6 +179,33 @@ Test(batch_hold, held_until_max_ops, .timeout = 60)
     accel_session_stats st = stats(s);
     cr_assert(st.batch_held_ns > 0, "held time counted");
     cr_assert_eq(st.batch_size_hist[3], 1);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    stall_timer(false);
+}
+
+Test(batch_hold, a_full_ring_fills_the_batch, .timeout = 60)
+{
+    /* A ring of 8 and max_ops 64: the eighth op fills the ring, which
+     * releases the session (its producers would otherwise wait for room
+     * until the delay ran out). */
+    stall_timer(true);
+    accel_runtime *rt = tu_runtime_nodetect(1);
+    accel_session *s = tu_open(rt, "h", 8, 0);
+    static bstate b;
+    memset(&b, 0, sizeof(b));
+    accel_batch_config c = hold_cfg(&b, 64, ACCEL_BATCH_DELAY_MAX, 0);
+    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    static item it[8];
+    memset(it, 0, sizeof(it));
+    submit_held(s, &it[0], 0);
+    for (int i = 1; i < 8; i++) {
+        accel_op op = item_op(&it[i]);
+        cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    }
+    sync_or_fail(s, "the full ring releases the batch");
+    cr_assert_eq(atomic_load(&b.calls), 1);
+    cr_assert_eq(atomic_load(&b.sizes[0]), 8);
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
     stall_timer(false);
