@@ -187,7 +187,7 @@ struct accel__batch_timer {
     _Atomic uint32_t stop;
 };
 
-/* Test seam (unit_batch.c): when set, the timer calls it before it
+/* Test seam (unit_batch_hold.c): when set, the timer calls it before it
  * releases a due hold, and releases only when it returns true. NULL
  * outside tests. */
 bool (*_Atomic accel__batch_timer_hook)(accel_session *s);

@@ -74,7 +74,7 @@ bool accel__batch_visit_run(struct accel__visit *v);
 /* A held session may be released now (see kick above). */
 void accel__batch_kick(accel_session *s, int64_t deadline);
 
-/* Test seam (unit_batch.c): when set, the hold-back timer calls it for a
+/* Test seam (unit_batch_hold.c): when set, the hold-back timer calls it for a
  * hold that is due and releases it only when it returns true (else it
  * looks again a millisecond later): a test stalls the timer with it, so
  * that only the other releases remain. NULL outside tests. */
