@@ -8,16 +8,31 @@
 #define ACCEL_RUNTIME_BATCH_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "accel/accel.h"
 #include "batch_types.h"
 
 struct accel__visit;
+struct accel__batch_timer;
 
 /* Runs the visit v in batches while its session has a batch function:
  * true when the visit is done with its ops, false when it has none (now,
  * or since a batch of this visit): the caller runs the rest of the visit
  * one by one. */
 bool accel__batch_visit_run(struct accel__visit *v);
+
+/* A held session may be released now (see kick above). */
+void accel__batch_kick(accel_session *s, int64_t deadline);
+
+/* Test seam (unit_batch_hold.c): when set, the hold-back timer calls it for a
+ * hold that is due and releases it only when it returns true (else it
+ * looks again a millisecond later): a test stalls the timer with it, so
+ * that only the other releases remain. NULL outside tests. */
+extern bool (*_Atomic accel__batch_timer_hook)(accel_session *s);
+
+/* Stops the runtime's hold-back timer, if it has one, and drops what it
+ * still holds: runtime destroy, once the workers stopped. */
+void accel__batch_timer_stop(accel_runtime *rt);
 
 #endif

@@ -26,17 +26,44 @@ struct accel__batch {
     /* The batch visit (accel__batch_visit_run), set at allocation: the
      * visit engine reaches it through this pointer only. */
     bool (*run)(struct accel__visit *v);
+    /* The hold-back's look after something that may release a held
+     * session (accel__batch_kick): a submit that found it held (with its
+     * ops' deadline, 0: none), close and accel_cancel (deadline
+     * ACCEL__BATCH_KICK_FORCE: release it at once). Set at allocation:
+     * submit.c, session.c and cancel.c reach it through this pointer. */
+    void (*kick)(accel_session *s, int64_t deadline);
+    accel_session *s; /* the owner */
     /* the configuration: even when stable, odd while a writer stores */
     _Atomic uint64_t seq;
     _Atomic(accel_batch_fn) fn;
     void *_Atomic user;
     _Atomic uint32_t max_ops;
-    /* the counters: one writer (the worker holding the session), plain
-     * load and store (accel__bump); own line, apart from the writers of
-     * the configuration */
+    _Atomic uint64_t max_delay_ns, cost_fixed_ns, cost_per_op_ns;
+    /* The hold-back (batch.c, "Holding back"): own line. hold: the
+     * generation of the last hold << 1 | HELD; the holder's CAS sets
+     * HELD (release), the one CAS that clears it is the release. The
+     * fields below are written by the holder before that CAS and read
+     * by the releaser after it (acquire), or by the next visit (after
+     * the release's enqueue and the pick). */
+    alignas(64) _Atomic uint64_t hold;
+    _Atomic uint64_t release_at; /* when the timer releases it (ns) */
+    uint64_t hold_t0;            /* when this hold began */
+    uint64_t form_t0;            /* when the batch now forming was first
+                                    held; 0: none (the visit's) */
+    int64_t place;               /* accel__sched_hold's, for the release */
+    uint64_t held_batch_ns;      /* held time of the forming batch
+                                    (releasers add, the batch reads) */
+    /* the counters: one writer (the worker holding the session; held_ns:
+     * the releaser, one per hold, ordered by the hold word), plain load
+     * and store (accel__bump); own line, apart from the writers of the
+     * configuration */
     alignas(64) _Atomic uint64_t batches;
     _Atomic uint64_t ops;
+    _Atomic uint64_t held_ns;
     _Atomic uint64_t hist[ACCEL_BATCH_HIST_BUCKETS];
 };
+
+/* accel__batch_kick's deadline for "release now" (close, cancel). */
+#define ACCEL__BATCH_KICK_FORCE INT64_MIN
 
 #endif

@@ -8,6 +8,7 @@
  * done calls stay in FIFO order and `finished` keeps its single writer
  * (docs/cancel.md).
  */
+#include "batch.h"
 #include "clock.h"
 #include "fork.h"
 #include "runtime_types.h"
@@ -42,6 +43,14 @@ int accel_cancel(const accel_ticket *t)
     if (t->position >= (tail & ACCEL__RING_POS))
         return ACCEL_EINVAL;
     ACCEL__YIELD_POINT(); /* the consumer may claim the op here */
-    return accel__ring_cancel(ACCEL__RING(s), t->position) ? ACCEL_OK
-                                                           : ACCEL_EALREADY;
+    if (!accel__ring_cancel(ACCEL__RING(s), t->position))
+        return ACCEL_EALREADY;
+    /* A session held back to fill a batch runs now, so that the op's done
+     * comes (batch.c, through its hook). acquire: pairs with set_batch's
+     * release CAS of the slot. */
+    struct accel__batch *b = atomic_load_explicit(
+        accel__session_batch_slot(s), memory_order_acquire);
+    if (b)
+        b->kick(s, ACCEL__BATCH_KICK_FORCE);
+    return ACCEL_OK;
 }

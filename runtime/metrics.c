@@ -215,6 +215,9 @@ static const sess_family sess_families[] = {
     {"accel_session_batch_ops_total", "counter",
      "Ops run by calls of the session's batch function.", F(batch_ops),
      K_U64},
+    {"accel_session_batch_held_seconds_total", "counter",
+     "Time the session was held back to fill batches (max_delay_ns).",
+     F(batch_held_ns), K_SECS},
     {"accel_session_service_seconds_total", "counter",
      "Time the session's ops ran on workers.", F(service_ns), K_SECS},
     {"accel_session_wait_p50_seconds", "gauge",
@@ -233,6 +236,45 @@ static const sess_family sess_families[] = {
      K_I64},
 };
 #undef F
+
+/* Ops per batch call, as a histogram (sessions that ran a batch): bucket
+ * i of batch_size_hist holds 2^i <= n < 2^(i+1), so le = 2^(i+1) - 1
+ * counts buckets 0..i (whole ops); the last bucket (256 only, as
+ * ACCEL_BATCH_MAX) is +Inf's. _sum: the ops, _count: the calls. */
+static void batch_size_histogram(out *o, const snap *v, long n)
+{
+    static const char name[] = "accel_session_batch_size";
+    family(o, name, "histogram", "Ops per call of the session's batch "
+                                 "function.");
+    for (long i = 0; i < n; i++) {
+        const accel_session_stats *st = &v[i].st;
+        if (!st->batches)
+            continue;
+        uint64_t cum = 0;
+        for (unsigned b = 0; b < ACCEL_BATCH_HIST_BUCKETS; b++) {
+            cum += st->batch_size_hist[b];
+            puts_(o, "accel_session_batch_size_bucket{session=\"");
+            put_label(o, v[i].id);
+            puts_(o, "\",priority=\"");
+            put_u64(o, st->priority);
+            puts_(o, "\",le=\"");
+            if (b + 1 < ACCEL_BATCH_HIST_BUCKETS)
+                put_u64(o, (UINT64_C(2) << b) - 1);
+            else
+                puts_(o, "+Inf");
+            puts_(o, "\"} ");
+            put_u64(o, cum);
+            put(o, "\n", 1);
+        }
+        session_labels(o, "accel_session_batch_size_sum", &v[i]);
+        put_u64(o, st->batch_ops);
+        put(o, "\n", 1);
+        session_labels(o, "accel_session_batch_size_count", &v[i]);
+        put_u64(o, cum); /* the buckets' sum: one consistent histogram
+                            while a batch's counters move */
+        put(o, "\n", 1);
+    }
+}
 
 static void take_snap(accel_session *s, snap *d)
 {
@@ -360,6 +402,7 @@ int accel_runtime_write_prometheus(accel_runtime *rt, char *buf, size_t cap,
             put(&o, "\n", 1);
         }
     }
+    batch_size_histogram(&o, v, n);
     accel__free(v);
     if (o.len < cap)
         buf[o.len] = '\0';

@@ -326,31 +326,64 @@ static inline void accel__ring_mp_publish_ex(accel__ring_prod *p,
     (void)c;
     accel__ring_slot *sl = &p->slots[pos & p->mask];
     sl->op = *op;
-    accel__ring_side(p->slots, p->mask)[pos & p->mask] = deadline_ns;
+    /* relaxed (the [R1] below publishes it): atomic because the
+     * hold-back's second look (batch.c) may read the entry of a lap it
+     * no longer owns; it only ever lowers a release time with it. */
+    atomic_store_explicit(
+        (_Atomic int64_t *)&accel__ring_side(p->slots, p->mask)[pos & p->mask],
+        deadline_ns, memory_order_relaxed);
     /* [R1] release: publishes op and the side entry; pairs with [A1]. */
     atomic_store_explicit(&sl->seq, (pos + 1) | ACCEL__SEQ_EX,
                           memory_order_release);
 }
 
+/* defer's value while the session is held back (batching's hold-back,
+ * batch.c): SCHED stays set and no consumer holds the session, which is
+ * in no queue until a release puts it back. Not a deferral: no producer
+ * claims it (a position + 1 stays below 2^61); a producer that sees it
+ * tells the batch code (it may release the session). Only the holder
+ * stores it, only the one that wins the release clears it. */
+#define ACCEL__RING_DEFER_HELD (UINT64_C(1) << 63)
+
 /* After publishing, when the reservation did not make us the owner: did a
  * consumer leave the session to us (see the top)? true: we own it now and
- * must enqueue it. */
-static inline bool accel__ring_mp_claim_deferred(accel__ring_prod *p,
-                                                 accel__ring_cons *c)
+ * must enqueue it. *held: the session is held back (the mark above),
+ * false otherwise. */
+static inline bool accel__ring_mp_claim_deferred_ex(accel__ring_prod *p,
+                                                    accel__ring_cons *c,
+                                                    bool *held)
 {
     (void)c;
+    *held = false;
     /* Hot side of the fence pair: our [R1] before the load of defer;
-     * pairs with accel__fence_cold in accel__ring_sc_leave. */
+     * pairs with accel__fence_cold in accel__ring_sc_leave (and in the
+     * hold-back's publish, batch.c). */
     accel__fence_hot();
     /* relaxed: ordered by the fence pair; the claim below acquires. */
-    if (__builtin_expect(!atomic_load_explicit(&p->defer,
-                                               memory_order_relaxed), 1))
+    uint64_t d = atomic_load_explicit(&p->defer, memory_order_relaxed);
+    if (__builtin_expect(!d, 1))
         return false;
     ACCEL__YIELD_POINT();
     /* [A3] acquire: pairs with the consumer's [R3] setting defer. One
-     * claimer: whoever reads non-zero here. */
-    return atomic_exchange_explicit(&p->defer, 0,
-                                    memory_order_acq_rel) != 0;
+     * claimer: whoever swaps a deferral for 0. A CAS, not an exchange:
+     * the hold mark is never claimed (an exchange could take a mark
+     * stored after our load). Acquire on failure too: a mark read here
+     * pairs with the holder's release store of it (batch.c). */
+    while (d && d != ACCEL__RING_DEFER_HELD) {
+        if (atomic_compare_exchange_weak_explicit(&p->defer, &d, 0,
+                                                  memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return true;
+    }
+    *held = d == ACCEL__RING_DEFER_HELD;
+    return false;
+}
+
+static inline bool accel__ring_mp_claim_deferred(accel__ring_prod *p,
+                                                 accel__ring_cons *c)
+{
+    bool held;
+    return accel__ring_mp_claim_deferred_ex(p, c, &held);
 }
 
 /* --------------------------------------------------------- consumer */

@@ -12,6 +12,7 @@
 
 #include "abi.h"
 #include "alloc.h"
+#include "batch.h"
 #include "cpu_limits.h"
 #include "futex.h"
 #include "progress.h"
@@ -207,6 +208,7 @@ int accel_runtime_destroy(accel_runtime *rt)
     }
     accel__block_begin(); /* inside an op of another runtime: joins */
     accel__worker_stop(rt);
+    accel__batch_timer_stop(rt); /* no hold is left: every session closed */
     accel__block_end();
     /* Every accepted op has completed and no worker runs: wait for the
      * reclamations already queued, then free what is left, handles or

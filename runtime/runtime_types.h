@@ -73,6 +73,10 @@ struct accel_runtime {
     /* Host-driven workers: one slot per worker (host.c); else NULL. */
     struct accel__host_slot *host;
 
+    /* The hold-back's timer thread (batch.c), started by the first
+     * accel_session_set_batch with a max_delay_ns; NULL until then. */
+    struct accel__batch_timer *_Atomic batch_timer;
+
     uint32_t fork_gen; /* accel__fork_gen at create (fork.h) */
     /* One slot per accel_backend: ops, runtime-level state, probe result
      * (backend_registry.h). Written at create, read-only after. */

@@ -134,6 +134,24 @@ void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
                          uint64_t service_ns, uint64_t blocked_ns,
                          uint32_t ops);
 
+/* Holding an entity back (batching's hold-back, docs/batching.md): its
+ * holder takes it out of the scheduler's view for a while, with ops
+ * queued, and puts it back later. accel__sched_hold charges the finished
+ * visit as accel__sched_charge does (a visit of no ops: the share only,
+ * no cost average, so that short hold visits do not make the session's
+ * visits look cheap) and returns the entity's place against the system
+ * virtual time: vtime - V, + when it is ahead. accel__sched_release
+ * enqueues it as a re-queue (the lag cap applies) with vtime = V' + that
+ * place, V' the system virtual time then: the wait neither earns credit
+ * (as sleeping does not) nor costs the credit or debt it had. Only the
+ * holder (hold; release: whoever took the hold over from it). Release
+ * returns enqueue's lanes. */
+int64_t accel__sched_hold(accel__sched *s, accel__sched_entity *e,
+                          uint64_t service_ns, uint64_t blocked_ns,
+                          uint32_t ops);
+unsigned accel__sched_release(accel__sched *s, accel__sched_entity *e,
+                              int64_t place);
+
 /* An entity's virtual time, and its lag against its ideal share (for
  * stats): lag = (V - vtime) * weight, + when it is owed service. Any
  * thread; approximate while workers run. */

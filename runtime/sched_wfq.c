@@ -448,6 +448,36 @@ void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
     }
 }
 
+int64_t accel__sched_hold(accel__sched *s, accel__sched_entity *e,
+                          uint64_t service_ns, uint64_t blocked_ns,
+                          uint32_t ops)
+{
+    if (ops) {
+        accel__sched_charge(s, e, service_ns, blocked_ns, ops);
+    } else {
+        uint64_t served =
+            blocked_ns < service_ns ? service_ns - blocked_ns : 0;
+        uint64_t t = served + e->vrem;
+        uint64_t v = atomic_load_explicit(&e->vtime, memory_order_relaxed);
+        /* relaxed: only the holder writes; stats read approximately. */
+        atomic_store_explicit(&e->vtime, v + t / e->w, memory_order_relaxed);
+        e->vrem = (uint16_t)(t % e->w);
+    }
+    uint64_t v = atomic_load_explicit(&e->vtime, memory_order_relaxed);
+    return (int64_t)(v - vnow(s));
+}
+
+unsigned accel__sched_release(accel__sched *s, accel__sched_entity *e,
+                              int64_t place)
+{
+    uint64_t V = vnow(s);
+    uint64_t v = place < 0 && (uint64_t)-place > V ? 0
+                                                   : V + (uint64_t)place;
+    /* relaxed: only the holder writes; stats read approximately. */
+    atomic_store_explicit(&e->vtime, v, memory_order_relaxed);
+    return accel__sched_enqueue(s, e, false);
+}
+
 uint64_t accel__sched_vtime_of(const accel__sched *s,
                                const accel__sched_entity *e)
 {

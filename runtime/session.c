@@ -411,6 +411,12 @@ int accel_session_close(accel_session *s, unsigned flags)
     /* close(session, id, flags, accepted ops): every closer fires it */
     ACCEL_TRACE4(close, s, s->id, flags, final);
     accel__progress_notify(&s->progress); /* producers blocked on a full ring */
+    /* A session held back to fill a batch runs its ops now (batch.c,
+     * through its hook). acquire: pairs with set_batch's release CAS. */
+    struct accel__batch *b = atomic_load_explicit(
+        accel__session_batch_slot(s), memory_order_acquire);
+    if (b)
+        b->kick(s, ACCEL__BATCH_KICK_FORCE);
     if (accel__tls_current == s)
         return ACCEL_OK;
     return accel__progress_wait_finished(&s->progress, final, UINT64_MAX);
@@ -581,6 +587,7 @@ void accel__session_fill_stats(const accel_session *cs,
         /* relaxed: counters, as above */
         out->batches = ld(&b->batches);
         out->batch_ops = ld(&b->ops);
+        out->batch_held_ns = ld(&b->held_ns);
         for (unsigned i = 0; i < ACCEL_BATCH_HIST_BUCKETS; i++)
             out->batch_size_hist[i] = ld(&b->hist[i]);
     }

@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#include "batch.h"
 #include "clock.h"
 #include "defaults.h"
 #include "fork.h"
@@ -138,22 +139,39 @@ SUBMIT_INLINE void submit_kick_prefetch(accel_session *s, bool owner)
     }
 }
 
+/* Cold: the session is held back to fill a batch (ring.h's hold mark):
+ * its batch state may release it now that these ops are published (the
+ * fill, or their deadline: batch.c), through its hook. */
+__attribute__((noinline, cold)) static void submit_held(accel_session *s,
+                                                        int64_t deadline)
+{
+    /* acquire: pairs with set_batch's release CAS of the slot. */
+    struct accel__batch *b = atomic_load_explicit(
+        accel__session_batch_slot(s), memory_order_acquire);
+    if (b)
+        b->kick(s, deadline);
+}
+
 /* After the publish: the owner (its CAS set SCHED) hands the session to
  * the scheduler, or to the caller's host slot with take; anyone else
  * looks at the ring's defer word (a compiler barrier and, almost always, a
- * load of 0) in case a consumer left the session to it (ring.h). */
+ * load of 0) in case a consumer left the session to it, or it is held
+ * back (ring.h). deadline: the published ops' (0: none). */
 SUBMIT_INLINE void submit_kick(accel_session *s, uint64_t first, bool owner,
-                               accel__submit_take *take)
+                               accel__submit_take *take, int64_t deadline)
 {
+    bool held;
     if (owner) {
         accel__session_set_next(s, first, s->rp.mask);
         if (take && !take->taken)
             take->taken = accel__park_enqueue_or_take(s, take->lane);
         else
             accel__park_enqueue(s, true);
-    } else if (accel__ring_mp_claim_deferred(ACCEL__RING(s))) {
+    } else if (accel__ring_mp_claim_deferred_ex(ACCEL__RING(s), &held)) {
         accel__session_set_next(s, first, s->rp.mask); /* about: a hint */
         accel__park_enqueue(s, false);
+    } else if (__builtin_expect(held, 0)) {
+        submit_held(s, deadline);
     }
 }
 
@@ -190,7 +208,7 @@ SUBMIT_INLINE int submit_ops(accel_session *s, const accel_op *ops, size_t n,
         submit_publish(s, ops, done, first, k, ex);
         done += (size_t)k;
         ACCEL__YIELD_POINT(); /* between publish and the kick */
-        submit_kick(s, first, owner, take);
+        submit_kick(s, first, owner, take, ex ? ex->deadline_ns : 0);
     }
     if (accepted)
         *accepted = done;

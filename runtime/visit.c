@@ -321,6 +321,9 @@ unsigned accel__visit_end(accel__visit *v, uint64_t *now)
     ACCEL_TRACE4(visit_end, s, v->n, service, pending);
     accel__bump(&s->service_ns, service);
     accel__bump(&s->visits, 1);
+    /* A batch visit that holds its session back ends there (batch.c). */
+    if (__builtin_expect(v->hold_end != NULL, 0))
+        return v->hold_end(v, service);
     accel__sched_charge(rt->sched, &s->se, service, v->blocked_ns, v->n);
 
     /* From here the session (and the scheduler's reference) may pass to

@@ -65,6 +65,11 @@ typedef struct accel__visit {
      * (destroy running a host-driven runtime's ops, a second host slot),
      * and that op must still be known as its session's. */
     accel_session *outer;
+    /* Set by a batch visit that holds its session back (batch.c): the
+     * visit's end is that call's (it charges the service and holds the
+     * session, or re-queues it), with the release time. NULL otherwise. */
+    unsigned (*hold_end)(struct accel__visit *v, uint64_t service_ns);
+    uint64_t release_at;
 } accel__visit;
 
 /* Most ops one run of takes copies out (on the stack) before it releases

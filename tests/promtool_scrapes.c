@@ -8,7 +8,8 @@
  *                       bytes, label syntax, bytes that are not UTF-8,
  *                       well-formed UTF-8, the longest id; priorities 1
  *                       and 1000; ops that failed, were cancelled or
- *                       expired (an id cannot hold a NUL: C strings)
+ *                       expired; batched sessions, some held back (an
+ *                       id cannot hold a NUL: C strings)
  *   many_sessions.prom  2000 sessions that ran ops
  *   reopen_window.prom  a session closing (held between unpublishing its
  *                       id and its LP: session.c's test hook) while
@@ -79,6 +80,14 @@ static int op_fail(accel_ctx *c, void *a)
     return 3;
 }
 
+/* A batch function (odd_ids' batched sessions: the ops-per-batch
+ * histogram and the held-back time in the scrape). */
+static void batch_ok(accel_ctx *c, void *const *args, uint32_t n, int *status,
+                     void *user)
+{
+    (void)c, (void)args, (void)n, (void)status, (void)user;
+}
+
 static accel_session *open_id(accel_runtime *rt, const char *id)
 {
     accel_session_config c = {.id = id, .queue_depth = 8,
@@ -121,6 +130,11 @@ static int odd_ids(void)
         if (!ss[i])
             return fail("open of an odd id");
         accel_session_set_priority(ss[i], i == 0 ? 1000 : (uint32_t)(i % 3 + 1));
+        /* every other one batched, every fourth held back 1 ms */
+        accel_batch_config bc = {.fn = batch_ok, .max_ops = 4,
+                                 .max_delay_ns = i % 4 == 0 ? 1000000 : 0};
+        if (i % 2 == 0 && accel_session_set_batch(ss[i], &bc) != ACCEL_OK)
+            return fail("set_batch");
         accel_submit_wait(ss[i], op_ok, NULL, ACCEL_FOREVER);
         accel_submit_wait(ss[i], op_fail, NULL, ACCEL_FOREVER);
         accel_session_reserve(ss[i], 100);

@@ -13,6 +13,14 @@
  * never ran (ECLOSED only under a CANCEL close); every batch within its
  * max_ops. And the session stats add up.
  *
+ * Hold-back: in each round some sessions hold their ops back
+ * (max_delay_ns of 50 us to 2 ms, and some a batch cost, so deadlines
+ * release them early), so fills, timer releases, deadline kicks, cancels,
+ * closes and set/clear race the hold and its release; a session's held
+ * time is counted only while it had a delay. Every op completes (the
+ * round's syncs and closes return: a hold nobody releases hangs them,
+ * which the watchdog names).
+ *
  * Promises: 1, 2
  */
 #define _GNU_SOURCE
@@ -41,6 +49,7 @@ typedef struct rec {
 typedef struct sess_state {
     accel_session *s;
     uint32_t max_ops;
+    uint64_t delay_ns, cost_ns; /* hold-back: 0 for none */
     unsigned close_flags;
     _Atomic uint64_t batches, too_big;
 } sess_state;
@@ -91,8 +100,11 @@ static void batch_fn(accel_ctx *ctx, void *const *args, uint32_t n,
 
 static int set_batch(int i, bool on)
 {
-    accel_batch_config c = {
-        .fn = batch_fn, .user = &ss[i], .max_ops = ss[i].max_ops};
+    accel_batch_config c = {.fn = batch_fn,
+                            .user = &ss[i],
+                            .max_ops = ss[i].max_ops,
+                            .max_delay_ns = ss[i].delay_ns,
+                            .cost_fixed_ns = ss[i].cost_ns};
     return accel_session_set_batch(ss[i].s, on ? &c : NULL);
 }
 
@@ -184,6 +196,8 @@ static void *closer_main_(void *p)
     return NULL;
 }
 
+static uint64_t held_sessions; /* sessions that were held, all rounds */
+
 static void check_round(prod_arg *pa, uint64_t *ran_total)
 {
     for (int i = 0; i < NSESS; i++) {
@@ -251,6 +265,11 @@ static void check_round(prod_arg *pa, uint64_t *ran_total)
                   st.batches, atomic_load(&ss[i].batches));
         if (atomic_load(&ss[i].too_big))
             failf("s%d: a batch above max_ops", i);
+        if (!ss[i].delay_ns && st.batch_held_ns)
+            failf("s%d: held %" PRIu64 " ns without a delay", i,
+                  st.batch_held_ns);
+        if (ss[i].delay_ns && st.batch_held_ns)
+            held_sessions++;
         *ran_total += batched;
     }
 }
@@ -278,6 +297,13 @@ int main(void)
             ss[i].max_ops = (uint32_t)(1 + tu_rand(&rng) % 64);
             ss[i].close_flags =
                 tu_rand(&rng) % 2 ? ACCEL_CLOSE_CANCEL : ACCEL_CLOSE_DRAIN;
+            /* two of three sessions hold back; of those, half with a
+             * cost that lets deadlines release them early */
+            uint64_t x = tu_rand(&rng);
+            ss[i].delay_ns = x % 3 ? 50000 + (x >> 8) % 1950000 : 0;
+            ss[i].cost_ns = ss[i].delay_ns && (x >> 40) % 2
+                                ? (x >> 20) % 100000
+                                : 0;
             atomic_store(&ss[i].batches, 0);
             atomic_store(&ss[i].too_big, 0);
             if (set_batch(i, true) != ACCEL_OK)
@@ -316,8 +342,12 @@ int main(void)
             free(recs[p][i]);
     if (batched_total == 0)
         failf("no op ran in a batch");
+    if (held_sessions == 0)
+        failf("no session was ever held back");
     printf("stress_batch: %" PRIu64 " rounds, %" PRIu64
-           " ops in batches, %" PRIu64 " failures\n",
-           rounds, batched_total, atomic_load(&stress_failures));
+           " ops in batches, %" PRIu64 " held sessions, %" PRIu64
+           " failures\n",
+           rounds, batched_total, held_sessions,
+           atomic_load(&stress_failures));
     return atomic_load(&stress_failures) ? 1 : 0;
 }

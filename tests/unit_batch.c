@@ -578,8 +578,6 @@ Test(batch, bad_configuration_changes_nothing, .timeout = 60)
          "a per-op cost without a delay"},
         {{.fn = batch_fn, .max_ops = 4, .struct_size = 8}, ACCEL_EINVAL,
          "struct_size too small"},
-        {{.fn = batch_fn, .max_ops = 4, .max_delay_ns = 1000000}, ACCEL_ENOTSUP,
-         "a delay (no hold-back in this release)"},
     };
     for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
         rows[r].c.user = &b;

@@ -87,7 +87,8 @@ static int parse_line(prom *p, const char *l, size_t len)
             if (i != p->nfam - 1)
                 return snprintf(p->err, sizeof(p->err),
                                 "TYPE not right after its HELP: %s", line), -1;
-            if (strcmp(sp + 1, "counter") && strcmp(sp + 1, "gauge"))
+            if (strcmp(sp + 1, "counter") && strcmp(sp + 1, "gauge") &&
+                strcmp(sp + 1, "histogram"))
                 return snprintf(p->err, sizeof(p->err), "type: %s", line), -1;
             snprintf(p->type[i], sizeof(p->type[i]), "%s", sp + 1);
         }
@@ -100,6 +101,16 @@ static int parse_line(prom *p, const char *l, size_t len)
     if (!name_ok(line, n))
         return snprintf(p->err, sizeof(p->err), "sample name: %s", line), -1;
     int i = fam_index(p, line, n);
+    /* a histogram's samples: its name + _bucket, _sum, _count */
+    static const char *const hsuf[] = {"_bucket", "_sum", "_count"};
+    for (int h = 0; i < 0 && h < 3; h++) {
+        size_t sl = strlen(hsuf[h]);
+        if (n > sl && strncmp(line + n - sl, hsuf[h], sl) == 0) {
+            i = fam_index(p, line, n - sl);
+            if (i >= 0 && strcmp(p->type[i], "histogram") != 0)
+                i = -1;
+        }
+    }
     if (i < 0 || i != p->nfam - 1 || !p->type[i][0])
         return snprintf(p->err, sizeof(p->err),
                         "sample outside its family block: %s", line), -1;
@@ -253,6 +264,52 @@ Test(metrics, format_parses_and_values_match, .timeout = 30)
     cr_assert_eq(value_of(t, "accel_runtime_sessions "), 1);
     free(t);
     accel_session_release(b);
+    accel_session_release(a);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+static void batch_noop(accel_ctx *c, void *const *args, uint32_t n,
+                       int *status, void *user)
+{
+    (void)c, (void)args, (void)n, (void)status, (void)user;
+}
+
+Test(metrics, batch_histogram_and_held_time, .timeout = 30)
+{
+    /* One batch of 5 ops, held back until the delay (1 ms) released it:
+     * the ops-per-batch histogram (cumulative buckets, _sum the ops,
+     * _count the calls) and the held-back time. */
+    accel_runtime *rt = tu_runtime(1);
+    accel_session *a = tu_open(rt, "bat", 64, 0);
+    accel_batch_config c = {.fn = batch_noop, .max_ops = 64,
+                            .max_delay_ns = 1000000};
+    cr_assert_eq(accel_session_set_batch(a, &c), ACCEL_OK);
+    accel_op op = {.fn = op_ok};
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(accel_submit(a, &op, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    size_t len;
+    char *t = scrape(rt, &len);
+    prom p;
+    cr_assert_eq(parse(&p, t, len), 0, "%s\n--- text:\n%s", p.err, t);
+    const char *la = "{session=\"bat\",priority=\"5\"";
+    char k[256];
+#define BK(le)                                                                 \
+    (snprintf(k, sizeof(k), "accel_session_batch_size_bucket%s,le=\"%s\"} ", \
+              la, le),                                                         \
+     value_of(t, k))
+    double calls = 0;
+    snprintf(k, sizeof(k), "accel_session_batch_size_count%s} ", la);
+    calls = value_of(t, k);
+    cr_assert_geq(calls, 1, "%s", t);
+    cr_assert_eq(BK("1"), 0, "no batch of one:\n%s", t);
+    cr_assert_eq(BK("+Inf"), calls);
+    snprintf(k, sizeof(k), "accel_session_batch_size_sum%s} ", la);
+    cr_assert_eq(value_of(t, k), 5, "the ops");
+    snprintf(k, sizeof(k), "accel_session_batch_held_seconds_total%s} ", la);
+    cr_assert_gt(value_of(t, k), 0, "held back:\n%s", t);
+#undef BK
+    free(t);
     accel_session_release(a);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }

@@ -505,8 +505,9 @@ ACCEL_API int accel_session_sync(accel_session *s, int64_t timeout_ns);
  * function; it runs the op (one by one, as usual) in a visit that begins
  * with none set, so every op still carries a fn (accel_submit requires
  * one).
- * Forming a batch takes what is queued at that moment: there is no added
- * wait, and batches grow only as load grows. An op cancelled
+ * Forming a batch takes what is queued at that moment: with max_delay_ns
+ * 0 there is no added wait, and batches grow only as load grows (see
+ * max_delay_ns for holding ops back to fill a batch). An op cancelled
  * (accel_cancel) before its batch forms never runs and completes
  * ACCEL_ECANCELED; an op whose deadline passed before its batch forms is
  * left out and completes ACCEL_EEXPIRED; under a CANCEL close the ops not
@@ -533,11 +534,24 @@ typedef struct accel_batch_config {
     accel_batch_fn fn; /* required */
     void *user;        /* passed to fn */
     uint32_t max_ops;  /* 1..ACCEL_BATCH_MAX ops per call */
-    /* Holding the session back to fill a batch. Not supported in this
-     * release: max_delay_ns > 0 (up to ACCEL_BATCH_DELAY_MAX) is
-     * ACCEL_ENOTSUP; above it, ACCEL_EINVAL. The expected cost of a
-     * batch (cost_fixed_ns + n * cost_per_op_ns) serves only the hold-back:
-     * non-zero without a delay is ACCEL_EINVAL. */
+    /* Holding the session back to fill a batch (0: never; at most
+     * ACCEL_BATCH_DELAY_MAX, above it ACCEL_EINVAL). A visit that finds
+     * fewer than max_ops ops queued takes none: the session is held, in
+     * no queue (no worker waits for it; other sessions run), until
+     * max_ops are queued, max_delay_ns has passed since the first visit
+     * that held the forming batch, the earliest deadline of its queued
+     * ops less the expected cost of a full batch (cost_fixed_ns +
+     * max_ops * cost_per_op_ns, the caller's estimate) has come, close
+     * begins (DRAIN runs the held ops at once, CANCEL completes them
+     * ACCEL_ECLOSED), accel_cancel cancels one of them (its done then
+     * comes without waiting), or the configuration changes. An op whose
+     * deadline passed while held anyway (no free worker, a cost too
+     * small) completes ACCEL_EEXPIRED unrun. A held session keeps its
+     * place in the fair share: the wait neither earns credit nor costs
+     * any. The delay and deadline releases come from a timer thread of
+     * the runtime, started by the first call with a delay. The costs
+     * serve only the hold-back: non-zero without a delay is
+     * ACCEL_EINVAL. */
     uint64_t max_delay_ns;
     uint64_t cost_fixed_ns, cost_per_op_ns;
     uint32_t struct_size; /* 0, or sizeof(accel_batch_config) when using
@@ -552,11 +566,13 @@ typedef struct accel_batch_config {
  * Returns ACCEL_OK; ACCEL_EINVAL (s NULL; cfg with fn NULL, max_ops 0 or
  * above ACCEL_BATCH_MAX, max_delay_ns above ACCEL_BATCH_DELAY_MAX, a cost
  * without a delay, a bad struct_size or unknown fields set);
- * ACCEL_ENOTSUP (max_delay_ns > 0; a session whose backend has no batch
- * path: the CPU and CUDA backends have one; a session of a runtime with
- * ACCEL_RUNTIME_HOST_WORKERS); ACCEL_ECLOSED
- * (close has begun; also a parent's session in a fork() child);
- * ACCEL_ENOMEM. Any error changes nothing. */
+ * ACCEL_ENOTSUP (a session whose backend has no batch path: the CPU and
+ * CUDA backends have one; max_delay_ns > 0 on a CUDA session; a session
+ * of a runtime with ACCEL_RUNTIME_HOST_WORKERS); ACCEL_ECLOSED (close has
+ * begun; also a parent's session in a fork() child); ACCEL_ENOMEM (also:
+ * the runtime's hold-back timer thread could not be started). Any error
+ * changes nothing. Setting or clearing releases a held session (its ops
+ * then run by the new configuration). */
 ACCEL_API int accel_session_set_batch(accel_session *s,
                                       const accel_batch_config *cfg);
 
@@ -693,6 +709,10 @@ typedef struct accel_session_stats {
     uint64_t batches;
     uint64_t batch_ops;
     uint64_t batch_size_hist[ACCEL_BATCH_HIST_BUCKETS];
+    /* Hold-back (max_delay_ns): ns the session was held back to fill
+     * batches, summed over its holds (each from its visit's end to its
+     * release). */
+    uint64_t batch_held_ns;
 } accel_session_stats;
 
 /* The size of accel_session_stats as of 0.1: what accel_session_get_stats
