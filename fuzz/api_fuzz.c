@@ -109,7 +109,7 @@ static int op_fn(accel_ctx *ctx, void *arg)
     accel_session *s = accel_ctx_session(ctx);
     EXPECT(s != NULL, 0);
     EXPECT(atomic_load(&t->state) == 1, atomic_load(&t->state));
-    EXPECT(!atomic_load(&t->cancel_ok), 0); /* a cancelled op never runs */
+    EXPECT(!atomic_load(&t->cancel_ok), 0); /* a canceled op never runs */
     atomic_store(&t->ran, 1);
     int64_t used0 = accel_session_memory_used(s);
     EXPECT(used0 >= 0, (int)used0);
@@ -390,7 +390,7 @@ static void step(rd *r, accel_session **own, bool main)
         rc = accel_session_get_stats(s, &st);
         EXPECT(rc == (s ? ACCEL_OK : ACCEL_EINVAL), rc);
         if (s) {
-            EXPECT(st.completed + st.failed + st.cancelled <= st.submitted, 0);
+            EXPECT(st.completed + st.failed + st.canceled <= st.submitted, 0);
             EXPECT(st.memory_used >= 0, 0);
             EXPECT(accel_session_backend(s) == ACCEL_BACKEND_CPU ||
                        accel_session_backend(s) == ACCEL_BACKEND_CUDA,

@@ -8,7 +8,7 @@
  * at any moment, also long after its op finished and the slot holds a
  * later op. The consumer claims each op with a fetch_or of TAKEN, then
  * frees the slot (head++), then runs it, or lets it expire (a deadline
- * passed: chosen nondeterministically), or completes it as cancelled if
+ * passed: chosen nondeterministically), or completes it as canceled if
  * the fetch_or found CANCELED.
  *
  * Correct protocol: cancel is one CAS from exactly (p+1)|EX to
@@ -21,7 +21,7 @@
  * Spin must reject both.
  *
  * Checked: every op's done runs exactly once; a cancel said OK exactly
- * for the ops completed as cancelled, and such an op never ran; an op
+ * for the ops completed as canceled, and such an op never ran; an op
  * that ran was claimed by the consumer. Memory model: sequentially
  * consistent; every Spin statement is one atomic step, as are the RMWs in
  * the code (CAS, fetch_or).

@@ -52,7 +52,7 @@ typedef struct accel__backend_open_args {
 } accel__backend_open_args;
 
 /* A batch for run_batch() (docs/batching.md): ops[0..n) as formed, in
- * FIFO order; unrun[i] != 0: ops[i] was left out (cancelled, expired,
+ * FIFO order; unrun[i] != 0: ops[i] was left out (canceled, expired,
  * closed) and completes unrun with that status. The others, in order, are
  * the m ops of fn's call: args[0..m) and status[0..m) (zeroed). */
 typedef struct accel__backend_batch {

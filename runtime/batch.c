@@ -19,7 +19,7 @@
  * ACCEL__TAKE_MAX ops), up to max_ops, and claims every EX op of a run
  * (cancel, deadline, close) before it takes the next run, exactly as a
  * one-by-one visit claims an op right before it would run: so an op
- * cancelled or expired before its batch forms is left out, and no
+ * canceled or expired before its batch forms is left out, and no
  * position is released past an unclaimed EX op. Then one call of the
  * batch function, then every op's done in FIFO order.
  *
@@ -239,7 +239,7 @@ static uint64_t fill_of(const accel_session *s, const batch_cfg *c)
 
 /* Whether the ops queued at h may be held back now (at now; the forming
  * batch first held at form_t0, 0: now): HOLD_RUN when close has begun,
- * a batch's fill is reserved (fill_of), an op is cancelled (its done is
+ * a batch's fill is reserved (fill_of), an op is canceled (its done is
  * owed, and the ops ahead of it complete first) or the release time has come; HOLD_EMPTY
  * when none is published; else HOLD_KEEP with the release time in
  * *release: form_t0 + max_delay_ns, or earlier, the earliest deadline of
@@ -740,7 +740,7 @@ bool accel__batch_visit_run(accel__visit *v)
         if (expired)
             accel__bump(&s->expired, expired);
         if (gone)
-            accel__bump(&s->cancelled, gone);
+            accel__bump(&s->canceled, gone);
         uint64_t t1 = 0;
         /* A device backend (run_batch) calls fn itself, with its device
          * current, and completes all n ops, run or not, in FIFO order once

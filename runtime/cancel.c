@@ -4,7 +4,7 @@
  * The race with the consumer is decided in the ring (ring.h, "EX slots"):
  * the canceller's CAS on the slot's seq against the consumer's fetch_or,
  * whichever comes first in seq's modification order. The done callback of
- * a cancelled op runs later on the worker that reaches its position, so
+ * a canceled op runs later on the worker that reaches its position, so
  * done calls stay in FIFO order and `finished` keeps its single writer
  * (docs/cancel.md).
  */

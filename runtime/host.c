@@ -3,7 +3,7 @@
  * own threads drive the worker slots. A slot's visit is the C worker's
  * visit (visit.h: the same pick, takes, claims, charge and leave), cut
  * in two around the host running the ops: accel_host_visit_begin takes
- * one run of ops and claims each (cancelled, expired and closed ops are
+ * one run of ops and claims each (canceled, expired and closed ops are
  * kept back and completed unrun), accel_host_visit_end completes them
  * all in FIFO order and ends the visit. Idle slots use the C workers'
  * parking counts (park.c), with the host's sleep in place of the futex:
@@ -142,7 +142,7 @@ static void take_ops(accel__host_slot *h, accel_op *out, unsigned cap)
             status = ACCEL_ECLOSED;
         if (status) {
             h->pre[i] = status;
-            accel__bump(status == ACCEL_EEXPIRED ? &s->expired : &s->cancelled,
+            accel__bump(status == ACCEL_EEXPIRED ? &s->expired : &s->canceled,
                         1);
             continue;
         }

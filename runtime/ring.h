@@ -396,7 +396,7 @@ static inline bool accel__ring_seq_ready(uint64_t seq, uint64_t h)
 }
 
 /* Is the slot at h published? (An EX slot's flags do not matter here: a
- * cancelled op is still taken, to complete it.) */
+ * canceled op is still taken, to complete it.) */
 static inline bool accel__ring_sc_ready(const accel__ring_prod *p,
                                         const accel__ring_cons *c, uint64_t h)
 {
@@ -549,7 +549,7 @@ static inline accel__ring_leave accel__ring_sc_leave(accel__ring_prod *p,
 
 /* Any thread: cancels the op published at pos if no consumer has claimed
  * it. true: it will not run (the consumer completes it with ECANCELED when
- * it reaches pos). false: claimed already, already cancelled, never an EX
+ * it reaches pos). false: claimed already, already canceled, never an EX
  * op, or the slot has moved on to a later lap (a stale position never
  * matches: positions are unique). Wait-free: one CAS, no retry. The slot
  * cannot be reused under it while pos is unclaimed: the consumer releases

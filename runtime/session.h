@@ -107,7 +107,7 @@ struct accel_session {
      * statistics (every ACCEL__WAIT_SAMPLE-th op), the budget (reservers'
      * CAS) */
     alignas(128) _Atomic uint64_t failed;
-    _Atomic uint64_t cancelled;
+    _Atomic uint64_t canceled;
     _Atomic uint64_t expired;  /* ops not started by their deadline */
     accel__waitstat wait;
     accel__budget budget;

@@ -20,7 +20,7 @@ typedef struct accel__submit_take {
 } accel__submit_take;
 /* accel_submit_ex of one op (its checks, its ticket) with take: deadline
  * 0 and no ticket is accel_submit's plain op; with either, an op that a
- * hand-off gives the caller can still expire or be cancelled queued. */
+ * hand-off gives the caller can still expire or be canceled queued. */
 int accel__submit_take_one_ex(accel_session *s, const accel_op *op,
                               int64_t deadline_ns, int64_t timeout_ns,
                               accel_ticket *ticket, accel__submit_take *take);

@@ -172,7 +172,7 @@ __attribute__((noinline)) int accel__visit_claim(accel__visit *v, uint64_t h0,
     return 0;
 }
 
-/* Cold: before an op completes unrun (cancelled, expired, or under a
+/* Cold: before an op completes unrun (canceled, expired, or under a
  * CANCEL close), the earlier ops still on the device complete first:
  * waiters count completions, not positions (sync's target is a count of
  * accepted ops), so a done out of order would let a sync for those
@@ -187,7 +187,7 @@ __attribute__((noinline)) static void device_drain(accel_session *s)
 /* Runs ops[0..k) (positions h0..) in order; ex: a bit per EX op, claimed
  * one by one as it comes up (accel__visit_claim). The counters are bumped
  * per op before the op runs (dispatched) and before its done (completed, failed,
- * cancelled, expired), so that whoever a done callback wakes sees them:
+ * canceled, expired), so that whoever a done callback wakes sees them:
  * plain stores to the consumer's own line. `finished`, which sleepers
  * read, is stored once for the run. */
 static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
@@ -203,7 +203,7 @@ static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
         bool ran = false;
         /* Per op: the cancel-vs-take decision of an EX op, its deadline,
          * and close(CANCEL), which an op of this run may begin (the rest
-         * of the run is then cancelled). relaxed: a flag. A plain op pays
+         * of the run is then canceled). relaxed: a flag. A plain op pays
          * a bit test and the flag's load. */
         if (ex & (UINT32_C(1) << i))
             status = accel__visit_claim(v, h0, i, &ex, k);
@@ -212,7 +212,7 @@ static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
         if (status) {
             if (s->bops->poll)
                 device_drain(s);
-            accel__bump(status == ACCEL_EEXPIRED ? &s->expired : &s->cancelled,
+            accel__bump(status == ACCEL_EEXPIRED ? &s->expired : &s->canceled,
                         1);
         } else {
             accel__bump(&s->dispatched, 1);

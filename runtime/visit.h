@@ -29,7 +29,7 @@ static inline void accel__bump(_Atomic uint64_t *c, uint64_t by)
 
 /* An op's end, the same at each place one ends (its run in a visit, a
  * host's end of visit, a backend's later completion): counted completed
- * or failed if it ran (ran false: cancelled, expired or closed, counted
+ * or failed if it ran (ran false: canceled, expired or closed, counted
  * when that status was known), then its done callback, so that whoever
  * the callback wakes sees the counters. `finished`, which sleepers read,
  * is the caller's to store, once per run (accel__progress_finished). */

@@ -7,7 +7,7 @@
  *   odd_ids.prom        ids with quotes, backslashes, newlines, control
  *                       bytes, label syntax, bytes that are not UTF-8,
  *                       well-formed UTF-8, the longest id; priorities 1
- *                       and 1000; ops that failed, were cancelled or
+ *                       and 1000; ops that failed, were canceled or
  *                       expired; batched sessions, some held back (an
  *                       id cannot hold a NUL: C strings)
  *   many_sessions.prom  2000 sessions that ran ops
@@ -139,7 +139,7 @@ static int odd_ids(void)
         accel_submit_wait(ss[i], op_fail, NULL, ACCEL_FOREVER);
         accel_session_reserve(ss[i], 100);
     }
-    /* a cancelled and an expired op */
+    /* a canceled and an expired op */
     accel_op op = {.fn = op_ok};
     accel_ticket t;
     if (accel_submit_ex(ss[1], &op, 1, ACCEL_FOREVER, NULL) != ACCEL_OK ||

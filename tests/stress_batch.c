@@ -248,18 +248,18 @@ static void check_round(prod_arg *pa, uint64_t *ran_total)
                     failf("op %" PRIu64 ": not run, status %d", r->seq, s);
                 }
                 if (atomic_load(&r->cancel_ok) && did)
-                    failf("op %" PRIu64 ": cancelled, yet it ran", r->seq);
+                    failf("op %" PRIu64 ": canceled, yet it ran", r->seq);
             }
         }
         if (st.submitted != accepted || st.dispatched != ran ||
-            st.batch_ops != batched || st.cancelled != gone ||
+            st.batch_ops != batched || st.canceled != gone ||
             st.expired != exp || st.completed + st.failed != ran)
             failf("s%d stats: submitted %" PRIu64 "/%" PRIu64
                   " dispatched %" PRIu64 "/%" PRIu64 " batch_ops %" PRIu64
-                  "/%" PRIu64 " cancelled %" PRIu64 "/%" PRIu64
+                  "/%" PRIu64 " canceled %" PRIu64 "/%" PRIu64
                   " expired %" PRIu64 "/%" PRIu64,
                   i, st.submitted, accepted, st.dispatched, ran, st.batch_ops,
-                  batched, st.cancelled, gone, st.expired, exp);
+                  batched, st.canceled, gone, st.expired, exp);
         if (st.batches != atomic_load(&ss[i].batches))
             failf("s%d: batches %" PRIu64 ", fn calls %" PRIu64, i,
                   st.batches, atomic_load(&ss[i].batches));

@@ -10,7 +10,7 @@
  * then fn never ran), ACCEL_EEXPIRED only for an op with a deadline, read
  * at or after it (and fn never ran), ACCEL_ECLOSED only after close began;
  * a cancel says only OK, EALREADY or ECLOSED; done calls of one producer's
- * ops on one session come in submit order, cancelled and expired ones
+ * ops on one session come in submit order, canceled and expired ones
  * included (the counters are plain variables written by the session's
  * done callbacks, so TSan also checks the hand-over between workers).
  *
@@ -115,7 +115,7 @@ static void check_rec(rec *r)
         break;
     case ACCEL_ECANCELED:
         if (fn != 0)
-            failf("op #%" PRIu64 ": cancelled, yet fn ran", r->seq);
+            failf("op #%" PRIu64 ": canceled, yet fn ran", r->seq);
         break;
     case ACCEL_EEXPIRED:
         if (fn != 0 || r->deadline == 0 || r->done_at < r->deadline)
@@ -220,7 +220,7 @@ static void *canceller(void *p)
                 atomic_store_explicit(&r->cancel_ok, 1, memory_order_relaxed);
                 atomic_fetch_add_explicit(&n_cancel_ok, 1, memory_order_relaxed);
                 /* ECLOSED once the close has begun, even for an op
-                 * cancelled before it: close decides from then on
+                 * canceled before it: close decides from then on
                  * (accel.h, accel_cancel). */
                 int again = accel_cancel(&r->t);
                 if (again != ACCEL_EALREADY &&
@@ -294,11 +294,11 @@ int main(void)
     for (int p = 0; p < NPROD; p++)
         for (int i = 0; i < NREC; i++)
             reclaim(&recs[p][i]);
-    uint64_t stat_cancelled = 0, stat_expired = 0, stat_submitted = 0;
+    uint64_t stat_canceled = 0, stat_expired = 0, stat_submitted = 0;
     for (int i = 0; i < NSESS; i++) {
         accel_session_stats st;
         accel_session_get_stats_ex(sess[i], &st, sizeof(st));
-        stat_cancelled += st.cancelled;
+        stat_canceled += st.canceled;
         stat_expired += st.expired;
         stat_submitted += st.submitted;
         accel_session_release(sess[i]);
@@ -311,18 +311,18 @@ int main(void)
     uint64_t closed = atomic_load(&n_closed);
     if (stat_submitted != ops)
         failf("stats: submitted %" PRIu64 ", accepted %" PRIu64, stat_submitted, ops);
-    if (stat_cancelled != cok + closed)
-        failf("stats: cancelled %" PRIu64 ", want %" PRIu64, stat_cancelled,
+    if (stat_canceled != cok + closed)
+        failf("stats: canceled %" PRIu64 ", want %" PRIu64, stat_canceled,
               cok + closed);
     if (stat_expired != exp)
         failf("stats: expired %" PRIu64 ", want %" PRIu64, stat_expired, exp);
     /* The race must have gone both ways, or it was not exercised. */
     if (ops == 0 || cok == 0 || lost == 0 || exp == 0)
-        failf("too little happened: ops %" PRIu64 " cancelled %" PRIu64
+        failf("too little happened: ops %" PRIu64 " canceled %" PRIu64
               " lost %" PRIu64 " expired %" PRIu64,
               ops, cok, lost, exp);
     printf("stress_cancel: %" PRIu64 " ops: %" PRIu64 " ran, %" PRIu64
-           " cancelled, %" PRIu64 " cancels lost the race, %" PRIu64
+           " canceled, %" PRIu64 " cancels lost the race, %" PRIu64
            " expired, %" PRIu64 " closed; %" PRIu64 " failures\n",
            ops, atomic_load(&n_ran), cok, lost, exp, closed,
            atomic_load(&stress_failures));

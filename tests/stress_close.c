@@ -143,13 +143,13 @@ static void check_closed_stats(accel_session *s)
 {
     accel_session_stats st;
     accel_session_get_stats(s, &st);
-    if (st.completed + st.failed + st.cancelled != st.submitted ||
+    if (st.completed + st.failed + st.canceled != st.submitted ||
         st.queued != 0 || st.dispatched != st.completed + st.failed)
         FAIL("stats after close: submitted %llu completed %llu failed %llu "
-             "cancelled %llu queued %llu",
+             "canceled %llu queued %llu",
              (unsigned long long)st.submitted,
              (unsigned long long)st.completed, (unsigned long long)st.failed,
-             (unsigned long long)st.cancelled, (unsigned long long)st.queued);
+             (unsigned long long)st.canceled, (unsigned long long)st.queued);
 }
 
 static long closes, reopens;
@@ -182,7 +182,7 @@ int main(void)
     double secs = tu_stress_seconds(), end = tu_now_s() + secs;
     watchdog_start("stress_close");
     uint64_t seed = 42;
-    long rounds = 0, accepted = 0, ran = 0, cancelled = 0;
+    long rounds = 0, accepted = 0, ran = 0, canceled = 0;
     producer pr[PRODUCERS];
     for (int i = 0; i < PRODUCERS; i++)
         pr[i].recs = malloc(PER_PRODUCER * sizeof(rec));
@@ -237,7 +237,7 @@ int main(void)
                     FAIL("round %ld p%d op %d: done called %d times", rounds,
                          p, k, dc);
                 else if (st == ACCEL_ECLOSED && fc == 0)
-                    cancelled++;
+                    canceled++;
                 else if ((st == 0 || st == 5) && fc == 1)
                     ran++;
                 else
@@ -248,8 +248,8 @@ int main(void)
     for (int i = 0; i < PRODUCERS; i++)
         free(pr[i].recs);
     printf("stress_close: %ld rounds, %ld closes+reopens, %ld accepted ops: "
-           "%ld ran, %ld cancelled, %d failures\n",
-           rounds, closes, accepted, ran, cancelled, atomic_load(&fails));
+           "%ld ran, %ld canceled, %d failures\n",
+           rounds, closes, accepted, ran, canceled, atomic_load(&fails));
     (void)reopens;
     return atomic_load(&fails) ? 1 : 0;
 }

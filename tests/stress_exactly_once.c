@@ -115,7 +115,7 @@ typedef struct inst {
     uint64_t accepted[MAX_CH];
     uint64_t wait_ran[MAX_CH], wait_eclosed[MAX_CH];
     uint64_t last_run[MAX_CH], last_done[MAX_CH];
-    uint64_t runs, dones_ok, dones_failed, dones_cancelled, op_checks;
+    uint64_t runs, dones_ok, dones_failed, dones_canceled, op_checks;
     _Atomic int inflight;
     _Atomic int closed_cancel; /* some close of it used CANCEL */
 } inst;
@@ -256,8 +256,8 @@ static void op_done(void *arg, int status)
     in->last_done[d.ch] = d.seq;
     if (status == ACCEL_ECLOSED) {
         OPCHECK(in, in->last_run[d.ch] < d.seq,
-                "cancelled op %" PRIu64 " had run", d.seq);
-        in->dones_cancelled++;
+                "canceled op %" PRIu64 " had run", d.seq);
+        in->dones_canceled++;
     } else {
         OPCHECK(in, in->last_run[d.ch] == d.seq,
                 "done of op %" PRIu64 " whose fn did not run", d.seq);
@@ -318,10 +318,10 @@ static void inst_verify(inst *in, bool stats_ok)
     accel_session_stats st;
     CHECK(accel_session_get_stats(in->s, &st) == ACCEL_OK, "get_stats");
     CHECK(accel_session_is_closed(in->s), "closed session not closed");
-    CHECK(st.completed + st.failed + st.cancelled == st.submitted,
+    CHECK(st.completed + st.failed + st.canceled == st.submitted,
           "slot %d: completed %" PRIu64 " + failed %" PRIu64
-          " + cancelled %" PRIu64 " != submitted %" PRIu64,
-          in->slot, st.completed, st.failed, st.cancelled, st.submitted);
+          " + canceled %" PRIu64 " != submitted %" PRIu64,
+          in->slot, st.completed, st.failed, st.canceled, st.submitted);
     CHECK(st.queued == 0, "queued %" PRIu64 " after close", st.queued);
     CHECK(st.dispatched == st.completed + st.failed,
           "dispatched %" PRIu64 " != ran %" PRIu64, st.dispatched,
@@ -329,19 +329,19 @@ static void inst_verify(inst *in, bool stats_ok)
     CHECK(st.completed + st.failed == in->runs,
           "stats ran %" PRIu64 ", fn ran %" PRIu64, st.completed + st.failed,
           in->runs);
-    /* Accepted submit_waits that returned ECLOSED were cancelled; those
+    /* Accepted submit_waits that returned ECLOSED were canceled; those
      * that returned ECLOSED without being accepted are not counted. */
     uint64_t waits_acc = st.submitted - acc - ran_waits;
     CHECK(st.submitted >= acc + ran_waits && waits_acc <= ecl_waits,
           "submitted %" PRIu64 " vs async %" PRIu64 " + waits %" PRIu64
           "..%" PRIu64,
           st.submitted, acc, ran_waits, ran_waits + ecl_waits);
-    CHECK(st.cancelled == in->dones_cancelled + waits_acc,
-          "cancelled %" PRIu64 " vs done(ECLOSED) %" PRIu64 " + waits %" PRIu64,
-          st.cancelled, in->dones_cancelled, waits_acc);
+    CHECK(st.canceled == in->dones_canceled + waits_acc,
+          "canceled %" PRIu64 " vs done(ECLOSED) %" PRIu64 " + waits %" PRIu64,
+          st.canceled, in->dones_canceled, waits_acc);
     if (!atomic_load(&in->closed_cancel))
-        CHECK(st.cancelled == 0, "DRAIN close cancelled %" PRIu64,
-              st.cancelled);
+        CHECK(st.canceled == 0, "DRAIN close canceled %" PRIu64,
+              st.canceled);
     CHECK(st.memory_used == 0, "budget not back to 0: %" PRId64,
           st.memory_used);
 }
@@ -602,7 +602,7 @@ static void *prio_main(void *arg)
         }
         accel_session_stats st;
         CHECK(accel_session_get_stats(in->s, &st) == ACCEL_OK, "stats");
-        CHECK(st.completed + st.failed + st.cancelled <= st.submitted,
+        CHECK(st.completed + st.failed + st.canceled <= st.submitted,
               "stats: more finished than submitted");
         CHECK(st.memory_used >= 0 &&
                   (!st.memory_budget || st.memory_used <= st.memory_budget),

@@ -112,7 +112,7 @@ static snap take(void)
 static bool same_stats(const accel_session_stats *p, const accel_session_stats *q)
 {
     return p->submitted == q->submitted && p->completed == q->completed &&
-           p->failed == q->failed && p->cancelled == q->cancelled &&
+           p->failed == q->failed && p->canceled == q->canceled &&
            p->expired == q->expired &&
            p->queued == q->queued && p->memory_used == q->memory_used &&
            p->memory_budget == q->memory_budget && p->priority == q->priority;
@@ -915,7 +915,7 @@ Test(bad_input, queue_depths, .init = fx_setup, .fini = fx_teardown,
 
 /* -------------------------------------- close and destroy from inside */
 
-static _Atomic int ran_after, cancelled_after;
+static _Atomic int ran_after, canceled_after;
 static int count_op(accel_ctx *ctx, void *arg)
 {
     (void)ctx, (void)arg;
@@ -926,7 +926,7 @@ static void count_done(void *arg, int status)
 {
     (void)arg;
     if (status == ACCEL_ECLOSED)
-        atomic_fetch_add(&cancelled_after, 1);
+        atomic_fetch_add(&canceled_after, 1);
 }
 static int close_self(accel_ctx *ctx, void *arg)
 {
@@ -948,7 +948,7 @@ static void close_inside(unsigned flags)
     atomic_store(&gate_open, 0);
     atomic_store(&gate_started, 0);
     atomic_store(&ran_after, 0);
-    atomic_store(&cancelled_after, 0);
+    atomic_store(&canceled_after, 0);
     accel_op ops[12];
     ops[0] = (accel_op){gate_op, NULL, NULL};
     ops[1] = (accel_op){close_self, NULL, (void *)(uintptr_t)flags};
@@ -969,17 +969,17 @@ static void close_inside(unsigned flags)
     accel_session_stats st;
     accel_session_get_stats(s, &st);
     cr_assert_eq(st.submitted, 12);
-    cr_assert_eq(st.completed + st.failed + st.cancelled, 12);
+    cr_assert_eq(st.completed + st.failed + st.canceled, 12);
     cr_assert_eq(st.failed, 0, "close_self saw a wrong status");
     if (flags == ACCEL_CLOSE_DRAIN) {
         cr_assert_eq(atomic_load(&ran_after), 10);
     } else {
         /* close_self set the cancel before the ops behind it started */
         cr_assert_eq(atomic_load(&ran_after), 0);
-        cr_assert_eq(atomic_load(&cancelled_after), 10);
-        cr_assert_eq(st.cancelled, (uint64_t)atomic_load(&cancelled_after),
-                     "stats cancelled %" PRIu64 ", done(ECLOSED) %d, ran %d",
-                     st.cancelled, atomic_load(&cancelled_after),
+        cr_assert_eq(atomic_load(&canceled_after), 10);
+        cr_assert_eq(st.canceled, (uint64_t)atomic_load(&canceled_after),
+                     "stats canceled %" PRIu64 ", done(ECLOSED) %d, ran %d",
+                     st.canceled, atomic_load(&canceled_after),
                      atomic_load(&ran_after));
     }
     unit_step("release of the closed s");

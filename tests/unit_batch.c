@@ -1,7 +1,7 @@
 /*
  * Dynamic batching (accel_session_set_batch, docs/batching.md): exactly
  * once and FIFO across many batches with several producers; a batch takes
- * what is queued (up to max_ops); an op cancelled or expired before its
+ * what is queued (up to max_ops); an op canceled or expired before its
  * batch forms is left out; op errors and the session's budget reach each
  * op; close DRAIN and CANCEL while a batch runs; the batch's time is
  * charged to its session (fair share at the scheduler level); bad
@@ -239,7 +239,7 @@ Test(batch, exactly_once_fifo_many_batches_producers, .timeout = 120)
 
 /* ------------------------------------------------- cancel and deadline */
 
-Test(batch, cancelled_before_forming_never_runs, .timeout = 60)
+Test(batch, canceled_before_forming_never_runs, .timeout = 60)
 {
     accel_runtime *rt = tu_runtime_nodetect(1);
     accel_session *s = tu_open(rt, "b", 1024, 0);
@@ -253,7 +253,7 @@ Test(batch, cancelled_before_forming_never_runs, .timeout = 60)
     memset(it, 0, sizeof(it));
     _Atomic int seq = 0;
     hold(s, &b, &gate);
-    unit_step("200 ops with tickets; every third cancelled");
+    unit_step("200 ops with tickets; every third canceled");
     accel_ticket t[200];
     for (int i = 0; i < 200; i++) {
         it[i].seq = &seq;
@@ -265,20 +265,20 @@ Test(batch, cancelled_before_forming_never_runs, .timeout = 60)
     tu_latch_open(&b.gate);
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     for (int i = 0; i < 200; i++) {
-        bool cancelled = i % 3 == 0;
+        bool canceled = i % 3 == 0;
         cr_assert_eq(atomic_load(&it[i].done_calls), 1);
-        cr_assert_eq(atomic_load(&it[i].in_batch), cancelled ? 0 : 1,
-                     "op %d (cancelled %d) in a batch %d times", i, cancelled,
+        cr_assert_eq(atomic_load(&it[i].in_batch), canceled ? 0 : 1,
+                     "op %d (canceled %d) in a batch %d times", i, canceled,
                      atomic_load(&it[i].in_batch));
         cr_assert_eq(atomic_load(&it[i].status),
-                     cancelled ? ACCEL_ECANCELED : 0);
+                     canceled ? ACCEL_ECANCELED : 0);
         cr_assert_eq(atomic_load(&it[i].done_seq), i, "FIFO of dones");
         cr_assert_eq(atomic_load(&it[i].fn_calls), 0);
-        if (!cancelled)
+        if (!canceled)
             cr_assert_eq(accel_cancel(&t[i]), ACCEL_EALREADY);
     }
     accel_session_stats st = stats(s);
-    cr_assert_eq(st.cancelled, 67);
+    cr_assert_eq(st.canceled, 67);
     cr_assert_eq(st.batch_ops, 1 + 133);
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -323,7 +323,7 @@ Test(batch, expired_before_forming_left_out, .timeout = 60)
     }
     accel_session_stats st = stats(s);
     cr_assert_eq(st.expired, 50);
-    cr_assert_eq(st.cancelled, 0);
+    cr_assert_eq(st.canceled, 0);
     cr_assert_eq(st.batch_ops, 1 + 50);
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -420,7 +420,7 @@ static void close_while_batch_runs(unsigned flags)
     }
     accel_session_stats st = stats(s);
     cr_assert_eq(st.batch_ops, flags & ACCEL_CLOSE_CANCEL ? 1 : 301);
-    cr_assert_eq(st.cancelled, flags & ACCEL_CLOSE_CANCEL ? 300 : 0);
+    cr_assert_eq(st.canceled, flags & ACCEL_CLOSE_CANCEL ? 300 : 0);
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }

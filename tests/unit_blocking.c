@@ -1225,7 +1225,7 @@ Test(blocking, a_cycle_of_waits_is_broken_by_a_cancel_one_worker,
     cr_expect_eq(atomic_load(&cyc_result), 2);
     cr_expect_eq(atomic_load(&cyc_cancel_rc), ACCEL_OK);
     cr_expect_eq(atomic_load(&cyc_inner_status), ACCEL_ECANCELED);
-    cr_expect_eq(atomic_load(&cyc_inner_ran), 0, "the cancelled op ran");
+    cr_expect_eq(atomic_load(&cyc_inner_ran), 0, "the canceled op ran");
     unit_step("a and b after the cycle");
     cr_expect_eq(accel_submit_wait(cyc_a, seven, NULL, ACCEL_FOREVER), 7);
     cr_expect_eq(accel_submit_wait(cyc_b, seven, NULL, ACCEL_FOREVER), 7);

@@ -2,7 +2,7 @@
  * Per-op deadlines and cancellation (accel_submit_ex, accel_cancel):
  * expiry, cancel of a queued op, cancel after completion, cancel racing
  * the worker, stale tickets after slot reuse, FIFO of done calls with
- * cancelled ops among them, sync after cancels, close with cancelled and
+ * canceled ops among them, sync after cancels, close with canceled and
  * expired ops queued.
  *
  * No timing thresholds: deadlines are long past, far in the future, or
@@ -84,7 +84,7 @@ Test(cancel, deadline_past_expires_unrun, .timeout = 30)
     accel_session_stats st = stats(f.s);
     cr_assert_eq(st.expired, 2);
     cr_assert_eq(st.dispatched, 0);
-    cr_assert_eq(st.cancelled, 0);
+    cr_assert_eq(st.canceled, 0);
     teardown(&f);
 }
 
@@ -142,7 +142,7 @@ Test(cancel, deadline_passes_while_queued, .timeout = 30)
 
 /* -------------------------------------------------------------- cancel */
 
-Test(cancel, queued_op_cancelled_unrun, .timeout = 30)
+Test(cancel, queued_op_canceled_unrun, .timeout = 30)
 {
     fx f = setup(2, 16);
     tu_blocker b = {0};
@@ -162,7 +162,7 @@ Test(cancel, queued_op_cancelled_unrun, .timeout = 30)
     cr_assert_eq(r.status, ACCEL_ECANCELED);
     cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY);
     accel_session_stats st = stats(f.s);
-    cr_assert_eq(st.cancelled, 1);
+    cr_assert_eq(st.canceled, 1);
     cr_assert_eq(st.dispatched, 1, "only the gate op ran");
     teardown(&f);
 }
@@ -231,7 +231,7 @@ Test(cancel, per_op_inside_a_run_of_takes, .timeout = 60)
     cr_assert_eq(ok.fn_calls, 1);
     cr_assert_eq(ok.status, 0);
     accel_session_stats st = stats(f.s);
-    cr_assert_eq(st.cancelled, 1);
+    cr_assert_eq(st.canceled, 1);
     cr_assert_eq(st.expired, 1);
     unit_step("release of x");
     accel_session_release(x);
@@ -312,12 +312,12 @@ Test(cancel, stale_ticket_after_slot_reuse, .timeout = 30)
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     for (int i = DEPTH; i < 2 * DEPTH; i++)
         cr_assert_eq(later[i].fn_calls, 1, "op %d ran", i);
-    cr_assert_eq(stats(f.s).cancelled, 0);
+    cr_assert_eq(stats(f.s).canceled, 0);
     teardown(&f);
 }
 
 /* Plain, deadline and ticket ops interleaved behind a gate; every third
- * ticket op cancelled, some expired: done calls come in submit order. */
+ * ticket op canceled, some expired: done calls come in submit order. */
 Test(cancel, fifo_of_done_with_cancels, .timeout = 30)
 {
     enum { N = 96 };
@@ -342,7 +342,7 @@ Test(cancel, fifo_of_done_with_cancels, .timeout = 30)
                          ACCEL_OK);
             want[i] = ACCEL_EEXPIRED;
             break;
-        default: /* ticket, every other one cancelled */
+        default: /* ticket, every other one canceled */
             cr_assert_eq(accel_submit_ex(f.s, &op, accel_now_ns() + HOUR_NS,
                                          ACCEL_FOREVER, &t[i]),
                          ACCEL_OK);
@@ -366,15 +366,15 @@ Test(cancel, fifo_of_done_with_cancels, .timeout = 30)
         cr_assert_eq(r[i].fn_calls, want[i] == 0, "op %d", i);
     }
     accel_session_stats st = stats(f.s);
-    cr_assert_eq(st.cancelled, (uint64_t)ncancel);
+    cr_assert_eq(st.canceled, (uint64_t)ncancel);
     cr_assert_eq(st.expired, N / 4);
     /* promise 1 (docs/contract.md): drained, every accepted op is in
-     * exactly one of the four; expired ones are not in cancelled */
-    cr_assert_eq(st.completed + st.failed + st.cancelled + st.expired,
+     * exactly one of the four; expired ones are not in canceled */
+    cr_assert_eq(st.completed + st.failed + st.canceled + st.expired,
                  st.submitted, "%llu + %llu + %llu + %llu != %llu",
                  (unsigned long long)st.completed,
                  (unsigned long long)st.failed,
-                 (unsigned long long)st.cancelled,
+                 (unsigned long long)st.canceled,
                  (unsigned long long)st.expired,
                  (unsigned long long)st.submitted);
     cr_assert_eq(st.completed, (uint64_t)(N - ncancel - N / 4 + 1),
@@ -382,7 +382,7 @@ Test(cancel, fifo_of_done_with_cancels, .timeout = 30)
     teardown(&f);
 }
 
-/* sync counts cancelled ops like others: it returns after their done. */
+/* sync counts canceled ops like others: it returns after their done. */
 Test(cancel, sync_after_cancels, .timeout = 30)
 {
     enum { N = 8 };
@@ -397,11 +397,11 @@ Test(cancel, sync_after_cancels, .timeout = 30)
         cr_assert_eq(accel_submit_ex(f.s, &op, 0, ACCEL_FOREVER, &t[i]), ACCEL_OK);
         cr_assert_eq(accel_cancel(&t[i]), ACCEL_OK);
     }
-    /* All cancelled, but their done runs at their position: behind the
+    /* All canceled, but their done runs at their position: behind the
      * gate, so a sync cannot have returned yet. */
     cr_assert_eq(accel_session_sync(f.s, ACCEL_NO_WAIT), ACCEL_ETIMEDOUT);
     tu_latch_open(&b.gate);
-    unit_step("sync of s once the gate opens: 8 cancelled ops");
+    unit_step("sync of s once the gate opens: 8 canceled ops");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     for (int i = 0; i < N; i++) {
         cr_assert_eq(r[i].done_calls, 1);
@@ -479,7 +479,7 @@ Test(cancel, racing_the_worker, .timeout = 120)
         cr_assert_eq(r[i].done_calls, 1, "op %d done %d times", i, r[i].done_calls);
         if (crc[i] == ACCEL_OK) {
             won++;
-            cr_assert_eq(r[i].fn_calls, 0, "op %d cancelled but ran", i);
+            cr_assert_eq(r[i].fn_calls, 0, "op %d canceled but ran", i);
             cr_assert_eq(r[i].status, ACCEL_ECANCELED);
         } else {
             lost++;
@@ -489,12 +489,12 @@ Test(cancel, racing_the_worker, .timeout = 120)
         }
     }
     accel_session_stats st = stats(f.s);
-    cr_assert_eq(st.cancelled, (uint64_t)won);
+    cr_assert_eq(st.canceled, (uint64_t)won);
     cr_assert_eq(st.dispatched, (uint64_t)lost);
-    cr_log_info("racing_the_worker: %d cancelled, %d ran", won, lost);
+    cr_log_info("racing_the_worker: %d canceled, %d ran", won, lost);
     /* the race was run: both outcomes came up (each batch's first op
      * always runs before its cancel) */
-    cr_assert(won > 0 && lost > 0, "only one outcome: %d cancelled, %d ran",
+    cr_assert(won > 0 && lost > 0, "only one outcome: %d canceled, %d ran",
               won, lost);
     teardown(&f);
 }
@@ -542,12 +542,12 @@ static void close_with_queued(unsigned flags)
     teardown(&f);
 }
 
-Test(cancel, close_drain_with_cancelled_and_expired, .timeout = 30)
+Test(cancel, close_drain_with_canceled_and_expired, .timeout = 30)
 {
     close_with_queued(ACCEL_CLOSE_DRAIN);
 }
 
-Test(cancel, close_cancel_with_cancelled_and_expired, .timeout = 30)
+Test(cancel, close_cancel_with_canceled_and_expired, .timeout = 30)
 {
     close_with_queued(ACCEL_CLOSE_CANCEL);
 }
@@ -563,7 +563,7 @@ Test(cancel, strerror_names_new_statuses, .timeout = 5)
 
 /* The counters: stats (through get_stats_ex: expired is past the 0.1
  * layout) and the Prometheus text. */
-Test(cancel, stats_and_metrics_count_cancelled_and_expired, .timeout = 30)
+Test(cancel, stats_and_metrics_count_canceled_and_expired, .timeout = 30)
 {
     fx f = setup(2, 16);
     tu_blocker b = {0};
@@ -577,13 +577,13 @@ Test(cancel, stats_and_metrics_count_cancelled_and_expired, .timeout = 30)
     cr_assert_eq(accel_submit_ex(f.s, &op2, 0, ACCEL_FOREVER, NULL), ACCEL_OK);
     cr_assert_eq(accel_cancel(&t), ACCEL_OK);
     accel_session_stats st = stats(f.s);
-    cr_assert_eq(st.queued, 3, "a cancelled op holds its place until reached");
+    cr_assert_eq(st.queued, 3, "a canceled op holds its place until reached");
     tu_latch_open(&b.gate);
     unit_step("sync of s once the gate opens");
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     st = stats(f.s);
     cr_assert_eq(st.submitted, 4);
-    cr_assert_eq(st.cancelled, 1);
+    cr_assert_eq(st.canceled, 1);
     cr_assert_eq(st.expired, 1);
     cr_assert_eq(st.dispatched, 2);
     cr_assert_eq(st.completed, 2);
@@ -593,7 +593,7 @@ Test(cancel, stats_and_metrics_count_cancelled_and_expired, .timeout = 30)
     cr_assert_eq(accel_runtime_write_prometheus(f.rt, buf, sizeof(buf), &len),
                  ACCEL_OK);
     cr_assert_lt(len, sizeof(buf));
-    cr_assert_not_null(strstr(buf, "accel_session_ops_cancelled_total{session=\"c\","
+    cr_assert_not_null(strstr(buf, "accel_session_ops_canceled_total{session=\"c\","
                                    "priority=\"5\"} 1\n"),
                        "%s", buf);
     cr_assert_not_null(strstr(buf, "accel_session_ops_expired_total{session=\"c\","

@@ -103,11 +103,11 @@ static void close_one_of_four(unsigned flags)
         }
     }
     /* The closed one: its accepted ops completed exactly once (ran, or
-     * were cancelled with ECLOSED), the rest were never accepted. */
+     * were canceled with ECLOSED), the rest were never accepted. */
     int acc = pa[0].accepted;
     cr_assert_lt(acc, N);
     cr_assert_geq(acc, 100);
-    long ran = 0, cancelled = 0;
+    long ran = 0, canceled = 0;
     for (int k = 0; k < N; k++) {
         tu_rec *r = &pa[0].recs[k];
         int dc = atomic_load(&r->done_calls), fc = atomic_load(&r->fn_calls);
@@ -121,20 +121,20 @@ static void close_one_of_four(unsigned flags)
             ran++;
         } else {
             cr_assert_eq(atomic_load(&r->status), ACCEL_ECLOSED);
-            cr_assert_eq(fc, 0, "a cancelled op must not run");
-            cancelled++;
+            cr_assert_eq(fc, 0, "a canceled op must not run");
+            canceled++;
         }
     }
     if (flags == ACCEL_CLOSE_DRAIN)
-        cr_assert_eq(cancelled, 0);
+        cr_assert_eq(canceled, 0);
     accel_session_stats st;
     cr_assert_eq(accel_session_get_stats(pa[0].s, &st), ACCEL_OK);
     cr_assert_eq(st.submitted, (uint64_t)acc + 1); /* + the blocker */
     cr_assert_eq(st.completed, (uint64_t)ran + 1);
-    cr_assert_eq(st.cancelled, (uint64_t)cancelled);
+    cr_assert_eq(st.canceled, (uint64_t)canceled);
     if (flags == ACCEL_CLOSE_CANCEL)
-        cr_assert_gt(cancelled, 0, "ops queued behind the blocker");
-    cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
+        cr_assert_gt(canceled, 0, "ops queued behind the blocker");
+    cr_assert_eq(st.completed + st.failed + st.canceled, st.submitted);
     cr_assert_eq(st.dispatched, st.completed + st.failed);
     cr_assert_eq(st.queued, 0);
     unit_step("release of the four sessions and runtime destroy");
@@ -258,9 +258,9 @@ static void close_with_queue(unsigned flags)
     accel_session_stats st;
     cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
     cr_assert_eq(st.submitted, Q + 1);
-    cr_assert_eq(st.cancelled, flags == ACCEL_CLOSE_CANCEL ? Q : 0);
+    cr_assert_eq(st.canceled, flags == ACCEL_CLOSE_CANCEL ? Q : 0);
     cr_assert_eq(st.dispatched, flags == ACCEL_CLOSE_CANCEL ? 1 : Q + 1);
-    cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
+    cr_assert_eq(st.completed + st.failed + st.canceled, st.submitted);
     cr_assert_eq(st.queued, 0);
     unit_step("release of s and runtime destroy");
     accel_session_release(s);
@@ -367,7 +367,7 @@ Test(close, blocked_producer_wakes_eclosed_cancel, .timeout = 10)
     blocked_producer_wakes(ACCEL_CLOSE_CANCEL);
 }
 
-/* ---- submit_wait of a cancelled op ------------------------------------ */
+/* ---- submit_wait of a canceled op ------------------------------------ */
 
 typedef struct waiter {
     accel_session *s;
@@ -382,7 +382,7 @@ static void *waiter_main(void *p)
     return NULL;
 }
 
-Test(close, submit_wait_of_cancelled_op_returns_eclosed, .timeout = 10)
+Test(close, submit_wait_of_canceled_op_returns_eclosed, .timeout = 10)
 {
     accel_runtime *rt = tu_runtime(2);
     accel_session *s = tu_open(rt, "vm", 0, 0);
@@ -482,7 +482,7 @@ static void close_from_inside(unsigned flags)
     accel_session_stats st;
     cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
     cr_assert_eq(st.submitted, Q + 3);
-    cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
+    cr_assert_eq(st.completed + st.failed + st.canceled, st.submitted);
     unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -603,7 +603,7 @@ Test(close, exactly_once_under_random_close, .timeout = 60)
     accel_runtime *rt = tu_runtime(2);
     uint64_t seed = 2024;
     enum { ROUNDS = 24, P = 3, N = 600 };
-    long partial_rounds = 0, total_cancelled = 0;
+    long partial_rounds = 0, total_canceled = 0;
     for (int round = 0; round < ROUNDS; round++) {
         uint32_t depth = 1u << (tu_rand(&seed) % 7);
         accel_session *s = tu_open(rt, "eo", depth, 0);
@@ -621,7 +621,7 @@ Test(close, exactly_once_under_random_close, .timeout = 60)
         cr_assert_eq(accel_session_close(s, flags), ACCEL_OK);
         /* close returned: every accepted op has completed and its done
          * callback has returned; nothing else ever will. */
-        long accepted = 0, ran = 0, failed = 0, cancelled = 0;
+        long accepted = 0, ran = 0, failed = 0, canceled = 0;
         unit_step("the round's 3 producers return");
         for (int i = 0; i < P; i++) {
             pthread_join(th[i], NULL);
@@ -642,7 +642,7 @@ Test(close, exactly_once_under_random_close, .timeout = 60)
                 if (stt == ACCEL_ECLOSED) {
                     cr_assert_eq(fc, 0);
                     cr_assert_eq(flags, ACCEL_CLOSE_CANCEL);
-                    cancelled++;
+                    canceled++;
                 } else {
                     cr_assert_eq(fc, 1);
                     cr_assert(stt == 0 || stt == 3);
@@ -654,13 +654,13 @@ Test(close, exactly_once_under_random_close, .timeout = 60)
             }
         }
         partial_rounds += accepted < P * N;
-        total_cancelled += cancelled;
+        total_canceled += canceled;
         accel_session_stats st;
         cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
         cr_assert_eq(st.submitted, (uint64_t)accepted, "round %d", round);
         cr_assert_eq(st.completed, (uint64_t)ran);
         cr_assert_eq(st.failed, (uint64_t)failed);
-        cr_assert_eq(st.cancelled, (uint64_t)cancelled);
+        cr_assert_eq(st.canceled, (uint64_t)canceled);
         cr_assert_eq(st.dispatched, st.completed + st.failed);
         cr_assert_eq(st.queued, 0);
         unit_step("release of the round's closed session");
@@ -668,8 +668,8 @@ Test(close, exactly_once_under_random_close, .timeout = 60)
         for (int i = 0; i < P; i++)
             free(pa[i].recs);
     }
-    cr_log_info("exactly_once: %ld of %d rounds closed mid-stream, %ld cancelled",
-                partial_rounds, ROUNDS, total_cancelled);
+    cr_log_info("exactly_once: %ld of %d rounds closed mid-stream, %ld canceled",
+                partial_rounds, ROUNDS, total_canceled);
     cr_assert_gt(partial_rounds, 0, "no close hit running producers");
     unit_step("runtime destroy");
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);

@@ -1,7 +1,7 @@
 /*
  * Host-driven workers (ACCEL_RUNTIME_HOST_WORKERS; accel_host_visit_begin,
  * _end, accel_host_idle_begin, _end): bad input, FIFO and statuses of a
- * visit, cancelled/expired/closed ops completed unrun and never handed
+ * visit, canceled/expired/closed ops completed unrun and never handed
  * out, the wake callback of the idle protocol, runtime destroy running
  * what is queued, EDEADLK from inside a host-run op, and exactly-once with
  * host worker threads racing cancels and closes.
@@ -198,9 +198,9 @@ Test(host, fifo_and_statuses, .timeout = 30)
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
-/* Cancelled and expired ops are never handed out; their dones run in
+/* Canceled and expired ops are never handed out; their dones run in
  * FIFO order among the others, at the visit's end. */
-Test(host, cancelled_and_expired_not_handed_out, .timeout = 30)
+Test(host, canceled_and_expired_not_handed_out, .timeout = 30)
 {
     host h = {0};
     accel_runtime *rt = host_runtime(&h, 1, 0);
@@ -226,7 +226,7 @@ Test(host, cancelled_and_expired_not_handed_out, .timeout = 30)
     unsigned n = 0;
     cr_assert_eq(accel_host_visit_begin(rt, 0, ops, ACCEL_HOST_VISIT_MAX, &n),
                  ACCEL_OK);
-    cr_assert_eq(n, 2, "ops 3 and 4; 1 cancelled, 2 expired");
+    cr_assert_eq(n, 2, "ops 3 and 4; 1 canceled, 2 expired");
     cr_assert_eq(ops[0].arg, &r[3]);
     cr_assert_eq(ops[1].arg, &r[4]);
     cr_assert_eq(r[1].done_calls, 0, "unrun ops complete at the end");
@@ -242,7 +242,7 @@ Test(host, cancelled_and_expired_not_handed_out, .timeout = 30)
     }
     accel_session_stats ss;
     accel_session_get_stats_ex(s, &ss, sizeof(ss));
-    cr_assert_eq(ss.cancelled, 1);
+    cr_assert_eq(ss.canceled, 1);
     cr_assert_eq(ss.expired, 1);
     cr_assert_eq(ss.dispatched, 3);
     unit_step("release of s and runtime destroy");
@@ -573,11 +573,11 @@ Test(host, submit_own_ex, .timeout = 30)
     cr_assert_eq(t.session, s);
     cr_assert_eq(accel_cancel(&t), ACCEL_OK);
     cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY);
-    unit_step("drive slot 0 until idle: a queued and a cancelled op");
+    unit_step("drive slot 0 until idle: a queued and a canceled op");
     drive_until_idle(rt, 0);
     cr_assert_eq(rq.fn_calls, 1);
     cr_assert_eq(rq.done_calls, 1);
-    cr_assert_eq(rc.fn_calls, 0, "cancelled: never ran");
+    cr_assert_eq(rc.fn_calls, 0, "canceled: never ran");
     cr_assert_eq(rc.done_calls, 1);
     cr_assert_eq(rc.status, ACCEL_ECANCELED);
 
@@ -941,7 +941,7 @@ static void *prod_main(void *arg)
 
 /* Two host worker threads (one per lane), producers cancelling a third of
  * their ops, and a session closed with CANCEL while they run: every
- * accepted op's done runs exactly once, a cancelled or closed one never
+ * accepted op's done runs exactly once, a canceled or closed one never
  * ran, and nothing waits forever (no lost wake-up). */
 Test(host, exactly_once_racing_cancel_and_close, .timeout = 180)
 {
@@ -987,7 +987,7 @@ Test(host, exactly_once_racing_cancel_and_close, .timeout = 180)
     unit_step("the 2 host worker threads stop");
     for (int w = 0; w < 2; w++)
         pthread_join(wt[w], NULL);
-    long accepted = 0, done = 0, cancelled = 0, closed = 0, ran = 0, wins = 0;
+    long accepted = 0, done = 0, canceled = 0, closed = 0, ran = 0, wins = 0;
     for (int i = 0; i < PRODUCERS; i++) {
         accepted += p[i].accepted;
         cr_assert_eq(p[i].bad, 0, "a submit failed other than ECLOSED");
@@ -1003,7 +1003,7 @@ Test(host, exactly_once_racing_cancel_and_close, .timeout = 180)
             done += r->done_calls;
             ran += r->fn_calls;
             if (r->status == ACCEL_ECANCELED)
-                cancelled++;
+                canceled++;
             else if (r->status == ACCEL_ECLOSED)
                 closed++;
             else
@@ -1017,7 +1017,7 @@ Test(host, exactly_once_racing_cancel_and_close, .timeout = 180)
     }
     cr_assert_eq(done, accepted);
     cr_assert_gt(wins, 0, "some cancels won (ops queue behind others)");
-    cr_assert_eq(ran + cancelled + closed, accepted);
+    cr_assert_eq(ran + canceled + closed, accepted);
     unit_step("release of the 3 sessions and runtime destroy");
     for (int i = 0; i < SESSIONS; i++)
         accel_session_release(s[i]);

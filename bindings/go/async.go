@@ -165,7 +165,7 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 
 // batchWait collects the results of one SubmitBatch.
 type batchWait struct {
-	left atomic.Int32 // ops not yet finished (run or cancelled)
+	left atomic.Int32 // ops not yet finished (run or canceled)
 	errs []error
 	done chan struct{}
 }
@@ -293,7 +293,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 		recs[i] = nil
 	}
 	b.left.Add(int32(queued - len(fs)))
-	cancelled := make([]bool, queued)
+	canceled := make([]bool, queued)
 	if b.left.Add(-1) != 0 {
 		m := blockBegin() // inside an op: the wait counts its driver blocked (compensate.go)
 		defer m.blockEnd()
@@ -307,9 +307,9 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 				finished := false
 				for i := 0; i < queued; i++ {
 					if recs[i].cancel() {
-						cancelled[i] = true // the worker frees it
+						canceled[i] = true // the worker frees it
 						errs[i] = cerr
-						v.cancelled.Add(1)
+						v.canceled.Add(1)
 						if b.left.Add(-1) == 0 {
 							finished = true
 						}
@@ -322,7 +322,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 		}
 	}
 	for i := 0; i < queued; i++ {
-		if !cancelled[i] {
+		if !canceled[i] {
 			recs[i].reset()
 			freeRec(recs[i])
 		}

@@ -206,7 +206,7 @@ func TestAsyncCombineCloseRace(t *testing.T) {
 			t.Fatalf("SubmitAsync after Close = %v", err)
 		}
 		st := v.FullStats()
-		if st.Submitted != uint64(total) || st.Dispatched != uint64(total) || st.Completed != uint64(total) || st.Cancelled != 0 {
+		if st.Submitted != uint64(total) || st.Dispatched != uint64(total) || st.Completed != uint64(total) || st.Canceled != 0 {
 			t.Fatalf("round %d: stats %+v, want %d submitted, dispatched, completed", round, st, total)
 		}
 	}
@@ -249,7 +249,7 @@ func gatedGroup(t *testing.T, v *VMSession, fs []func(*Session) error, inside fu
 }
 
 // ACCEL_CLOSE_CANCEL with a queued group of combined ops: each op
-// completes unrun with the close status, once, and counts as cancelled.
+// completes unrun with the close status, once, and counts as canceled.
 func TestAsyncCombineCloseCancel(t *testing.T) {
 	rt := newTestRuntime(t, 1)
 	v, _ := rt.NewVMSession("combine-cancel")
@@ -282,10 +282,10 @@ func TestAsyncCombineCloseCancel(t *testing.T) {
 		}
 	}
 	if ran.Load() != 0 {
-		t.Fatalf("%d cancelled ops ran", ran.Load())
+		t.Fatalf("%d canceled ops ran", ran.Load())
 	}
-	if st := v.FullStats(); st.Submitted != n+1 || st.Cancelled != n || st.Dispatched != 1 || st.Completed != 1 {
-		t.Fatalf("stats %+v, want %d submitted, %d cancelled, 1 dispatched", st, n+1, n)
+	if st := v.FullStats(); st.Submitted != n+1 || st.Canceled != n || st.Dispatched != 1 || st.Completed != 1 {
+		t.Fatalf("stats %+v, want %d submitted, %d canceled, 1 dispatched", st, n+1, n)
 	}
 }
 

@@ -142,7 +142,7 @@ func emptyOp(*Session) error { return nil }
 func benchSubmitAccel(b *testing.B) { benchSubmitWith(b, context.Background()) }
 
 // benchSubmitAccelCtx: as benchSubmitAccel with a ctx that can be
-// cancelled (the path that registers with ctx and can be interrupted).
+// canceled (the path that registers with ctx and can be interrupted).
 func benchSubmitAccelCtx(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

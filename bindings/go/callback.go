@@ -151,7 +151,7 @@ func runRec(r *opRec, d *driver) C.int {
 	// owns the outcome.
 	if !r.take() {
 		r.reset()
-		d.fl.free(r) // the submitter gave the record up when it cancelled
+		d.fl.free(r) // the submitter gave the record up when it canceled
 		return 0
 	}
 	s := r.session()
@@ -163,7 +163,7 @@ func runRec(r *opRec, d *driver) C.int {
 	// deadline is read too, as ctx's timer may fire late (nothing for a
 	// ctx that never ends: done nil).
 	if ctx, done := r.opCtx(); chanDone(done) || pastDeadline(ctx, done) {
-		s.cancelled.Add(1)
+		s.canceled.Add(1)
 		finish(r, ctxErr(ctx, C.ACCEL_EEXPIRED), d)
 		return 0
 	}
@@ -329,7 +329,7 @@ func (s *VMSession) countOutcomes(ok, bad *uint64) {
 
 // goAccelUnrun finishes an op that C completed without running it: its
 // session was closed with ACCEL_CLOSE_CANCEL, its deadline passed
-// (ACCEL_EEXPIRED) or it was cancelled (ACCEL_ECANCELED, after its
+// (ACCEL_EEXPIRED) or it was canceled (ACCEL_ECANCELED, after its
 // submitter gave it up).
 //
 //export goAccelUnrun
@@ -354,7 +354,7 @@ func goAccelUnrun(arg C.uintptr_t, status C.int) {
 		if n > 1 || own.f == nil {
 			g = r.group()
 		}
-		s.cancelled.Add(uint64(n))
+		s.canceled.Add(uint64(n))
 		for i := 0; i < n; i++ {
 			op := own
 			if i > 0 || op.f == nil {
@@ -371,7 +371,7 @@ func goAccelUnrun(arg C.uintptr_t, status C.int) {
 		freeRec(r)
 		return
 	}
-	r.session().cancelled.Add(1)
+	r.session().canceled.Add(1)
 	finish(r, err, nil)
 }
 

@@ -202,7 +202,7 @@ func sealedGroup(r *opRec, k int) {
 
 // sealGroup closes r's group to appends and returns how many ops it
 // holds, once all of them are written. Called by whoever takes the group
-// from C (the worker, or the completion of a cancelled group).
+// from C (the worker, or the completion of a canceled group).
 func sealGroup(r *opRec) int {
 	var w uint64
 	for {

@@ -759,7 +759,7 @@ func TestCompSessionBlockingIsNotMarked(t *testing.T) {
 // a's second op waits behind a's running op, which waits for b: as with
 // the old type (its per-session mutex), nothing but a ctx ends it. Here
 // the cycle must (1) not stall a third session's ops while it stands,
-// with one worker; (2) end when the inner Submit's ctx is cancelled:
+// with one worker; (2) end when the inner Submit's ctx is canceled:
 // that Submit returns context.Canceled at once (its op never runs), b's
 // f returns it, and so does a's Submit; (3) leave a and b working.
 // Both with Submit's direct hand-off and with every op on a driver.
@@ -798,17 +798,17 @@ func TestCompNestedSubmitCycleEndsByCtx(t *testing.T) {
 				default:
 				}
 				cancel()
-				done = compWatch(t, "the cycle ends when the inner ctx is cancelled")
+				done = compWatch(t, "the cycle ends when the inner ctx is canceled")
 				err := <-got
 				done()
 				if !errors.Is(err, context.Canceled) {
 					t.Fatalf("a.Submit = %v, want context.Canceled from the inner Submit", err)
 				}
 				quickOp(t, a, "a after the cycle")
-				// The cancelled op's place in a's order came before this
+				// The canceled op's place in a's order came before this
 				// quick op: had it run, it would have by now.
 				if innerRan.Load() {
-					t.Fatal("the cancelled inner op ran")
+					t.Fatal("the canceled inner op ran")
 				}
 				quickOp(t, b, "b after the cycle")
 			})

@@ -106,8 +106,8 @@ func TestFarFutureDeadlineRunsOps(t *testing.T) {
 			if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 				t.Errorf("deadline reported past: err %v, ctx.Err() %v", err, ctx.Err())
 			}
-			if _, _, failed := v.Stats(); failed != 0 || v.cancelled.Load() != 0 {
-				t.Errorf("failed %d, cancelled %d, want 0 and 0", failed, v.cancelled.Load())
+			if _, _, failed := v.Stats(); failed != 0 || v.canceled.Load() != 0 {
+				t.Errorf("failed %d, canceled %d, want 0 and 0", failed, v.canceled.Load())
 			}
 		})
 	}
@@ -160,7 +160,7 @@ func (c *lateCtx) Err() error                  { return nil }
 // An op whose deadline passed after C took it (C's deadline was far
 // then) and before a driver starts it, its ctx's timer not yet fired,
 // never starts: it ends with context.DeadlineExceeded, counted
-// cancelled.
+// canceled.
 func TestOpPastItsDeadlineWithTheTimerLateNeverStarts(t *testing.T) {
 	rt := newTestRuntime(t, 1)
 	rt.setOwnForTest(false) // f runs on a driver, after its take
@@ -190,7 +190,7 @@ func TestOpPastItsDeadlineWithTheTimerLateNeverStarts(t *testing.T) {
 	if ran.Load() || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("op past its deadline (timer not fired): f ran %v, Submit = %v; want not run, context.DeadlineExceeded", ran.Load(), err)
 	}
-	if dispatched, _, _ := v.Stats(); dispatched != 1 || v.cancelled.Load() != 1 {
-		t.Errorf("dispatched %d cancelled %d, want 1 1", dispatched, v.cancelled.Load())
+	if dispatched, _, _ := v.Stats(); dispatched != 1 || v.canceled.Load() != 1 {
+		t.Errorf("dispatched %d canceled %d, want 1 1", dispatched, v.canceled.Load())
 	}
 }

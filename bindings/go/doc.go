@@ -33,7 +33,7 @@
 // deadline is the op's deadline in the scheduler (one past what the C
 // clock's int64 of ns holds, as context.WithTimeout(ctx, math.MaxInt64)
 // or a year-9999 deadline, is none), and when ctx is done
-// the op is cancelled. f never starts after its ctx is done, and the call
+// the op is canceled. f never starts after its ctx is done, and the call
 // returns ctx.Err() at once, also while it waits for queue room. A running
 // f is not interrupted (it gets no ctx; pass one in its closure if it
 // should stop early).

@@ -177,7 +177,7 @@ func TestGapSubmitAsyncBatchNilF(t *testing.T) {
 		}
 		st := v.FullStats()
 		if st.Submitted != st0.Submitted+uint64(at) || st.Completed != st0.Completed+uint64(at) ||
-			st.Dispatched != st0.Dispatched+uint64(at) || st.Failed != st0.Failed || st.Cancelled != st0.Cancelled {
+			st.Dispatched != st0.Dispatched+uint64(at) || st.Failed != st0.Failed || st.Canceled != st0.Canceled {
 			t.Fatalf("nil at %d: stats %+v, were %+v, want %d more submitted, dispatched, completed", at, st, st0, at)
 		}
 	}
@@ -618,7 +618,7 @@ func TestGapAsyncBatchOverQueue(t *testing.T) {
 	// The blocker had started (dispatched) but not completed at before.
 	wantD, wantC := before.Dispatched+uint64(n), before.Completed+1+uint64(n)
 	if st.Submitted != before.Submitted+uint64(n) || st.Dispatched != wantD || st.Completed != wantC ||
-		st.Failed != 0 || st.Cancelled != 0 || st.Queued != 0 {
+		st.Failed != 0 || st.Canceled != 0 || st.Queued != 0 {
 		t.Errorf("after the drain: %+v; want submitted %d, dispatched %d, completed %d",
 			st, before.Submitted+uint64(n), wantD, wantC)
 	}

@@ -195,8 +195,8 @@ func TestGoexitInGroupBesideOwnSubmits(t *testing.T) {
 	}
 	done()
 	st := v.FullStats()
-	if st.Failed != rounds || st.Cancelled != 0 || st.Completed+st.Failed != st.Submitted {
-		t.Errorf("stats %+v: want %d failed (one per round), none cancelled", st, rounds)
+	if st.Failed != rounds || st.Canceled != 0 || st.Completed+st.Failed != st.Submitted {
+		t.Errorf("stats %+v: want %d failed (one per round), none canceled", st, rounds)
 	}
 }
 
@@ -316,8 +316,8 @@ func TestGoexitInGroupOnOwnSubmitsHelperSlot(t *testing.T) {
 				if ownExit {
 					wantFailed = 2
 				}
-				if st.Failed != wantFailed || st.Cancelled != 0 || st.Completed+st.Failed != st.Submitted {
-					t.Errorf("%s: stats %+v, want %d failed, none cancelled", name, st, wantFailed)
+				if st.Failed != wantFailed || st.Canceled != 0 || st.Completed+st.Failed != st.Submitted {
+					t.Errorf("%s: stats %+v, want %d failed, none canceled", name, st, wantFailed)
 				}
 				v.Close()
 				if t.Failed() {
@@ -377,7 +377,7 @@ func TestGoexitInOpsDrainedAtRuntimeClose(t *testing.T) {
 		done()
 	}
 	st := v.FullStats()
-	if st.Failed != 3 || st.Cancelled != 0 || st.Completed != 1+3+3 {
+	if st.Failed != 3 || st.Canceled != 0 || st.Completed != 1+3+3 {
 		t.Errorf("stats %+v: want 7 completed, 3 failed", st)
 	}
 }
@@ -469,7 +469,7 @@ func TestGoexitInOpRunByRuntimeDestroy(t *testing.T) {
 		t.Errorf("w's op: %v", err)
 	}
 	st := v.FullStats()
-	if st.Failed != 3 || st.Cancelled != 0 || st.Completed != 3+3+1 {
+	if st.Failed != 3 || st.Canceled != 0 || st.Completed != 3+3+1 {
 		t.Errorf("stats %+v: want 7 completed, 3 failed", st)
 	}
 	if !t.Failed() {

@@ -13,8 +13,8 @@ package accel
 // its index to C. Exactly one of two parties then moves the state on:
 //   - the worker (runRec): queued -> running, runs f, then wakes the
 //     submitter (sync) or calls the completion (async);
-//   - the submitter whose ctx ends first: queued -> cancelled, returns
-//     ctx.Err() at once; the worker that later pops the op sees cancelled
+//   - the submitter whose ctx ends first: queued -> canceled, returns
+//     ctx.Err() at once; the worker that later pops the op sees canceled
 //     and only frees the record. f never runs.
 // Whoever touches the record last pushes it back on the free stack.
 
@@ -30,7 +30,7 @@ import (
 const (
 	recQueued uint32 = iota
 	recRunning
-	recCancelled
+	recCanceled
 )
 
 const recChunkBits = 10
@@ -159,13 +159,13 @@ func (r *opRec) fillGroup(v *VMSession, f func(*Session) error, cb func(error), 
 // off queued owns the outcome. The CASes are its LPs.
 
 // take is the worker's side: true if the op is to run (or, unrun, to be
-// completed) by the caller; false: the submitter cancelled it, and the
+// completed) by the caller; false: the submitter canceled it, and the
 // caller only resets and frees the record.
 func (r *opRec) take() bool { return r.state.CompareAndSwap(recQueued, recRunning) }
 
 // cancel is the submitter's side: true if f will never run and the record
 // is now the worker's to free.
-func (r *opRec) cancel() bool { return r.state.CompareAndSwap(recQueued, recCancelled) }
+func (r *opRec) cancel() bool { return r.state.CompareAndSwap(recQueued, recCanceled) }
 
 // ---- What the worker reads of a use.
 

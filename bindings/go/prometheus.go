@@ -28,8 +28,8 @@ var goCounted = []struct {
 		func(v *VMSession) uint64 { return v.completed.Load() }},
 	{"accel_session_ops_failed_total", "Ops that ran and returned an error or panicked.",
 		func(v *VMSession) uint64 { return v.failed.Load() }},
-	{"accel_session_ops_cancelled_total", "Ops that never ran: their context ended or the session closed first.",
-		func(v *VMSession) uint64 { return v.cancelled.Load() }},
+	{"accel_session_ops_canceled_total", "Ops that never ran: their context ended or the session closed first.",
+		func(v *VMSession) uint64 { return v.canceled.Load() }},
 }
 
 // WritePrometheus writes the Prometheus text exposition format (0.0.4) for
@@ -37,7 +37,7 @@ var goCounted = []struct {
 // serve it as is: the C library's own writer (accel_runtime_write_prometheus:
 // workers, parks, visits; per session, labelled session and priority:
 // service seconds, wait p50/p99, queue depth, memory used and budget),
-// with the ops submitted/completed/failed/cancelled counted per Go op.
+// with the ops submitted/completed/failed/canceled counted per Go op.
 // A session's series all carry one label set: the priority label is the
 // weight the scheduler uses (clamped to 1..1000), not the value given.
 func (rt *Runtime) WritePrometheus(w io.Writer) error {

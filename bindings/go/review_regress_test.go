@@ -57,9 +57,9 @@ func rrOpen(t testing.TB, rt *accel.Runtime, n int) []*accel.VMSession {
 
 func rrBalanced(t *testing.T, what string, st accel.SessionStats) {
 	t.Helper()
-	if st.Completed+st.Failed+st.Cancelled != st.Submitted {
-		t.Errorf("%s: completed %d + failed %d + cancelled %d != submitted %d",
-			what, st.Completed, st.Failed, st.Cancelled, st.Submitted)
+	if st.Completed+st.Failed+st.Canceled != st.Submitted {
+		t.Errorf("%s: completed %d + failed %d + canceled %d != submitted %d",
+			what, st.Completed, st.Failed, st.Canceled, st.Submitted)
 	}
 }
 
@@ -118,7 +118,7 @@ func TestRegressGoexitInAsyncGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := vs[1].FullStats()
-	if st.Failed != 1 || st.Cancelled != 0 || st.Completed != 4 {
+	if st.Failed != 1 || st.Canceled != 0 || st.Completed != 4 {
 		t.Errorf("after SubmitAsync: %+v, want 4 completed, 1 failed", st)
 	}
 	rrBalanced(t, "SubmitAsync", st)
@@ -164,7 +164,7 @@ func TestRegressGoexitInAsyncGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	st = vs[1].FullStats()
-	if st.Failed != 2 || st.Cancelled != 0 || st.Completed != 7 {
+	if st.Failed != 2 || st.Canceled != 0 || st.Completed != 7 {
 		t.Errorf("after SubmitAsyncBatch: %+v, want 7 completed, 2 failed", st)
 	}
 	rrBalanced(t, "SubmitAsyncBatch", st)
@@ -401,7 +401,7 @@ func TestRegressGoexitGroupPositions(t *testing.T) {
 				}
 			}
 			st := vs[1].FullStats()
-			if st.Failed != uint64(len(exits)) || st.Completed != uint64(5-len(exits)) || st.Cancelled != 0 {
+			if st.Failed != uint64(len(exits)) || st.Completed != uint64(5-len(exits)) || st.Canceled != 0 {
 				t.Errorf("stats %+v, want %d completed, %d failed", st, 5-len(exits), len(exits))
 			}
 			rrBalanced(t, "SubmitAsync", st)

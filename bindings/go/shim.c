@@ -1,7 +1,7 @@
 /*
  * The C half of the Go binding. The worker goroutines run the Go ops
  * themselves (hostworker.go); C calls into Go for an op only where no
- * worker goroutine does: done for an op that never ran (cancelled,
+ * worker goroutine does: done for an op that never ran (canceled,
  * expired, closed with ACCEL_CLOSE_CANCEL: goAccelUnrun), fn for an op
  * accel_runtime_destroy runs on its own thread (goAccelRun), and the wakes
  * of parked worker goroutines (goAccelWake).

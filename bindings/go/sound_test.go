@@ -139,8 +139,8 @@ func TestSubmitDeadlineWhileOtherSessionRuns(t *testing.T) {
 	if ran.Load() {
 		t.Fatal("f started after its ctx's deadline")
 	}
-	if st := a.FullStats(); st.Cancelled != 1 || st.Dispatched != 0 {
-		t.Fatalf("stats: cancelled %d dispatched %d, want 1 0", st.Cancelled, st.Dispatched)
+	if st := a.FullStats(); st.Canceled != 1 || st.Dispatched != 0 {
+		t.Fatalf("stats: canceled %d dispatched %d, want 1 0", st.Canceled, st.Dispatched)
 	}
 }
 
@@ -157,7 +157,7 @@ func TestSubmitCancelWhileQueued(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg())
 	time.AfterFunc(20*time.Millisecond, cancel)
 	var ran atomic.Bool
-	done := step(t, "Submit cancelled while queued")
+	done := step(t, "Submit canceled while queued")
 	err := a.Submit(ctx, func(*Session) error { ran.Store(true); return nil })
 	done()
 	close(release)
@@ -166,7 +166,7 @@ func TestSubmitCancelWhileQueued(t *testing.T) {
 	}
 	a.Sync()
 	if ran.Load() {
-		t.Fatal("f ran after its ctx was cancelled")
+		t.Fatal("f ran after its ctx was canceled")
 	}
 }
 

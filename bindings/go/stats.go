@@ -15,12 +15,12 @@ type SessionStats struct {
 	Dispatched uint64 // f started
 	Completed  uint64 // f returned nil
 	Failed     uint64 // f returned an error or panicked
-	Cancelled  uint64 // ctx ended (or the session closed) before f started
+	Canceled   uint64 // ctx ended (or the session closed) before f started
 
-	Submitted uint64 // accepted into the queue (cancelled ops too), or refused with ErrNoBackends (counted failed)
-	// Once drained, Completed + Failed + Cancelled == Submitted: this
+	Submitted uint64 // accepted into the queue (canceled ops too), or refused with ErrNoBackends (counted failed)
+	// Once drained, Completed + Failed + Canceled == Submitted: this
 	// package gives the C runtime no deadlines (a ctx that ends is
-	// Cancelled), so the C counter of expired ops, the fourth term of
+	// Canceled), so the C counter of expired ops, the fourth term of
 	// promise 1 in docs/contract.md, stays 0 for Go ops.
 
 	// From the C runtime.
@@ -47,7 +47,7 @@ func (v *VMSession) FullStats() SessionStats {
 		Dispatched:   v.dispatched.Load(),
 		Completed:    v.completed.Load(),
 		Failed:       v.failed.Load(),
-		Cancelled:    v.cancelled.Load(),
+		Canceled:     v.canceled.Load(),
 		Submitted:    v.submitted.Load(),
 		MemoryBudget: v.budget,
 	}

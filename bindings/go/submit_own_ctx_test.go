@@ -121,15 +121,15 @@ func TestSubmitCtxHandOffNeverStartsEndedCtx(t *testing.T) {
 		t.Fatalf("f ran %d times", n)
 	}
 	st := v.FullStats()
-	if st.Dispatched != 0 || st.Cancelled != 2 || st.Submitted != 2 {
-		t.Fatalf("stats = %+v, want 0 dispatched, 2 cancelled, 2 submitted", st)
+	if st.Dispatched != 0 || st.Canceled != 2 || st.Submitted != 2 {
+		t.Fatalf("stats = %+v, want 0 dispatched, 2 canceled, 2 submitted", st)
 	}
 }
 
 // A Submit whose session is busy (its op blocked on the only worker) is
 // queued by the hand-off's submit; when its ctx ends there (a deadline,
 // a cancel) Submit returns ctx's error while the blocked op still runs, f
-// never starts, and the op's ticket cancelled it in C (not its deadline:
+// never starts, and the op's ticket canceled it in C (not its deadline:
 // the ticket reached C).
 func TestSubmitCtxHandOffQueuedBehindBlockedOp(t *testing.T) {
 	rt := newTestRuntime(t, 1)
@@ -158,10 +158,10 @@ func TestSubmitCtxHandOffQueuedBehindBlockedOp(t *testing.T) {
 	if n := ran.Load(); n != 0 {
 		t.Fatalf("f ran %d times", n)
 	}
-	if cancelled, expired := v.cUnrunForTest(); cancelled != 2 || expired != 0 {
-		t.Fatalf("C cancelled, expired = %d, %d, want 2, 0", cancelled, expired)
+	if canceled, expired := v.cUnrunForTest(); canceled != 2 || expired != 0 {
+		t.Fatalf("C canceled, expired = %d, %d, want 2, 0", canceled, expired)
 	}
-	if st := v.FullStats(); st.Cancelled != 2 || st.Queued != 0 {
+	if st := v.FullStats(); st.Canceled != 2 || st.Queued != 0 {
 		t.Fatalf("stats = %+v", st)
 	}
 }

@@ -119,7 +119,7 @@ func (rt *Runtime) destroyForTest() error {
 // cUnrunForTest is the C runtime's count of v's ops that completed unrun
 // by accel_cancel (a ticket) and by their deadline: which of the two
 // stopped an op tells whether its ticket reached C.
-func (v *VMSession) cUnrunForTest() (cancelled, expired uint64) {
+func (v *VMSession) cUnrunForTest() (canceled, expired uint64) {
 	c := v.sess.enter()
 	if c == nil {
 		return 0, 0
@@ -129,7 +129,7 @@ func (v *VMSession) cUnrunForTest() (cancelled, expired uint64) {
 	if C.accel_session_get_stats_ex(c, &cs, C.sizeof_accel_session_stats) != C.ACCEL_OK {
 		return 0, 0
 	}
-	return uint64(cs.cancelled), uint64(cs.expired)
+	return uint64(cs.canceled), uint64(cs.expired)
 }
 
 // cBlockedForTest is the C runtime's count of rt's slots blocked now and

@@ -75,7 +75,7 @@ type VMSession struct {
 	dispatched atomic.Uint64 // f started
 	completed  atomic.Uint64 // f returned nil
 	failed     atomic.Uint64 // f returned an error, panicked or called runtime.Goexit
-	cancelled  atomic.Uint64 // ctx ended (or the session closed) before f started
+	canceled   atomic.Uint64 // ctx ended (or the session closed) before f started
 	groupTick  atomic.Uint32 // one-op groups run (callback.go: which are timed)
 }
 
@@ -520,9 +520,9 @@ func (v *VMSession) closeResult(rc int) error {
 // scheduler (an op not started by then never runs; a deadline past the C
 // clock's int64 of ns, as context.WithTimeout(ctx, math.MaxInt64) or the
 // year 9999, is none), and when it is done
-// the op is cancelled: f never starts after ctx is done, and Submit
+// the op is canceled: f never starts after ctx is done, and Submit
 // returns ctx.Err() at once (a running f is not interrupted; Submit then
-// waits for it). The cancelled op keeps its queue slot, and counts in
+// waits for it). The canceled op keeps its queue slot, and counts in
 // Queued, until a worker reaches its place in the session's order. A full
 // queue makes Submit wait for room, or for ctx.
 // From inside one of the session's own ops Submit returns ErrDeadlock.
@@ -551,7 +551,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	// Its own op on this goroutine if the scheduler hands the session
 	// over directly; else queued, or nothing done (no free helper slot,
 	// queue full). With a ctx that can end, the op carries ctx's deadline
-	// and t names it, so that one left queued is cancelled below as an
+	// and t names it, so that one left queued is canceled below as an
 	// enqueued one is; a begun one has run, or was refused (runRec) or
 	// dropped at its deadline, by the time submitOwn returns.
 	deadline := ctxDeadline(ctx) // also from a ctx whose Done is nil
@@ -583,7 +583,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 		if !waitRecCtx(r.waitCh(), done) {
 			// LP of the cancel race: the CAS decides whether f runs.
 			if r.cancel() {
-				v.cancelled.Add(1)
+				v.canceled.Add(1)
 				// The cancel keeps f from ever running, but the op keeps
 				// its queue slot (and counts in Queued and Sync) until a
 				// worker reaches its place in the session's order; its

@@ -202,7 +202,7 @@ func TestPriorityOrderUnderFlood(t *testing.T) {
 	}
 }
 
-func TestCtxCancelledWhileQueued(t *testing.T) {
+func TestCtxCanceledWhileQueued(t *testing.T) {
 	rt := newTestRuntime(t, 1)
 	v, _ := rt.NewVMSession("cancel")
 	release := blockWorker(t, v)
@@ -229,11 +229,11 @@ func TestCtxCancelledWhileQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ran.Load() {
-		t.Fatal("a cancelled op ran")
+		t.Fatal("a canceled op ran")
 	}
 	st := v.FullStats()
-	if st.Dispatched != 1 || st.Cancelled != 1 {
-		t.Fatalf("dispatched %d cancelled %d, want 1 and 1", st.Dispatched, st.Cancelled)
+	if st.Dispatched != 1 || st.Canceled != 1 {
+		t.Fatalf("dispatched %d canceled %d, want 1 and 1", st.Dispatched, st.Canceled)
 	}
 	// The session goes on: a later op runs.
 	waitLater := step(t, "a later Submit")
@@ -242,12 +242,12 @@ func TestCtxCancelledWhileQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Already cancelled: refused before it is queued.
-	waitPre := step(t, "a pre-cancelled Submit")
+	// Already canceled: refused before it is queued.
+	waitPre := step(t, "a pre-canceled Submit")
 	err = v.Submit(ctx, func(*Session) error { ran.Store(true); return nil })
 	waitPre()
 	if !errors.Is(err, context.Canceled) || ran.Load() {
-		t.Fatalf("pre-cancelled Submit = %v (ran %v)", err, ran.Load())
+		t.Fatalf("pre-canceled Submit = %v (ran %v)", err, ran.Load())
 	}
 }
 
@@ -423,7 +423,7 @@ func TestStatsExactAndPanic(t *testing.T) {
 		t.Fatalf("Stats = %d %d %d, want %d %d %d", d, c, f, ok+bad+panics, ok, bad+panics)
 	}
 	st := v.FullStats()
-	if st.Submitted != ok+bad+panics || st.Cancelled != 0 || st.Queued != 0 {
+	if st.Submitted != ok+bad+panics || st.Canceled != 0 || st.Queued != 0 {
 		t.Fatalf("FullStats %+v", st)
 	}
 	// Async panics too, and the completion sees the error.
@@ -558,7 +558,7 @@ func TestBatchAndAsync(t *testing.T) {
 	waitRes()
 	for i, err := range cerrs {
 		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("cancelled batch errs[%d] = %v", i, err)
+			t.Fatalf("canceled batch errs[%d] = %v", i, err)
 		}
 	}
 	release()
@@ -566,7 +566,7 @@ func TestBatchAndAsync(t *testing.T) {
 	one.Sync()
 	waitSync()
 	if ran.Load() != 0 {
-		t.Fatal("a cancelled batch op ran")
+		t.Fatal("a canceled batch op ran")
 	}
 }
 
@@ -607,7 +607,7 @@ func TestCancelRacesWorker(t *testing.T) {
 	const goroutines, per = 6, 300
 	runs := make([]atomic.Int32, goroutines*per)
 	var wg sync.WaitGroup
-	var cancelledN, ranN atomic.Int64
+	var canceledN, ranN atomic.Int64
 	waitAll := stepLong(t, "the racing Submits (wg.Wait)")
 	for g := 0; g < goroutines; g++ {
 		wg.Add(1)
@@ -637,7 +637,7 @@ func TestCancelRacesWorker(t *testing.T) {
 						t.Errorf("op %d returned nil but ran %d times", k, runs[k].Load())
 					}
 				case errors.Is(err, context.Canceled):
-					cancelledN.Add(1)
+					canceledN.Add(1)
 				default:
 					t.Errorf("op %d: %v", k, err)
 				}
@@ -652,7 +652,7 @@ func TestCancelRacesWorker(t *testing.T) {
 	for _, v := range vs {
 		v.Sync()
 		st := v.FullStats()
-		d, c, x, sub = d+st.Dispatched, c+st.Completed, x+st.Cancelled, sub+st.Submitted
+		d, c, x, sub = d+st.Dispatched, c+st.Completed, x+st.Canceled, sub+st.Submitted
 	}
 	waitSync()
 	total := 0
@@ -665,11 +665,11 @@ func TestCancelRacesWorker(t *testing.T) {
 	}
 	// A Submit whose ctx ended before its op was queued returns ctx's
 	// error too but was never accepted: only queued ones count as
-	// cancelled, and every accepted op either ran or was cancelled.
+	// canceled, and every accepted op either ran or was canceled.
 	if int64(total) != ranN.Load() || d != uint64(total) || c != d ||
-		x > uint64(cancelledN.Load()) || sub != d+x {
-		t.Fatalf("ran %d, Submit nil %d, dispatched %d completed %d, cancelled %d (Submit canceled %d), submitted %d",
-			total, ranN.Load(), d, c, x, cancelledN.Load(), sub)
+		x > uint64(canceledN.Load()) || sub != d+x {
+		t.Fatalf("ran %d, Submit nil %d, dispatched %d completed %d, canceled %d (Submit canceled %d), submitted %d",
+			total, ranN.Load(), d, c, x, canceledN.Load(), sub)
 	}
-	t.Logf("%d ran, %d cancelled", total, cancelledN.Load())
+	t.Logf("%d ran, %d canceled", total, canceledN.Load())
 }

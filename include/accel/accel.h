@@ -103,13 +103,13 @@ ACCEL_API int accel_version_number(void);
     X(ECLOSED, -5, "session is closed")                                        \
     X(EAGAIN, -6, "queue full (no wait requested)")                            \
     X(ETIMEDOUT, -7, "timed out")                                              \
-    X(ECANCELED, -8, "operation cancelled before it started")                 \
+    X(ECANCELED, -8, "operation canceled before it started")                 \
     X(EBUDGET, -9, "session memory budget exceeded")                           \
     X(ENOBACKEND, -10, "requested backend is not available")                   \
     X(EDEADLK, -11, "would deadlock: called from inside the session's own op") \
     X(EBACKEND, -12, "backend failure")                                        \
     X(EEXPIRED, -13, "deadline passed before the operation started")          \
-    X(EALREADY, -14, "operation already started, finished or cancelled")  \
+    X(EALREADY, -14, "operation already started, finished or canceled")  \
     X(ENOTSUP, -15, "not supported by this session's backend or runtime")
 
 typedef enum accel_status {
@@ -321,7 +321,7 @@ ACCEL_API int accel_runtime_get_stats(accel_runtime *rt,
 /* Writes the Prometheus text exposition format (0.0.4) for rt and all its
  * open sessions into buf: per runtime, workers, parked workers, sessions,
  * visits, picks, parks; per session (labels session="<id>",
- * priority="<weight>"), ops submitted/completed/failed/cancelled, service
+ * priority="<weight>"), ops submitted/completed/failed/canceled, service
  * seconds, wait p50/p99 seconds, queue depth, memory used and budget. Each
  * family has its HELP and TYPE lines; label values are escaped.
  * snprintf-like: *len_out is the full length of the text (no NUL); the
@@ -425,7 +425,7 @@ ACCEL_API void accel_session_release(accel_session *s);
 /* 0 = success; any other value is the op's error, passed to done. */
 typedef int (*accel_op_fn)(accel_ctx *ctx, void *arg);
 /* Called on a worker thread after fn returned, or instead of fn when the op
- * did not run: ACCEL_ECLOSED (cancelled by close), ACCEL_ECANCELED
+ * did not run: ACCEL_ECLOSED (canceled by close), ACCEL_ECANCELED
  * (accel_cancel), ACCEL_EEXPIRED (its deadline passed first). May be
  * NULL. */
 typedef void (*accel_done_fn)(void *arg, int status);
@@ -438,7 +438,7 @@ typedef struct accel_op {
 
 /* Queues op on s. ACCEL_OK: accepted; done(arg, status) will be called
  * exactly once, with fn's return value, or ACCEL_ECLOSED if the op was
- * cancelled unrun. Any error: not accepted, done is never called.
+ * canceled unrun. Any error: not accepted, done is never called.
  * A full ring waits up to timeout_ns (backpressure; ACCEL_FOREVER waits
  * without limit), then ACCEL_EAGAIN (ACCEL_NO_WAIT) or ACCEL_ETIMEDOUT.
  * From inside one of s's own ops (or their done callbacks), a full ring
@@ -474,7 +474,7 @@ ACCEL_API int accel_submit_batch_ex(accel_session *s, const accel_op *ops,
 /* Runs fn in the session's order and returns its result (the Go Submit).
  * timeout_ns bounds only the wait for room in the ring: once accepted, it
  * waits for the op (arg may live on the caller's stack). Returns fn's
- * result, ACCEL_ECLOSED (closed before or cancelled before it ran),
+ * result, ACCEL_ECLOSED (closed before or canceled before it ran),
  * ACCEL_EAGAIN, ACCEL_ETIMEDOUT, ACCEL_EINVAL, or ACCEL_EDEADLK from inside
  * one of the session's own ops. Note fn's own return value may coincide
  * with a status code; keep op errors positive to tell them apart.
@@ -488,7 +488,7 @@ ACCEL_API int accel_submit_wait(accel_session *s, accel_op_fn fn, void *arg,
                                 int64_t timeout_ns);
 
 /* Returns once every op accepted before the call has completed and its done
- * callback has returned (cancelled and expired ops included): ACCEL_OK,
+ * callback has returned (canceled and expired ops included): ACCEL_OK,
  * ACCEL_ETIMEDOUT, ACCEL_EINVAL, or ACCEL_EDEADLK from inside one of the
  * session's own ops. Works on a closed session too. */
 ACCEL_API int accel_session_sync(accel_session *s, int64_t timeout_ns);
@@ -507,7 +507,7 @@ ACCEL_API int accel_session_sync(accel_session *s, int64_t timeout_ns);
  * one).
  * Forming a batch takes what is queued at that moment: with max_delay_ns
  * 0 there is no added wait, and batches grow only as load grows (see
- * max_delay_ns for holding ops back to fill a batch). An op cancelled
+ * max_delay_ns for holding ops back to fill a batch). An op canceled
  * (accel_cancel) before its batch forms never runs and completes
  * ACCEL_ECANCELED; an op whose deadline passed before its batch forms is
  * left out and completes ACCEL_EEXPIRED; under a CANCEL close the ops not
@@ -606,7 +606,7 @@ typedef struct accel_ticket {
  * Ops with neither take the plain path of accel_submit. Done statuses:
  * fn's result, ACCEL_ECLOSED, ACCEL_ECANCELED, ACCEL_EEXPIRED. Every done
  * runs on a worker, once, in the session's acceptance order, whether the
- * op ran, expired or was cancelled (docs/cancel.md).
+ * op ran, expired or was canceled (docs/cancel.md).
  * Returns as accel_submit; ACCEL_EINVAL also for deadline_ns < 0. */
 ACCEL_API int accel_submit_ex(accel_session *s, const accel_op *op,
                               int64_t deadline_ns, int64_t timeout_ns,
@@ -620,7 +620,7 @@ ACCEL_API int accel_submit_ex(accel_session *s, const accel_op *op,
  *   sync begun after the cancel waits for that done like any other.
  * ACCEL_EALREADY: nothing changed: a worker has taken the op (it runs, or
  *   completes with ACCEL_EEXPIRED/ACCEL_ECLOSED) or finished it, or it was
- *   cancelled before.
+ *   canceled before.
  * ACCEL_ECLOSED: the session's close has begun; close decides the queued
  *   ops (DRAIN runs them, CANCEL completes them with ACCEL_ECLOSED). A
  *   cancel overlapping close's start may still win (ACCEL_OK). Also in a
@@ -680,7 +680,7 @@ typedef struct accel_session_stats {
     uint64_t dispatched; /* started (fn called) */
     uint64_t completed;  /* ran: fn returned 0 */
     uint64_t failed;     /* ran: fn returned non-zero */
-    uint64_t cancelled;  /* never ran: ACCEL_ECLOSED or ACCEL_ECANCELED */
+    uint64_t canceled;  /* never ran: ACCEL_ECLOSED or ACCEL_ECANCELED */
     uint64_t queued;     /* accepted, not yet started */
     int64_t memory_used, memory_budget;
     uint64_t service_ns; /* total time its visits took (measured per
@@ -700,7 +700,7 @@ typedef struct accel_session_stats {
      * so within +25%). */
     uint64_t wait_p50_ns, wait_p99_ns, wait_p999_ns, wait_max_ns;
     uint64_t wait_samples;
-    uint64_t expired;    /* never ran: ACCEL_EEXPIRED (not in cancelled);
+    uint64_t expired;    /* never ran: ACCEL_EEXPIRED (not in canceled);
                             past the 0.1 layout: read with _ex */
     /* Batching (accel_session_set_batch; past the 0.1 layout: read with
      * _ex): calls of the batch function, the ops they ran (in

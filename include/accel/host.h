@@ -59,7 +59,7 @@ extern "C" {
  * Ops handed to the host: the host calls neither fn nor done; it runs
  * the op as it knows it (by arg) and reports fn's status in
  * accel_host_visit_end, which then calls done(arg, status) in order and
- * counts the op. Ops cancelled (accel_cancel), expired or closed with
+ * counts the op. Ops canceled (accel_cancel), expired or closed with
  * ACCEL_CLOSE_CANCEL are claimed in begin and completed unrun (their done
  * gets the status) in end, in FIFO order among the others: they are
  * never handed out. An op is claimed against accel_cancel when begin

@@ -19,7 +19,7 @@
  *                  both refund the charge and leave no error set
  *   batch_launches a batched session's N queued ops are one call and one
  *                  launch (the stand-in counts launches; one by one: N);
- *                  ops cancelled or expired before their batch formed are
+ *                  ops canceled or expired before their batch formed are
  *                  not passed to it and keep their FIFO place and status
  * A watchdog (alarm) names the step that hung.
  */
@@ -586,7 +586,7 @@ static void run_batch_launches(void)
     CHECK_EQ(batched, 1);
     accel_session_stats st;
     CHECK_EQ(accel_session_get_stats_ex(s, &st, sizeof(st)), ACCEL_OK);
-    CHECK_EQ(st.cancelled, 1);
+    CHECK_EQ(st.canceled, 1);
     CHECK_EQ(st.expired, 1);
     CHECK_EQ(st.batches, 2);
     CHECK_EQ(st.batch_ops, N - 1);

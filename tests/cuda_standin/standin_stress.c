@@ -15,7 +15,7 @@
  *                 session between fn and done
  *   budget        memory_used never exceeds the budget; EBUDGET exactly
  *                 when the charge does not fit
- *   statuses      0 (ran), ACCEL_ECLOSED (cancelled unrun), ACCEL_EBACKEND
+ *   statuses      0 (ran), ACCEL_ECLOSED (canceled unrun), ACCEL_EBACKEND
  *                 (only after the fault); the CPU session is unaffected
  * At exit the stand-in checks that every stream, event, pool and device
  * allocation was released (without the fault). A watchdog names the step
@@ -55,7 +55,7 @@ static _Atomic int stop_chaos;
  * (pthread_join orders every increment before the reads). */
 static _Atomic long bad_once, bad_fifo, bad_cap, bad_budget, bad_status;
 /* For the log line only (relaxed: read after the joins). */
-static _Atomic long n_ran, n_cancelled, n_failed, n_swaps, n_batch_sets;
+static _Atomic long n_ran, n_canceled, n_failed, n_swaps, n_batch_sets;
 static _Atomic long n_batches, n_batch_ops, n_big_batches;
 
 typedef struct slot slot;
@@ -203,7 +203,7 @@ static void op_done(void *arg, int status)
         atomic_fetch_add(&bad_fifo, 1);
     o->status = status;
     atomic_fetch_add_explicit(o->ran && status == 0 ? &n_ran
-                              : status == ACCEL_ECLOSED ? &n_cancelled
+                              : status == ACCEL_ECLOSED ? &n_canceled
                                                         : &n_failed,
                               1, memory_order_relaxed);
     int ok = (o->ran && status == 0) || (!o->ran && status == ACCEL_ECLOSED) ||
@@ -408,10 +408,10 @@ int main(int argc, char **argv)
            atomic_load(&bad_once), atomic_load(&bad_fifo),
            atomic_load(&bad_cap), atomic_load(&bad_budget),
            atomic_load(&bad_status), fault_mode ? "injected" : "none");
-    printf("ops ran %ld, cancelled unrun %ld, failed %ld; priority changes "
+    printf("ops ran %ld, canceled unrun %ld, failed %ld; priority changes "
            "%ld, batch function changes %ld; %ld batches of %ld ops (%ld of "
            "32 ops or more)\n", atomic_load(&n_ran),
-           atomic_load(&n_cancelled), atomic_load(&n_failed),
+           atomic_load(&n_canceled), atomic_load(&n_failed),
            atomic_load(&n_swaps), atomic_load(&n_batch_sets),
            atomic_load(&n_batches), atomic_load(&n_batch_ops),
            atomic_load(&n_big_batches));
