@@ -1,6 +1,6 @@
 /*
- * Producers waiting for room in a full ring (runtime/progress.c
- * accel__progress_wait_room, runtime/progress.h accel__progress_room,
+ * Producers waiting for room in a full ring (runtime/waiters.c
+ * accel__waiters_wait_room, runtime/waiters.h accel__waiters_room,
  * called by runtime/visit.c after each release of head).
  *
  * A ring of 4 is full (positions 0..3, all published); two producers
@@ -10,7 +10,7 @@
  * position 0 frees a slot before it ends.
  *
  * Producer: if there is room, reserve (and publish) and return. Else read
- * the futex word `event`, raise the flag `space_waiters`, (cold fence)
+ * the futex word `event`, raise the flag `room_waiters`, (cold fence)
  * look at the room again, futex_wait(event, ev) (returns at once if event
  * changed), retry.
  * Consumer, per take: head++ ([R2]), (hot fence) if the flag is raised,
@@ -31,7 +31,7 @@
 
 byte head = 0;
 byte tail = DEPTH;             /* full */
-bit flag = 0;                  /* space_waiters */
+bit flag = 0;                  /* room_waiters */
 byte event = 0;
 byte returned = 0;
 

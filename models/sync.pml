@@ -1,6 +1,6 @@
 /*
- * Completion sleepers (runtime/progress.c accel__progress_wait_finished,
- * the consumer's accel__progress_finished, called by runtime/visit.c):
+ * Completion sleepers (runtime/waiters.c accel__waiters_wait_finished,
+ * the consumer's accel__waiters_finished, called by runtime/visit.c):
  * sync and close wait for the session's `finished` count to reach a
  * target without a futex wake per op.
  *

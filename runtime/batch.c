@@ -68,7 +68,7 @@
 #include "fork.h"
 #include "futex.h"
 #include "park.h"
-#include "progress.h"
+#include "waiters.h"
 #include "rcu.h"
 #include "runtime_types.h"
 #include "session.h"
@@ -777,7 +777,7 @@ bool accel__batch_visit_run(accel__visit *v)
                 accel__visit_op_done(s, &ops[i], status[j++], true);
         }
         if (!device)
-            accel__progress_finished(&s->progress, n);
+            accel__waiters_finished(&s->waiters, n);
         /* To the scheduler a batch is one op: the session's cost per op
          * (its quota, its lane: docs/scheduler.md) is the batch's, as it
          * holds a worker that long. */

@@ -97,7 +97,7 @@
 
 #include "clock.h"
 #include "futex.h"
-#include "progress.h"
+#include "waiters.h"
 #include "runtime_types.h"
 #include "session.h"
 #include "trace.h"

@@ -5,7 +5,7 @@
  *
  * A worker is blocked while it is inside one of accel's own waits (a
  * submit_wait, a room wait, a sync or draining close, a destroy of another
- * runtime: the block hook of progress.h), inside accel_blocking_begin/_end,
+ * runtime: the block hook of waiters.h), inside accel_blocking_begin/_end,
  * or from the tick at which the monitor has found it inside one visit at
  * two ticks with most of that time off a CPU (its thread's CPU clock)
  * and neither running nor runnable then (its /proc stat state), to the

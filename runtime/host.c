@@ -35,7 +35,7 @@
 #include "cpu_limits.h"
 #include "host.h"
 #include "park.h"
-#include "progress.h"
+#include "waiters.h"
 #include "rcu.h"
 #include "runtime_types.h"
 #include "session.h"
@@ -293,7 +293,7 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
         accel__visit_op_done(s, &h->ops[i], st, ran);
     }
     if (h->k)
-        accel__progress_finished(&s->progress, h->k);
+        accel__waiters_finished(&s->waiters, h->k);
     h->open = false;
     unsigned lanes = accel__visit_end(v, now);
     if (h->watched) /* relaxed: as watch_here */

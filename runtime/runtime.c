@@ -15,7 +15,7 @@
 #include "batch.h"
 #include "cpu_limits.h"
 #include "futex.h"
-#include "progress.h"
+#include "waiters.h"
 #include "rcu.h"
 #include "session.h"
 #include "table.h"

@@ -13,7 +13,7 @@
  *      as soon as close is seen to have begun; a scrape lists a
  *      session only while its id is published, metrics.c.)
  *   3. every closer waits until `finished` reaches that count (the worker's
- *      [R5] release of finished pairs with [A5] in progress.c), unless it runs
+ *      [R5] release of finished pairs with [A5] in waiters.c), unless it runs
  *      inside one of the session's own ops.
  */
 
@@ -29,7 +29,7 @@
 #include "clock.h"
 #include "defaults.h"
 #include "futex.h"
-#include "progress.h"
+#include "waiters.h"
 #include "rcu.h"
 #include "runtime_types.h"
 #include "table.h"
@@ -255,7 +255,7 @@ static accel_session *session_alloc(accel_runtime *rt,
     atomic_init(&s->priority, prio);
     /* the handle we return, and its reference */
     atomic_init(&s->refs, ACCEL__SESSION_HANDLE | ACCEL__SESSION_REF);
-    accel__progress_init(&s->progress);
+    accel__waiters_init(&s->waiters);
     /* relaxed: only uniqueness matters. */
     s->serial = atomic_fetch_add_explicit(&session_serials, 1,
                                           memory_order_relaxed);
@@ -410,7 +410,7 @@ int accel_session_close(accel_session *s, unsigned flags)
     uint64_t final = accel__ring_close(ACCEL__RING(s));
     /* close(session, id, flags, accepted ops): every closer fires it */
     ACCEL_TRACE4(close, s, s->id, flags, final);
-    accel__progress_notify(&s->progress); /* producers blocked on a full ring */
+    accel__waiters_wake(&s->waiters); /* producers blocked on a full ring */
     /* A session held back to fill a batch runs its ops now (batch.c,
      * through its hook). acquire: pairs with set_batch's release CAS. */
     struct accel__batch *b = atomic_load_explicit(
@@ -419,7 +419,7 @@ int accel_session_close(accel_session *s, unsigned flags)
         b->kick(s, ACCEL__BATCH_KICK_FORCE);
     if (accel__tls_current == s)
         return ACCEL_OK;
-    return accel__progress_wait_finished(&s->progress, final, UINT64_MAX);
+    return accel__waiters_wait_finished(&s->waiters, final, UINT64_MAX);
 }
 
 /* The wait of close's step 3, for the ops accepted before the call. */
@@ -432,7 +432,7 @@ int accel_session_sync(accel_session *s, int64_t timeout_ns)
     if (accel__fork_stale(s->rt->fork_gen))
         return ACCEL_ECLOSED;
     uint64_t target = accel__ring_submitted(ACCEL__RING(s));
-    return accel__progress_wait_finished(&s->progress, target,
+    return accel__waiters_wait_finished(&s->waiters, target,
                                          accel__deadline(timeout_ns));
 }
 

@@ -37,7 +37,7 @@
 #include "accel/accel.h"
 #include "backend.h"
 #include "budget.h"
-#include "progress.h"
+#include "waiters.h"
 #include "ring.h"
 #include "sched_core.h"
 #include "table.h"
@@ -69,7 +69,7 @@ struct accel_session {
     uint32_t stamp_mask;
     struct rcu_head rcu;
     /* ---- pair A, line 1: read on every op and every visit, written
-     * rarely (progress's wake_at, event and space_waiters: by closers,
+     * rarely (progress's wake_at, event and room_waiters: by closers,
      * syncers and producers about to sleep, and by the consumer that
      * wakes them) */
     alignas(64) accel_runtime *rt;
@@ -81,9 +81,9 @@ struct accel_session {
     char *id; /* NUL-terminated, in the tail after the stamps */
     uint64_t serial;            /* unique per session in the process:
                                    tickets carry it (cancel.c) */
-    /* The completion and room waits (progress.h): its first three words
+    /* The completion and room waits (waiters.h): its first three words
      * end this line, its `finished` opens pair B (asserted below). */
-    accel__progress progress;
+    accel__waiters waiters;
 
     /* ---- pair B, line 0 (from progress.finished, the consumer's store
      * per run): the ring's consumer half and what a visit writes per op
@@ -134,8 +134,8 @@ _Static_assert(offsetof(struct accel_session, rcu) + sizeof(struct rcu_head) <=
                "pair A, line 0: the producers' line holds the RCU head");
 _Static_assert(offsetof(struct accel_session, rt) == 64,
                "pair A: producers' line, then the read-only line");
-_Static_assert(offsetof(struct accel_session, progress) >= 64 &&
-                   offsetof(struct accel_session, progress.finished) == 128,
+_Static_assert(offsetof(struct accel_session, waiters) >= 64 &&
+                   offsetof(struct accel_session, waiters.finished) == 128,
                "progress: three words on line A1, finished opening pair B");
 _Static_assert(offsetof(struct accel_session, rc) >= 128 &&
                    offsetof(struct accel_session, backend) < 192,

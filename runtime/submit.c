@@ -7,7 +7,7 @@
  * ring's `defer` word (almost always 0: nothing more to do). One locked
  * RMW per submit. With the ring full it sleeps on the session's event word
  * until a consumer frees a slot ([R2] then a hot fence and a look at
- * `space_waiters`) or a close wakes it. No lock anywhere.
+ * `room_waiters`) or a close wakes it. No lock anywhere.
  */
 #include <stdatomic.h>
 #include <sched.h>
@@ -19,7 +19,7 @@
 #include "fork.h"
 #include "futex.h"
 #include "park.h"
-#include "progress.h"
+#include "waiters.h"
 #include "runtime_types.h"
 #include "session.h"
 #include "submit.h"
@@ -39,7 +39,7 @@ static int wait_for_room(accel_session *s, int64_t timeout_ns,
         sched_yield();
         return accel__remaining(*deadline) == 0 ? ACCEL_ETIMEDOUT : ACCEL_OK;
     }
-    return accel__progress_wait_room(&s->progress, ACCEL__RING(s), *deadline);
+    return accel__waiters_wait_room(&s->waiters, ACCEL__RING(s), *deadline);
 }
 
 /* Only sampled positions read the clock (waitstat.h); the stamp is

@@ -20,7 +20,7 @@
 #include "batch_types.h"
 #include "clock.h"
 #include "futex.h"
-#include "progress.h"
+#include "waiters.h"
 #include "rcu.h"
 #include "runtime_types.h"
 #include "session.h"
@@ -30,14 +30,14 @@
 void accel__op_complete(accel_session *s, const accel_op *op, int status)
 {
     accel__visit_op_done(s, op, status, true);
-    accel__progress_finished(&s->progress, 1);
+    accel__waiters_finished(&s->waiters, 1);
 }
 
 void accel__op_complete_unrun(accel_session *s, const accel_op *op,
                               int status)
 {
     accel__visit_op_done(s, op, status, false);
-    accel__progress_finished(&s->progress, 1);
+    accel__waiters_finished(&s->waiters, 1);
 }
 
 /* A visit that empties the ring polls it a little before giving the
@@ -132,7 +132,7 @@ uint32_t accel__visit_take(accel__visit *v, accel_op *ops, uint32_t max,
     uint32_t rel = release_bound(*ex, k);
     if (rel) {
         accel__ring_sc_release(ACCEL__RING(s), v->h + rel);
-        accel__progress_room(&s->progress);
+        accel__waiters_room(&s->waiters);
     }
     v->h += k;
     /* A run holds at most one sampled position: ACCEL__TAKE_MAX is no
@@ -161,7 +161,7 @@ __attribute__((noinline)) int accel__visit_claim(accel__visit *v, uint64_t h0,
                                               &deadline);
     *ex &= *ex - 1; /* ops[i] claimed: it was the lowest bit */
     accel__ring_sc_release(ACCEL__RING(s), h0 + release_bound(*ex, k));
-    accel__progress_room(&s->progress);
+    accel__waiters_room(&s->waiters);
     if (claim == ACCEL__CLAIM_CANCELED)
         return ACCEL_ECANCELED;
     /* relaxed: a flag, as in run_ops. */
@@ -230,7 +230,7 @@ static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
         finished++;
     }
     if (finished)
-        accel__progress_finished(&s->progress, finished);
+        accel__waiters_finished(&s->waiters, finished);
 }
 
 /* The visit's loop: runs of takes until the quota, the clock or the ring

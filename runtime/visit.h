@@ -32,7 +32,7 @@ static inline void accel__bump(_Atomic uint64_t *c, uint64_t by)
  * or failed if it ran (ran false: canceled, expired or closed, counted
  * when that status was known), then its done callback, so that whoever
  * the callback wakes sees the counters. `finished`, which sleepers read,
- * is the caller's to store, once per run (accel__progress_finished). */
+ * is the caller's to store, once per run (accel__waiters_finished). */
 static inline void accel__visit_op_done(accel_session *s, const accel_op *op,
                                         int status, bool ran)
 {

@@ -163,7 +163,7 @@ static int op_wait_producer(accel_ctx *ctx, void *arg)
 
 
 /* What the room-waiter tests saw, printed when a wait of theirs fails:
- * each change of (space_waiters, producer state, producer returned) with
+ * each change of (room_waiters, producer state, producer returned) with
  * its time since the producer started, and the runtime's counters. */
 typedef struct room_trace {
     double t0;
@@ -215,7 +215,7 @@ static void room_trace_print(const room_trace *tr, const char *step,
             (unsigned long long)rs.blocked_detected);
     for (int i = 0; i < tr->n; i++)
         fprintf(stderr,
-                "  +%.6fs space_waiters=%u producer state=%c returned=%d\n",
+                "  +%.6fs room_waiters=%u producer state=%c returned=%d\n",
                 tr->ev[i].t, tr->ev[i].waiters, tr->ev[i].state,
                 tr->ev[i].returned);
 }
@@ -239,7 +239,7 @@ static void producer_sleeps_then_run(accel_session *s, room_prod *prod,
     int tid = atomic_load(&prod->tid);
     double end = tu_now_s() + HANG_S;
     for (;;) {
-        unsigned w = atomic_load_explicit(&s->progress.space_waiters,
+        unsigned w = atomic_load_explicit(&s->waiters.room_waiters,
                                           memory_order_relaxed);
         char st = tu_thread_state(tid);
         int ret = atomic_load(&prod->returned);
@@ -734,7 +734,7 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     pthread_t st;
     cr_assert_eq(pthread_create(&st, NULL, sync_main, &w), 0);
     unit_step("the sync announces its target");
-    while (atomic_load_explicit(&s->progress.wake_at,
+    while (atomic_load_explicit(&s->waiters.wake_at,
                                 memory_order_relaxed) != 1)
         tu_nap_us(100);
 

@@ -28,7 +28,7 @@
 #include "../../runtime/metrics.c"
 #include "../../runtime/op_ctx.c"
 #include "../../runtime/park.c"
-#include "../../runtime/progress.c"
+#include "../../runtime/waiters.c"
 #include "../../runtime/rcu.c"
 #include "../../runtime/runtime.c"
 #include "../../runtime/runtime_stats.c"

@@ -10,7 +10,7 @@
  *
  * Completion sleepers (sync, close) announce by lowering `wake_at` to
  * their target: the consumer wakes them once, when finished reaches it,
- * not on every op. Room sleepers raise the flag `space_waiters`; the
+ * not on every op. Room sleepers raise the flag `room_waiters`; the
  * release of head that next frees a slot sees it, clears it and wakes them
  * all, before any op it took runs (an op may wait for a producer the ring
  * holds back). The flag, not a count: one wake per announcement, not a
@@ -19,10 +19,10 @@
  * wake later.
  *
  * Hot halves (the consumer, which holds SCHED): inline below. Sleeping
- * halves: progress.c.
+ * halves: waiters.c.
  */
-#ifndef ACCEL_RUNTIME_PROGRESS_H
-#define ACCEL_RUNTIME_PROGRESS_H
+#ifndef ACCEL_RUNTIME_WAITERS_H
+#define ACCEL_RUNTIME_WAITERS_H
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -37,23 +37,23 @@
  * last, so that the owner can lay the struct across a line boundary, the
  * first three on a line that few write and `finished` opening the
  * consumer's line (session.h). */
-typedef struct accel__progress {
+typedef struct accel__waiters {
     _Atomic uint64_t wake_at;       /* lowest `finished` a sleeper waits
                                        for; UINT64_MAX: none */
     _Atomic uint32_t event;         /* futex word, bumped on progress */
-    _Atomic uint32_t space_waiters; /* 1: a producer may sleep for room
+    _Atomic uint32_t room_waiters; /* 1: a producer may sleep for room
                                        (set by it, cleared by the waking
                                        consumer) */
     _Atomic uint64_t finished;      /* ops whose done callback has
                                        returned */
-} accel__progress;
+} accel__waiters;
 
 /* Before the owner is shared: no sleeper, nothing finished. */
-static inline void accel__progress_init(accel__progress *p)
+static inline void accel__waiters_init(accel__waiters *p)
 {
     atomic_init(&p->wake_at, UINT64_MAX);
     atomic_init(&p->event, 0);
-    atomic_init(&p->space_waiters, 0);
+    atomic_init(&p->room_waiters, 0);
     atomic_init(&p->finished, 0);
 }
 
@@ -83,46 +83,46 @@ static inline void accel__block_end(void)
 }
 
 /* Wakes every thread sleeping on the event word. */
-void accel__progress_notify(accel__progress *p);
+void accel__waiters_wake(accel__waiters *p);
 
 /* Sleeps until `finished` >= target: ACCEL_OK, or ACCEL_ETIMEDOUT once
  * deadline (accel__deadline()) passed. */
-int accel__progress_wait_finished(accel__progress *p, uint64_t target,
+int accel__waiters_wait_finished(accel__waiters *p, uint64_t target,
                                   uint64_t deadline);
 /* Sleeps until the ring (prod, cons: the owner's) has room or is closed (then
  * the caller retries): ACCEL_OK, or ACCEL_ETIMEDOUT. */
-int accel__progress_wait_room(accel__progress *p, const accel__ring_prod *prod,
+int accel__waiters_wait_room(accel__waiters *p, const accel__ring_prod *prod,
                               const accel__ring_cons *cons, uint64_t deadline);
 
 /* Consumer, after each release of head ([R2]): wakes the producers
  * sleeping for room, if one announced itself since the last wake. When no
  * one waits: a compiler barrier and a relaxed load. */
-static inline void accel__progress_room(accel__progress *p)
+static inline void accel__waiters_room(accel__waiters *p)
 {
     accel__fence_hot();
     /* relaxed load and exchange: the sleeper's cold fence orders its
      * announcement against our head store (futex.h); the notify's release
      * bump of `event` publishes the head to the woken. Only the consumer
      * clears the flag, so one announcement gets one wake. */
-    if (atomic_load_explicit(&p->space_waiters, memory_order_relaxed) &&
-        atomic_exchange_explicit(&p->space_waiters, 0, memory_order_relaxed))
-        accel__progress_notify(p);
+    if (atomic_load_explicit(&p->room_waiters, memory_order_relaxed) &&
+        atomic_exchange_explicit(&p->room_waiters, 0, memory_order_relaxed))
+        accel__waiters_wake(p);
 }
 
 /* Consumer: `finished` += k (one store per run of completions), then
  * wakes completion sleepers whose target it reached. */
-static inline void accel__progress_finished(accel__progress *p, uint64_t k)
+static inline void accel__waiters_finished(accel__waiters *p, uint64_t k)
 {
     uint64_t f = atomic_load_explicit(&p->finished, memory_order_relaxed) + k;
     /* [R5] release: the done callbacks (and the counters) happen before a
      * closer or syncer that sees the count; pairs with [A5] in
-     * progress.c. Single writer, so a store. */
+     * waiters.c. Single writer, so a store. */
     atomic_store_explicit(&p->finished, f, memory_order_release);
     accel__fence_hot();
     /* relaxed: the sleeper's cold fence orders it. */
     if (f >= atomic_load_explicit(&p->wake_at, memory_order_relaxed)) {
         atomic_store_explicit(&p->wake_at, UINT64_MAX, memory_order_relaxed);
-        accel__progress_notify(p);
+        accel__waiters_wake(p);
     }
 }
 
