@@ -73,7 +73,7 @@ func TestEveryMethodAfterClose(t *testing.T) {
 			is("Session.Sync", s.Sync(), ErrSessionClosed)
 			is("SetPriority", v.SetPriority(PriorityLow), ErrSessionClosed)
 			is("Reserve", s.Reserve(10), ErrSessionClosed)
-			is("Release", s.Release(10), ErrSessionClosed)
+			is("Unreserve", s.Unreserve(10), ErrSessionClosed)
 			if b, err := s.Alloc(8); b != nil || !errors.Is(err, ErrSessionClosed) {
 				t.Errorf("Alloc after %s = %v, %v", how, b, err)
 			}

@@ -100,7 +100,7 @@
 // freed: a double Free (also after a later Alloc got the same address),
 // another session's block or a slice starting inside a block panics in
 // the caller, with nothing changed (inside an op, the op fails with a
-// *PanicError). Release refunds only what Reserve charged.
+// *PanicError). Unreserve refunds only what Reserve charged.
 //
 // # Differences from the old type
 //

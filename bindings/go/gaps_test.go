@@ -183,7 +183,7 @@ func TestGapSubmitAsyncBatchNilF(t *testing.T) {
 	}
 }
 
-// Reserve and Release of a negative size: ErrInvalidArgument, nothing
+// Reserve and Unreserve of a negative size: ErrInvalidArgument, nothing
 // charged or refunded.
 func TestGapReserveReleaseNegative(t *testing.T) {
 	rt := newTestRuntime(t, 1)
@@ -197,19 +197,19 @@ func TestGapReserveReleaseNegative(t *testing.T) {
 		if err := s.Reserve(b); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("Reserve(%d) = %v, want ErrInvalidArgument", b, err)
 		}
-		if err := s.Release(b); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("Release(%d) = %v, want ErrInvalidArgument", b, err)
+		if err := s.Unreserve(b); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("Unreserve(%d) = %v, want ErrInvalidArgument", b, err)
 		}
 	}
-	sameStats(t, v, before, "Reserve/Release of negative sizes")
+	sameStats(t, v, before, "Reserve/Unreserve of negative sizes")
 	// The same from inside an op.
 	done := step(t, "Submit whose op reserves and releases negative sizes")
 	err := v.Submit(bg(), func(s *Session) error {
 		if err := s.Reserve(-1); !errors.Is(err, ErrInvalidArgument) {
 			return fmt.Errorf("Reserve(-1) inside an op = %v", err)
 		}
-		if err := s.Release(-1); !errors.Is(err, ErrInvalidArgument) {
-			return fmt.Errorf("Release(-1) inside an op = %v", err)
+		if err := s.Unreserve(-1); !errors.Is(err, ErrInvalidArgument) {
+			return fmt.Errorf("Unreserve(-1) inside an op = %v", err)
 		}
 		if m := s.MemoryUsed(); m != 100 {
 			return fmt.Errorf("MemoryUsed inside the op %d, want 100", m)
@@ -221,7 +221,7 @@ func TestGapReserveReleaseNegative(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m := v.MemoryUsed(); m != 100 {
-		t.Errorf("MemoryUsed %d after negative Reserve/Release inside an op, want 100", m)
+		t.Errorf("MemoryUsed %d after negative Reserve/Unreserve inside an op, want 100", m)
 	}
 }
 

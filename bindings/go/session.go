@@ -48,11 +48,11 @@ func (s *Session) Reserve(bytes int64) error {
 	return statusErr(rc)
 }
 
-// Release refunds bytes charged by Reserve: ErrInvalidArgument (nothing
-// refunded) for more than Reserve charged and Release has not yet
+// Unreserve refunds bytes charged by Reserve: ErrInvalidArgument (nothing
+// refunded) for more than Reserve charged and Unreserve has not yet
 // refunded; the bytes of Alloc's blocks are Free's to refund.
 // ErrSessionClosed once the session is closed.
-func (s *Session) Release(bytes int64) error {
+func (s *Session) Unreserve(bytes int64) error {
 	if bytes < 0 {
 		return ErrInvalidArgument
 	}

@@ -3,7 +3,7 @@
 package accel
 
 // Session memory as VMs on one node use it: Alloc's bytes, Free's
-// misuse, Reserve/Release, and MemoryUsed around Close.
+// misuse, Reserve/Unreserve, and MemoryUsed around Close.
 
 import (
 	"errors"
@@ -165,7 +165,7 @@ func TestFreeMisuseDoesNotKillTheProcess(t *testing.T) {
 	fmt.Println("FREE-MISUSE-SURVIVED")
 }
 
-// Release trusts its argument no more than Free: it refunds only what
+// Unreserve trusts its argument no more than Free: it refunds only what
 // Reserve charged, never what an Alloc's block holds (that refund is
 // Free's, and would then fail).
 func TestReleaseRefundsOnlyReserved(t *testing.T) {
@@ -174,20 +174,20 @@ func TestReleaseRefundsOnlyReserved(t *testing.T) {
 	defer v.Close()
 	s := v.Session()
 	b := allocIn(t, v, 256)
-	if err := s.Release(256); !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("Release(256) with nothing reserved = %v, want ErrInvalidArgument", err)
+	if err := s.Unreserve(256); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Unreserve(256) with nothing reserved = %v, want ErrInvalidArgument", err)
 	}
 	if err := s.Reserve(100); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Release(101); !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("Release(101) after Reserve(100) = %v, want ErrInvalidArgument", err)
+	if err := s.Unreserve(101); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Unreserve(101) after Reserve(100) = %v, want ErrInvalidArgument", err)
 	}
 	if u := v.MemoryUsed(); u != 356 {
 		t.Errorf("MemoryUsed %d, want 356", u)
 	}
-	if err := s.Release(100); err != nil {
-		t.Errorf("Release(100) = %v", err)
+	if err := s.Unreserve(100); err != nil {
+		t.Errorf("Unreserve(100) = %v", err)
 	}
 	s.Free(b)
 	if u := v.MemoryUsed(); u != 0 {

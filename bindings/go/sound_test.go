@@ -498,7 +498,7 @@ func TestUseAfterRuntimeClose(t *testing.T) {
 		{"Sync", v.Sync()},
 		{"SetPriority", v.SetPriority(PriorityHigh)},
 		{"Reserve", s.Reserve(10)},
-		{"Release", s.Release(10)},
+		{"Unreserve", s.Unreserve(10)},
 	}
 	for _, c := range checks {
 		if c.err == nil {

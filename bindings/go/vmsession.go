@@ -54,7 +54,7 @@ type VMSession struct {
 	closeErr  error
 
 	// Memory charged through *Session, kept here also for after the C
-	// session is freed (MemoryUsed) and so that Free and Release refund
+	// session is freed (MemoryUsed) and so that Free and Unreserve refund
 	// only what this session charged: blocks maps each live Alloc block's
 	// first byte to its size (and keeps the block alive until Free);
 	// reserved is Reserve's bytes not yet Released; held is their sum.

@@ -376,7 +376,7 @@ func TestBudgetThroughSession(t *testing.T) {
 			return fmt.Errorf("MemoryUsed %d, want 1000", u)
 		}
 		s.Free(a)
-		return s.Release(400)
+		return s.Unreserve(400)
 	})
 	if err != nil {
 		t.Fatal(err)
