@@ -78,7 +78,7 @@
  * waiting for one (/proc schedstat, read by the monitor when it counts;
  * by the worker at the end of such a visit, or by the monitor when it
  * takes a mark back: that credit is banked for the visit's end,
- * bank_seen). Before the monitor counts it no one runs in its place, and
+ * bank_detected). Before the monitor counts it no one runs in its place, and
  * past the cap on extras no one may: that time is charged. A thread
  * preempted (runnable) is charged too: on a busy machine that is every
  * session's loss, and long visits would gain by it over short ones.
@@ -139,12 +139,12 @@ static bool work_waits(accel_runtime *rt)
  * that left while marked (an extra whose op the monitor saw waiting, that
  * ended it and left before the next tick). Under c->lock, as the
  * monitor's watch(), so the two never both lower it for one mark. */
-static void drop_seen(accel_runtime *rt, accel__worker *w)
+static void drop_detected(accel_runtime *rt, accel__worker *w)
 {
     /* relaxed: the count rule at the top of this file; c->lock orders this
      * against the monitor's clear. */
-    if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_SEEN,
-                                  memory_order_relaxed) == ACCEL__BLOCK_SEEN)
+    if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_DETECTED,
+                                  memory_order_relaxed) == ACCEL__BLOCK_DETECTED)
         atomic_fetch_sub_explicit(&rt->blocked, 1, memory_order_relaxed);
     w->m_phase = 0;
 }
@@ -160,7 +160,7 @@ static void *extra_entry(void *arg)
     /* relaxed: a statistic. */
     atomic_fetch_add_explicit(&rt->comp.retired, 1, memory_order_relaxed);
     pthread_mutex_lock(&rt->comp.lock); /* cold: a retiring extra */
-    drop_seen(rt, w);
+    drop_detected(rt, w);
     w->slot = ACCEL__SLOT_EXITED;       /* joined by the next spawn or stop */
     pthread_mutex_unlock(&rt->comp.lock);
     return NULL;
@@ -331,7 +331,7 @@ static void own_begin(void *arg)
     accel_runtime *rt = w->rt;
     /* relaxed: counts (the top of this file): raised before the bit. */
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
-    if (atomic_fetch_or_explicit(&w->block, ACCEL__BLOCK_OWN,
+    if (atomic_fetch_or_explicit(&w->block, ACCEL__BLOCK_ANNOUNCED,
                                  memory_order_relaxed) != 0) {
         /* the monitor counted this worker already */
         atomic_fetch_sub_explicit(&rt->blocked, 1, memory_order_relaxed);
@@ -348,14 +348,14 @@ static void own_end(void *arg)
     if (own_timed(w))
         w->own_ns += off_cpu_since(w, accel__now_ns());
     /* relaxed: counts; lowered after the word went back to 0. */
-    if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_OWN,
-                                  memory_order_relaxed) == ACCEL__BLOCK_OWN)
+    if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_ANNOUNCED,
+                                  memory_order_relaxed) == ACCEL__BLOCK_ANNOUNCED)
         atomic_fetch_sub_explicit(&w->rt->blocked, 1, memory_order_relaxed);
 }
 
 static _Thread_local accel__block_hook tls_hook;
 /* Hints open on this thread (accel_blocking_begin - _end). */
-static _Thread_local unsigned tls_hints;
+static _Thread_local unsigned tls_announced;
 
 void accel__compensate_thread_begin(accel__worker *w)
 {
@@ -372,7 +372,7 @@ void accel__compensate_visit_done(accel__worker *w)
     if (__builtin_expect(w->block_depth != 0, 0)) {
         w->block_depth = 1; /* the op left a hint open: close it */
         own_end(w);
-        tls_hints = 0;
+        tls_announced = 0;
     }
 }
 
@@ -411,44 +411,44 @@ uint64_t accel__compensate_visit_blocked_ns(accel__worker *w, uint64_t t0)
         own += off_cpu_since(w, now); /* a hint still open: to here */
     uint64_t seen = 0;
     /* Counts whose mark the monitor took back in this visit (the worker
-     * was found on a CPU again): their time asleep, banked (bank_seen),
+     * was found on a CPU again): their time asleep, banked (bank_detected),
      * read before the mark: the monitor clears a mark before it banks
      * its time, so a bank read here is of a mark the load below finds
      * gone, or of an earlier count than the one it finds; never the same
-     * time twice. acquire: pairs with bank_seen's release store of
-     * seen_bank_vis (and so orders the clear before it against the load
+     * time twice. acquire: pairs with bank_detected's release store of
+     * detected_bank_vis (and so orders the clear before it against the load
      * of the mark). A bank missed here (written after, or found being
      * rewritten: all of it then, earlier take-backs' part too) is lost:
      * charged, never credited twice. */
     uint64_t vis = atomic_load_explicit(&w->visits, memory_order_relaxed);
-    uint64_t bv = atomic_load_explicit(&w->seen_bank_vis, memory_order_acquire);
-    uint64_t bank = atomic_load_explicit(&w->seen_bank, memory_order_relaxed);
+    uint64_t bv = atomic_load_explicit(&w->detected_bank_vis, memory_order_acquire);
+    uint64_t bank = atomic_load_explicit(&w->detected_bank, memory_order_relaxed);
     /* acquire fence: the bank's load before the second load of its visit
-     * number; pairs with bank_seen's release fence. A bank written twice
+     * number; pairs with bank_detected's release fence. A bank written twice
      * in one visit only grows: either value is a credit it earned. */
     atomic_thread_fence(memory_order_acquire);
     if (bv == vis &&
-        atomic_load_explicit(&w->seen_bank_vis, memory_order_relaxed) == bv)
+        atomic_load_explicit(&w->detected_bank_vis, memory_order_relaxed) == bv)
         seen = bank;
     /* acquire: pairs with the release CAS that set the mark (watch):
-     * the seen_t read below is this mark's count or a later one, never an
+     * the detected_t read below is this mark's count or a later one, never an
      * earlier count of this visit whose time is already in the bank. What
      * the monitor published with the mark is read as a seqlock
-     * (publish_seen). A mark left from an earlier visit (the monitor
+     * (publish_detected). A mark left from an earlier visit (the monitor
      * drops it at its next tick) was counted before t0 and counts
      * nothing. */
     if (atomic_load_explicit(&w->block, memory_order_acquire) &
-        ACCEL__BLOCK_SEEN) {
-        /* acquire: pairs with publish_seen's release store of seen_t */
-        uint64_t ts = atomic_load_explicit(&w->seen_t, memory_order_acquire);
-        uint64_t cpu0 = atomic_load_explicit(&w->seen_cpu,
+        ACCEL__BLOCK_DETECTED) {
+        /* acquire: pairs with publish_detected's release store of detected_t */
+        uint64_t ts = atomic_load_explicit(&w->detected_t, memory_order_acquire);
+        uint64_t cpu0 = atomic_load_explicit(&w->detected_cpu,
                                              memory_order_relaxed);
-        uint64_t rd0 = atomic_load_explicit(&w->seen_rd, memory_order_relaxed);
+        uint64_t rd0 = atomic_load_explicit(&w->detected_rd, memory_order_relaxed);
         /* acquire fence: the data's loads before the second load of
-         * seen_t; pairs with publish_seen's release fence. */
+         * detected_t; pairs with publish_detected's release fence. */
         atomic_thread_fence(memory_order_acquire);
         if (ts >= t0 &&
-            atomic_load_explicit(&w->seen_t, memory_order_relaxed) == ts)
+            atomic_load_explicit(&w->detected_t, memory_order_relaxed) == ts)
             seen += asleep_since(w, ts, cpu0, rd0, now);
     }
     /* Own waits after the count are in `seen` too: the larger, not the
@@ -461,9 +461,9 @@ int accel_blocking_begin(void)
 {
     if (!accel__tls_current)
         return ACCEL_OK; /* not inside an op: no worker is held */
-    if (tls_hints == UINT32_MAX)
+    if (tls_announced == UINT32_MAX)
         return ACCEL_EINVAL;
-    tls_hints++;
+    tls_announced++;
     accel__block_begin();
     return ACCEL_OK;
 }
@@ -472,9 +472,9 @@ int accel_blocking_end(void)
 {
     if (!accel__tls_current)
         return ACCEL_OK;
-    if (tls_hints == 0)
+    if (tls_announced == 0)
         return ACCEL_EINVAL; /* no begin open: nothing changes */
-    tls_hints--;
+    tls_announced--;
     accel__block_end();
     return ACCEL_OK;
 }
@@ -554,7 +554,7 @@ int accel__compensate_host_leave(accel_runtime *rt, accel__worker *w,
                  atomic_load_explicit(&rt->extra_active, memory_order_relaxed));
     atomic_fetch_add_explicit(&rt->comp.retired, 1, memory_order_relaxed);
     pthread_mutex_lock(&rt->comp.lock); /* cold: a host slot leaves */
-    drop_seen(rt, w);
+    drop_detected(rt, w);
     w->slot = ACCEL__SLOT_FREE;
     pthread_mutex_unlock(&rt->comp.lock);
     return ACCEL_OK;
@@ -659,14 +659,14 @@ static bool read_schedstat(accel__worker *w, uint64_t *cpu, uint64_t *rd)
 }
 
 /* Publishes where the monitor counted w blocked (the write side of a
- * seqlock whose read side is accel__compensate_visit_blocked_ns): seen_t goes
+ * seqlock whose read side is accel__compensate_visit_blocked_ns): detected_t goes
  * to 0, then the data, then the time. Not a lock: the reader, on w at its
  * visit's end, skips a count it saw change. Nothing published (no
- * schedstat): the reader finds seen_t 0, before any visit. */
-static void publish_seen(accel__worker *w)
+ * schedstat): the reader finds detected_t 0, before any visit. */
+static void publish_detected(accel__worker *w)
 {
     uint64_t cpu, rd;
-    atomic_store_explicit(&w->seen_t, 0, memory_order_relaxed);
+    atomic_store_explicit(&w->detected_t, 0, memory_order_relaxed);
     if (!read_schedstat(w, &cpu, &rd))
         return;
     uint64_t t = accel__now_ns(); /* next to the read */
@@ -674,40 +674,40 @@ static void publish_seen(accel__worker *w)
      * acquire fence (a reader that saw the new data sees the 0 or the
      * new time at its second load). */
     atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&w->seen_cpu, cpu, memory_order_relaxed);
-    atomic_store_explicit(&w->seen_rd, rd, memory_order_relaxed);
+    atomic_store_explicit(&w->detected_cpu, cpu, memory_order_relaxed);
+    atomic_store_explicit(&w->detected_rd, rd, memory_order_relaxed);
     /* release: the data before the time; pairs with the reader's first
-     * (acquire) load of seen_t. */
-    atomic_store_explicit(&w->seen_t, t, memory_order_release);
+     * (acquire) load of detected_t. */
+    atomic_store_explicit(&w->detected_t, t, memory_order_release);
 }
 
 /* The mark of w is taken back within its visit `vis` (it was found on a
  * CPU again): its time asleep since the count (as the worker would have
  * found at its visit's end) goes to the bank that visit's end reads. The
  * write side of a seqlock whose read side is accel__compensate_visit_blocked_ns:
- * seen_bank_vis goes to 0, then the sum, then the visit's number. The
+ * detected_bank_vis goes to 0, then the sum, then the visit's number. The
  * caller has cleared the mark before (the reader relies on that order). */
-static void bank_seen(accel__worker *w, uint64_t vis)
+static void bank_detected(accel__worker *w, uint64_t vis)
 {
-    /* relaxed: the monitor's own writes (publish_seen), read back. */
-    uint64_t ts = atomic_load_explicit(&w->seen_t, memory_order_relaxed);
+    /* relaxed: the monitor's own writes (publish_detected), read back. */
+    uint64_t ts = atomic_load_explicit(&w->detected_t, memory_order_relaxed);
     if (ts == 0)
         return; /* nothing published at the count: no credit */
     uint64_t sum = asleep_since(
-        w, ts, atomic_load_explicit(&w->seen_cpu, memory_order_relaxed),
-        atomic_load_explicit(&w->seen_rd, memory_order_relaxed),
+        w, ts, atomic_load_explicit(&w->detected_cpu, memory_order_relaxed),
+        atomic_load_explicit(&w->detected_rd, memory_order_relaxed),
         accel__now_ns());
-    if (atomic_load_explicit(&w->seen_bank_vis, memory_order_relaxed) == vis)
-        sum += atomic_load_explicit(&w->seen_bank, memory_order_relaxed);
-    atomic_store_explicit(&w->seen_bank_vis, 0, memory_order_relaxed);
+    if (atomic_load_explicit(&w->detected_bank_vis, memory_order_relaxed) == vis)
+        sum += atomic_load_explicit(&w->detected_bank, memory_order_relaxed);
+    atomic_store_explicit(&w->detected_bank_vis, 0, memory_order_relaxed);
     /* release fence: the 0 before the sum; pairs with the reader's
      * acquire fence (a reader that saw the new sum sees the 0 or the
      * number again at its second load). */
     atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&w->seen_bank, sum, memory_order_relaxed);
+    atomic_store_explicit(&w->detected_bank, sum, memory_order_relaxed);
     /* release: the sum before the number; pairs with the reader's first
-     * (acquire) load of seen_bank_vis. */
-    atomic_store_explicit(&w->seen_bank_vis, vis, memory_order_release);
+     * (acquire) load of detected_bank_vis. */
+    atomic_store_explicit(&w->detected_bank_vis, vis, memory_order_release);
 }
 
 /* One worker at one tick; true while it is counted blocked by the
@@ -734,7 +734,7 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
                                w->m_ops;
     uint64_t div = off_cpu_div(rt);
     bool ok;
-    if (st & ACCEL__BLOCK_SEEN) {
+    if (st & ACCEL__BLOCK_DETECTED) {
         if (inv && same_op) {
             /* Still in the counted visit: counted while it stays mostly
              * off a CPU since the last tick and, if it ran over 1/64 of
@@ -757,29 +757,29 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
              * ticks: an op that wakes now and then is counted and
              * uncounted (an extra started and retired) at most every
              * third tick, not every other one. */
-            if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_SEEN,
+            if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_DETECTED,
                                           memory_order_relaxed) ==
-                ACCEL__BLOCK_SEEN)
+                ACCEL__BLOCK_DETECTED)
                 atomic_fetch_sub_explicit(&rt->blocked, 1,
                                           memory_order_relaxed);
-            bank_seen(w, vis);
+            bank_detected(w, vis);
             w->m_busy0 = busy;
             w->m_t0 = t;
             w->m_phase = ok ? 2 : 0;
             return true;
         }
-        if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_SEEN,
+        if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_DETECTED,
                                       memory_order_relaxed) ==
-            ACCEL__BLOCK_SEEN)
+            ACCEL__BLOCK_DETECTED)
             atomic_fetch_sub_explicit(&rt->blocked, 1, memory_order_relaxed);
         /* Another op of the counted visit: the count's time asleep is the
-         * visit's credit (the mark went first: bank_seen's order). */
+         * visit's credit (the mark went first: bank_detected's order). */
         if (inv && same)
-            bank_seen(w, vis);
+            bank_detected(w, vis);
         w->m_phase = 0;
-        st &= ~ACCEL__BLOCK_SEEN; /* a new visit or op is sampled now */
+        st &= ~ACCEL__BLOCK_DETECTED; /* a new visit or op is sampled now */
     }
-    if (!inv || (st & ACCEL__BLOCK_OWN)) {
+    if (!inv || (st & ACCEL__BLOCK_ANNOUNCED)) {
         w->m_phase = 0; /* idle, or counted by its own wait */
         return false;
     }
@@ -823,15 +823,15 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     }
     /* Before the mark: a worker that sees the mark finds this count's
      * time, or a 0 (no credit). */
-    publish_seen(w);
+    publish_detected(w);
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
     uint32_t zero = 0;
-    /* release: publish_seen's writes before the mark; pairs with the
+    /* release: publish_detected's writes before the mark; pairs with the
      * acquire load of the mark in accel__compensate_visit_blocked_ns (a reader
-     * that finds this count's mark finds this count's seen_t, not an
+     * that finds this count's mark finds this count's detected_t, not an
      * earlier count's of the same visit whose time is in the bank). */
     if (!atomic_compare_exchange_strong_explicit(&w->block, &zero,
-                                                 ACCEL__BLOCK_SEEN,
+                                                 ACCEL__BLOCK_DETECTED,
                                                  memory_order_release,
                                                  memory_order_relaxed)) {
         atomic_fetch_sub_explicit(&rt->blocked, 1, memory_order_relaxed);

@@ -40,8 +40,8 @@ struct accel__worker;
 enum { ACCEL__SLOT_FREE = 0, ACCEL__SLOT_RUN = 1, ACCEL__SLOT_EXITED = 2 };
 
 /* Bits of accel__worker.block. */
-#define ACCEL__BLOCK_OWN 1u    /* the worker's own waits and hint */
-#define ACCEL__BLOCK_SEEN 2u   /* the monitor's detection */
+#define ACCEL__BLOCK_ANNOUNCED 1u    /* the worker's own waits and hint */
+#define ACCEL__BLOCK_DETECTED 2u   /* the monitor's detection */
 
 /* Idle extra workers retire after this long parked (a host's extra
  * slots are told the same: host.h). */
@@ -80,7 +80,7 @@ void accel__compensate_retire_idle(accel_runtime *rt);
  * the cap on extras; at most the visit. The share is not charged for it
  * (accel__sched_charge). own_ns is the caller's to zero at the visit's
  * start, and to skip the call when own_ns, block_depth and the block
- * word are all 0 and seen_bank_vis is not the visit's number (the common
+ * word are all 0 and detected_bank_vis is not the visit's number (the common
  * visit: nothing to count). */
 uint64_t accel__compensate_visit_blocked_ns(struct accel__worker *w, uint64_t t0);
 

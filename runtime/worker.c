@@ -90,7 +90,7 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
                  (w->own_ns | w->block_depth |
                   atomic_load_explicit(&w->block, memory_order_relaxed)) !=
                          0 ||
-                     atomic_load_explicit(&w->seen_bank_vis,
+                     atomic_load_explicit(&w->detected_bank_vis,
                                           memory_order_relaxed) ==
                          atomic_load_explicit(&w->visits,
                                               memory_order_relaxed),

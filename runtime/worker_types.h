@@ -45,15 +45,15 @@ typedef struct accel__worker {
     /* ---- written by the monitor when it counts this worker blocked or
      * takes the mark back (rare), read by this worker at a visit's end.
      * Where it counted it (SEEN): the clock and the thread's time on a
-     * CPU and waiting for one (/proc schedstat) then; seen_t 0 while being
+     * CPU and waiting for one (/proc schedstat) then; detected_t 0 while being
      * written (a seqlock, compensate.c). */
-    alignas(64) _Atomic uint64_t seen_t;
-    _Atomic uint64_t seen_cpu, seen_rd;
+    alignas(64) _Atomic uint64_t detected_t;
+    _Atomic uint64_t detected_cpu, detected_rd;
     /* The time asleep between a count and the tick at which the monitor
      * found the worker on a CPU again and took the mark back, summed over
-     * the visit numbered seen_bank_vis (0 while being written: a seqlock,
+     * the visit numbered detected_bank_vis (0 while being written: a seqlock,
      * compensate.c). */
-    _Atomic uint64_t seen_bank, seen_bank_vis;
+    _Atomic uint64_t detected_bank, detected_bank_vis;
     /* ---- read-mostly, and the owner's hint state. */
     alignas(64) accel_runtime *rt;
     pthread_t thread;

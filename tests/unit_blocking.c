@@ -235,7 +235,7 @@ Test(blocking, sixteen_sleepers_detected_seventeenth_runs, .timeout = 60)
 }
 
 /* The monitor's threshold is far past the test: only the hint can help. */
-Test(blocking, sixteen_sleepers_hint_seventeenth_runs, .timeout = 60)
+Test(blocking, sixteen_sleepers_announced_seventeenth_runs, .timeout = 60)
 {
     seventeenth(true, UINT64_C(60000000000));
 }
@@ -290,7 +290,7 @@ static int sleep_two_and_a_half_ticks(accel_ctx *ctx, void *arg)
  * a bound on how fast anything runs: the tick is 100 ms, and a visit is
  * missed only if the monitor is late by over a quarter of a tick at each
  * of its two looks (25 ms). */
-Test(blocking, a_wait_is_counted_a_tick_after_it_is_found, .timeout = 60)
+Test(blocking, a_wait_is_detected_a_tick_after_it_is_found, .timeout = 60)
 {
     accel_runtime *rt = make_rt(1, 1, TICK_NS);
     unit_step("4 sessions x 8 waits of 2.5 ticks, one worker and an extra");
@@ -389,7 +389,7 @@ static int unbalanced(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-Test(blocking, hint_bad_input_changes_nothing, .timeout = 60)
+Test(blocking, announce_bad_input_changes_nothing, .timeout = 60)
 {
     unit_step("an op with unbalanced hints");
     cr_expect_eq(accel_blocking_end(), ACCEL_OK, "outside an op: nothing");
@@ -493,7 +493,7 @@ static int h_a(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-/* b's op: it ran (and wakes h_a_unseen, which sleeps on b_cv). */
+/* b's op: it ran (and wakes h_a_unannounced, which sleeps on b_cv). */
 static pthread_mutex_t b_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t b_cv = PTHREAD_COND_INITIALIZER;
 
@@ -637,7 +637,7 @@ Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
  * the step. */
 static _Atomic int a_started;
 
-static int h_a_unseen(accel_ctx *ctx, void *arg)
+static int h_a_unannounced(accel_ctx *ctx, void *arg)
 {
     (void)ctx;
     (void)arg;
@@ -654,7 +654,7 @@ static int h_a_unseen(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-Test(blocking, host_slot_unseen_wait_is_detected, .timeout = 60)
+Test(blocking, host_slot_unannounced_wait_is_detected, .timeout = 60)
 {
     /* the statics of the test above, as a fresh process has them */
     atomic_store(&h_stop, 0);
@@ -676,7 +676,7 @@ Test(blocking, host_slot_unseen_wait_is_detected, .timeout = 60)
     pthread_create(&d, NULL, h_driver, NULL);
     pthread_create(&g, NULL, h_grower, NULL);
     unit_step("a's op naps on slot 0 (unannounced) until b's op ran");
-    accel_op oa = {.fn = h_a_unseen}, ob = {.fn = h_b};
+    accel_op oa = {.fn = h_a_unannounced}, ob = {.fn = h_b};
     cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
     while (!atomic_load(&a_started)) /* a first: b cannot run before */
         tu_nap_us(200);
@@ -719,7 +719,7 @@ Test(blocking, host_slot_unseen_wait_is_detected, .timeout = 60)
 
 static uint64_t *opw_word;
 static accel_session *opw_b;
-static int opw_counted[OPW_OPS], opw_first[OPW_OPS], opw_next;
+static int opw_detected[OPW_OPS], opw_first[OPW_OPS], opw_next;
 
 static uint64_t blocked_detected_now(void)
 {
@@ -743,7 +743,7 @@ static int opw_nap_then_work(accel_ctx *ctx, void *arg)
     struct timespec ts = {0, (long)(OPW_TICK_NS * 5 / 2)};
     while (nanosleep(&ts, &ts) != 0)
         ;
-    opw_counted[i] = blocked_detected_now() > d0;
+    opw_detected[i] = blocked_detected_now() > d0;
     struct timespec t0, t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     volatile uint64_t x = 0;
@@ -799,18 +799,18 @@ Test(blocking, host_ops_of_one_visit_are_judged_each_on_its_own,
     }
     cr_assert_eq(opw_next, OPW_OPS, "rc %d", rc);
     cr_assert_eq(atomic_load(&b_ran), 1);
-    int later = 0, later_counted = 0;
+    int later = 0, later_detected = 0;
     for (int i = 0; i < OPW_OPS; i++)
         if (!opw_first[i]) {
             later++;
-            later_counted += opw_counted[i];
+            later_detected += opw_detected[i];
         }
     cr_assert_geq(later, OPW_OPS / 2, "%d of %d ops began a visit of their "
                   "own: the test needs visits of several ops", OPW_OPS - later,
                   OPW_OPS);
-    cr_expect_geq(later_counted * 4, later * 3,
+    cr_expect_geq(later_detected * 4, later * 3,
                   "%d of %d naps later in a visit were counted blocked (at "
-                  "least 3/4 must be)", later_counted, later);
+                  "least 3/4 must be)", later_detected, later);
     unit_step("destroy");
     accel_session_release(a);
     accel_session_release(b);
@@ -858,7 +858,7 @@ static uint64_t nap_on_slot_0(accel_session *a, bool repark)
     return d;
 }
 
-Test(blocking, host_slot_waiting_with_none_parked_is_counted_unqueued,
+Test(blocking, host_slot_waiting_with_none_parked_is_detected_unqueued,
      .timeout = 60)
 {
     accel_runtime_config c = {.workers = 2,
@@ -1032,7 +1032,7 @@ static int quick_c(accel_ctx *ctx, void *arg)
  * extra too and a second extra runs it; then the hint ends, so when b's op ends its extra is
  * surplus and leaves straight after the visit, before the monitor's next
  * tick: its mark must leave with it, or `blocked` stays 1 for ever. */
-Test(blocking, an_extra_counted_blocked_leaves_uncounted, .timeout = 120)
+Test(blocking, an_extra_detected_blocked_leaves_undetected, .timeout = 120)
 {
     accel_runtime *rt = make_rt(1, 0, 1000000); /* detect after 1 ms */
     for (int round = 0; round < 4; round++) {
@@ -1104,7 +1104,7 @@ static int wait_then_compute(accel_ctx *ctx, void *arg)
  * back (else an extra runs beside a CPU-bound op for the rest of it). A
  * mark kept for the whole visit leaves `blocked` at 1 and the watchdog
  * names the step. */
-Test(blocking, a_counted_worker_that_computes_again_is_uncounted,
+Test(blocking, a_detected_worker_that_computes_again_is_undetected,
      .timeout = 60)
 {
     atomic_store(&wc_phase, 0);

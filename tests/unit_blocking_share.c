@@ -181,7 +181,7 @@ static double high_per_low(int n, struct low_arg *a, uint64_t detect_ns)
 
 /* The hint: its wait is known at once. Only the hint compensates (the
  * monitor's threshold is past the test). */
-Test(blocking_share, hinted_waits_not_charged, .timeout = 240)
+Test(blocking_share, announced_waits_not_charged, .timeout = 240)
 {
     struct low_arg a = {.wait_ms = 4, .hint = true};
     double r = high_per_low(16, &a, UINT64_C(60000000000));
@@ -193,7 +193,7 @@ Test(blocking_share, hinted_waits_not_charged, .timeout = 240)
 
 /* A wait accel cannot see: the monitor counts the worker blocked, and the
  * time from then that the thread was asleep is not charged. */
-Test(blocking_share, unseen_waits_not_charged, .timeout = 240)
+Test(blocking_share, detected_waits_not_charged, .timeout = 240)
 {
     struct low_arg a = {.wait_ms = 50, .hint = false};
     double r = high_per_low(8, &a, 2000000);
@@ -207,7 +207,7 @@ Test(blocking_share, unseen_waits_not_charged, .timeout = 240)
  * the worker's mark back once it computes (it is no longer blocked), and
  * the time asleep from the count to there stays uncredited only if the
  * take-back loses it. */
-Test(blocking_share, unseen_wait_then_cpu_work_keeps_its_credit,
+Test(blocking_share, detected_wait_then_cpu_work_keeps_its_credit,
      .timeout = 240)
 {
     struct low_arg a = {.wait_ms = 50, .hint = false, .cpu_after_ms = 8};
@@ -226,7 +226,7 @@ Test(blocking_share, unseen_wait_then_cpu_work_keeps_its_credit,
 /* The hint is no pass for CPU work: only its time off a CPU goes
  * uncharged, so a Low op that computes 4 ms inside the hint is charged
  * them, and the High sessions keep their share. */
-Test(blocking_share, cpu_work_inside_the_hint_is_charged, .timeout = 240)
+Test(blocking_share, cpu_work_inside_an_announced_wait_is_charged, .timeout = 240)
 {
     struct low_arg a = {.wait_ms = 4, .hint = true, .cpu = true};
     double r = high_per_low(16, &a, UINT64_C(60000000000));

@@ -10,7 +10,7 @@ static struct {
     double duration, load, capacity, flood_factor, batch_delay_ms;
     uint64_t workers, seed, depth, slices, metrics_port, cotenant;
     const char *chains, *scenario, *format, *json, *out, *flood_chains, *systems;
-    bool smoke, modelled, sabotage, hint_waits;
+    bool smoke, modelled, sabotage, announce_waits;
 } opt = {.duration = 4, .workers = 2, .seed = 42, .depth = 1024, .slices = 2, .flood_factor = 20,
          .scenario = "all", .format = "auto"};
 
@@ -191,7 +191,7 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
         if (sc->flood)
             pick_flood_chains(&runs[s]->burst);
         runs[s]->blocking = sc->blocking;
-        runs[s]->hint_waits = opt.hint_waits;
+        runs[s]->announce_waits = opt.announce_waits;
         out->runs[out->nruns++] = runs[s];
     }
     /* Slices in A B C D E, E D C B A order: a drift of the machine's other
@@ -267,7 +267,7 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
         if (sc->blocking)
             snprintf(extra, sizeof extra, " (the chains' storage reads and remote-signer "
                                           "calls wait 1-5 ms, little CPU%s)",
-                     opt.hint_waits ? ", hinted" : "");
+                     opt.announce_waits ? ", hinted" : "");
         if (sc->cotenant)
             snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                      " beside %u busy co-tenant process%s", sc->cotenant,
@@ -334,7 +334,7 @@ int main(int argc, char **argv)
         {"modelled", BENCH_OPT_FLAG, &opt.modelled,
          "run every chain's modelled spin loop, even where the chains file names a real "
          "body"},
-        {"hint-waits", BENCH_OPT_FLAG, &opt.hint_waits,
+        {"announce-waits", BENCH_OPT_FLAG, &opt.announce_waits,
          "blocking scenario: each wait runs between accel_blocking_begin and _end (an op "
          "that knows it will wait says so; accel compensates at once and does not charge "
          "the wait); default: waits accel must find by itself"},

@@ -148,7 +148,7 @@ typedef struct ns_run {
     uint64_t cpu0, cpu_ns, wall_ns;     /* process CPU time used over the slices */
     bool no_deadlines;     /* capacity probe: nothing expires */
     bool blocking;         /* the chains' waits (column 11) happen */
-    bool hint_waits;       /* ... inside accel_blocking_begin/_end */
+    bool announce_waits;       /* ... inside accel_blocking_begin/_end */
     ns_burst burst;
     uint64_t t_start, t_end, t_cut; /* arrivals in [start, end); stats cut at t_cut */
     uint64_t bucket_ns;

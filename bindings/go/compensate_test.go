@@ -112,7 +112,7 @@ func newUnwatchedRuntime(t testing.TB, workers int) *Runtime {
 }
 
 // marks is how often the C monitor counted one of rt's slots blocked.
-func marks(rt *Runtime) uint64 {
+func detections(rt *Runtime) uint64 {
 	_, n := rt.cBlockedForTest()
 	return n
 }
@@ -167,7 +167,7 @@ func TestCompNestedSubmitDepth16(t *testing.T) {
 		// at most a few (a driver that waits a whole tick for a P just
 		// before its wait looks blocked too); with the count missing it
 		// marks them all (48).
-		if n := marks(rt); n*2 >= 3*depth {
+		if n := detections(rt); n*2 >= 3*depth {
 			t.Fatalf("the monitor marked %d of %d waits of nested Submits", n, 3*depth)
 		}
 	})
@@ -552,7 +552,7 @@ func spinFor(d time.Duration) {
 // by other processes can cause; so of 8 such ops fewer than half may be
 // counted. With the C monitor reading neither the CPU clock nor the run
 // state of a host slot's thread (planted), half or more are.
-func TestCompCPUBoundOpIsNotCounted(t *testing.T) {
+func TestCompCPUBoundOpIsNotDetected(t *testing.T) {
 	compCases(t, func(t *testing.T) {
 		rt := newQueuedRuntime(t, 1)
 		v, _ := rt.NewVMSession("cpu")
@@ -582,7 +582,7 @@ func TestCompCPUBoundOpIsNotCounted(t *testing.T) {
 			}
 			done()
 		}
-		if m := marks(rt); 2*m >= n {
+		if m := detections(rt); 2*m >= n {
 			t.Fatalf("the monitor counted %d of %d CPU-bound ops blocked", m, n)
 		}
 	})
@@ -709,7 +709,7 @@ func TestCompSessionBlockingCountsAtOnce(t *testing.T) {
 // the C monitor judging slots inside an announced wait too (planted: the
 // BLOCK_OWN check in compensate.c's watch() removed), both drivers,
 // asleep, are marked.
-func TestCompSessionBlockingIsNotMarked(t *testing.T) {
+func TestCompSessionBlockingIsNotDetected(t *testing.T) {
 	compCases(t, func(t *testing.T) {
 		rt := newConfigRuntime(t, RuntimeConfig{Workers: 1, maxExtra: 1})
 		rt.setOwnForTest(false)
@@ -749,7 +749,7 @@ func TestCompSessionBlockingIsNotMarked(t *testing.T) {
 			}
 		}
 		done()
-		if m := marks(rt); m != 0 {
+		if m := detections(rt); m != 0 {
 			t.Fatalf("the monitor marked an announced wait %d times", m)
 		}
 	})

@@ -254,8 +254,8 @@ type op struct {
 	end   time.Duration // when f returned, from the start
 }
 
-// hintWaits (-hint-waits): the blocking scenario runs as blocking-hint.
-var hintWaits bool
+// announceWaits (-announce-waits): the blocking scenario runs as blocking-hint.
+var announceWaits bool
 
 // run runs the op's body, after its wait in the blocking scenario; hint:
 // accel's ops say their wait (s.Blocking).
@@ -1107,15 +1107,15 @@ func main() {
 	warmup := flag.Duration("warmup", time.Second, "a discarded steady pair of this duration per system first; 0: none")
 	flag.BoolVar(&showDetail, "detail", false, "after each pair, per system: wall and CPU time, context switches, Go's wait for a P (p50, p99), arrival to Submit p99, Submit to f's start by class")
 	systems := flag.String("systems", "both", "both | accel | old: the systems run (one alone: to profile it)")
-	flag.BoolVar(&hintWaits, "hint-waits", false, "blocking runs as blocking-hint (accel's waiting ops wrap their wait in s.Blocking; the old design's just wait)")
+	flag.BoolVar(&announceWaits, "announce-waits", false, "blocking runs as blocking-hint (accel's waiting ops wrap their wait in s.Blocking; the old design's just wait)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	flag.Parse()
 	var list []scenario
 	for _, s := range scenarios {
-		if hintWaits && s.blocking && !s.hint {
-			continue // -hint-waits: blocking runs as blocking-hint
+		if announceWaits && s.blocking && !s.hint {
+			continue // -announce-waits: blocking runs as blocking-hint
 		}
-		if *name == "all" || *name == s.name || (hintWaits && s.hint && *name == "blocking") {
+		if *name == "all" || *name == s.name || (announceWaits && s.hint && *name == "blocking") {
 			if *load > 0 {
 				s.load = *load
 			}

@@ -81,7 +81,7 @@ func TestOnlyWaitingChainsWait(t *testing.T) {
 
 // blocking-hint: accel's waiting ops run their wait inside s.Blocking;
 // the run still accounts for every op and checks every answer.
-func TestNodeExampleHintWaits(t *testing.T) {
+func TestNodeExampleAnnouncedWaits(t *testing.T) {
 	res, err := run([]scenario{{"blocking-hint", 0.5, true, true}}, config{d: 300 * time.Millisecond, seed: 9, depth: 1024, reps: 1})
 	if err != nil {
 		t.Fatal(err)
