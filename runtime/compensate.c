@@ -161,7 +161,7 @@ static void *extra_entry(void *arg)
     atomic_fetch_add_explicit(&rt->comp.retired, 1, memory_order_relaxed);
     pthread_mutex_lock(&rt->comp.lock); /* cold: a retiring extra */
     drop_detected(rt, w);
-    w->slot = ACCEL__SLOT_EXITED;       /* joined by the next spawn or stop */
+    w->extra_state = ACCEL__EXTRA_EXITED;       /* joined by the next spawn or stop */
     pthread_mutex_unlock(&rt->comp.lock);
     return NULL;
 }
@@ -176,11 +176,11 @@ static void spawn(accel_runtime *rt)
     pthread_mutex_lock(&c->lock); /* cold: starting an extra worker */
     for (unsigned i = 0; i < c->extra_max && !c->stopping; i++) {
         accel__worker *w = &rt->workers[rt->nworkers + i];
-        if (w->slot == ACCEL__SLOT_RUN)
+        if (w->extra_state == ACCEL__EXTRA_RUN)
             continue;
-        if (w->slot == ACCEL__SLOT_EXITED)
+        if (w->extra_state == ACCEL__EXTRA_EXITED)
             pthread_join(w->thread, NULL); /* it has returned: no wait */
-        w->slot = ACCEL__SLOT_FREE;
+        w->extra_state = ACCEL__EXTRA_FREE;
         w->rt = rt;
         w->index = rt->nworkers + i;
         w->lane = ACCEL__LANE_GENERAL;
@@ -189,10 +189,10 @@ static void spawn(accel_runtime *rt)
         w->m_phase = 0;
         if (pthread_create(&w->thread, NULL, extra_entry, w) != 0)
             break;
-        w->slot = ACCEL__SLOT_RUN;
+        w->extra_state = ACCEL__EXTRA_RUN;
         ok = true;
-        if (i >= c->slots_used)
-            c->slots_used = i + 1;
+        if (i >= c->extras_used)
+            c->extras_used = i + 1;
         char name[16];
         snprintf(name, sizeof(name), "accel-x%u", i % 10000u);
         pthread_setname_np(w->thread, name); /* a name, or the spawner's */
@@ -216,7 +216,7 @@ static void spawn_if_owed(accel_runtime *rt)
     if (atomic_load_explicit(&rt->stopping, memory_order_relaxed))
         return;
     if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
-        /* The host starts the driver; its accel_host_slot_add counts it
+        /* The host starts the driver; its accel_host_worker_add counts it
          * (relaxed: the same counts, read only). */
         uint32_t a =
             atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
@@ -512,15 +512,15 @@ int accel__compensate_host_add(accel_runtime *rt, unsigned *worker)
     pthread_mutex_lock(&c->lock); /* cold: a host slot added */
     for (unsigned i = 0; i < c->extra_max; i++) {
         accel__worker *w = &rt->workers[rt->nworkers + i];
-        if (w->slot != ACCEL__SLOT_FREE)
+        if (w->extra_state != ACCEL__EXTRA_FREE)
             continue;
-        w->slot = ACCEL__SLOT_RUN;
+        w->extra_state = ACCEL__EXTRA_RUN;
         w->rt = rt;
         w->index = rt->nworkers + i;
         w->extra = true;
         w->m_phase = 0;
-        if (i >= c->slots_used) /* the monitor scans it */
-            c->slots_used = i + 1;
+        if (i >= c->extras_used) /* the monitor scans it */
+            c->extras_used = i + 1;
         *worker = w->index;
         rc = ACCEL_OK;
         /* relaxed: a statistic. */
@@ -555,7 +555,7 @@ int accel__compensate_host_leave(accel_runtime *rt, accel__worker *w,
     atomic_fetch_add_explicit(&rt->comp.retired, 1, memory_order_relaxed);
     pthread_mutex_lock(&rt->comp.lock); /* cold: a host slot leaves */
     drop_detected(rt, w);
-    w->slot = ACCEL__SLOT_FREE;
+    w->extra_state = ACCEL__EXTRA_FREE;
     pthread_mutex_unlock(&rt->comp.lock);
     return ACCEL_OK;
 }
@@ -882,9 +882,9 @@ static void *monitor_main(void *arg)
         bool waits = work_waits(rt);
         bool busy = false;
         pthread_mutex_lock(&c->lock); /* cold: one tick; extras stay put */
-        for (unsigned i = 0; i < rt->nworkers + c->slots_used; i++) {
+        for (unsigned i = 0; i < rt->nworkers + c->extras_used; i++) {
             accel__worker *w = &rt->workers[i];
-            if (i >= rt->nworkers && w->slot != ACCEL__SLOT_RUN)
+            if (i >= rt->nworkers && w->extra_state != ACCEL__EXTRA_RUN)
                 continue;
             busy |= watch(rt, w, now, place_owed(rt, waits));
         }
@@ -937,10 +937,10 @@ void accel__compensate_stop(accel_runtime *rt)
     for (unsigned i = 0; i < c->extra_max; i++) {
         accel__worker *w = &rt->workers[rt->nworkers + i];
         pthread_mutex_lock(&c->lock); /* cold: runtime destroy */
-        unsigned slot = w->slot;
+        unsigned state = w->extra_state;
         pthread_mutex_unlock(&c->lock);
-        if (slot != ACCEL__SLOT_FREE)
+        if (state != ACCEL__EXTRA_FREE)
             pthread_join(w->thread, NULL);
-        w->slot = ACCEL__SLOT_FREE;
+        w->extra_state = ACCEL__EXTRA_FREE;
     }
 }

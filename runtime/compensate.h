@@ -36,8 +36,8 @@
 
 struct accel__worker;
 
-/* Slot states of an extra worker (accel__worker.slot, under lock). */
-enum { ACCEL__SLOT_FREE = 0, ACCEL__SLOT_RUN = 1, ACCEL__SLOT_EXITED = 2 };
+/* Slot states of an extra worker (accel__worker.extra_state, under lock). */
+enum { ACCEL__EXTRA_FREE = 0, ACCEL__EXTRA_RUN = 1, ACCEL__EXTRA_EXITED = 2 };
 
 /* Bits of accel__worker.block. */
 #define ACCEL__BLOCK_ANNOUNCED 1u    /* the worker's own waits and hint */

@@ -47,7 +47,7 @@
 /* pre[i] of a taken op: handed to the host, or its unrun status (< 0). */
 #define HANDED 1
 
-typedef struct accel__host_slot {
+typedef struct accel__host_worker {
     alignas(64) accel__visit v;
     accel_op ops[ACCEL_HOST_VISIT_MAX]; /* the run, in FIFO order */
     int pre[ACCEL_HOST_VISIT_MAX];
@@ -58,7 +58,7 @@ typedef struct accel__host_slot {
     bool idle;       /* between idle_begin and idle_end */
     bool watched;    /* the monitor watches the open visit (not an own
                         visit of accel_host_submit_own) */
-} accel__host_slot;
+} accel__host_worker;
 
 accel_session *accel_current_session(void) { return accel__tls_current; }
 
@@ -96,32 +96,32 @@ static void watch_here(accel_runtime *rt, unsigned worker)
 
 int accel__host_create(accel_runtime *rt)
 {
-    /* the base slots, then the extra ones (accel_host_slot_add) */
+    /* the base slots, then the extra ones (accel_host_worker_add) */
     rt->host = accel__calloc_aligned(
         64, ((size_t)rt->nworkers + rt->comp.extra_max) *
-                sizeof(accel__host_slot));
+                sizeof(accel__host_worker));
     return rt->host ? ACCEL_OK : ACCEL_ENOMEM;
 }
 
 void accel__host_free(accel_runtime *rt) { accel__free(rt->host); }
 
-static accel__host_slot *slot_of(accel_runtime *rt, unsigned worker)
+static accel__host_worker *host_worker_of(accel_runtime *rt, unsigned worker)
 {
     if (!rt || !(rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS))
         return NULL;
     if (worker < rt->nworkers)
         return &rt->host[worker];
     /* An extra slot while it is added (the driving thread added it:
-     * accel_host_slot_add). */
+     * accel_host_worker_add). */
     if (worker - rt->nworkers < rt->comp.extra_max &&
-        rt->workers[worker].slot == ACCEL__SLOT_RUN)
+        rt->workers[worker].extra_state == ACCEL__EXTRA_RUN)
         return &rt->host[worker];
     return NULL;
 }
 
 /* Takes one run into the slot and claims each op: the host's ops are
  * compacted into out[]. */
-static void take_ops(accel__host_slot *h, accel_op *out, unsigned cap)
+static void take_ops(accel__host_worker *h, accel_op *out, unsigned cap)
 {
     accel__visit *v = &h->v;
     accel_session *s = v->s;
@@ -158,19 +158,19 @@ static void take_ops(accel__host_slot *h, accel_op *out, unsigned cap)
 }
 
 static int begin_session(accel_runtime *rt, unsigned worker,
-                         accel__host_slot *h, accel_session *s,
+                         accel__host_worker *h, accel_session *s,
                          accel_op *ops, unsigned cap, unsigned *n,
                          bool watched);
 
 int accel_host_visit_begin(accel_runtime *rt, unsigned worker, accel_op *ops,
                            unsigned cap, unsigned *n)
 {
-    accel__host_slot *h = slot_of(rt, worker);
+    accel__host_worker *h = host_worker_of(rt, worker);
     if (!h || !n || cap == 0 || !ops || h->open)
         return ACCEL_EINVAL;
     if (accel__fork_stale(rt->fork_gen))
         return ACCEL_ECLOSED;
-    accel__lane lane = accel__lane_of_slot(worker, rt->cfg.short_lane_workers);
+    accel__lane lane = accel__lane_of_worker(worker, rt->cfg.short_lane_workers);
     accel__sched_entity *e = accel__sched_pick(rt->sched, lane);
     accel__bump(&rt->workers[worker].picks, 1);
     if (!e)
@@ -182,7 +182,7 @@ int accel_host_visit_begin(accel_runtime *rt, unsigned worker, accel_op *ops,
  * scheduler's reference with it); watched: the monitor watches it (on
  * this thread). */
 static int begin_session(accel_runtime *rt, unsigned worker,
-                         accel__host_slot *h, accel_session *s,
+                         accel__host_worker *h, accel_session *s,
                          accel_op *ops, unsigned cap, unsigned *n,
                          bool watched)
 {
@@ -224,7 +224,7 @@ static int submit_begin(accel_runtime *rt, unsigned worker, accel_session *s,
 {
     if (ticket)
         *ticket = (accel_ticket){0}; /* a failed submit leaves no ticket */
-    accel__host_slot *h = slot_of(rt, worker);
+    accel__host_worker *h = host_worker_of(rt, worker);
     if (!h || !s || s->rt != rt || !op || !op->fn ||
         timeout_ns < ACCEL_FOREVER || deadline_ns < 0 || !n || !begun ||
         cap == 0 || !ops || h->open || h->idle)
@@ -232,7 +232,7 @@ static int submit_begin(accel_runtime *rt, unsigned worker, accel_session *s,
     *n = 0;
     *begun = ACCEL_EAGAIN;
     accel__submit_take t = {
-        .lane = accel__lane_of_slot(worker, rt->cfg.short_lane_workers)};
+        .lane = accel__lane_of_worker(worker, rt->cfg.short_lane_workers)};
     int rc = accel__submit_take_one_ex(s, op, deadline_ns, timeout_ns, ticket,
                                        &t);
     if (rc != ACCEL_OK)
@@ -280,7 +280,7 @@ int accel_host_submit_own_ex(accel_runtime *rt, unsigned worker,
 static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
                      unsigned n, bool stop, uint64_t *now)
 {
-    accel__host_slot *h = slot_of(rt, worker);
+    accel__host_worker *h = host_worker_of(rt, worker);
     if (!h || !h->open || n != h->handed || (n && !status))
         return ACCEL_EINVAL;
     accel__visit *v = &h->v;
@@ -299,7 +299,7 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
     if (h->watched) /* relaxed: as watch_here */
         atomic_store_explicit(&rt->workers[worker].in_visit, 0,
                               memory_order_relaxed);
-    accel__lane lane = accel__lane_of_slot(worker, rt->cfg.short_lane_workers);
+    accel__lane lane = accel__lane_of_worker(worker, rt->cfg.short_lane_workers);
     /* Re-queued for lanes this slot is not in (a short-lane slot's session
      * turned long): a worker that may run it must not stay parked. A
      * slot that stops does not begin again: then any re-queue wakes one
@@ -341,7 +341,7 @@ int accel_host_visit_end_ex(accel_runtime *rt, unsigned worker,
 
 int accel_host_visit_attach(accel_runtime *rt, unsigned worker)
 {
-    accel__host_slot *h = slot_of(rt, worker);
+    accel__host_worker *h = host_worker_of(rt, worker);
     /* A thread that runs the visit already (began or attached it) keeps
      * the outer session it has: an attach here would make the visit's
      * end put back the visit's own session. */
@@ -357,7 +357,7 @@ int accel_host_visit_attach(accel_runtime *rt, unsigned worker)
 
 int accel_host_visit_detach(accel_runtime *rt, unsigned worker)
 {
-    accel__host_slot *h = slot_of(rt, worker);
+    accel__host_worker *h = host_worker_of(rt, worker);
     if (!h || !h->open || accel__tls_current != h->v.s)
         return ACCEL_EINVAL;
     accel__tls_current = h->v.outer;
@@ -371,7 +371,7 @@ int accel_host_visit_detach(accel_runtime *rt, unsigned worker)
 
 int accel_host_idle_begin(accel_runtime *rt, unsigned worker)
 {
-    accel__host_slot *h = slot_of(rt, worker);
+    accel__host_worker *h = host_worker_of(rt, worker);
     if (!h || h->idle || h->open)
         return ACCEL_EINVAL;
     h->idle = true;
@@ -379,25 +379,25 @@ int accel_host_idle_begin(accel_runtime *rt, unsigned worker)
     /* parked++ then the full barrier: pairs with the submitter's
      * fence_hot before it reads the count (park.c). */
     accel__park_announce(
-        rt, accel__lane_of_slot(worker, rt->cfg.short_lane_workers));
+        rt, accel__lane_of_worker(worker, rt->cfg.short_lane_workers));
     return ACCEL_OK;
 }
 
 int accel_host_idle_end(accel_runtime *rt, unsigned worker, bool found_work)
 {
-    accel__host_slot *h = slot_of(rt, worker);
+    accel__host_worker *h = host_worker_of(rt, worker);
     if (!h || !h->idle)
         return ACCEL_EINVAL;
     h->idle = false;
     accel__park_leave(
-        rt, accel__lane_of_slot(worker, rt->cfg.short_lane_workers),
+        rt, accel__lane_of_worker(worker, rt->cfg.short_lane_workers),
         found_work);
     return ACCEL_OK;
 }
 
 int accel_host_blocking_begin(accel_runtime *rt, unsigned worker)
 {
-    accel__host_slot *h = slot_of(rt, worker);
+    accel__host_worker *h = host_worker_of(rt, worker);
     if (!h || !h->open)
         return ACCEL_EINVAL;
     return accel__compensate_host_block(rt, &rt->workers[worker], true);
@@ -405,13 +405,13 @@ int accel_host_blocking_begin(accel_runtime *rt, unsigned worker)
 
 int accel_host_blocking_end(accel_runtime *rt, unsigned worker)
 {
-    accel__host_slot *h = slot_of(rt, worker);
+    accel__host_worker *h = host_worker_of(rt, worker);
     if (!h)
         return ACCEL_EINVAL;
     return accel__compensate_host_block(rt, &rt->workers[worker], false);
 }
 
-int accel_host_slot_add(accel_runtime *rt, unsigned *worker)
+int accel_host_worker_add(accel_runtime *rt, unsigned *worker)
 {
     if (!rt || !worker || !(rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS))
         return ACCEL_EINVAL;
@@ -420,9 +420,9 @@ int accel_host_slot_add(accel_runtime *rt, unsigned *worker)
     return accel__compensate_host_add(rt, worker);
 }
 
-int accel_host_slot_leave(accel_runtime *rt, unsigned worker, unsigned flags)
+int accel_host_worker_leave(accel_runtime *rt, unsigned worker, unsigned flags)
 {
-    accel__host_slot *h = slot_of(rt, worker);
+    accel__host_worker *h = host_worker_of(rt, worker);
     if (!h || worker < rt->nworkers || h->open || h->idle ||
         (flags & ~ACCEL_HOST_LEAVE_IF_SURPLUS))
         return ACCEL_EINVAL;

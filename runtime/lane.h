@@ -1,6 +1,6 @@
 /*
  * The two lanes of workers, in one encoding: a worker slot's lane
- * (accel__lane_of_slot), and the mask of a lane (accel__lane_mask), which
+ * (accel__lane_of_worker), and the mask of a lane (accel__lane_mask), which
  * the scheduler's enqueue returns ORed (ACCEL__SCHED_LANE_*, sched_core.h)
  * for the wake path. Slots 0..short_lane_workers-1 are the short lane's,
  * the rest (extra workers included) the general lane's. The values are
@@ -24,10 +24,10 @@ _Static_assert(ACCEL__LANE_GENERAL == ACCEL_HOST_LANE_GENERAL &&
                "a lane is passed to host_wake as it is");
 
 /* The lane of worker slot `slot` (an accel thread or a host slot). */
-static inline accel__lane accel__lane_of_slot(unsigned slot,
+static inline accel__lane accel__lane_of_worker(unsigned index,
                                               unsigned short_lane_workers)
 {
-    return slot < short_lane_workers ? ACCEL__LANE_SHORT : ACCEL__LANE_GENERAL;
+    return index < short_lane_workers ? ACCEL__LANE_SHORT : ACCEL__LANE_GENERAL;
 }
 
 /* The bit of `lane` in a mask of lanes. */

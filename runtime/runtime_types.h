@@ -71,7 +71,7 @@ struct accel_runtime {
     accel__compensate comp; /* extra workers and the monitor (compensate.c) */
 
     /* Host-driven workers: one slot per worker (host.c); else NULL. */
-    struct accel__host_slot *host;
+    struct accel__host_worker *host;
 
     /* The hold-back's timer thread (batch.c), started by the first
      * accel_session_set_batch with a max_delay_ns; NULL until then. */

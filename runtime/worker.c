@@ -246,7 +246,7 @@ int accel__worker_start(accel_runtime *rt)
         accel__worker *w = &rt->workers[i];
         w->rt = rt;
         w->index = i;
-        w->lane = accel__lane_of_slot(i, rt->cfg.short_lane_workers);
+        w->lane = accel__lane_of_worker(i, rt->cfg.short_lane_workers);
         if (ACCEL__FAULT("pthread_create") ||
             pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             rt->nworkers = i;

@@ -560,12 +560,12 @@ static void *h_grower(void *arg)
     if (atomic_load(&h_stop))
         return NULL;
     unsigned w;
-    if (accel_host_slot_add(hrt, &w) != ACCEL_OK)
+    if (accel_host_worker_add(hrt, &w) != ACCEL_OK)
         return NULL;
     atomic_store(&extra_slot, (int)w);
     for (;;) {
         if (h_visit(w, true)) {
-            int rc = accel_host_slot_leave(hrt, w, ACCEL_HOST_LEAVE_IF_SURPLUS);
+            int rc = accel_host_worker_leave(hrt, w, ACCEL_HOST_LEAVE_IF_SURPLUS);
             if (rc == ACCEL_OK) {
                 atomic_store(&leave_rc, rc);
                 return NULL;
@@ -573,7 +573,7 @@ static void *h_grower(void *arg)
             continue;
         }
         if (atomic_load(&a_done)) { /* idle, nothing blocked: leave */
-            atomic_store(&leave_rc, accel_host_slot_leave(hrt, w, 0));
+            atomic_store(&leave_rc, accel_host_worker_leave(hrt, w, 0));
             return NULL;
         }
         tu_nap_us(200);
@@ -591,10 +591,10 @@ Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
                               .host_grow = h_grow};
     cr_assert_eq(accel_runtime_create(&c, &hrt), ACCEL_OK);
     unsigned w;
-    cr_expect_eq(accel_host_slot_add(hrt, &w), ACCEL_EAGAIN,
+    cr_expect_eq(accel_host_worker_add(hrt, &w), ACCEL_EAGAIN,
                  "no slot is owed while nothing blocks");
     cr_expect_eq(accel_host_blocking_end(hrt, 0), ACCEL_EINVAL);
-    cr_expect_eq(accel_host_slot_leave(hrt, 0, 0), ACCEL_EINVAL,
+    cr_expect_eq(accel_host_worker_leave(hrt, 0, 0), ACCEL_EINVAL,
                  "a base slot never leaves");
     accel_session *a = open_s(hrt, 0), *b = open_s(hrt, 1);
     pthread_t d, g;

@@ -6,7 +6,7 @@ package accel
 // session, keeps its C worker slot; C counts such a slot blocked and
 // hands its place on: it wakes a parked slot, or asks for another driver
 // (host_grow: goAccelGrow), which gets an extra slot from
-// accel_host_slot_add and drives it (extraLoop) until C says it is
+// accel_host_worker_add and drives it (extraLoop) until C says it is
 // surplus, or it has been idle a while. A slot is counted blocked
 //   - at once, around the binding's own waits inside an op (blockBegin:
 //     Submit waiting for its op or for queue room, SubmitBatch, Sync,
@@ -165,7 +165,7 @@ func (c *comp) addDriver() bool {
 		return false
 	}
 	var w C.uint
-	if C.accel_host_slot_add(c.h.rt, &w) != C.ACCEL_OK {
+	if C.accel_host_worker_add(c.h.rt, &w) != C.ACCEL_OK {
 		return false
 	}
 	c.extras.Add(1)
@@ -177,7 +177,7 @@ func (c *comp) addDriver() bool {
 // stopping end and a leave if C finds the slot surplus (more extras than
 // blocked slots), and a spell parked longer than extraIdle ends with a
 // last look and a leave. A leave while slots are still owed one adds a
-// slot again at once (accel_host_slot_add): a submit that found this
+// slot again at once (accel_host_worker_add): a submit that found this
 // slot not parked just before it left asked for no driver.
 func (d *driver) extraLoop() {
 	h := d.h
@@ -237,7 +237,7 @@ func (d *driver) extraLoop() {
 			tm.Stop()
 			C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_UNIDLE|C.GOACCEL_STEP_STOP,
 				nil, 0, nil, 0, nil, nil)
-			C.accel_host_slot_leave(h.rt, C.uint(d.w), 0)
+			C.accel_host_worker_leave(h.rt, C.uint(d.w), 0)
 			gone()
 			return
 		}
@@ -257,10 +257,10 @@ func (d *driver) extraLoop() {
 			mode, nprev = C.GOACCEL_STEP_END, d.b.n
 			continue
 		}
-		C.accel_host_slot_leave(h.rt, C.uint(d.w), 0)
+		C.accel_host_worker_leave(h.rt, C.uint(d.w), 0)
 		var w C.uint
 		h.comp.stopMu.Lock()
-		ok := !h.comp.stopped && C.accel_host_slot_add(h.rt, &w) == C.ACCEL_OK
+		ok := !h.comp.stopped && C.accel_host_worker_add(h.rt, &w) == C.ACCEL_OK
 		h.comp.stopMu.Unlock()
 		if !ok {
 			runtime.UnlockOSThread()

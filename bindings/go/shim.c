@@ -244,7 +244,7 @@ int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
     if (mode & GOACCEL_STEP_END) {
         /* It may leave: a stopping end wakes a slot for what it re-queues. */
         bool due = end_visit(rt, w, status, nprev, true, io);
-        if (accel_host_slot_leave(rt, w, ACCEL_HOST_LEAVE_IF_SURPLUS) ==
+        if (accel_host_worker_leave(rt, w, ACCEL_HOST_LEAVE_IF_SURPLUS) ==
             ACCEL_OK) {
             *left = 1;
             return ACCEL_EAGAIN;

@@ -125,7 +125,7 @@ accel_runtime *goaccel_blocking_begin(unsigned *w);
 
 /* goaccel_host_step for an extra slot: an END ends the visit with
  * accel_host_visit_end_stop and, if the slot is surplus, leaves
- * (accel_host_slot_leave IF_SURPLUS: *left = 1, nothing begun). */
+ * (accel_host_worker_leave IF_SURPLUS: *left = 1, nothing begun). */
 int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
                        const int *status, unsigned nprev, uintptr_t *recs,
                        unsigned cap, unsigned *n, int *left,

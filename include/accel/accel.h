@@ -220,7 +220,7 @@ typedef struct accel_runtime_config {
      * its place): called with (host_wake_arg) when a host slot counted
      * blocked (accel_host_blocking_begin, or by the monitor) is owed
      * another driver: the host starts one, which calls
-     * accel_host_slot_add. Same rules as host_wake (it runs inside accel
+     * accel_host_worker_add. Same rules as host_wake (it runs inside accel
      * calls, or on the monitor's thread; it must only signal). */
     void (*host_grow)(void *arg);
 } accel_runtime_config;

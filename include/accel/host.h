@@ -10,7 +10,7 @@
  * hands its slot's place to another driver, as on accel's own workers:
  * the monitor finds the waits the host does not announce, the host
  * announces those it knows (accel_host_blocking_begin), and the host
- * starts the driver C asks for (host_grow, accel_host_slot_add).
+ * starts the driver C asks for (host_grow, accel_host_worker_add).
  *
  * Thread-safety: unlike accel.h's calls, these are not free-threaded per
  * slot: calls on one worker slot must not overlap (one thread drives a
@@ -248,12 +248,12 @@ ACCEL_API int accel_host_idle_end(accel_runtime *rt, unsigned worker,
  * (host_wake), else, when work is queued and fewer extra slots are
  * active than slots blocked (and under max_extra_workers), host_grow is
  * called (from the monitor's thread when the monitor counted it). The
- * host's new driver then calls accel_host_slot_add(rt, &w2), which gives
+ * host's new driver then calls accel_host_worker_add(rt, &w2), which gives
  * it an extra slot w2 (general lane, index >= workers) or ACCEL_EAGAIN
  * when none is owed any more (it then just exits), and drives w2 with the
  * loop above. After each visit of an extra slot (ended with
  * accel_host_visit_end_stop, as it may leave) the driver calls
- * accel_host_slot_leave(rt, w2, ACCEL_HOST_LEAVE_IF_SURPLUS): ACCEL_OK
+ * accel_host_worker_leave(rt, w2, ACCEL_HOST_LEAVE_IF_SURPLUS): ACCEL_OK
  * when the slot was surplus (more extras than blocked slots) and is gone;
  * ACCEL_EAGAIN: it stays. An extra slot idle for a while leaves with
  * flags 0. A submit that finds no parked slot while slots are owed calls
@@ -271,8 +271,8 @@ ACCEL_API int accel_host_idle_end(accel_runtime *rt, unsigned worker,
 #define ACCEL_HOST_EXTRA_IDLE_NS 50000000
 ACCEL_API int accel_host_blocking_begin(accel_runtime *rt, unsigned worker);
 ACCEL_API int accel_host_blocking_end(accel_runtime *rt, unsigned worker);
-ACCEL_API int accel_host_slot_add(accel_runtime *rt, unsigned *worker);
-ACCEL_API int accel_host_slot_leave(accel_runtime *rt, unsigned worker,
+ACCEL_API int accel_host_worker_add(accel_runtime *rt, unsigned *worker);
+ACCEL_API int accel_host_worker_leave(accel_runtime *rt, unsigned worker,
                                     unsigned flags);
 
 /* Slot `worker`'s op word, for the monitor: the thread driving the slot
