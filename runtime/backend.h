@@ -30,7 +30,7 @@ extern "C" {
 
 #define ACCEL__BACKEND_VERSION 4
 #define ACCEL__PENDING 1 /* run(): completion will be reported later */
-/* Slots of the backend table: one per accel_backend value (0, AUTO, is
+/* Entries of the backend table: one per accel_backend value (0, AUTO, is
  * never a backend). */
 #define ACCEL__BACKEND_KINDS 3
 
@@ -73,7 +73,7 @@ typedef struct accel__backend_batch {
 typedef struct accel__backend_ops {
     int version; /* ACCEL__BACKEND_VERSION */
     const char *name;
-    accel_backend kind;      /* its slot in the table */
+    accel_backend kind;      /* its entry in the table */
     unsigned flags;          /* ACCEL__BACKEND_* */
     /* AUTO binds a session to the usable backend of highest rank. */
     int auto_rank;

@@ -74,38 +74,38 @@ const accel__backend_ops *accel__backend_registry_ops_of(accel_backend kind)
     return ops;
 }
 
-void accel__backends_probe(accel__backend_slot *slots,
+void accel__backends_probe(accel__backend_entry *entries,
                            const accel__backend_probe_args *args)
 {
     for (int k = 0; k < ACCEL__BACKEND_KINDS; k++) {
-        accel__backend_slot *sl = &slots[k];
-        sl->ops = accel__backend_registry_ops_of((accel_backend)k);
-        sl->state = NULL;
-        sl->probe = ACCEL_ENOBACKEND;
-        if (!sl->ops || sl->ops->version != ACCEL__BACKEND_VERSION)
+        accel__backend_entry *be = &entries[k];
+        be->ops = accel__backend_registry_ops_of((accel_backend)k);
+        be->state = NULL;
+        be->probe = ACCEL_ENOBACKEND;
+        if (!be->ops || be->ops->version != ACCEL__BACKEND_VERSION)
             continue;
-        sl->probe = sl->ops->probe ? sl->ops->probe(&sl->state, args)
+        be->probe = be->ops->probe ? be->ops->probe(&be->state, args)
                                    : ACCEL_OK;
-        if (sl->probe != ACCEL_OK)
-            sl->state = NULL;
+        if (be->probe != ACCEL_OK)
+            be->state = NULL;
     }
 }
 
-void accel__backends_fini(accel__backend_slot *slots)
+void accel__backends_fini(accel__backend_entry *entries)
 {
     for (int k = 0; k < ACCEL__BACKEND_KINDS; k++) {
-        accel__backend_slot *sl = &slots[k];
+        accel__backend_entry *be = &entries[k];
         /* ops NULL: a runtime whose creation failed before probing (its
-         * slots are zeroed) */
-        if (sl->ops && sl->probe == ACCEL_OK && sl->ops->runtime_fini)
-            sl->ops->runtime_fini(sl->state);
-        sl->state = NULL;
-        sl->probe = ACCEL_ENOBACKEND;
+         * entries are zeroed) */
+        if (be->ops && be->probe == ACCEL_OK && be->ops->runtime_fini)
+            be->ops->runtime_fini(be->state);
+        be->state = NULL;
+        be->probe = ACCEL_ENOBACKEND;
     }
 }
 
-const accel__backend_slot *
-accel__backend_registry_choose(const accel__backend_slot *slots,
+const accel__backend_entry *
+accel__backend_registry_choose(const accel__backend_entry *entries,
                                accel_backend want,
                                const accel__backend_ops *after, int *err)
 {
@@ -115,17 +115,17 @@ accel__backend_registry_choose(const accel__backend_slot *slots,
         return NULL;
     }
     if (want != ACCEL_BACKEND_AUTO) {
-        const accel__backend_slot *sl = &slots[want];
-        return !after && sl->ops && sl->probe == ACCEL_OK ? sl : NULL;
+        const accel__backend_entry *be = &entries[want];
+        return !after && be->ops && be->probe == ACCEL_OK ? be : NULL;
     }
-    const accel__backend_slot *best = NULL;
+    const accel__backend_entry *best = NULL;
     for (int k = 0; k < ACCEL__BACKEND_KINDS; k++) {
-        const accel__backend_slot *sl = &slots[k];
-        if (!sl->ops || sl->probe != ACCEL_OK || sl->ops == after ||
-            (after && sl->ops->auto_rank >= after->auto_rank))
+        const accel__backend_entry *be = &entries[k];
+        if (!be->ops || be->probe != ACCEL_OK || be->ops == after ||
+            (after && be->ops->auto_rank >= after->auto_rank))
             continue;
-        if (!best || sl->ops->auto_rank > best->ops->auto_rank)
-            best = sl;
+        if (!best || be->ops->auto_rank > best->ops->auto_rank)
+            best = be;
     }
     return best;
 }
@@ -136,17 +136,17 @@ void *accel__backend_registry_state(accel_runtime *rt, accel_backend kind)
 {
     if (!rt || kind <= ACCEL_BACKEND_AUTO || kind >= ACCEL__BACKEND_KINDS)
         return NULL;
-    const accel__backend_slot *sl = &rt->backends[kind];
-    return sl->probe == ACCEL_OK ? sl->state : NULL;
+    const accel__backend_entry *be = &rt->backends[kind];
+    return be->probe == ACCEL_OK ? be->state : NULL;
 }
 
 int accel__backend_registry_status(accel_runtime *rt, accel_backend kind)
 {
     if (!rt || kind <= ACCEL_BACKEND_AUTO || kind >= ACCEL__BACKEND_KINDS)
         return ACCEL_EINVAL;
-    const accel__backend_slot *sl = &rt->backends[kind];
-    void *state = sl->probe == ACCEL_OK ? sl->state : NULL;
-    if (sl->ops && sl->ops->status)
-        return sl->ops->status(state);
-    return sl->probe == ACCEL_OK ? ACCEL_OK : ACCEL_ENOBACKEND;
+    const accel__backend_entry *be = &rt->backends[kind];
+    void *state = be->probe == ACCEL_OK ? be->state : NULL;
+    if (be->ops && be->ops->status)
+        return be->ops->status(state);
+    return be->probe == ACCEL_OK ? ACCEL_OK : ACCEL_ENOBACKEND;
 }

@@ -3,7 +3,7 @@
  * library is decided by the build: CMake generates the list
  * (accel__builtin_backends, backends_builtin.c in the build directory);
  * backends built as modules are loaded on first use (backend_module.c).
- * The runtime keeps one slot per kind with the backend's runtime-level
+ * The runtime keeps one entry per kind with the backend's runtime-level
  * state.
  */
 #ifndef ACCEL_RUNTIME_BACKEND_REGISTRY_H
@@ -27,16 +27,16 @@ const accel__backend_ops *accel__backend_registry_ops_of(accel_backend kind);
  * in the middle of loading a module holds it. */
 void accel__backend_registry_module_lock_hold(bool hold);
 
-/* Fills slots[ACCEL__BACKEND_KINDS]: finds and probes every backend. */
-void accel__backends_probe(accel__backend_slot *slots,
+/* Fills entries[ACCEL__BACKEND_KINDS]: finds and probes every backend. */
+void accel__backends_probe(accel__backend_entry *entries,
                            const accel__backend_probe_args *args);
-void accel__backends_fini(accel__backend_slot *slots);
+void accel__backends_fini(accel__backend_entry *entries);
 
 /* The backend a session asking for `want` binds to, skipping `after` and
- * every backend ranked at or above it for AUTO (to fall back): the slot,
+ * every backend ranked at or above it for AUTO (to fall back): the entry,
  * or NULL with *err (ACCEL_ENOBACKEND, ACCEL_EINVAL). */
-const accel__backend_slot *
-accel__backend_registry_choose(const accel__backend_slot *slots,
+const accel__backend_entry *
+accel__backend_registry_choose(const accel__backend_entry *entries,
                                accel_backend want,
                                const accel__backend_ops *after, int *err);
 

@@ -78,9 +78,9 @@ struct accel_runtime {
     struct accel__batch_timer *_Atomic batch_timer;
 
     uint32_t fork_gen; /* accel__fork_gen at create (fork.h) */
-    /* One slot per accel_backend: ops, runtime-level state, probe result
+    /* One entry per accel_backend: ops, runtime-level state, probe result
      * (backend_registry.h). Written at create, read-only after. */
-    accel__backend_slot backends[ACCEL__BACKEND_KINDS];
+    accel__backend_entry backends[ACCEL__BACKEND_KINDS];
 };
 
 #define ACCEL__PARKED 1ull

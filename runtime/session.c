@@ -270,7 +270,7 @@ static accel_session *session_alloc(accel_runtime *rt,
  * the runtime probed it. */
 static int backend_open(accel_runtime *rt, accel_session *s,
                         const accel_session_config *cfg,
-                        const accel__backend_slot *slot, uint32_t prio)
+                        const accel__backend_entry *entry, uint32_t prio)
 {
     accel__backend_open_args oa = {
         .device = cfg->device,
@@ -278,18 +278,18 @@ static int backend_open(accel_runtime *rt, accel_session *s,
         .shared = !!(cfg->flags & ACCEL_SESSION_SHARED_DEVICE),
         .budget_cap = cfg->memory_budget,
     };
-    int rc = s->bops->session_open(slot->state, s, &oa, &s->bstate);
+    int rc = s->bops->session_open(entry->state, s, &oa, &s->bstate);
     while (rc == ACCEL_ENOBACKEND && cfg->backend == ACCEL_BACKEND_AUTO) {
         int err;
-        slot = accel__backend_registry_choose(rt->backends,
+        entry = accel__backend_registry_choose(rt->backends,
                                               ACCEL_BACKEND_AUTO, s->bops,
                                               &err);
-        if (!slot)
+        if (!entry)
             break;
-        s->bops = slot->ops;
+        s->bops = entry->ops;
         s->backend = s->bops->kind;
         oa.shared = 0;
-        rc = s->bops->session_open(slot->state, s, &oa, &s->bstate);
+        rc = s->bops->session_open(entry->state, s, &oa, &s->bstate);
     }
     if (rc != ACCEL_OK)
         s->bstate = NULL;
@@ -339,14 +339,14 @@ int accel_session_open(accel_runtime *rt, const accel_session_config *ucfg,
     if (accel__rcu_read_ongoing())
         return ACCEL_EDEADLK;
     int rc;
-    const accel__backend_slot *slot =
+    const accel__backend_entry *entry =
         accel__backend_registry_choose(rt->backends, c.backend, NULL, &rc);
-    if (!slot)
+    if (!entry)
         return rc;
-    accel_session *s = session_alloc(rt, &c, idlen, prio, depth, slot->ops);
+    accel_session *s = session_alloc(rt, &c, idlen, prio, depth, entry->ops);
     if (!s)
         return ACCEL_ENOMEM;
-    rc = backend_open(rt, s, &c, slot, prio);
+    rc = backend_open(rt, s, &c, entry, prio);
     if (rc == ACCEL_OK)
         rc = session_register(rt, s);
     if (rc != ACCEL_OK) {
