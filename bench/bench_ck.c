@@ -141,7 +141,7 @@ static double run_stack(bool ck, unsigned threads)
 #define FFS_POS 16
 static accel__sched_cal *own_cal;
 static accel__sched_nodes cal_nodes;
-static CK_BITMAP_INSTANCE(ACCEL__CAL_SLOTS) ck_map;
+static CK_BITMAP_INSTANCE(ACCEL__CAL_BUCKETS) ck_map;
 static unsigned ffs_pos[FFS_POS];
 static volatile int ffs_sink;
 
@@ -151,11 +151,11 @@ static void ffs_init(void)
     if (!own_cal || accel__sched_nodes_init(&cal_nodes, 4) != ACCEL_OK)
         abort();
     memset(own_cal, 0, sizeof *own_cal);
-    CK_BITMAP_INIT(&ck_map, ACCEL__CAL_SLOTS, false);
+    CK_BITMAP_INIT(&ck_map, ACCEL__CAL_BUCKETS, false);
     bench_rng r;
     bench_rng_seed(&r, 42, 7);
     for (int i = 0; i < FFS_POS; i++)
-        ffs_pos[i] = (unsigned)bench_rng_range(&r, 0, ACCEL__CAL_SLOTS - 1);
+        ffs_pos[i] = (unsigned)bench_rng_range(&r, 0, ACCEL__CAL_BUCKETS - 1);
 }
 
 static double run_ffs(bool ck)
@@ -164,9 +164,9 @@ static double run_ffs(bool ck)
     uint64_t t0 = bench_now_ns();
     int sink = 0;
     for (int p = 0; p < FFS_POS; p++) {
-        unsigned slot = ffs_pos[p];
+        unsigned bucket = ffs_pos[p];
         if (ck) {
-            CK_BITMAP_SET(&ck_map, slot);
+            CK_BITMAP_SET(&ck_map, bucket);
             for (uint64_t i = 0; i < per; i++) {
                 struct ck_bitmap_iterator it;
                 unsigned bit = 0;
@@ -174,13 +174,13 @@ static double run_ffs(bool ck)
                 CK_BITMAP_NEXT(&ck_map, &it, &bit);
                 sink += (int)bit;
             }
-            CK_BITMAP_RESET(&ck_map, slot);
+            CK_BITMAP_RESET(&ck_map, bucket);
         } else {
             uint32_t idx = accel__sched_node_get(&cal_nodes);
-            accel__sched_cal_push(own_cal, &cal_nodes, slot, idx);
+            accel__sched_cal_push(own_cal, &cal_nodes, bucket, idx);
             for (uint64_t i = 0; i < per; i++)
                 sink += accel__sched_cal_first(own_cal, 0);
-            idx = accel__sched_cal_pop(own_cal, &cal_nodes, slot);
+            idx = accel__sched_cal_pop(own_cal, &cal_nodes, bucket);
             accel__sched_node_put(&cal_nodes, idx);
         }
         total += per;

@@ -327,9 +327,9 @@ static unsigned hold_end(accel__visit *v, uint64_t service_ns)
 {
     accel_session *s = v->s;
     accel_runtime *rt = v->rt;
-    /* acquire: pairs with set_batch's release CAS of the slot. */
+    /* acquire: pairs with set_batch's release CAS of the batch word. */
     struct accel__batch *b =
-        atomic_load_explicit(accel__session_batch_slot(s), memory_order_acquire);
+        atomic_load_explicit(accel__session_batch_word(s), memory_order_acquire);
     int64_t place = accel__sched_hold(rt->sched, &s->se, service_ns,
                                       v->blocked_ns, v->n);
     accel__session_set_next(s, v->h, s->rc.mask);
@@ -397,9 +397,9 @@ static unsigned hold_end(accel__visit *v, uint64_t service_ns)
 
 void accel__batch_kick(accel_session *s, int64_t deadline)
 {
-    /* acquire: pairs with set_batch's release CAS of the slot. */
+    /* acquire: pairs with set_batch's release CAS of the batch word. */
     struct accel__batch *b =
-        atomic_load_explicit(accel__session_batch_slot(s), memory_order_acquire);
+        atomic_load_explicit(accel__session_batch_word(s), memory_order_acquire);
     if (!b)
         return;
     if (deadline == ACCEL__BATCH_KICK_FORCE) {
@@ -608,10 +608,10 @@ int accel_session_set_batch(accel_session *s, const accel_batch_config *ucfg)
      * the session as it was. */
     if (c.max_delay_ns && timer_get(s->rt) != ACCEL_OK)
         return ACCEL_ENOMEM;
-    struct accel__batch *_Atomic *slot = accel__session_batch_slot(s);
+    struct accel__batch *_Atomic *word = accel__session_batch_word(s);
     /* acquire: pairs with the release CAS below (another setter's
      * initialized state). */
-    struct accel__batch *b = atomic_load_explicit(slot, memory_order_acquire);
+    struct accel__batch *b = atomic_load_explicit(word, memory_order_acquire);
     if (!b) {
         if (!c.fn)
             return ACCEL_OK; /* nothing to clear */
@@ -624,7 +624,7 @@ int accel_session_set_batch(accel_session *s, const accel_batch_config *ucfg)
         /* release: publishes the zeroed state to the visit's acquire load
          * (accel__batch_visit_run) and other setters; acquire on failure:
          * the winner's state. */
-        if (atomic_compare_exchange_strong_explicit(slot, &b, nb,
+        if (atomic_compare_exchange_strong_explicit(word, &b, nb,
                                                     memory_order_acq_rel,
                                                     memory_order_acquire))
             b = nb;
@@ -660,9 +660,9 @@ static unsigned hist_bucket(uint32_t n)
 bool accel__batch_visit_run(accel__visit *v)
 {
     accel_session *s = v->s;
-    /* acquire: pairs with set_batch's release CAS of the slot. */
+    /* acquire: pairs with set_batch's release CAS of the batch word. */
     struct accel__batch *b =
-        atomic_load_explicit(accel__session_batch_slot(s), memory_order_acquire);
+        atomic_load_explicit(accel__session_batch_word(s), memory_order_acquire);
     if (!b)
         return false;
     accel_op ops[ACCEL_BATCH_MAX];

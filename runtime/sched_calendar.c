@@ -36,7 +36,7 @@
 #include "sched_core.h"
 #include "yield.h"
 
-#define WORDS (ACCEL__CAL_SLOTS / 64u)
+#define WORDS (ACCEL__CAL_BUCKETS / 64u)
 
 _Static_assert(WORDS == 64, "one top word covers the bitmap");
 
@@ -145,41 +145,41 @@ static void set_top(accel__sched_cal *c, unsigned w)
         atomic_fetch_or_explicit(&c->top, bit, memory_order_seq_cst);
 }
 
-static void set_bit(accel__sched_cal *c, unsigned slot)
+static void set_bit(accel__sched_cal *c, unsigned bucket)
 {
     /* [SC1] seq_cst: pairs with the clear-then-recheck in pop(), and
      * with a blocker's fence (the blocked hand-off, the top of this
      * file). */
-    atomic_fetch_or_explicit(&c->words[slot / 64], 1ull << (slot % 64),
+    atomic_fetch_or_explicit(&c->words[bucket / 64], 1ull << (bucket % 64),
                              memory_order_seq_cst);
     ACCEL__YIELD_POINT();
-    set_top(c, slot / 64);
+    set_top(c, bucket / 64);
 }
 
 void accel__sched_cal_push(accel__sched_cal *c, accel__sched_nodes *n,
-                           unsigned slot, uint32_t idx)
+                           unsigned bucket, uint32_t idx)
 {
-    stack_push(&c->heads[slot], n->v, idx);
+    stack_push(&c->heads[bucket], n->v, idx);
     ACCEL__YIELD_POINT();
-    set_bit(c, slot);
+    set_bit(c, bucket);
 }
 
 uint32_t accel__sched_cal_pop(accel__sched_cal *c, accel__sched_nodes *n,
-                              unsigned slot)
+                              unsigned bucket)
 {
     bool last = false;
-    uint32_t idx = stack_pop(&c->heads[slot], n->v, &last);
+    uint32_t idx = stack_pop(&c->heads[bucket], n->v, &last);
     if (idx && !last)
         return idx;
     /* Empty now: clear the bit, then look again ([SC1]): a push that the
      * look misses sets the bit after our clear. */
-    uint64_t bit = 1ull << (slot % 64);
-    atomic_fetch_and_explicit(&c->words[slot / 64], ~bit,
+    uint64_t bit = 1ull << (bucket % 64);
+    atomic_fetch_and_explicit(&c->words[bucket / 64], ~bit,
                               memory_order_seq_cst);
     ACCEL__YIELD_POINT();
-    if ((uint32_t)atomic_load_explicit(&c->heads[slot],
+    if ((uint32_t)atomic_load_explicit(&c->heads[bucket],
                                        memory_order_seq_cst))
-        set_bit(c, slot);
+        set_bit(c, bucket);
     return idx;
 }
 
@@ -191,7 +191,7 @@ static inline uint64_t ror64(uint64_t x, unsigned r)
 
 int accel__sched_cal_first(accel__sched_cal *c, unsigned from)
 {
-    from &= ACCEL__CAL_SLOTS - 1;
+    from &= ACCEL__CAL_BUCKETS - 1;
     unsigned w0 = from / 64, o0 = from % 64;
     /* seq_cst loads of words and top: [SC1]/[SC2] (plain loads on x86). */
     uint64_t x = atomic_load_explicit(&c->words[w0], memory_order_seq_cst) &

@@ -160,13 +160,13 @@ uint64_t accel__sched_vtime_of(const accel__sched *s,
 int64_t accel__sched_lag(const accel__sched *s, const accel__sched_entity *e);
 
 /* ---- Internal to the scheduler: the calendar (sched_calendar.c). ----
- * A circular array of ACCEL__CAL_SLOTS deadline buckets, each a lock-free
+ * A circular array of ACCEL__CAL_BUCKETS deadline buckets, each a lock-free
  * LIFO of node indices with a tagged head, and a two-level find-first-set
  * bitmap of the non-empty ones. Nodes come from a type-stable array shared
  * by the calendars of one scheduler (never freed while it lives), so a
  * popper may read a node that was popped under it without use-after-free,
  * and the tag in the head rules out ABA. */
-#define ACCEL__CAL_SLOTS 4096u
+#define ACCEL__CAL_BUCKETS 4096u
 
 typedef struct accel__sched_node {
     _Atomic uint32_t next;      /* index, 0 = none */
@@ -189,8 +189,8 @@ typedef struct accel__sched_nodes {
 
 typedef struct accel__sched_cal {
     _Alignas(64) _Atomic uint64_t top;              /* word w may be set */
-    _Alignas(64) _Atomic uint64_t words[ACCEL__CAL_SLOTS / 64];
-    _Alignas(64) _Atomic uint64_t heads[ACCEL__CAL_SLOTS];
+    _Alignas(64) _Atomic uint64_t words[ACCEL__CAL_BUCKETS / 64];
+    _Alignas(64) _Atomic uint64_t heads[ACCEL__CAL_BUCKETS];
 } accel__sched_cal;
 
 int accel__sched_nodes_init(accel__sched_nodes *n, uint32_t cap);
@@ -198,14 +198,14 @@ void accel__sched_nodes_fini(accel__sched_nodes *n);
 uint32_t accel__sched_node_get(accel__sched_nodes *n);
 void accel__sched_node_put(accel__sched_nodes *n, uint32_t idx);
 
-/* Pushes node idx into slot and marks the slot non-empty. */
+/* Pushes node idx into bucket and marks the bucket non-empty. */
 void accel__sched_cal_push(accel__sched_cal *c, accel__sched_nodes *n,
-                           unsigned slot, uint32_t idx);
-/* First slot at or after `from` (circularly) that looks non-empty, or -1. */
+                           unsigned bucket, uint32_t idx);
+/* First bucket at or after `from` (circularly) that looks non-empty, or -1. */
 int accel__sched_cal_first(accel__sched_cal *c, unsigned from);
-/* Pops a node of slot (0 if it was empty; then its bit is cleared unless a
+/* Pops a node of bucket (0 if it was empty; then its bit is cleared unless a
  * push raced, so the next first() moves on). */
 uint32_t accel__sched_cal_pop(accel__sched_cal *c, accel__sched_nodes *n,
-                              unsigned slot);
+                              unsigned bucket);
 
 #endif

@@ -21,7 +21,7 @@
  *    between classes keeps v (it is already on the shared clock). V_k
  *    stays per class as the origin of calendar k's window.
  *  - The calendar window of class k starts R buckets before V_k >> shift
- *    and spans ACCEL__CAL_SLOTS buckets: deadlines below it go to its first
+ *    and spans ACCEL__CAL_BUCKETS buckets: deadlines below it go to its first
  *    bucket, beyond it to its last. V_k only moves at a pick, to at most
  *    the picked bucket's start, and a pick takes the first non-empty bucket
  *    of the window, so V never passes a queued entity's bucket: buckets
@@ -36,9 +36,9 @@
 #include "alloc.h"
 #include "sched_core.h"
 
-#define SLOTS ACCEL__CAL_SLOTS
+#define BUCKETS ACCEL__CAL_BUCKETS
 #define BEHIND 512u              /* window buckets before V */
-#define AHEAD (SLOTS - BEHIND)   /* window buckets from V on */
+#define AHEAD (BUCKETS - BEHIND)   /* window buckets from V on */
 
 typedef struct vcell {
     _Alignas(64) _Atomic uint64_t v;
@@ -194,18 +194,18 @@ static inline unsigned lowest_class(const accel__sched *s, accel__lane lane)
 }
 
 /* The first non-empty bucket of calendar k within its window from V_k:
- * its slot and its absolute key. relaxed: V is a hint (see vnow); the
+ * its bucket and its absolute key. relaxed: V is a hint (see vnow); the
  * bitmap's own loads order the look (sched_calendar.c). */
-static inline bool first_bucket(accel__sched *s, unsigned k, unsigned *slot,
+static inline bool first_bucket(accel__sched *s, unsigned k, unsigned *bucket,
                                 uint64_t *key)
 {
     uint64_t V = atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
     uint64_t from = (V >> s->shift) - BEHIND;
-    int f = accel__sched_cal_first(&s->cal[k], (unsigned)(from & (SLOTS - 1)));
+    int f = accel__sched_cal_first(&s->cal[k], (unsigned)(from & (BUCKETS - 1)));
     if (f < 0)
         return false;
-    *slot = (unsigned)f;
-    *key = from + (((uint64_t)f - from) & (SLOTS - 1));
+    *bucket = (unsigned)f;
+    *key = from + (((uint64_t)f - from) & (BUCKETS - 1));
     return true;
 }
 
@@ -224,9 +224,9 @@ static bool would_pick(accel__sched *s, accel__lane lane, unsigned cls,
     if (cls < lo)
         return false; /* a general entity: a short-lane pick skips it */
     for (unsigned k = lo; k < s->ncls; k++) {
-        unsigned slot;
+        unsigned bucket;
         uint64_t key;
-        if (!first_bucket(s, k, &slot, &key))
+        if (!first_bucket(s, k, &bucket, &key))
             continue;
         if (key < b || (key == b && k != cls && k == 1))
             return false;
@@ -275,7 +275,7 @@ static void place(accel__sched *s, accel__sched_entity *e, unsigned cls,
     atomic_store_explicit(&s->nodes.v[idx].hint, e->hint,
                           memory_order_relaxed);
     accel__sched_cal_push(&s->cal[cls], &s->nodes,
-                          (unsigned)(b & (SLOTS - 1)), idx);
+                          (unsigned)(b & (BUCKETS - 1)), idx);
 }
 
 static void vtime_advance(accel__sched *s, unsigned cls, uint64_t to)
@@ -294,14 +294,14 @@ unsigned accel__sched_peek(accel__sched *s, accel__lane lane,
                           unsigned max)
 {
     unsigned k = lowest_class(s, lane);
-    unsigned slot;
+    unsigned bucket;
     uint64_t key;
-    if (!first_bucket(s, k, &slot, &key))
+    if (!first_bucket(s, k, &bucket, &key))
         return 0;
     /* relaxed (here and below): hints; the nodes are type-stable, so the
      * reads are safe even when a node was popped and reused meanwhile
      * (a reused node's next may lead anywhere in the array, or to 0). */
-    uint32_t idx = (uint32_t)atomic_load_explicit(&s->cal[k].heads[slot],
+    uint32_t idx = (uint32_t)atomic_load_explicit(&s->cal[k].heads[bucket],
                                                   memory_order_relaxed);
     unsigned n = 0;
     while (idx && n < max) {
@@ -324,17 +324,17 @@ unsigned accel__sched_queued(accel__sched *s, accel__lane lane, unsigned max)
 {
     unsigned n = 0;
     for (unsigned k = lowest_class(s, lane); k < s->ncls && n < max; k++) {
-        unsigned slot;
+        unsigned bucket;
         uint64_t key;
-        if (!first_bucket(s, k, &slot, &key))
+        if (!first_bucket(s, k, &bucket, &key))
             continue;
-        unsigned start = slot, off = 0;
+        unsigned start = bucket, off = 0;
         for (;;) {
             /* relaxed (here and below): a count, read as peek reads
              * (type-stable nodes; a reused node's next may lead anywhere
              * in the array, or to 0). */
             uint32_t idx = (uint32_t)atomic_load_explicit(
-                &s->cal[k].heads[slot], memory_order_relaxed);
+                &s->cal[k].heads[bucket], memory_order_relaxed);
             for (uint32_t hops = 0;
                  idx && idx < s->nodes.cap && n < max && hops < s->nodes.cap;
                  hops++) {
@@ -344,14 +344,14 @@ unsigned accel__sched_queued(accel__sched *s, accel__lane lane, unsigned max)
             }
             if (n >= max)
                 break;
-            int f = accel__sched_cal_first(&s->cal[k], slot + 1);
+            int f = accel__sched_cal_first(&s->cal[k], bucket + 1);
             if (f < 0)
                 break;
-            unsigned d = ((unsigned)f - start) & (SLOTS - 1);
+            unsigned d = ((unsigned)f - start) & (BUCKETS - 1);
             if (d <= off)
                 break; /* around the calendar once */
             off = d;
-            slot = (unsigned)f;
+            bucket = (unsigned)f;
         }
     }
     return n;
@@ -362,24 +362,24 @@ accel__sched_entity *accel__sched_pick(accel__sched *s, accel__lane lane)
     unsigned lo = lowest_class(s, lane);
     for (;;) {
         int best = -1;
-        unsigned best_slot = 0;
+        unsigned best_bucket = 0;
         uint64_t best_key = 0;
         for (unsigned k = lo; k < s->ncls; k++) {
-            unsigned slot;
+            unsigned bucket;
             uint64_t key;
-            if (!first_bucket(s, k, &slot, &key))
+            if (!first_bucket(s, k, &bucket, &key))
                 continue;
             /* Ties go to the short class: its ops are the short ones. */
             if (best < 0 || key <= best_key) {
                 best = (int)k;
-                best_slot = slot;
+                best_bucket = bucket;
                 best_key = key;
             }
         }
         if (best < 0)
             return NULL;
         uint32_t idx =
-            accel__sched_cal_pop(&s->cal[best], &s->nodes, best_slot);
+            accel__sched_cal_pop(&s->cal[best], &s->nodes, best_bucket);
         if (!idx)
             continue; /* raced with another picker: its bit is cleared */
         accel__sched_entity *e =

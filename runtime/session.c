@@ -107,7 +107,7 @@ void accel__session_free_now(accel_session *s)
                               s->bstate);
     /* the batch state (batch.h), a plain allocation; relaxed: no visit
      * and no handle are left */
-    accel__free(atomic_load_explicit(accel__session_batch_slot(s),
+    accel__free(atomic_load_explicit(accel__session_batch_word(s),
                                      memory_order_relaxed));
     accel__waitstat_fini(&s->wait);
     /* the ring's slots follow the session; the stamps open its tail */
@@ -246,7 +246,7 @@ static accel_session *session_alloc(accel_runtime *rt,
     s->stamps = tail;
     s->stamp_mask = (uint32_t)(nstamps - 1);
     /* the batch state's word, then the id (session.h) */
-    atomic_init(accel__session_batch_slot(s), NULL);
+    atomic_init(accel__session_batch_word(s), NULL);
     s->id = (char *)s->stamps + stamps_bytes + sizeof(void *);
     s->rt = rt;
     s->bops = bops;
@@ -414,7 +414,7 @@ int accel_session_close(accel_session *s, unsigned flags)
     /* A session held back to fill a batch runs its ops now (batch.c,
      * through its hook). acquire: pairs with set_batch's release CAS. */
     struct accel__batch *b = atomic_load_explicit(
-        accel__session_batch_slot(s), memory_order_acquire);
+        accel__session_batch_word(s), memory_order_acquire);
     if (b)
         b->kick(s, ACCEL__BATCH_KICK_FORCE);
     if (accel__tls_current == s)
@@ -579,10 +579,10 @@ void accel__session_fill_stats(const accel_session *cs,
     out->wait_p99_ns = accel__waitstat_quantile(&s->wait, 0.99);
     out->wait_p999_ns = accel__waitstat_quantile(&s->wait, 0.999);
     out->wait_max_ns = ld(&s->wait.max_ns);
-    /* acquire: pairs with set_batch's release CAS of the slot (the
+    /* acquire: pairs with set_batch's release CAS of the batch word (the
      * state's init). */
     const struct accel__batch *b = atomic_load_explicit(
-        accel__session_batch_slot(s), memory_order_acquire);
+        accel__session_batch_word(s), memory_order_acquire);
     if (b) {
         /* relaxed: counters, as above */
         out->batches = ld(&b->batches);

@@ -183,7 +183,7 @@ static inline void accel__session_set_next(accel_session *s, uint64_t pos,
  * with the session. */
 struct accel__batch;
 static inline struct accel__batch *_Atomic *
-accel__session_batch_slot(const accel_session *s)
+accel__session_batch_word(const accel_session *s)
 {
     return (struct accel__batch *_Atomic *)(s->stamps +
                                             (size_t)s->stamp_mask + 1);

@@ -243,11 +243,11 @@ void accel__visit_run(accel__visit *v)
      * run one by one). */
     if (__builtin_expect(
             atomic_load_explicit(&v->s->batched, memory_order_relaxed), 0)) {
-        /* acquire: pairs with set_batch's release CAS of the slot (the
+        /* acquire: pairs with set_batch's release CAS of the batch word (the
          * state's init). Through the state's pointer: batch.c calls into
          * this file (docs/layers.md). */
         struct accel__batch *b = atomic_load_explicit(
-            accel__session_batch_slot(v->s), memory_order_acquire);
+            accel__session_batch_word(v->s), memory_order_acquire);
         if (b && b->run(v))
             return;
     }
