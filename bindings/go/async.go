@@ -172,7 +172,7 @@ type batchWait struct {
 
 // arrive marks one op finished; the last one wakes the submitter.
 func (b *batchWait) arrive() {
-	// The atomic decrement releases this op's errs[slot] to whoever sees
+	// The atomic decrement releases this op's errs[bidx] to whoever sees
 	// 0; the channel send then orders it before the submitter's reads.
 	if b.left.Add(-1) == 0 {
 		b.done <- struct{}{}
@@ -250,7 +250,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	var stop error
 	// First without waiting: a wait for room inside an op then counts
 	// its driver blocked (compensate.go).
-	first, room := true, (*blockedSlot)(nil)
+	first, room := true, (*blockedWorker)(nil)
 	for queued < len(fs) {
 		timeout := C.int64_t(C.ACCEL_FOREVER)
 		if done != nil {

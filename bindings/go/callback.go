@@ -38,7 +38,7 @@ func (e *PanicError) Unwrap() error {
 // callF runs f and turns a panic into a *PanicError. d records that user
 // code runs, for its exit check (driver.exited, asideRun: only
 // runtime.Goexit leaves f other than by returning here).
-func callF(f func(*Session) error, s *Session, d *driver, r *opRec, op int) (err error) {
+func callF(f func(*Session) error, s *Session, d *hostWorker, r *opRec, op int) (err error) {
 	d.phase, d.cur, d.curOp = phaseF, r, op
 	if d.opw != nil {
 		atomic.AddUint64(d.opw, 1) // an op begins: the C monitor's window (watchOps)
@@ -63,7 +63,7 @@ func callF(f func(*Session) error, s *Session, d *driver, r *opRec, op int) (err
 // callDone runs an async completion. A panic in it is not recovered: it
 // ends the program as a panic in a goroutine of the caller's would
 // (driver.exited re-raises it with a note), never silently.
-func callDone(cb func(error), err error, d *driver) {
+func callDone(cb func(error), err error, d *hostWorker) {
 	if d != nil {
 		d.phase = phaseDone
 	}
@@ -73,7 +73,7 @@ func callDone(cb func(error), err error, d *driver) {
 	}
 }
 
-func callGroupDone(done func(int, error), i int, err error, d *driver) {
+func callGroupDone(done func(int, error), i int, err error, d *hostWorker) {
 	if d != nil {
 		d.phase = phaseDone
 	}
@@ -113,7 +113,7 @@ func runAside(r *opRec) C.int {
 // If an f calls runtime.Goexit, the op fails (salvageGoexit) and the
 // group's later ops go on on another such goroutine.
 func asideRun(r *opRec, from int, ot C.goaccel_op_thread, st chan<- C.int) {
-	d := &driver{}
+	d := &hostWorker{}
 	normal := false
 	defer func() {
 		C.goaccel_op_thread_set(&C.goaccel_op_thread{}) // as the thread was: in no op
@@ -146,7 +146,7 @@ func asideRun(r *opRec, from int, ot C.goaccel_op_thread, st chan<- C.int) {
 // runRec runs the op of record r and returns its C status: 0, or 1 if it
 // failed. d: the driver running it; the records it is done with go to
 // d's list.
-func runRec(r *opRec, d *driver) C.int {
+func runRec(r *opRec, d *hostWorker) C.int {
 	// The cancel race (oprec.go): whoever moves the state off queued
 	// owns the outcome.
 	if !r.take() {
@@ -210,7 +210,7 @@ func ctxErr(ctx context.Context, status C.int) error {
 // SubmitAsyncs combined: combine.go): one crossing for the lot (they are
 // consecutive in the session's FIFO order; the scheduler sees one op and
 // charges its whole measured time). Sealing it first ends appends.
-func runGroup(r *opRec, s *VMSession, d *driver) C.int {
+func runGroup(r *opRec, s *VMSession, d *hostWorker) C.int {
 	n := sealGroup(r)
 	r.gn = n
 	r.gok, r.gbad = 0, 0
@@ -221,7 +221,7 @@ func runGroup(r *opRec, s *VMSession, d *driver) C.int {
 // goes on after an op that called runtime.Goexit, driver.exited). The
 // outcomes not yet added to s's counters are kept in r, so that the
 // Goexit salvage adds them.
-func runGroupFrom(r *opRec, s *VMSession, d *driver, from int) C.int {
+func runGroupFrom(r *opRec, s *VMSession, d *hostWorker, from int) C.int {
 	n := r.gn
 	done, base := r.groupDone()
 	own := r.first()
@@ -377,7 +377,7 @@ func goAccelUnrun(arg C.uintptr_t, status C.int) {
 
 // finish hands the outcome of a record the worker owns to its submitter.
 // The record must not be touched after the hand-off.
-func finish(r *opRec, err error, d *driver) {
+func finish(r *opRec, err error, d *hostWorker) {
 	if r.wake(err) {
 		return // the submitter waits for it (Submit)
 	}
@@ -394,8 +394,8 @@ func finish(r *opRec, err error, d *driver) {
 		callDone(cb, err, d)
 		return
 	}
-	if b, slot := r.batchSlot(); b != nil {
-		b.errs[slot] = err
+	if b, bidx := r.batchIndex(); b != nil {
+		b.errs[bidx] = err
 		b.arrive()
 	}
 }

@@ -66,8 +66,8 @@ func (c *comp) stop() {
 	c.stopMu.Unlock()
 }
 
-// blockedSlot is a wait counted blocked (blockBegin); nil: none.
-type blockedSlot struct {
+// blockedWorker is a wait counted blocked (blockBegin); nil: none.
+type blockedWorker struct {
 	rt *C.accel_runtime
 	w  C.uint
 }
@@ -78,17 +78,17 @@ type blockedSlot struct {
 // the visit's thread, so the end comes from the same thread); nil: not
 // in an op of a driver slot (a submitter running its own op holds no
 // worker).
-func blockBegin() *blockedSlot {
+func blockBegin() *blockedWorker {
 	var w C.uint
 	rt := C.goaccel_blocking_begin(&w)
 	if rt == nil {
 		return nil
 	}
-	return &blockedSlot{rt: rt, w: w}
+	return &blockedWorker{rt: rt, w: w}
 }
 
 // blockEnd ends blockBegin's count (m nil: nothing).
-func (m *blockedSlot) blockEnd() {
+func (m *blockedWorker) blockEnd() {
 	if m != nil {
 		C.accel_host_blocking_end(m.rt, m.w)
 	}
@@ -148,7 +148,7 @@ func goAccelGrow(id C.uintptr_t) {
 func (c *comp) grower() {
 	for {
 		c.growReq.Store(false)
-		for c.addDriver() {
+		for c.addExtra() {
 		}
 		c.growing.Store(false)
 		if !c.growReq.Load() || !c.growing.CompareAndSwap(false, true) {
@@ -157,8 +157,8 @@ func (c *comp) grower() {
 	}
 }
 
-// addDriver adds one slot if one is owed and starts its driver.
-func (c *comp) addDriver() bool {
+// addExtra adds one slot if one is owed and starts its driver.
+func (c *comp) addExtra() bool {
 	c.stopMu.Lock()
 	defer c.stopMu.Unlock()
 	if c.stopped {
@@ -169,7 +169,7 @@ func (c *comp) addDriver() bool {
 		return false
 	}
 	c.extras.Add(1)
-	c.h.startDriver(&driver{h: c.h, w: int(w), lane: 0, b: new(slotBuf), extra: true})
+	c.h.startWorker(&hostWorker{h: c.h, w: int(w), lane: 0, b: new(batchBuf), extra: true})
 	return true
 }
 
@@ -179,7 +179,7 @@ func (c *comp) addDriver() bool {
 // last look and a leave. A leave while slots are still owed one adds a
 // slot again at once (accel_host_worker_add): a submit that found this
 // slot not parked just before it left asked for no driver.
-func (d *driver) extraLoop() {
+func (d *hostWorker) extraLoop() {
 	h := d.h
 	normal := false
 	defer func() {

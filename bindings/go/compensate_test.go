@@ -436,7 +436,7 @@ func TestCompCapBoundsExtras(t *testing.T) {
 // runtime.Goexit in an op run by an extra driver (t.Fatal in f): the op
 // fails, the submitter's goroutine ends, the slot goes on (its next op
 // runs) and the extras still retire.
-func TestCompGoexitOnExtraDriver(t *testing.T) {
+func TestCompGoexitOnExtraWorker(t *testing.T) {
 	plantBugs(t)
 	rt := newQueuedRuntime(t, 1)
 	a, _ := rt.NewVMSession("a")
@@ -596,7 +596,7 @@ func TestCompCPUBoundOpIsNotDetected(t *testing.T) {
 // about 6 times in all), and the driver yields. With drivers that never yield
 // (ACCEL_TEST_NOYIELD=1) no yield is counted; with a yield that counts
 // but keeps the P, the goroutine runs too seldom.
-func TestCompDriverYieldsItsP(t *testing.T) {
+func TestCompHostWorkerYieldsItsP(t *testing.T) {
 	plantBugs(t)
 	old := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(old)

@@ -233,7 +233,7 @@ func newGroupForTest(v *VMSession, fs []func(*Session) error, done func(int, err
 // order with their own results; the Submit's own op runs after them and
 // its Submit returns (or, if its f called Goexit too, its goroutine
 // ends, and only then). The session then takes a sync and an async op.
-func TestGoexitInGroupOnOwnSubmitsHelperSlot(t *testing.T) {
+func TestGoexitInGroupOnOwnSubmitsHelperWorker(t *testing.T) {
 	rt := newTestRuntime(t, 1)
 	const n = 5
 	var seq atomic.Int32

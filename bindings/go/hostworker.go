@@ -17,7 +17,7 @@ package accel
 // A driver goroutine is started per C worker slot by startHostWorkers,
 // again by the driver that replaces one whose op called runtime.Goexit,
 // and for a helper slot's visit that its submitter hands on (runOwn)
-// (startDriver): the one place that starts a driver, so that another
+// (startWorker): the one place that starts a driver, so that another
 // reason to start one (a slot C adds while a worker is blocked) is one
 // more call of it.
 
@@ -46,22 +46,22 @@ type hostWorkers struct {
 	// helpers are C slots 0..len-1 (short lane, never idle-announced, so
 	// never woken) on which a synchronous Submit may run its own op
 	// (submitOwn); the drivers' slots come after them.
-	helpers []helperSlot
+	helpers []helperWorker
 	comp    *comp        // compensation for drivers blocked in an op (compensate.go)
 	yields  atomic.Int64 // drivers' yields of their P (yielder.due; a statistic for the tests)
 }
 
-// helperSlot is one helper slot: its busy word (taken by CAS: one driver
+// helperWorker is one helper slot: its busy word (taken by CAS: one driver
 // of a slot at a time) and batch, on cache lines of their own.
-type helperSlot struct {
+type helperWorker struct {
 	busy atomic.Uint32
-	d    driver
+	d    hostWorker
 	_    [64]byte
 }
 
-// slotBuf is a slot's batch, which the C step reads and fills (C keeps
+// batchBuf is a slot's batch, which the C step reads and fills (C keeps
 // no pointer to it).
-type slotBuf struct {
+type batchBuf struct {
 	recs   [C.ACCEL_HOST_VISIT_MAX]C.uintptr_t
 	status [C.ACCEL_HOST_VISIT_MAX]C.int
 	n      C.uint
@@ -79,9 +79,9 @@ var (
 // created with wake id id.
 func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int) *hostWorkers {
 	h := &hostWorkers{rt: rt, id: id, quit: make(chan struct{})}
-	h.helpers = make([]helperSlot, nhelp)
+	h.helpers = make([]helperWorker, nhelp)
 	for w := range h.helpers {
-		h.helpers[w].d = driver{h: h, w: w, lane: 1, b: new(slotBuf)}
+		h.helpers[w].d = hostWorker{h: h, w: w, lane: 1, b: new(batchBuf)}
 	}
 	// C claims at most one wake per parked slot, so a lane's channel
 	// holds at most one token per slot of the lane (extra slots, as many
@@ -96,14 +96,14 @@ func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int
 		if w < short {
 			lane = 1
 		}
-		h.startDriver(&driver{h: h, w: nhelp + w, lane: lane, b: new(slotBuf)})
+		h.startWorker(&hostWorker{h: h, w: nhelp + w, lane: lane, b: new(batchBuf)})
 	}
 	return h
 }
 
-// startDriver starts a goroutine that drives d's slot (from the open
+// startWorker starts a goroutine that drives d's slot (from the open
 // visit d holds, if any).
-func (h *hostWorkers) startDriver(d *driver) {
+func (h *hostWorkers) startWorker(d *hostWorker) {
 	h.wg.Add(1)
 	if d.extra {
 		go d.extraLoop() // a slot added for a blocked one (compensate.go)
@@ -191,11 +191,11 @@ const (
 
 // driver is one goroutine's drive of a worker slot: its batch, the open
 // visit (n ops, op i running) and the records it is done with.
-type driver struct {
+type hostWorker struct {
 	h     *hostWorkers
 	w     int
 	lane  int
-	b     *slotBuf
+	b     *batchBuf
 	fl    recList
 	n, i  int
 	open  bool // a visit is open (b.recs[0..n) its ops, i the next to run)
@@ -207,7 +207,7 @@ type driver struct {
 	extra bool // an extra slot, added for a blocked one (extraLoop)
 	// A helper slot whose open visit this goroutine runs for its
 	// submitter (helpLoop): at the visit's end the slot goes back.
-	help *helperSlot
+	help *helperWorker
 	// A group whose op restOp-1 ended the last driver: its ops from
 	// restOp on run first (op i of the visit).
 	rest   *opRec
@@ -219,7 +219,7 @@ type driver struct {
 }
 
 // watchOps points d at its slot's op word (after the slot changed).
-func (d *driver) watchOps() {
+func (d *hostWorker) watchOps() {
 	d.opw = (*uint64)(unsafe.Pointer(C.accel_host_op_word(d.h.rt, C.uint(d.w))))
 }
 
@@ -250,7 +250,7 @@ func nextIdleStep(mode, nprev *C.uint, spins *int) bool {
 // that is yieldAfter past the last look, the step begins nothing and the
 // driver looks (due).
 type yielder struct {
-	io    *C.goaccel_step_io // the driver's slotBuf's: yield_at
+	io    *C.goaccel_step_io // the driver's batchBuf's: yield_at
 	nvcsw uint64             // the thread's voluntary context switches at the last look
 	tid   C.int              // ... and that thread; 0: none
 	count *atomic.Int64
@@ -310,7 +310,7 @@ func (y *yielder) due() {
 
 // loop drives the slot: begin a visit, run its ops, end it (ended and the
 // next begun in one crossing), park when there is none.
-func (d *driver) loop() {
+func (d *hostWorker) loop() {
 	h := d.h
 	normal := false
 	defer func() {
@@ -372,7 +372,7 @@ func (d *driver) loop() {
 }
 
 // runVisit runs the open visit's ops from d.i on.
-func (d *driver) runVisit() {
+func (d *hostWorker) runVisit() {
 	if r := d.rest; r != nil {
 		d.rest = nil
 		d.b.status[d.i] = 1 // an op of it failed (Goexit)
@@ -390,7 +390,7 @@ func (d *driver) runVisit() {
 // whether f called runtime.Goexit (then the op is the caller's to fail:
 // phaseOut from here). A panic or Goexit in a completion callback ends
 // the program; the package's own panic goes on (false).
-func (d *driver) goexitInF() bool {
+func (d *hostWorker) goexitInF() bool {
 	switch d.phase {
 	case phaseF:
 		d.phase = phaseOut
@@ -408,20 +408,20 @@ func (d *driver) goexitInF() bool {
 // with it (the thread's C state says it runs the visit). A panic or
 // Goexit in a completion callback is not recovered: it ends the program,
 // as it would in a goroutine of the caller's.
-func (d *driver) exited() {
+func (d *hostWorker) exited() {
 	if !d.goexitInF() {
 		return
 	}
 	r := d.cur
 	d.b.status[d.i] = 1 // failed, for the C stats too
 	more := salvageGoexit(r, d.curOp, &d.fl)
-	nd := &driver{h: d.h, w: d.w, lane: d.lane, b: d.b, fl: d.fl,
+	nd := &hostWorker{h: d.h, w: d.w, lane: d.lane, b: d.b, fl: d.fl,
 		n: d.n, i: d.i + 1, open: true, extra: d.extra, help: d.help}
 	if more {
 		// The group's later ops run first on the new driver.
 		nd.i, nd.rest, nd.restOp = d.i, r, d.curOp+1
 	}
-	d.h.startDriver(nd)
+	d.h.startWorker(nd)
 	d.h.wg.Done()
 }
 
@@ -435,7 +435,7 @@ func (d *driver) exited() {
 // queue; false with a nil error: no slot was free or the queue was full,
 // nothing submitted.
 func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec, deadline C.int64_t, t *C.accel_ticket) (queued bool, err error) {
-	hs := h.takeHelpSlot()
+	hs := h.takeHelper()
 	if hs == nil {
 		return false, nil
 	}
@@ -467,14 +467,14 @@ func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec, dead
 // own's outcome, and the group's later ops could run on no goroutine. So
 // the visit goes to a driver goroutine of its own (helpLoop), as the
 // workers' visits do, and own waits behind it as a queued op.
-func (h *hostWorkers) runOwn(hs *helperSlot, own *opRec) {
+func (h *hostWorkers) runOwn(hs *helperWorker, own *opRec) {
 	d := &hs.d
 	d.n, d.i, d.open = int(d.b.n), 0, true
 	if d.n > 0 && recOf(d.b.recs[0]) != own {
 		C.goaccel_visit_detach(h.rt, C.uint(d.w)) // this thread runs no visit now
 		runtime.UnlockOSThread()
 		d.open = false
-		h.startDriver(&driver{h: h, w: d.w, lane: d.lane, b: d.b,
+		h.startWorker(&hostWorker{h: h, w: d.w, lane: d.lane, b: d.b,
 			n: d.n, open: true, help: hs})
 		return
 	}
@@ -507,7 +507,7 @@ func (h *hostWorkers) runOwn(hs *helperSlot, own *opRec) {
 // it had no other op), the slot goes back, and the Goexit goes on, ending
 // the submitter's goroutine as f run there would. A panic elsewhere is
 // left to go on.
-func (d *driver) ownExited(hs *helperSlot, own *opRec) {
+func (d *hostWorker) ownExited(hs *helperWorker, own *opRec) {
 	if d.phase != phaseF {
 		return
 	}
@@ -529,7 +529,7 @@ func (d *driver) ownExited(hs *helperSlot, own *opRec) {
 // helpLoop runs the rest of a helper slot's open visit for its submitter
 // (runOwn handed it on, or the last such driver's op called
 // runtime.Goexit), ends it and gives the slot back.
-func (d *driver) helpLoop() {
+func (d *hostWorker) helpLoop() {
 	h := d.h
 	normal := false
 	defer func() {
@@ -548,11 +548,11 @@ func (d *driver) helpLoop() {
 	h.wg.Done()
 }
 
-// takeHelpSlot takes a free helper slot (nil: none). LP: the CAS 0 -> 1
+// takeHelper takes a free helper slot (nil: none). LP: the CAS 0 -> 1
 // of the slot's word (a load first, so that a busy slot's line is not
 // written); seq-cst, so it also acquires what the slot's last driver did
 // before its release store.
-func (h *hostWorkers) takeHelpSlot() *helperSlot {
+func (h *hostWorkers) takeHelper() *helperWorker {
 	for w := range h.helpers {
 		f := &h.helpers[w].busy
 		if f.Load() == 0 && f.CompareAndSwap(0, 1) {

@@ -66,7 +66,7 @@ type opRec struct {
 	gn    int              // ops of the group being run (sealed count)
 	gok   uint64           // a group's ops completed, not yet in the session's counters
 	gbad  uint64           // and failed
-	slot  int              // index of this op in its batch
+	bidx  int              // index of this op in its batch
 	err   error
 	wch   chan struct{} // cap 1: the worker's "done" to a waiting Submit; made once per record
 	// The op's ctx (Submit, SubmitBatch) and its Done channel: the worker
@@ -94,7 +94,7 @@ func (r *opRec) reset() {
 	r.vs, r.f, r.cb, r.batch, r.gdone, r.err = nil, nil, nil, nil, nil, nil
 	r.ctx, r.cdone = nil, nil
 	r.sync, r.grouped, r.inline = false, false, false
-	r.gbase, r.gn, r.gok, r.gbad, r.slot = 0, 0, 0, 0, 0
+	r.gbase, r.gn, r.gok, r.gbad, r.bidx = 0, 0, 0, 0, 0
 }
 
 // ---- Naming a record without a Go pointer: to C, as its op's arg (C
@@ -138,8 +138,8 @@ func (r *opRec) fillAsync(v *VMSession, f func(*Session) error, cb func(error)) 
 
 // fillBatchOp fills r for op slot of SubmitBatch b on v; ctx is kept only
 // if it can end (done non-nil).
-func (r *opRec) fillBatchOp(v *VMSession, f func(*Session) error, b *batchWait, slot int, ctx context.Context, done <-chan struct{}) {
-	r.vs, r.f, r.batch, r.slot = v, f, b, slot
+func (r *opRec) fillBatchOp(v *VMSession, f func(*Session) error, b *batchWait, bidx int, ctx context.Context, done <-chan struct{}) {
+	r.vs, r.f, r.batch, r.bidx = v, f, b, bidx
 	if done != nil {
 		r.ctx, r.cdone = ctx, done
 	}
@@ -190,7 +190,7 @@ func (r *opRec) opCtx() (context.Context, <-chan struct{}) { return r.ctx, r.cdo
 
 // batchSlot is the SubmitBatch the op is part of (nil: none) and its
 // index there.
-func (r *opRec) batchSlot() (*batchWait, int) { return r.batch, r.slot }
+func (r *opRec) batchIndex() (*batchWait, int) { return r.batch, r.bidx }
 
 // group returns r's group holder, nil if it never needed one.
 func (r *opRec) group() *asyncGroup { return r.grp.Load() }

@@ -105,7 +105,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		w = int(C.goaccel_default_workers())
 	}
 	// The helper slots (hostworker.go, submitOwn) come first, short lane.
-	nhelp := helperSlots()
+	nhelp := helperCount()
 	cc.workers = C.uint(w + nhelp)
 	cc.short_lane_workers += C.uint(nhelp)
 	cc.max_extra_workers = C.uint(cfg.maxExtra)
@@ -292,7 +292,7 @@ func (rt *Runtime) insideOpLocked() bool {
 // helperSlots is how many synchronous submitters may run their own op at
 // once (submitOwn): one per P and one more, at most 17. More submitters
 // than that queue their ops for the worker goroutines.
-func helperSlots() int {
+func helperCount() int {
 	n := runtime.GOMAXPROCS(0)
 	if n > 16 {
 		n = 16

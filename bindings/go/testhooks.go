@@ -53,7 +53,7 @@ func (v *VMSession) submitRacedForTest(g *opRec, f func(*Session) error) (begun 
 	defer v.h.exit()
 	r := allocRec()
 	r.fillSync(v, f, nil, nil)
-	hs := h.takeHelpSlot()
+	hs := h.takeHelper()
 	if hs != nil {
 		d := &hs.d
 		runtime.LockOSThread()

@@ -681,7 +681,7 @@ func (v *VMSession) enqueue(r *opRec, deadline C.int64_t, ctx context.Context, d
 	if done == nil {
 		return statusErr(submitBlocked(c, r, deadline, t))
 	}
-	var m *blockedSlot // a wait for room inside an op: blocked (compensate.go)
+	var m *blockedWorker // a wait for room inside an op: blocked (compensate.go)
 	defer func() { m.blockEnd() }()
 	wait := C.int64_t(C.ACCEL_NO_WAIT)
 	for {
