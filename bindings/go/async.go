@@ -249,7 +249,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	queued := 0
 	var stop error
 	// First without waiting: a wait for room inside an op then counts
-	// its driver blocked (compensate.go).
+	// its host worker blocked (compensate.go).
 	first, room := true, (*blockedWorker)(nil)
 	for queued < len(fs) {
 		timeout := C.int64_t(C.ACCEL_FOREVER)
@@ -295,7 +295,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	b.left.Add(int32(queued - len(fs)))
 	canceled := make([]bool, queued)
 	if b.left.Add(-1) != 0 {
-		m := blockBegin() // inside an op: the wait counts its driver blocked (compensate.go)
+		m := blockBegin() // inside an op: the wait counts its host worker blocked (compensate.go)
 		defer m.blockEnd()
 		if done == nil {
 			<-b.done

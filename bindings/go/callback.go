@@ -36,7 +36,7 @@ func (e *PanicError) Unwrap() error {
 }
 
 // callF runs f and turns a panic into a *PanicError. d records that user
-// code runs, for its exit check (driver.exited, asideRun: only
+// code runs, for its exit check (hostWorker.exited, asideRun: only
 // runtime.Goexit leaves f other than by returning here).
 func callF(f func(*Session) error, s *Session, d *hostWorker, r *opRec, op int) (err error) {
 	d.phase, d.cur, d.curOp = phaseF, r, op
@@ -50,7 +50,7 @@ func callF(f func(*Session) error, s *Session, d *hostWorker, r *opRec, op int) 
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 		// Neither returned nor panicked: runtime.Goexit, which goes on
-		// up to the driver's check; the phase tells it so.
+		// up to the host worker's check; the phase tells it so.
 		if returned || v != nil {
 			d.phase, d.cur = phaseOut, nil
 		}
@@ -62,7 +62,7 @@ func callF(f func(*Session) error, s *Session, d *hostWorker, r *opRec, op int) 
 
 // callDone runs an async completion. A panic in it is not recovered: it
 // ends the program as a panic in a goroutine of the caller's would
-// (driver.exited re-raises it with a note), never silently.
+// (hostWorker.exited re-raises it with a note), never silently.
 func callDone(cb func(error), err error, d *hostWorker) {
 	if d != nil {
 		d.phase = phaseDone
@@ -144,7 +144,7 @@ func asideRun(r *opRec, from int, ot C.goaccel_op_thread, st chan<- C.int) {
 }
 
 // runRec runs the op of record r and returns its C status: 0, or 1 if it
-// failed. d: the driver running it; the records it is done with go to
+// failed. d: the host worker running it; the records it is done with go to
 // d's list.
 func runRec(r *opRec, d *hostWorker) C.int {
 	// The cancel race (oprec.go): whoever moves the state off queued
@@ -217,8 +217,8 @@ func runGroup(r *opRec, s *VMSession, d *hostWorker) C.int {
 	return runGroupFrom(r, s, d, 0)
 }
 
-// runGroupFrom runs r's group from op from on (from > 0: a new driver
-// goes on after an op that called runtime.Goexit, driver.exited). The
+// runGroupFrom runs r's group from op from on (from > 0: a new host worker
+// goes on after an op that called runtime.Goexit, hostWorker.exited). The
 // outcomes not yet added to s's counters are kept in r, so that the
 // Goexit salvage adds them.
 func runGroupFrom(r *opRec, s *VMSession, d *hostWorker, from int) C.int {
@@ -284,7 +284,7 @@ func runGroupFrom(r *opRec, s *VMSession, d *hostWorker, from int) C.int {
 
 // salvageGoexit completes the op of record r whose f (op i of a group)
 // called runtime.Goexit: it failed with ErrGoexit. Runs in the exiting
-// driver's deferred check. For a group with ops after i it returns true
+// host worker's deferred check. For a group with ops after i it returns true
 // and keeps r: the caller has them run (runGroupFrom from i+1).
 func salvageGoexit(r *opRec, i int, fl *recList) bool {
 	s := r.session()

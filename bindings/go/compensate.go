@@ -1,35 +1,35 @@
 package accel
 
-// Compensation for drivers blocked inside an op (docs/go.md, "Ops that
-// block"). A driver goroutine whose f (or completion callback) waits, on
+// Compensation for host workers blocked inside an op (docs/go.md, "Ops that
+// block"). A host worker whose f (or completion callback) waits, on
 // a channel, a lock, time.Sleep, a nested Submit or Sync of another
-// session, keeps its C worker slot; C counts such a slot blocked and
-// hands its place on: it wakes a parked slot, or asks for another driver
-// (host_grow: goAccelGrow), which gets an extra slot from
+// session, keeps its C worker index; C counts such a worker blocked and
+// hands its place on: it wakes a parked worker, or asks for another host worker
+// (host_grow: goAccelGrow), which gets an extra worker from
 // accel_host_worker_add and drives it (extraLoop) until C says it is
-// surplus, or it has been idle a while. A slot is counted blocked
+// surplus, or it has been idle a while. A worker is counted blocked
 //   - at once, around the binding's own waits inside an op (blockBegin:
 //     Submit waiting for its op or for queue room, SubmitBatch, Sync,
 //     Close draining another session, Session.Blocking);
 //   - for waits the binding cannot see (time.Sleep, a user mutex, I/O),
 //     by the C runtime's monitor (runtime/compensate.c), which watches
-//     the drivers' slots as it watches its own worker threads: the
-//     thread a slot's visit runs on (the driver is locked to it during
+//     the host workers as it watches its own worker threads: the
+//     thread a worker's visit runs on (the host worker is locked to it during
 //     the visit, so it is the thread that runs f) is counted blocked
 //     when it spent under 1/64 of a tick on a CPU and is not runnable,
-//     while work waits or no general-lane slot is parked (include/accel/
-//     host.h, "Blocked host slots"). Each f bumps its slot's op word
-//     (driver.watchOps), so a wait in each op of a visit is judged on a
+//     while work waits or no general-lane worker is parked (include/accel/
+//     host.h, "Blocked host workers"). Each f bumps its worker's op word
+//     (hostWorker.watchOps), so a wait in each op of a visit is judged on a
 //     window from the first tick that finds that op. A
 //     CPU-bound op, however long, is not counted. A goroutine waiting a
 //     whole tick for a P looks blocked to the clock (its locked thread
-//     sleeps): it is counted, its extra driver then waits for a P too,
+//     sleeps): it is counted, its extra worker then waits for a P too,
 //     and goes at the end of its visit once the monitor sees the op on
-//     a CPU again. Drivers yield their P between visits (yielder), so Go
+//     a CPU again. Host workers yield their P between visits (yielder), so Go
 //     preempts one only inside an op over 10 ms.
-// Every number of it (the tick, the thresholds, the cap on extra slots,
+// Every number of it (the tick, the thresholds, the cap on extra workers,
 // how long an idle extra stays) is the C runtime's; the binding only
-// starts the drivers C asks for.
+// starts the host workers C asks for.
 
 /*
 #include "shim.h"
@@ -43,22 +43,22 @@ import (
 	"time"
 )
 
-// extraIdle: an extra driver parked this long leaves its slot (what the
+// extraIdle: an extra worker parked this long leaves (what the
 // C runtime's own extra workers do).
 const extraIdle = time.Duration(C.ACCEL_HOST_EXTRA_IDLE_NS)
 
-// comp is a runtime's compensation: the start of extra drivers.
+// comp is a runtime's compensation: the start of extra workers.
 type comp struct {
 	h                *hostWorkers
 	growReq, growing atomic.Bool
 	stopMu           sync.Mutex
 	stopped          bool
-	extras           atomic.Int32 // extra drivers running (a statistic for the tests)
+	extras           atomic.Int32 // extra workers running (a statistic for the tests)
 }
 
 func newComp(h *hostWorkers) *comp { return &comp{h: h} }
 
-// stop ends the starting of extra drivers (the drivers stop with the
+// stop ends the starting of extra workers (the host workers stop with the
 // workers' quit).
 func (c *comp) stop() {
 	c.stopMu.Lock()
@@ -73,10 +73,10 @@ type blockedWorker struct {
 }
 
 // blockBegin: the calling goroutine is about to wait (Submit, Sync,
-// Close, SubmitBatch, Session.Blocking). If it is a driver inside an op,
-// its slot is counted blocked until blockEnd (the goroutine is locked to
+// Close, SubmitBatch, Session.Blocking). If it is a host worker inside an op,
+// its worker is counted blocked until blockEnd (the goroutine is locked to
 // the visit's thread, so the end comes from the same thread); nil: not
-// in an op of a driver slot (a submitter running its own op holds no
+// in an op of a host worker (a submitter running its own op holds no
 // worker).
 func blockBegin() *blockedWorker {
 	var w C.uint
@@ -123,9 +123,9 @@ func waitRecCtx(ch, done <-chan struct{}) bool {
 	}
 }
 
-// goAccelGrow is the runtime's host_grow: a blocked slot is owed another
-// driver. Called inside accel calls, or on the C monitor's thread: it
-// only signals (one grower goroutine at a time adds the slots owed).
+// goAccelGrow is the runtime's host_grow: a blocked worker is owed another
+// host worker. Called inside accel calls, or on the C monitor's thread: it
+// only signals (one grower goroutine at a time adds the workers owed).
 //
 //export goAccelGrow
 func goAccelGrow(id C.uintptr_t) {
@@ -141,7 +141,7 @@ func goAccelGrow(id C.uintptr_t) {
 	}
 }
 
-// grower adds the slots C owes and starts a driver on each. A request
+// grower adds the workers C owes and starts a host worker on each. A request
 // that comes while it runs is seen by its last look (growReq, then
 // growing: seq-cst, so either it sees the request or the requester's
 // CAS on growing succeeds and starts another grower).
@@ -157,7 +157,7 @@ func (c *comp) grower() {
 	}
 }
 
-// addExtra adds one slot if one is owed and starts its driver.
+// addExtra adds one worker if one is owed and starts its host worker.
 func (c *comp) addExtra() bool {
 	c.stopMu.Lock()
 	defer c.stopMu.Unlock()
@@ -173,12 +173,12 @@ func (c *comp) addExtra() bool {
 	return true
 }
 
-// extraLoop drives an extra slot: loop's visits, but each ends with a
-// stopping end and a leave if C finds the slot surplus (more extras than
-// blocked slots), and a spell parked longer than extraIdle ends with a
-// last look and a leave. A leave while slots are still owed one adds a
-// slot again at once (accel_host_worker_add): a submit that found this
-// slot not parked just before it left asked for no driver.
+// extraLoop drives an extra worker: loop's visits, but each ends with a
+// stopping end and a leave if C finds the worker surplus (more extras than
+// blocked workers), and a spell parked longer than extraIdle ends with a
+// last look and a leave. A leave while workers are still owed one adds a
+// worker again at once (accel_host_worker_add): a submit that found this
+// worker not parked just before it left asked for no host worker.
 func (d *hostWorker) extraLoop() {
 	h := d.h
 	normal := false
@@ -267,7 +267,7 @@ func (d *hostWorker) extraLoop() {
 			gone()
 			return
 		}
-		// Still owed: the same driver on the slot added (its idle
+		// Still owed: the same goroutine on the worker index added (its idle
 		// announcement and look come next).
 		d.w = int(w)
 		d.watchOps()

@@ -5,13 +5,13 @@ package accel
 // Ops that block (compensate.go): an f that waits in Go, on a channel,
 // time.Sleep, a nested Submit or a Sync of another session, never stalls
 // another session. The waits the binding cannot see are counted by the C
-// runtime's monitor, which watches the drivers' slots
+// runtime's monitor, which watches the host workers
 // (runtime/compensate.c). Each test asserts an order (the quick op
 // completes while the blockers are still inside f), never a time; a
 // watchdog names the step a test is stuck in. With -tags accel_plant,
-// ACCEL_TEST_NOGROW=1 plants the bug (no driver is ever added for a
+// ACCEL_TEST_NOGROW=1 plants the bug (no host worker is ever added for a
 // blocked one): each of these tests then hangs and its watchdog fails it;
-// ACCEL_TEST_NOYIELD=1 (drivers never yield their P) fails the yield's.
+// ACCEL_TEST_NOYIELD=1 (host workers never yield their P) fails the yield's.
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func compWatch(t testing.TB, name string) (done func()) {
 }
 
 // compCases runs body with the process's GOMAXPROCS and with 1 (set
-// before the runtime is made: its helper slots follow it).
+// before the runtime is made: its helper workers follow it).
 func compCases(t *testing.T, body func(t *testing.T)) {
 	plantBugs(t)
 	t.Run("default", body)
@@ -67,7 +67,7 @@ func quickOp(t *testing.T, v *VMSession, step string) {
 
 // queued is a ctx that can end (a Submit with it waits for ctx too); on a
 // runtime of newQueuedRuntime the Submit always goes through the queue to
-// a driver goroutine (never the caller's own hand-off).
+// a host worker (never the caller's own hand-off).
 func queued(t *testing.T) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -75,7 +75,7 @@ func queued(t *testing.T) context.Context {
 }
 
 // newQueuedRuntime is newTestRuntime with Submit's direct hand-off off:
-// every f runs on a driver, whose blocking these tests are about.
+// every f runs on a host worker, whose blocking these tests are about.
 func newQueuedRuntime(t *testing.T, workers int) *Runtime {
 	t.Helper()
 	rt := newTestRuntime(t, workers)
@@ -111,14 +111,14 @@ func newUnwatchedRuntime(t testing.TB, workers int) *Runtime {
 	return newConfigRuntime(t, RuntimeConfig{Workers: workers, blockDetect: time.Hour})
 }
 
-// marks is how often the C monitor counted one of rt's slots blocked.
+// detections is how often the C monitor detected one of rt's workers blocked.
 func detections(rt *Runtime) uint64 {
 	_, n := rt.cBlockedForTest()
 	return n
 }
 
 // handoffCases runs body with Submit's direct hand-off off (every op on a
-// driver, whose blocking these tests are about) and on (as a user's
+// host worker, whose blocking these tests are about) and on (as a user's
 // runtime has it), each under compCases.
 func handoffCases(t *testing.T, workers int, body func(t *testing.T, rt *Runtime)) {
 	for _, own := range []bool{false, true} {
@@ -164,7 +164,7 @@ func TestCompNestedSubmitDepth16(t *testing.T) {
 		}
 		// Each nested Submit counted its wait at once: the monitor, which
 		// would find an uncounted one 1-2 ms in and hide the miss, marks
-		// at most a few (a driver that waits a whole tick for a P just
+		// at most a few (a host worker that waits a whole tick for a P just
 		// before its wait looks blocked too); with the count missing it
 		// marks them all (48).
 		if n := detections(rt); n*2 >= 3*depth {
@@ -213,7 +213,7 @@ func blockedOpsDoNotStall(t *testing.T, how string) {
 	done := compWatch(t, "all 16 blockers inside f (2 workers)")
 	all.Wait()
 	done()
-	// The Prometheus text counts the extra drivers (2 workers: 14 at
+	// The Prometheus text counts the extra workers (2 workers: 14 at
 	// least for 16 ops inside f).
 	var prom strings.Builder
 	if err := rt.WritePrometheus(&prom); err != nil {
@@ -243,8 +243,8 @@ func blockedOpsDoNotStall(t *testing.T, how string) {
 	if inside.Load() != n {
 		t.Fatalf("inside = %d", inside.Load())
 	}
-	// The extra drivers go again: surplus at their visit's end or idle.
-	done = compWatch(t, "the extra drivers retire")
+	// The extra workers go again: surplus at their visit's end or idle.
+	done = compWatch(t, "the extra workers retire")
 	for rt.host.comp.extras.Load() != 0 {
 		time.Sleep(time.Millisecond)
 	}
@@ -355,7 +355,7 @@ func TestCompCloseOtherFromInsideOp(t *testing.T) {
 	})
 }
 
-// A driver blocked on a user mutex (a wait the binding cannot see) that
+// A host worker blocked on a user mutex (a wait the binding cannot see) that
 // only another session's op releases: one worker.
 func TestCompUserMutexReleasedByOtherSession(t *testing.T) {
 	compCases(t, func(t *testing.T) {
@@ -381,8 +381,8 @@ func TestCompUserMutexReleasedByOtherSession(t *testing.T) {
 	})
 }
 
-// The cap: with 1 worker and a cap of 8 extra slots (the C runtime's
-// max_extra_workers), at most 8 extra drivers. More blockers than 1 +
+// The cap: with 1 worker and a cap of 8 extra workers (the C runtime's
+// max_extra_workers), at most 8 extra workers. More blockers than 1 +
 // cap: exactly 1 + cap are inside f at once, the rest wait (as without
 // compensation) and run once some return.
 func TestCompCapBoundsExtras(t *testing.T) {
@@ -418,7 +418,7 @@ func TestCompCapBoundsExtras(t *testing.T) {
 	}
 	done()
 	if e := rt.host.comp.extras.Load(); e != capExtra {
-		t.Fatalf("extra drivers = %d, want the cap %d", e, capExtra)
+		t.Fatalf("extra workers = %d, want the cap %d", e, capExtra)
 	}
 	close(release)
 	done = compWatch(t, "every blocker returns")
@@ -433,8 +433,8 @@ func TestCompCapBoundsExtras(t *testing.T) {
 	}
 }
 
-// runtime.Goexit in an op run by an extra driver (t.Fatal in f): the op
-// fails, the submitter's goroutine ends, the slot goes on (its next op
+// runtime.Goexit in an op run by an extra worker (t.Fatal in f): the op
+// fails, the submitter's goroutine ends, the worker goes on (its next op
 // runs) and the extras still retire.
 func TestCompGoexitOnExtraWorker(t *testing.T) {
 	plantBugs(t)
@@ -465,7 +465,7 @@ func TestCompGoexitOnExtraWorker(t *testing.T) {
 	if _, _, failed := b.Stats(); failed != 1 {
 		t.Fatalf("b failed = %d, want 1", failed)
 	}
-	done = compWatch(t, "the extra drivers retire")
+	done = compWatch(t, "the extra workers retire")
 	for rt.host.comp.extras.Load() != 0 {
 		time.Sleep(time.Millisecond)
 	}
@@ -541,17 +541,17 @@ func spinFor(d time.Duration) {
 }
 
 // CPU-bound ops 30 monitor ticks long are not counted blocked: a
-// driver's thread is on a CPU, or runnable, in every window, so no extra
-// driver starts beside it (with the process's GOMAXPROCS and with 1,
-// where the monitor's thread runs beside the driver's but Go preempts
-// the driver every 10 ms). Another session's op waits behind each (one
-// worker), so the C monitor judges the driver at every tick (it counts
+// host worker's thread is on a CPU, or runnable, in every window, so no extra
+// host worker starts beside it (with the process's GOMAXPROCS and with 1,
+// where the monitor's thread runs beside the host worker's but Go preempts
+// the host worker every 10 ms). Another session's op waits behind each (one
+// worker), so the C monitor judges the host worker at every tick (it counts
 // nothing while nothing waits). One exception the design admits
-// (compensate.go): a driver whose goroutine waits a whole tick for its P
+// (compensate.go): a host worker whose goroutine waits a whole tick for its P
 // to come back after a preemption looks blocked, which a machine loaded
 // by other processes can cause; so of 8 such ops fewer than half may be
 // counted. With the C monitor reading neither the CPU clock nor the run
-// state of a host slot's thread (planted), half or more are.
+// state of a host worker's thread (planted), half or more are.
 func TestCompCPUBoundOpIsNotDetected(t *testing.T) {
 	compCases(t, func(t *testing.T) {
 		rt := newQueuedRuntime(t, 1)
@@ -588,12 +588,12 @@ func TestCompCPUBoundOpIsNotDetected(t *testing.T) {
 	})
 }
 
-// A driver running CPU-bound ops back to back gives its P up between
+// A host worker running CPU-bound ops back to back gives its P up between
 // visits: with GOMAXPROCS=1, 16 ops of 2 x yieldAfter on 16 sessions,
 // one worker, and a goroutine that loops on runtime.Gosched meanwhile,
 // that goroutine runs at least once for every two yields the runtime
 // counts (each yield lets it run once; Go's own preemption, every 10 ms,
-// about 6 times in all), and the driver yields. With drivers that never yield
+// about 6 times in all), and the host worker yields. With host workers that never yield
 // (ACCEL_TEST_NOYIELD=1) no yield is counted; with a yield that counts
 // but keeps the P, the goroutine runs too seldom.
 func TestCompHostWorkerYieldsItsP(t *testing.T) {
@@ -639,17 +639,17 @@ func TestCompHostWorkerYieldsItsP(t *testing.T) {
 	close(stop)
 	y := rt.host.yields.Load()
 	if y == 0 {
-		t.Fatalf("the driver never yielded its P in %v of back-to-back ops", n*2*yieldAfter)
+		t.Fatalf("the host worker never yielded its P in %v of back-to-back ops", n*2*yieldAfter)
 	}
 	if r := int64(runs.Load()); 2*r < y {
-		t.Fatalf("another goroutine ran %d times while the driver yielded %d times", r, y)
+		t.Fatalf("another goroutine ran %d times while the host worker yielded %d times", r, y)
 	}
 }
 
 // Session.Blocking counts its wait at once: with the monitor counting
 // nothing (its tick an hour) and 1 worker, an op blocked on a channel
 // inside s.Blocking does not keep another session's op from running; a
-// panic in the wait fails the op, leaves no slot counted blocked and the
+// panic in the wait fails the op, leaves no worker counted blocked and the
 // session goes on; outside an op Blocking just runs the wait. A Blocking
 // that only ran its wait would leave the second op waiting: its watchdog
 // fails it.
@@ -688,7 +688,7 @@ func TestCompSessionBlockingCountsAtOnce(t *testing.T) {
 			t.Fatal("an op whose wait panicked did not fail")
 		}
 		if blocked, _ := rt.cBlockedForTest(); blocked != 0 {
-			t.Fatalf("%d slots still counted blocked after the wait panicked", blocked)
+			t.Fatalf("%d workers still counted blocked after the wait panicked", blocked)
 		}
 		quickOp(t, a, "a's next op after the panic")
 		ran := false
@@ -701,13 +701,13 @@ func TestCompSessionBlockingCountsAtOnce(t *testing.T) {
 
 // A wait announced with Session.Blocking, 20 monitor ticks long, is not
 // also counted by the monitor, though work waits all along: a mark on
-// top of the announcement would keep an extra driver beside the op for
+// top of the announcement would keep an extra worker beside the op for
 // what it computes after the wait. One worker and a cap of one extra
-// slot: v's op waits inside s.Blocking, the extra driver runs w's op,
-// which waits inside s.Blocking too, and z's op waits for a driver until
-// v's op returns, so the monitor judges both slots at every tick. With
-// the C monitor judging slots inside an announced wait too (planted: the
-// BLOCK_OWN check in compensate.c's watch() removed), both drivers,
+// worker: v's op waits inside s.Blocking, the extra worker runs w's op,
+// which waits inside s.Blocking too, and z's op waits for a host worker until
+// v's op returns, so the monitor judges both workers at every tick. With
+// the C monitor judging workers inside an announced wait too (planted: the
+// BLOCK_ANNOUNCED check in compensate.c's watch() removed), both host workers,
 // asleep, are marked.
 func TestCompSessionBlockingIsNotDetected(t *testing.T) {
 	compCases(t, func(t *testing.T) {
@@ -727,7 +727,7 @@ func TestCompSessionBlockingIsNotDetected(t *testing.T) {
 		}()
 		<-vIn
 		done()
-		done = compWatch(t, "w's op inside s.Blocking on the extra driver")
+		done = compWatch(t, "w's op inside s.Blocking on the extra worker")
 		wRes, zRes := make(chan error, 1), make(chan error, 1)
 		if err := w.SubmitAsync(func(s *Session) error {
 			s.Blocking(func() { close(wIn); <-vDone })
@@ -762,7 +762,7 @@ func TestCompSessionBlockingIsNotDetected(t *testing.T) {
 // with one worker; (2) end when the inner Submit's ctx is canceled:
 // that Submit returns context.Canceled at once (its op never runs), b's
 // f returns it, and so does a's Submit; (3) leave a and b working.
-// Both with Submit's direct hand-off and with every op on a driver.
+// Both with Submit's direct hand-off and with every op on a host worker.
 func TestCompNestedSubmitCycleEndsByCtx(t *testing.T) {
 	for _, own := range []bool{true, false} {
 		t.Run(fmt.Sprintf("handoff=%v", own), func(t *testing.T) {

@@ -158,12 +158,12 @@ func (c *lateCtx) Done() <-chan struct{}       { return c.done }
 func (c *lateCtx) Err() error                  { return nil }
 
 // An op whose deadline passed after C took it (C's deadline was far
-// then) and before a driver starts it, its ctx's timer not yet fired,
+// then) and before a host worker starts it, its ctx's timer not yet fired,
 // never starts: it ends with context.DeadlineExceeded, counted
 // canceled.
 func TestOpPastItsDeadlineWithTheTimerLateNeverStarts(t *testing.T) {
 	rt := newTestRuntime(t, 1)
-	rt.setOwnForTest(false) // f runs on a driver, after its take
+	rt.setOwnForTest(false) // f runs on a host worker, after its take
 	v, _ := rt.NewVMSession("late")
 	started, gate := make(chan struct{}), make(chan struct{})
 	if err := v.SubmitAsync(func(*Session) error { close(started); <-gate; return nil }, nil); err != nil {

@@ -427,7 +427,7 @@ func TestGapNewRuntimeNegative(t *testing.T) {
 	}
 	for _, cfg := range []RuntimeConfig{
 		// Past what the C fields hold: wrapped, C would take a small
-		// count while the drivers started the large one.
+		// count while the host workers started the large one.
 		{Workers: wide(1<<32 + 1)},
 		{Workers: 1, QuantumOps: wide(1<<32 + 5)},
 		{Workers: 1025}, // over the library's maximum

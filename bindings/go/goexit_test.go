@@ -3,8 +3,8 @@
 package accel
 
 // runtime.Goexit in f (t.Fatal, t.FailNow) where the op runs off the
-// usual driver path: an op of a group beside a synchronous submitter's
-// helper slot, and ops that accel_runtime_destroy runs inside its call.
+// usual host worker path: an op of a group beside a synchronous submitter's
+// helper worker, and ops that accel_runtime_destroy runs inside its call.
 // Each wait has a step watchdog.
 
 import (
@@ -132,7 +132,7 @@ func (p *groupProbe) check(t *testing.T, what string) {
 // A, as a user can make it: combined SubmitAsyncs (and SubmitAsyncBatch
 // groups) with a Goexit in one op, submitted while synchronous Submits of
 // the same session run on their callers' goroutines when the session is
-// idle (the direct hand-off to a helper slot). Only the exiting op fails;
+// idle (the direct hand-off to a helper worker). Only the exiting op fails;
 // the group's later ops run in order, each completion gets its own op's
 // result, and every Submit returns nil. Then the session takes a sync
 // and an async op.
@@ -383,11 +383,11 @@ func TestGoexitInOpsDrainedAtRuntimeClose(t *testing.T) {
 }
 
 // B where the package's API cannot lead (Runtime.Close drains every
-// session before it stops the drivers, so destroy finds nothing queued;
+// session before it stops the host workers, so destroy finds nothing queued;
 // C also runs a device session's ops inside its own calls): ops still
 // queued when accel_runtime_destroy runs them through goAccelRun, a
 // callback into Go inside that C call, where Go cannot end a goroutine.
-// The drivers are stopped first (stopWorkersForTest) so that the ops
+// The host workers are stopped first (stopWorkersForTest) so that the ops
 // stay queued. A Goexit in one op of a group fails that op alone and the
 // rest run in order; a Submit whose f calls Goexit ends its goroutine;
 // an op that calls Submit and Sync of its own session is still inside

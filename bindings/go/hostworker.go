@@ -14,11 +14,11 @@ package accel
 // held up by someone else's op, and a runtime.Goexit in someone else's f
 // never ends the caller's goroutine.
 //
-// A driver goroutine is started per C worker slot by startHostWorkers,
-// again by the driver that replaces one whose op called runtime.Goexit,
-// and for a helper slot's visit that its submitter hands on (runOwn)
-// (startWorker): the one place that starts a driver, so that another
-// reason to start one (a slot C adds while a worker is blocked) is one
+// A host worker is started per C worker index by startHostWorkers,
+// again by the host worker that replaces one whose op called runtime.Goexit,
+// and for a helper worker's visit that its submitter hands on (runOwn)
+// (startWorker): the one place that starts a host worker, so that another
+// reason to start one (a worker C adds while a worker is blocked) is one
 // more call of it.
 
 /*
@@ -36,36 +36,36 @@ import (
 	"unsafe"
 )
 
-// hostWorkers are a runtime's worker goroutines, one per C worker slot.
+// hostWorkers are a runtime's worker goroutines, one per C worker index.
 type hostWorkers struct {
 	rt    *C.accel_runtime
-	lanes [2]chan struct{} // parked slots of lane 0 (general), 1 (short) wait here
+	lanes [2]chan struct{} // parked workers of lane 0 (general), 1 (short) wait here
 	id    uintptr          // the runtime's wake id (goAccelWake)
 	quit  chan struct{}    // closed by stop
-	wg    sync.WaitGroup   // one per driver goroutine running
-	// helpers are C slots 0..len-1 (short lane, never idle-announced, so
+	wg    sync.WaitGroup   // one per host worker running
+	// helpers are C workers 0..len-1 (short lane, never idle-announced, so
 	// never woken) on which a synchronous Submit may run its own op
-	// (submitOwn); the drivers' slots come after them.
+	// (submitOwn); the host workers come after them.
 	helpers []helperWorker
-	comp    *comp        // compensation for drivers blocked in an op (compensate.go)
-	yields  atomic.Int64 // drivers' yields of their P (yielder.due; a statistic for the tests)
+	comp    *comp        // compensation for host workers blocked in an op (compensate.go)
+	yields  atomic.Int64 // host workers' yields of their P (yielder.due; a statistic for the tests)
 }
 
-// helperWorker is one helper slot: its busy word (taken by CAS: one driver
-// of a slot at a time) and batch, on cache lines of their own.
+// helperWorker is one helper worker: its busy word (taken by CAS: one goroutine
+// drives it at a time) and batch, on cache lines of their own.
 type helperWorker struct {
 	busy atomic.Uint32
 	d    hostWorker
 	_    [64]byte
 }
 
-// batchBuf is a slot's batch, which the C step reads and fills (C keeps
+// batchBuf is a worker's batch, which the C step reads and fills (C keeps
 // no pointer to it).
 type batchBuf struct {
 	recs   [C.ACCEL_HOST_VISIT_MAX]C.uintptr_t
 	status [C.ACCEL_HOST_VISIT_MAX]C.int
 	n      C.uint
-	io     C.goaccel_step_io // the driver's side of its steps (yielder)
+	io     C.goaccel_step_io // the host worker's side of its steps (yielder)
 }
 
 // hostRuntimes maps a runtime's wake id (its host_wake_arg) to its
@@ -75,7 +75,7 @@ var (
 	hostNextID   atomic.Uintptr
 )
 
-// startHostWorkers starts the driver goroutines of rt, whose runtime was
+// startHostWorkers starts the host workers of rt, whose runtime was
 // created with wake id id.
 func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int) *hostWorkers {
 	h := &hostWorkers{rt: rt, id: id, quit: make(chan struct{})}
@@ -83,8 +83,8 @@ func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int
 	for w := range h.helpers {
 		h.helpers[w].d = hostWorker{h: h, w: w, lane: 1, b: new(batchBuf)}
 	}
-	// C claims at most one wake per parked slot, so a lane's channel
-	// holds at most one token per slot of the lane (extra slots, as many
+	// C claims at most one wake per parked worker, so a lane's channel
+	// holds at most one token per worker of the lane (extra workers, as many
 	// as C allows, park on lane 0). Its elements take no memory: it is
 	// made large enough never to be full.
 	h.lanes[0] = make(chan struct{}, math.MaxInt32)
@@ -101,12 +101,12 @@ func startHostWorkers(rt *C.accel_runtime, id uintptr, workers, short, nhelp int
 	return h
 }
 
-// startWorker starts a goroutine that drives d's slot (from the open
+// startWorker starts a goroutine that drives d's worker (from the open
 // visit d holds, if any).
 func (h *hostWorkers) startWorker(d *hostWorker) {
 	h.wg.Add(1)
 	if d.extra {
-		go d.extraLoop() // a slot added for a blocked one (compensate.go)
+		go d.extraLoop() // a worker added for a blocked one (compensate.go)
 		return
 	}
 	if d.help != nil {
@@ -116,7 +116,7 @@ func (h *hostWorkers) startWorker(d *hostWorker) {
 	go d.loop()
 }
 
-// goAccelWake is the runtime's host_wake: C claimed a parked slot of lane
+// goAccelWake is the runtime's host_wake: C claimed a parked worker of lane
 // (ACCEL_HOST_LANE_*) of the runtime with wake id id and asks for it to be
 // woken. Called from inside whatever C call made work runnable, on that
 // call's thread, so the wake is in the lane's channel before that call
@@ -129,7 +129,7 @@ func goAccelWake(id C.uintptr_t, lane C.uint) {
 	}
 }
 
-// post wakes one parked slot of lane (a token it finds when it parks or
+// post wakes one parked worker of lane (a token it finds when it parks or
 // is parked on).
 func (h *hostWorkers) post(lane int) {
 	ch := h.lanes[0]
@@ -142,31 +142,31 @@ func (h *hostWorkers) post(lane int) {
 // stop makes the worker goroutines return once they find no work, and
 // waits for them.
 func (h *hostWorkers) stop() {
-	// Take every helper slot: no submitter drives one from here on, and
+	// Take every helper worker: no submitter drives one from here on, and
 	// one driving one now (running its op) finishes first.
 	for w := range h.helpers {
 		for !h.helpers[w].busy.CompareAndSwap(0, 1) {
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
-	h.comp.stop() // no driver is added from here on
+	h.comp.stop() // no host worker is added from here on
 	close(h.quit)
 	h.wg.Wait()
 	hostRuntimes.Delete(h.id)
 }
 
-// A driver that has held its P for yieldAfter, running visits back to
+// A host worker that has held its P for yieldAfter, running visits back to
 // back, ends the last one alone and calls runtime.Gosched before it
 // begins the next (yielder): the goroutines waiting for its P (the
 // node's network handlers, the submitters its ops' results woke) run
-// then, not when Go preempts the driver 10 ms in. Go preempts a
-// goroutine only after 10 ms and a driver with queued work never parks,
-// so without it every P held by a driver left the rest of the program
+// then, not when Go preempts the host worker 10 ms in. Go preempts a
+// goroutine only after 10 ms and a host worker with queued work never parks,
+// so without it every P held by a host worker left the rest of the program
 // waiting up to 10 ms per turn (measured in the node example under
 // overload: 30 ms from an op's arrival to its Submit call at the median).
 // An op longer than yieldAfter still runs whole; Go's preemption is what
-// interrupts it. Why 2 ms: every yield costs the driver its turn behind
-// the goroutines runnable, which is lost work when the drivers, not the
+// interrupts it. Why 2 ms: every yield costs the host worker its turn behind
+// the goroutines runnable, which is lost work when the host workers, not the
 // CPUs, are short (ops that block, before the monitor counts them). In
 // the node example's blocking scenario, yields every 1 ms cost about 7%
 // of accel's work (0.685x against 0.74x of capacity, medians of 4 runs)
@@ -176,20 +176,20 @@ func (h *hostWorkers) stop() {
 // goroutine waits for a P about that long plus the op running.
 const yieldAfter = 2 * time.Millisecond
 
-// Idle slots spin this many times (a Gosched each, so that submitters on
+// Idle workers spin this many times (a Gosched each, so that submitters on
 // the same P run) before they announce idle and park: the announcement
 // costs a process-wide barrier (futex.h).
 const hostSpins = 6
 
-// Where a driver is in its op: what the exit of its goroutine in the
-// middle of a visit means (driver.loop's deferred check).
+// Where a host worker is in its op: what the exit of its goroutine in the
+// middle of a visit means (hostWorker.loop's deferred check).
 const (
 	phaseOut  uint8 = iota // not in user code
 	phaseF                 // in f: a panic is recovered there, so only runtime.Goexit gets out
 	phaseDone              // in a completion callback: a panic or Goexit is the caller's bug
 )
 
-// driver is one goroutine's drive of a worker slot: its batch, the open
+// hostWorker is one goroutine's drive of a C worker index: its batch, the open
 // visit (n ops, op i running) and the records it is done with.
 type hostWorker struct {
 	h     *hostWorkers
@@ -204,26 +204,26 @@ type hostWorker struct {
 	// group the index of its op in it.
 	cur   *opRec
 	curOp int
-	extra bool // an extra slot, added for a blocked one (extraLoop)
-	// A helper slot whose open visit this goroutine runs for its
-	// submitter (helpLoop): at the visit's end the slot goes back.
+	extra bool // an extra worker, added for a blocked one (extraLoop)
+	// A helper worker whose open visit this goroutine runs for its
+	// submitter (helpLoop): at the visit's end the worker goes back.
 	help *helperWorker
-	// A group whose op restOp-1 ended the last driver: its ops from
+	// A group whose op restOp-1 ended the last host worker: its ops from
 	// restOp on run first (op i of the visit).
 	rest   *opRec
 	restOp int
-	// opw: the slot's op word (accel_host_op_word), bumped as each f
+	// opw: the worker's op word (accel_host_op_word), bumped as each f
 	// starts (callF), so that the C monitor judges a wait in each op of a
-	// visit on its own; nil on a helper slot (its visits are not watched).
+	// visit on its own; nil on a helper worker (its visits are not watched).
 	opw *uint64
 }
 
-// watchOps points d at its slot's op word (after the slot changed).
+// watchOps points d at its worker's op word (after the worker changed).
 func (d *hostWorker) watchOps() {
 	d.opw = (*uint64)(unsafe.Pointer(C.accel_host_op_word(d.h.rt, C.uint(d.w))))
 }
 
-// nextIdleStep is a driver's way to park after a step found no visit
+// nextIdleStep is a host worker's way to park after a step found no visit
 // (called with the OS thread unlocked): a few Gosched spins, each followed
 // by another step, then the idle announcement and one step more. True:
 // step again (the thread is locked again); false: idle was announced and
@@ -245,18 +245,18 @@ func nextIdleStep(mode, nprev *C.uint, spins *int) bool {
 	return true
 }
 
-// yielder is a driver's record of its hold on a P. Its steps end each
+// yielder is a host worker's record of its hold on a P. Its steps end each
 // visit with the time the visit's charge read (goaccel_step_io); once
 // that is yieldAfter past the last look, the step begins nothing and the
-// driver looks (due).
+// host worker looks (due).
 type yielder struct {
-	io    *C.goaccel_step_io // the driver's batchBuf's: yield_at
+	io    *C.goaccel_step_io // the host worker's batchBuf's: yield_at
 	nvcsw uint64             // the thread's voluntary context switches at the last look
 	tid   C.int              // ... and that thread; 0: none
 	count *atomic.Int64
 }
 
-// reset starts a new hold: the driver, on a locked thread, runs again
+// reset starts a new hold: the host worker, on a locked thread, runs again
 // (after parking or yielding). One syscall.
 func (y *yielder) reset() {
 	var nv C.uint64_t
@@ -276,17 +276,17 @@ func (y *yielder) look(nvcsw uint64, now int64) {
 	}
 }
 
-// due: the driver's step ended a visit yieldAfter past the last look and
+// due: the host worker's step ended a visit yieldAfter past the last look and
 // began nothing; its thread is locked. It asks the kernel whether the
-// thread has slept since the last look. If not, the driver has held its
+// thread has slept since the last look. If not, the host worker has held its
 // P all that time: it yields the P with the thread unlocked (a Gosched
 // on a locked thread hands the P to another thread and back) and locks
-// again. A driver whose op waited (time.Sleep, a channel, I/O: its
+// again. A host worker whose op waited (time.Sleep, a channel, I/O: its
 // locked thread slept) gave its P up meanwhile and does not yield: a
 // yield costs it its turn (it queues behind every goroutine runnable);
 // yielding on the wall clock alone cost the node example's blocking
 // scenario about 6% of its work. The kernel preempting the thread is not
-// a sleep: the driver still holds its P then. Either way its next step
+// a sleep: the host worker still holds its P then. Either way its next step
 // begins with nothing to end.
 func (y *yielder) due() {
 	var tid C.int
@@ -308,7 +308,7 @@ func (y *yielder) due() {
 	y.reset() // maybe another thread now
 }
 
-// loop drives the slot: begin a visit, run its ops, end it (ended and the
+// loop drives the worker: begin a visit, run its ops, end it (ended and the
 // next begun in one crossing), park when there is none.
 func (d *hostWorker) loop() {
 	h := d.h
@@ -329,7 +329,7 @@ func (d *hostWorker) loop() {
 	y := yielder{io: &d.b.io, count: &h.yields}
 	y.reset()
 	if d.open {
-		// Taking over a visit whose driver ended in one of its ops.
+		// Taking over a visit whose host worker ended in one of its ops.
 		C.goaccel_visit_attach(h.rt, C.uint(d.w), 1)
 		d.runVisit()
 		mode, nprev = C.GOACCEL_STEP_END, C.uint(d.n)
@@ -401,9 +401,9 @@ func (d *hostWorker) goexitInF() bool {
 	return false
 }
 
-// exited runs when the driver's goroutine ends other than by stop: f
+// exited runs when the host worker's goroutine ends other than by stop: f
 // called runtime.Goexit (a panic in f is recovered in callF). The op
-// fails, and a new goroutine takes the slot over with the rest of the
+// fails, and a new goroutine takes the worker over with the rest of the
 // visit; this goroutine, still locked to its thread, takes the thread
 // with it (the thread's C state says it runs the visit). A panic or
 // Goexit in a completion callback is not recovered: it ends the program,
@@ -418,21 +418,21 @@ func (d *hostWorker) exited() {
 	nd := &hostWorker{h: d.h, w: d.w, lane: d.lane, b: d.b, fl: d.fl,
 		n: d.n, i: d.i + 1, open: true, extra: d.extra, help: d.help}
 	if more {
-		// The group's later ops run first on the new driver.
+		// The group's later ops run first on the new host worker.
 		nd.i, nd.rest, nd.restOp = d.i, r, d.curOp+1
 	}
 	d.h.startWorker(nd)
 	d.h.wg.Done()
 }
 
-// submitOwn submits r (a synchronous Submit of v) on a free helper slot,
+// submitOwn submits r (a synchronous Submit of v) on a free helper worker,
 // with deadline (0: none) and, t not nil, a ticket into t for
-// accel_cancel, and if the scheduler hands v to the slot directly, runs
+// accel_cancel, and if the scheduler hands v to the worker directly, runs
 // the visit's op, r, here, on the submitter's goroutine (runOwn). Either
 // way r's outcome then comes through r.wake: left in r when it ran here
 // (r.inline: no channel round trip), sent as for a queued op else; t
 // names the op while it is queued. queued: r is in (or through) the
-// queue; false with a nil error: no slot was free or the queue was full,
+// queue; false with a nil error: no worker was free or the queue was full,
 // nothing submitted.
 func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec, deadline C.int64_t, t *C.accel_ticket) (queued bool, err error) {
 	hs := h.takeHelper()
@@ -456,16 +456,16 @@ func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec, dead
 	return true, nil
 }
 
-// runOwn runs the visit that the direct hand-off began on helper slot hs
+// runOwn runs the visit that the direct hand-off began on helper worker hs
 // (its ops in hs.d.b, the thread locked) for the submitter of own, ends
-// it and gives the slot back.
+// it and gives the worker back.
 //
 // The visit holds one op, the first in v's order: own, unless another
 // submitter of v raced own into the ring (host.h, accel_host_submit_own).
 // That op, a group of SubmitAsyncs perhaps, is not the caller's to run:
 // a Goexit in it would end the caller's goroutine, which then never got
 // own's outcome, and the group's later ops could run on no goroutine. So
-// the visit goes to a driver goroutine of its own (helpLoop), as the
+// the visit goes to a host worker of its own (helpLoop), as the
 // workers' visits do, and own waits behind it as a queued op.
 func (h *hostWorkers) runOwn(hs *helperWorker, own *opRec) {
 	d := &hs.d
@@ -497,14 +497,14 @@ func (h *hostWorkers) runOwn(hs *helperWorker, own *opRec) {
 		&d.b.status[0], d.b.n, nil, 0, nil, nil)
 	normal = true
 	runtime.UnlockOSThread()
-	// Release: the next taker's CAS acquires this slot's C state (the
+	// Release: the next taker's CAS acquires this worker's C state (the
 	// visit ended) and its batch.
 	hs.busy.Store(0)
 }
 
 // ownExited: f of own, run by its submitter (runOwn), called
 // runtime.Goexit. The op fails; the visit ends here, on its thread (cap 1:
-// it had no other op), the slot goes back, and the Goexit goes on, ending
+// it had no other op), the worker goes back, and the Goexit goes on, ending
 // the submitter's goroutine as f run there would. A panic elsewhere is
 // left to go on.
 func (d *hostWorker) ownExited(hs *helperWorker, own *opRec) {
@@ -526,9 +526,9 @@ func (d *hostWorker) ownExited(hs *helperWorker, own *opRec) {
 	hs.busy.Store(0)
 }
 
-// helpLoop runs the rest of a helper slot's open visit for its submitter
-// (runOwn handed it on, or the last such driver's op called
-// runtime.Goexit), ends it and gives the slot back.
+// helpLoop runs the rest of a helper worker's open visit for its submitter
+// (runOwn handed it on, or the last such host worker's op called
+// runtime.Goexit), ends it and gives the worker back.
 func (d *hostWorker) helpLoop() {
 	h := d.h
 	normal := false
@@ -538,7 +538,7 @@ func (d *hostWorker) helpLoop() {
 		}
 	}()
 	runtime.LockOSThread()
-	C.goaccel_visit_attach(h.rt, C.uint(d.w), 0) // a helper slot's: not counted
+	C.goaccel_visit_attach(h.rt, C.uint(d.w), 0) // a helper worker's: not counted
 	d.runVisit()
 	C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_END|C.GOACCEL_STEP_STOP,
 		&d.b.status[0], C.uint(d.n), nil, 0, nil, nil)
@@ -548,9 +548,9 @@ func (d *hostWorker) helpLoop() {
 	h.wg.Done()
 }
 
-// takeHelper takes a free helper slot (nil: none). LP: the CAS 0 -> 1
-// of the slot's word (a load first, so that a busy slot's line is not
-// written); seq-cst, so it also acquires what the slot's last driver did
+// takeHelper takes a free helper worker (nil: none). LP: the CAS 0 -> 1
+// of the worker's word (a load first, so that a busy worker's line is not
+// written); seq-cst, so it also acquires what the goroutine that last drove it did
 // before its release store.
 func (h *hostWorkers) takeHelper() *helperWorker {
 	for w := range h.helpers {

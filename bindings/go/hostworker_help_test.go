@@ -23,7 +23,7 @@ func goid() uint64 {
 }
 
 // No op is stranded when a helper stops: ops its own op queues (to another
-// session, whose end re-queues it on the helper's slot) and ops queued
+// session, whose end re-queues it on the helper worker) and ops queued
 // while it helped all run after it returns (a stranded op hangs here).
 func TestHelperLeavesNoStrandedOp(t *testing.T) {
 	rt := newTestRuntime(t, 1)
@@ -67,7 +67,7 @@ func TestHelperLeavesNoStrandedOp(t *testing.T) {
 }
 
 // Every op runs exactly once and Stats are exact with many synchronous
-// submitters helping at once (more submitters than helper slots).
+// submitters helping at once (more submitters than helper workers).
 func TestHelpExactlyOnce(t *testing.T) {
 	rt := newTestRuntime(t, 2)
 	const sessions, goroutines, per = 4, 12, 300

@@ -9,9 +9,9 @@ package accel
 import "sync/atomic"
 
 var (
-	// noGrowForTest: no driver is ever added for a blocked one.
+	// noGrowForTest: no host worker is ever added for a blocked one.
 	noGrowForTest atomic.Bool
-	// yieldOffForTest: drivers never yield their P between visits.
+	// yieldOffForTest: host workers never yield their P between visits.
 	yieldOffForTest atomic.Bool
 	// releaseHookForTest, if set, runs in chandle.free just before the C
 	// release: a test holds a release there to race Runtime.Close with it.

@@ -13,8 +13,8 @@ import (
 )
 
 // plantBugs plants the bugs the environment names (built with -tags
-// accel_plant only): ACCEL_TEST_NOGROW=1, no driver is ever added for a
-// blocked one; ACCEL_TEST_NOYIELD=1, drivers never yield their P.
+// accel_plant only): ACCEL_TEST_NOGROW=1, no host worker is ever added for a
+// blocked one; ACCEL_TEST_NOYIELD=1, host workers never yield their P.
 func plantBugs(t *testing.T) {
 	for _, p := range []struct {
 		env string

@@ -17,7 +17,7 @@ import (
 
 // RuntimeConfig sizes a Runtime; zero values take accel's defaults. A
 // negative field, Workers over the library's maximum (1024, less the
-// package's helper slots), or QuantumOps over 2^32-1 is refused with
+// package's helper workers), or QuantumOps over 2^32-1 is refused with
 // ErrInvalidArgument.
 type RuntimeConfig struct {
 	// Workers is the number of worker threads; 0: one per CPU the process
@@ -33,7 +33,7 @@ type RuntimeConfig struct {
 
 	// The C runtime's compensation settings, for the tests (0: the C
 	// defaults, include/accel/accel.h): the blocked-op monitor's tick
-	// (block_detect_ns) and the cap on extra drivers (max_extra_workers).
+	// (block_detect_ns) and the cap on extra workers (max_extra_workers).
 	blockDetect time.Duration
 	maxExtra    int
 }
@@ -56,7 +56,7 @@ type Runtime struct {
 	// session opens.
 	noCombine bool
 	// noOwn: Submit never takes the direct hand-off, so its op always
-	// goes to a driver goroutine. Only tests of the drivers set it
+	// goes to a host worker. Only tests of the host workers set it
 	// (setOwnForTest), before the runtime's first session opens.
 	noOwn bool
 	g     guard // calls on c itself (WritePrometheus) against destroy
@@ -83,7 +83,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		return nil, ErrInvalidArgument
 	}
 	// Values the C fields cannot hold would wrap there: C would accept a
-	// small count while the drivers below start the large one.
+	// small count while the host workers below start the large one.
 	if cfg.Workers > math.MaxInt32 || cfg.ShortLaneWorkers > math.MaxInt32 ||
 		uint64(cfg.QuantumOps) > math.MaxUint32 {
 		return nil, ErrInvalidArgument
@@ -104,7 +104,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		// is refused there as a create with Workers 0 would refuse it.
 		w = int(C.goaccel_default_workers())
 	}
-	// The helper slots (hostworker.go, submitOwn) come first, short lane.
+	// The helper workers (hostworker.go, submitOwn) come first, short lane.
 	nhelp := helperCount()
 	cc.workers = C.uint(w + nhelp)
 	cc.short_lane_workers += C.uint(nhelp)

@@ -26,8 +26,8 @@ static void goaccel_host_wake(void *arg, unsigned lane)
 /* The runtime whose visit this thread's host worker has open (the
  * goroutine is locked to the thread during a visit), else NULL. */
 static _Thread_local accel_runtime *goaccel_visiting;
-/* ... the slot it is open on, and whether the binding counts the visit's
- * waits blocked (a driver slot's visit, not a helper slot's). */
+/* ... the worker it is open on, and whether the binding counts the visit's
+ * waits blocked (a host worker's visit, not a helper worker's). */
 static _Thread_local unsigned goaccel_visit_w;
 static _Thread_local bool goaccel_visit_watched;
 
@@ -217,9 +217,9 @@ int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
     return rc;
 }
 
-/* ---- Compensation for blocked drivers (compensate.go) */
+/* ---- Compensation for blocked host workers (compensate.go) */
 
-/* The runtime's host_grow: a slot counted blocked is owed another driver.
+/* The runtime's host_grow: a worker counted blocked is owed another host worker.
  * Like goaccel_host_wake, the call into Go only signals. */
 void goaccel_host_grow(void *arg) { goAccelGrow((uintptr_t)arg); }
 
@@ -242,7 +242,7 @@ int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
     if (io)
         io->yield = 0;
     if (mode & GOACCEL_STEP_END) {
-        /* It may leave: a stopping end wakes a slot for what it re-queues. */
+        /* It may leave: a stopping end wakes a worker for what it re-queues. */
         bool due = end_visit(rt, w, status, nprev, true, io);
         if (accel_host_worker_leave(rt, w, ACCEL_HOST_LEAVE_IF_SURPLUS) ==
             ACCEL_OK) {

@@ -32,7 +32,7 @@ unsigned goaccel_default_workers(void);
 int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
                    int64_t timeout_ns, int sync, accel_ticket *ticket);
 
-/* A synchronous submit of rec on s that, on helper slot w, begins a visit
+/* A synchronous submit of rec on s that, on helper worker w, begins a visit
  * only by the direct hand-off (accel_host_submit_own, cap 1): *begun
  * ACCEL_OK with the visit's op in recs[0..*n), else the op is queued (or
  * refused: the status; ACCEL_EAGAIN when full, nothing queued). The op is
@@ -63,9 +63,9 @@ int goaccel_in_visit(accel_runtime *rt);
 #define GOACCEL_STEP_IDLE 4u
 #define GOACCEL_STEP_STOP 8u
 
-/* A driver's side of a step. yield_at (in): a time on accel_now_ns()'s
+/* A host worker's side of a step. yield_at (in): a time on accel_now_ns()'s
  * clock; an END of a visit (not a stopping one) at or after it begins
- * nothing and sets yield (out): the driver looks whether to give its P
+ * nothing and sets yield (out): the host worker looks whether to give its P
  * up (hostworker.go, yielder) before its next begin. The time of the
  * visit's end is the one its charge read (accel_host_visit_end_ex): no
  * clock read is added per visit. */
@@ -74,25 +74,25 @@ typedef struct goaccel_step_io {
     int yield;
 } goaccel_step_io;
 
-/* One step of a host worker slot's loop, one crossing: by mode, end the
+/* One step of a host worker's loop, one crossing: by mode, end the
  * open visit (status[0..nprev)), end an idle spell that found nothing,
  * announce idle; then (unless STOP) begin the next visit, the record
  * indices of its ops in recs[0..*n). With IDLE, a begin that finds work
- * ends the idle spell itself; one that does not leaves the slot idle.
+ * ends the idle spell itself; one that does not leaves the worker idle.
  * io (may be NULL): goaccel_step_io. */
 int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
                       const int *status, unsigned nprev, uintptr_t *recs,
                       unsigned cap, unsigned *n, goaccel_step_io *io);
 
-/* The open visit of slot w of rt continues on the calling thread
- * (accel_host_visit_attach): its driver goroutine ended inside an op
+/* The open visit of worker w of rt continues on the calling thread
+ * (accel_host_visit_attach): its host worker ended inside an op
  * (runtime.Goexit), or a submitter handed the visit its direct hand-off
- * began to a driver goroutine (hostworker.go). watched: a driver slot's
+ * began to a host worker (hostworker.go). watched: a host worker's
  * visit, whose waits the binding counts blocked (goaccel_blocking_begin);
- * 0 for a helper slot's. */
+ * 0 for a helper worker's. */
 void goaccel_visit_attach(accel_runtime *rt, unsigned w, int watched);
 
-/* The calling thread leaves the open visit of slot w of rt
+/* The calling thread leaves the open visit of worker w of rt
  * (accel_host_visit_detach): a submitter hands it on. */
 void goaccel_visit_detach(accel_runtime *rt, unsigned w);
 
@@ -110,21 +110,21 @@ typedef struct goaccel_op_thread {
 void goaccel_op_thread_get(goaccel_op_thread *t);
 void goaccel_op_thread_set(const goaccel_op_thread *t);
 
-/* ---- Compensation for blocked drivers (compensate.go) */
+/* ---- Compensation for blocked host workers (compensate.go) */
 
 /* The runtime's host_grow (set by goaccel_runtime_create): goAccelGrow. */
 void goaccel_host_grow(void *arg);
 
 /* The binding's own waits inside an op (compensate.go): if the calling
- * thread runs a visit of a driver slot (not a helper slot's, whose op is
+ * thread runs a visit of a host worker (not a helper worker's, whose op is
  * its submitter's own and holds no worker), accel_host_blocking_begin
- * for it: returns its runtime and, in *w, the slot, for
+ * for it: returns its runtime and, in *w, the worker, for
  * accel_host_blocking_end from the same thread; else NULL, nothing
  * counted. */
 accel_runtime *goaccel_blocking_begin(unsigned *w);
 
-/* goaccel_host_step for an extra slot: an END ends the visit with
- * accel_host_visit_end_stop and, if the slot is surplus, leaves
+/* goaccel_host_step for an extra worker: an END ends the visit with
+ * accel_host_visit_end_stop and, if the worker is surplus, leaves
  * (accel_host_worker_leave IF_SURPLUS: *left = 1, nothing begun). */
 int goaccel_extra_step(accel_runtime *rt, unsigned w, unsigned mode,
                        const int *status, unsigned nprev, uintptr_t *recs,

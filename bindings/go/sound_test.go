@@ -763,7 +763,7 @@ func TestCompletionPanicIsRaised(t *testing.T) {
 		rt, _ := NewRuntime(RuntimeConfig{Workers: 1})
 		v, _ := rt.NewVMSession("v")
 		v.SubmitAsync(func(*Session) error { return nil }, func(error) { panic("PANIC-IN-DONE") })
-		// The panic ends the process while the driver is inside the
+		// The panic ends the process while the host worker is inside the
 		// callback; a swallowed one lets Sync return. The sleep only
 		// gives a panic raised later still a chance to show.
 		v.Sync()

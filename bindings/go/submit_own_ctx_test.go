@@ -60,7 +60,7 @@ func TestSubmitCtxHandOffRunsOnCaller(t *testing.T) {
 // flipCtx's Err is nil at its first call (Submit's look at ctx before it
 // submits) and its end after: a ctx that ends between that look and the
 // op's start, on an idle session, where the op goes to the caller's
-// helper slot. Done is closed from the start (canceled), or Deadline is
+// helper worker. Done is closed from the start (canceled), or Deadline is
 // already past with Done open (expired: only the op's C deadline stops
 // it then).
 type flipCtx struct {

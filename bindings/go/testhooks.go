@@ -37,11 +37,11 @@ func cHeapInUse() int64 {
 // submitRacedForTest runs a Submit of f on v in the state
 // accel_host_submit_own allows when another submitter of v raced the
 // Submit's op into the ring (host.h): the visit the direct hand-off
-// begins on the Submit's helper slot holds that other submitter's op, g
+// begins on the Submit's helper worker holds that other submitter's op, g
 // (a group, newGroupForTest), and the Submit's own op is queued behind
 // it. The C scheduler makes that state only in a race; this makes it in
 // order: g goes through the hand-off, then f is queued while the helper
-// holds v. begun false: no hand-off (no helper slot free, v not idle):
+// holds v. begun false: no hand-off (no helper worker free, v not idle):
 // g and f went to the workers. Then the rest is Submit's (f's error, and
 // runtime.Goexit here if f called it).
 func (v *VMSession) submitRacedForTest(g *opRec, f func(*Session) error) (begun bool, err error) {
@@ -132,8 +132,8 @@ func (v *VMSession) cUnrunForTest() (canceled, expired uint64) {
 	return uint64(cs.canceled), uint64(cs.expired)
 }
 
-// cBlockedForTest is the C runtime's count of rt's slots blocked now and
-// of the times its monitor counted a slot blocked (accel_runtime_stats:
+// cBlockedForTest is the C runtime's count of rt's workers blocked now and
+// of the times its monitor counted a worker blocked (accel_runtime_stats:
 // blocked, blocked_detected).
 func (rt *Runtime) cBlockedForTest() (blocked uint32, detected uint64) {
 	var st C.accel_runtime_stats

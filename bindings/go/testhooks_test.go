@@ -12,13 +12,13 @@ package accel
 func (rt *Runtime) setCombineForTest(on bool) { rt.noCombine = !on }
 
 // setOwnForTest switches Submit's direct hand-off on or off for rt alone
-// (off: every f of a Submit runs on a driver goroutine, as the tests of
-// blocked drivers need). Call it before rt's first session opens, as
+// (off: every f of a Submit runs on a host worker, as the tests of
+// blocked host workers need). Call it before rt's first session opens, as
 // setCombineForTest.
 func (rt *Runtime) setOwnForTest(on bool) { rt.noOwn = !on }
 
-// stopWorkersForTest stops rt's driver goroutines and takes its helper
-// slots, as Runtime.Close does once its sessions are drained, but with
+// stopWorkersForTest stops rt's host workers and takes its helper
+// workers, as Runtime.Close does once its sessions are drained, but with
 // them open: what is submitted from here on stays queued until
 // destroyForTest's accel_runtime_destroy runs it on its own thread.
 func (rt *Runtime) stopWorkersForTest() { rt.host.stop() }

@@ -549,7 +549,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	r.fillSync(v, f, ctx, done)
 	var t C.accel_ticket
 	// Its own op on this goroutine if the scheduler hands the session
-	// over directly; else queued, or nothing done (no free helper slot,
+	// over directly; else queued, or nothing done (no free helper worker,
 	// queue full). With a ctx that can end, the op carries ctx's deadline
 	// and t names it, so that one left queued is canceled below as an
 	// enqueued one is; a begun one has run, or was refused (runRec) or
@@ -574,7 +574,7 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	}
 	v.postClose()
 	v.submitted.Add(1)
-	// waitRec*: a wait inside an op counts its driver blocked (compensate.go).
+	// waitRec*: a wait inside an op counts its host worker blocked (compensate.go).
 	if r.inline {
 		// f ran on this goroutine (runOwn): its outcome is in r.
 	} else if done == nil {
