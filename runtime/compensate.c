@@ -27,8 +27,8 @@
  * of blocked workers: an extra is never retired for a count that is only
  * late.
  *
- * The monitor (of accel's own threads and of a host's slots alike: host.c
- * keeps a host slot's in_visit, visits and tid as worker.c keeps a
+ * The monitor (of accel's own threads and of a host's workers alike: host.c
+ * keeps a host worker's in_visit, visits and tid as worker.c keeps a
  * worker's) sleeps on monitor_armed while it
  * is 0. The wake path arms it when it finds no parked worker for new work;
  * the monitor disarms itself when nothing is queued and no worker is
@@ -51,15 +51,15 @@
  * tick), or on a CPU again in the same visit: half the time since the
  * last tick on it, or over 1/64 of it and running or runnable now (an op
  * that waited and then computes must not keep an extra beside it).
- * Host slots: a slot whose host bumps its op word at each op's start
+ * Host workers: a host worker whose host bumps its op word at each op's start
  * (accel_host_op_word) is sampled afresh, and its mark goes, at the first
  * tick that finds another op of the visit, as for a new visit: a wait in
  * a later op is judged on a window of its own, not on one that holds the
- * CPU work of the ops before it. "Work waits" for a host slot is also "no
- * general-lane slot parked unclaimed" (place_owed): a host's submitter
+ * CPU work of the ops before it. "Work waits" for a host worker is also "no
+ * general-lane worker parked unclaimed" (place_owed): a host's submitter
  * runs an idle session's op itself, so a busy host's queue is often empty
- * at a tick; a slot counted then hands its place to the next submit that
- * finds no slot parked (starved). "Off a CPU" is under 1/64 of the
+ * at a tick; a host worker counted then hands its place to the next submit that
+ * finds no host worker parked (starved). "Off a CPU" is under 1/64 of the
  * window, not under half (off_cpu_div): a host may put the thread of an op that computes to
  * sleep (Go takes the P from a goroutine inside a long op every 10 ms,
  * and its locked thread sleeps until the P comes back, hundreds of us on
@@ -134,8 +134,8 @@ static bool work_waits(accel_runtime *rt)
            accel__sched_peek(rt->sched, 1, &e, &hint, 1) > 0;
 }
 
-/* A slot that leaves takes the monitor's mark with it: the monitor looks
- * only at running slots, so it would never lower `blocked` for a slot
+/* A host worker that leaves takes the monitor's mark with it: the monitor looks
+ * only at running host workers, so it would never lower `blocked` for a host worker
  * that left while marked (an extra whose op the monitor saw waiting, that
  * ended it and left before the next tick). Under c->lock, as the
  * monitor's watch(), so the two never both lower it for one mark. */
@@ -167,7 +167,7 @@ static void *extra_entry(void *arg)
 }
 
 /* Starts one extra worker; the caller has counted it in extra_active.
- * On failure (no slot, no thread) it is uncounted again: the blocked op's
+ * On failure (no host worker, no thread) it is uncounted again: the blocked op's
  * wait then lasts as long as it would without compensation. */
 static void spawn(accel_runtime *rt)
 {
@@ -216,7 +216,7 @@ static void spawn_if_owed(accel_runtime *rt)
     if (atomic_load_explicit(&rt->stopping, memory_order_relaxed))
         return;
     if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
-        /* The host starts the driver; its accel_host_worker_add counts it
+        /* The host starts the host worker; its accel_host_worker_add counts it
          * (relaxed: the same counts, read only). */
         uint32_t a =
             atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
@@ -312,7 +312,7 @@ static uint64_t off_cpu_since(accel__worker *w, uint64_t now)
 }
 
 /* Whether w's own waits are timed for its visit's charge: only accel's
- * own worker threads (a host-driven slot's visit is charged whole, and
+ * own worker threads (a host worker's visit is charged whole, and
  * its begin and end may come from different threads of the host). */
 static inline bool own_timed(const accel__worker *w)
 {
@@ -479,11 +479,11 @@ int accel_blocking_end(void)
     return ACCEL_OK;
 }
 
-/* ---- host-driven slots (host.c checks the slot) */
+/* ---- host workers (host.c checks the index) */
 
 int accel__compensate_host_block(accel_runtime *rt, accel__worker *w, bool begin)
 {
-    w->rt = rt; /* host slots are not started as threads: set here */
+    w->rt = rt; /* host workers are not started as threads: set here */
     if (begin) {
         if (w->block_depth == UINT32_MAX)
             return ACCEL_EINVAL;
@@ -509,7 +509,7 @@ int accel__compensate_host_add(accel_runtime *rt, unsigned *worker)
         &rt->extra_active, &a, a + 1, memory_order_relaxed,
         memory_order_relaxed));
     int rc = ACCEL_EAGAIN;
-    pthread_mutex_lock(&c->lock); /* cold: a host slot added */
+    pthread_mutex_lock(&c->lock); /* cold: a host worker added */
     for (unsigned i = 0; i < c->extra_max; i++) {
         accel__worker *w = &rt->workers[rt->nworkers + i];
         if (w->extra_state != ACCEL__EXTRA_FREE)
@@ -545,7 +545,7 @@ int accel__compensate_host_leave(accel_runtime *rt, accel__worker *w,
     } else {
         accel__compensate_retire_idle(rt);
     }
-    if (w->block_depth) { /* a begin left open: closed with the slot */
+    if (w->block_depth) { /* a begin left open: closed with the host worker */
         w->block_depth = 1;
         own_end(w);
     }
@@ -553,7 +553,7 @@ int accel__compensate_host_leave(accel_runtime *rt, accel__worker *w,
     ACCEL_TRACE2(retire, w->index,
                  atomic_load_explicit(&rt->extra_active, memory_order_relaxed));
     atomic_fetch_add_explicit(&rt->comp.retired, 1, memory_order_relaxed);
-    pthread_mutex_lock(&rt->comp.lock); /* cold: a host slot leaves */
+    pthread_mutex_lock(&rt->comp.lock); /* cold: a host worker leaves */
     drop_detected(rt, w);
     w->extra_state = ACCEL__EXTRA_FREE;
     pthread_mutex_unlock(&rt->comp.lock);
@@ -721,12 +721,12 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     uint64_t vis = atomic_load_explicit(&w->visits, memory_order_relaxed);
     bool inv = atomic_load_explicit(&w->in_visit, memory_order_relaxed);
     uint32_t st = atomic_load_explicit(&w->block, memory_order_relaxed);
-    /* A host slot's visit that moved to another thread (accel_host_visit_
+    /* A host worker's visit that moved to another thread (accel_host_visit_
      * attach) is a new visit to the monitor: the last sample is of
      * another thread's clock. */
     int tid = tid_of(w);
     bool same = vis == w->m_visits && tid == w->m_tid;
-    /* A host slot's next op in the same visit (its op word moved: 0 for
+    /* A host worker's next op in the same visit (its op word moved: 0 for
      * accel's own workers) is judged afresh, as a new visit is: the CPU
      * work of the op before it is not in its window. relaxed: as above. */
     bool same_op = same && atomic_load_explicit(&w->ops,
@@ -784,7 +784,7 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
         return false;
     }
     if (w->m_phase == 0 || !same_op) {
-        /* First seen in this visit (or a host slot's op): sample at once,
+        /* First seen in this visit (or a host worker's op): sample at once,
          * so that a wait is counted one tick after the monitor first
          * finds it, not two (a CPU-clock read, about 0.2 us, for every
          * visit found at a tick; skipping young visits saved little and
@@ -849,11 +849,11 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     return true;
 }
 
-/* Whether a waiting slot of a host is owed its place now: work is queued,
- * or no general-lane slot is parked unclaimed. A host's submitter runs
+/* Whether a waiting host worker of a host is owed its place now: work is queued,
+ * or no general-lane worker is parked unclaimed. A host's submitter runs
  * the op of an idle session itself (accel_host_submit_own) and a session
  * in a visit is not queued, so the queue of a busy host is often empty at
- * a tick while every slot is taken; a slot counted then hands its place
+ * a tick while every host worker is taken; a host worker counted then hands its place
  * on to the next submit that finds none parked (accel__compensate_starved).
  * accel's own workers: work is queued. relaxed: a heuristic view of the
  * parking word (park.c). */
@@ -930,9 +930,9 @@ void accel__compensate_stop(accel_runtime *rt)
     c->stopping = true;
     pthread_mutex_unlock(&c->lock);
     if (host)
-        return; /* a host's extra slots are its drivers, not threads */
+        return; /* a host's extra workers are its own, not threads */
     /* No spawn from here; extras exit on `stopping` (they were woken with
-     * the base workers) and mark their slot under the lock, so it is not
+     * the base workers) and set their extra_state under the lock, so it is not
      * held while joining. Only this thread joins now. */
     for (unsigned i = 0; i < c->extra_max; i++) {
         accel__worker *w = &rt->workers[rt->nworkers + i];

@@ -44,7 +44,7 @@ enum { ACCEL__EXTRA_FREE = 0, ACCEL__EXTRA_RUN = 1, ACCEL__EXTRA_EXITED = 2 };
 #define ACCEL__BLOCK_DETECTED 2u   /* the monitor's detection */
 
 /* Idle extra workers retire after this long parked (a host's extra
- * slots are told the same: host.h). */
+ * host workers are told the same: host.h). */
 #define ACCEL__EXTRA_IDLE_NS ACCEL_HOST_EXTRA_IDLE_NS
 
 /* At create: the cap and the threshold resolved; the lock. */
@@ -87,9 +87,9 @@ uint64_t accel__compensate_visit_blocked_ns(struct accel__worker *w, uint64_t t0
 /* After an op's visit: a hint the op left open is closed (accel.h). */
 void accel__compensate_visit_done(struct accel__worker *w);
 
-/* Host-driven runtimes (host.c; the monitor watches their slots as it
- * watches accel's own workers): a blocked slot's begin/end (ACCEL_EINVAL:
- * an end with no begin); an extra slot taken (ACCEL_OK and *worker, or
+/* Host-driven runtimes (host.c; the monitor watches their host workers as it
+ * watches accel's own workers): a blocked host worker's begin/end (ACCEL_EINVAL:
+ * an end with no begin); an extra worker taken (ACCEL_OK and *worker, or
  * ACCEL_EAGAIN: none owed) and given back (surplus_only: only if surplus,
  * else ACCEL_EAGAIN). */
 int accel__compensate_host_block(accel_runtime *rt, struct accel__worker *w,

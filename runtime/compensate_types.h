@@ -39,7 +39,7 @@ typedef struct accel__compensate {
      * child never takes it (fork.c). */
     pthread_mutex_t lock;
     bool stopping;           /* under lock: no more spawns */
-    unsigned extras_used;     /* under lock: extra slots ever started
+    unsigned extras_used;     /* under lock: extra workers ever started
                                 (the monitor scans no further) */
     bool monitor_started;
     pthread_t monitor;

@@ -1,11 +1,11 @@
 /*
  * Host-driven workers (ACCEL_RUNTIME_HOST_WORKERS, accel.h): the host's
- * own threads drive the worker slots. A slot's visit is the C worker's
+ * own threads drive the worker indexes. A host worker's visit is the C worker's
  * visit (visit.h: the same pick, takes, claims, charge and leave), cut
  * in two around the host running the ops: accel_host_visit_begin takes
  * one run of ops and claims each (canceled, expired and closed ops are
  * kept back and completed unrun), accel_host_visit_end completes them
- * all in FIFO order and ends the visit. Idle slots use the C workers'
+ * all in FIFO order and ends the visit. Idle host workers use the C workers'
  * parking counts (park.c), with the host's sleep in place of the futex:
  *
  *   host worker: parked++ (relaxed); fence_cold; pick (begin);
@@ -19,9 +19,9 @@
  * sleep is not lost). That is the futex protocol of park.c with the
  * host's primitive for the futex word; models/host.pml checks it.
  *
- * The slot's state is written only by the host thread driving the slot
+ * The host worker's state is written only by the host thread driving the host worker
  * (one at a time, accel.h), so it needs no atomics; `idle` and `open`
- * catch misuse on one slot, not races between threads.
+ * catch misuse on one host worker, not races between threads.
  */
 
 #include <stdlib.h>
@@ -81,8 +81,8 @@ static int self_tid(void)
     return host_tid;
 }
 
-/* The monitor watches slot `worker`'s visit on the calling thread from
- * here (compensate.c reads in_visit, visits and tid of the slot's worker
+/* The monitor watches host worker `worker`'s visit on the calling thread from
+ * here (compensate.c reads in_visit, visits and tid of the host worker's accel__worker
  * record, as of accel's own workers). relaxed: the monitor's heuristic
  * view, as worker.c's stores; the tid before the flag so that a monitor
  * that sees the flag mostly finds this thread (a stale one only costs a
@@ -96,7 +96,7 @@ static void watch_here(accel_runtime *rt, unsigned worker)
 
 int accel__host_create(accel_runtime *rt)
 {
-    /* the base slots, then the extra ones (accel_host_worker_add) */
+    /* the base host workers, then the extra ones (accel_host_worker_add) */
     rt->host = accel__calloc_aligned(
         64, ((size_t)rt->nworkers + rt->comp.extra_max) *
                 sizeof(accel__host_worker));
@@ -111,7 +111,7 @@ static accel__host_worker *host_worker_of(accel_runtime *rt, unsigned worker)
         return NULL;
     if (worker < rt->nworkers)
         return &rt->host[worker];
-    /* An extra slot while it is added (the driving thread added it:
+    /* An extra worker while it is added (the driving thread added it:
      * accel_host_worker_add). */
     if (worker - rt->nworkers < rt->comp.extra_max &&
         rt->workers[worker].extra_state == ACCEL__EXTRA_RUN)
@@ -119,7 +119,7 @@ static accel__host_worker *host_worker_of(accel_runtime *rt, unsigned worker)
     return NULL;
 }
 
-/* Takes one run into the slot and claims each op: the host's ops are
+/* Takes one run into the host worker and claims each op: the host's ops are
  * compacted into out[]. */
 static void take_ops(accel__host_worker *h, accel_op *out, unsigned cap)
 {
@@ -178,7 +178,7 @@ int accel_host_visit_begin(accel_runtime *rt, unsigned worker, accel_op *ops,
     return begin_session(rt, worker, h, e->owner, ops, cap, n, true);
 }
 
-/* Opens the slot's visit of s, which the slot holds as picked (the
+/* Opens the host worker's visit of s, which the host worker holds as picked (the
  * scheduler's reference with it); watched: the monitor watches it (on
  * this thread). */
 static int begin_session(accel_runtime *rt, unsigned worker,
@@ -207,14 +207,14 @@ static int begin_session(accel_runtime *rt, unsigned worker,
 }
 
 /* Direct hand-off: a submit that makes s runnable while its caller is
- * about to begin on slot `worker` gives s to that begin when the slot's
+ * about to begin on host worker `worker` gives s to that begin when the host worker's
  * pick would return s anyway (accel__sched_enqueue_or_take): the same
  * order, without the calendar's push and pop. No wake is asked for s
- * then: the slot runs it, and whatever its visit leaves re-queued is the
+ * then: the host worker runs it, and whatever its visit leaves re-queued is the
  * end's to wake for (a helper that stops ends with _end_stop). Otherwise
  * the submit enqueues and wakes as accel_submit, and the begin picks. */
 /* own_only: a visit is begun only by the direct hand-off, never by the
- * slot's own pick (accel_host_submit_own). deadline_ns, ticket: the op's
+ * host worker's own pick (accel_host_submit_own). deadline_ns, ticket: the op's
  * as accel_submit_ex's (0, NULL: a plain op). */
 static int submit_begin(accel_runtime *rt, unsigned worker, accel_session *s,
                         const accel_op *op, int64_t deadline_ns,
@@ -275,7 +275,7 @@ int accel_host_submit_own_ex(accel_runtime *rt, unsigned worker,
                         ops, cap, n, begun, true);
 }
 
-/* stop: the slot will not begin again soon (accel_host_visit_end_stop).
+/* stop: the host worker will not begin again soon (accel_host_visit_end_stop).
  * *now: when the visit ended (its charge's clock read). */
 static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
                      unsigned n, bool stop, uint64_t *now)
@@ -300,9 +300,9 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
         atomic_store_explicit(&rt->workers[worker].in_visit, 0,
                               memory_order_relaxed);
     accel__lane lane = accel__lane_of_worker(worker, rt->cfg.short_lane_workers);
-    /* Re-queued for lanes this slot is not in (a short-lane slot's session
+    /* Re-queued for lanes this host worker is not in (a short-lane host worker's session
      * turned long): a worker that may run it must not stay parked. A
-     * slot that stops does not begin again: then any re-queue wakes one
+     * host worker that stops does not begin again: then any re-queue wakes one
      * (the submitter's side of the parking protocol, after the re-queue
      * published the session: a worker either sees it in its pick after
      * announcing, or is seen parked here). */

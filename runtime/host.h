@@ -8,7 +8,7 @@
 
 #include "accel/accel.h"
 
-/* Host-driven workers (host.c): the slots, allocated at create. */
+/* Host-driven workers (host.c): one per worker index, allocated at create. */
 int accel__host_create(accel_runtime *rt);
 void accel__host_free(accel_runtime *rt);
 

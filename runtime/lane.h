@@ -1,8 +1,8 @@
 /*
- * The two lanes of workers, in one encoding: a worker slot's lane
+ * The two lanes of workers, in one encoding: a worker index's lane
  * (accel__lane_of_worker), and the mask of a lane (accel__lane_mask), which
  * the scheduler's enqueue returns ORed (ACCEL__SCHED_LANE_*, sched_core.h)
- * for the wake path. Slots 0..short_lane_workers-1 are the short lane's,
+ * for the wake path. Indexes 0..short_lane_workers-1 are the short lane's,
  * the rest (extra workers included) the general lane's. The values are
  * the public ones of the host API (host_wake's lane), so a lane goes to
  * the host as it is.
@@ -23,7 +23,7 @@ _Static_assert(ACCEL__LANE_GENERAL == ACCEL_HOST_LANE_GENERAL &&
                    ACCEL__LANE_SHORT == ACCEL_HOST_LANE_SHORT,
                "a lane is passed to host_wake as it is");
 
-/* The lane of worker slot `slot` (an accel thread or a host slot). */
+/* The lane of worker index `index` (an accel thread or a host worker). */
 static inline accel__lane accel__lane_of_worker(unsigned index,
                                               unsigned short_lane_workers)
 {

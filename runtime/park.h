@@ -24,7 +24,7 @@ struct accel__worker;
  * time); false: a deferred session was claimed (the ref came with it). */
 void accel__park_enqueue(accel_session *s, bool new_claim);
 
-/* As accel__park_enqueue(s, true), for a host slot of `lane` that picks
+/* As accel__park_enqueue(s, true), for a host worker of `lane` that picks
  * right after: when that pick would return s, s is handed to it instead
  * (true: the caller begins its visit; no calendar round trip and no
  * wake, since the caller runs it), else enqueued and a worker woken as

@@ -35,7 +35,7 @@ int accel_runtime_get_stats(accel_runtime *rt, accel_runtime_stats *out,
         (uint32_t)atomic_load_explicit(&rt->idle_workers,
                                        memory_order_relaxed) +
         (uint32_t)atomic_load_explicit(&rt->idle_short, memory_order_relaxed);
-    /* extra slots too: a retired extra's counters stay in its slot */
+    /* extra workers too: a retired extra's counters stay in its entry */
     for (unsigned i = 0; i < rt->nworkers + rt->comp.extra_max; i++) {
         accel__worker *w = &rt->workers[i];
         st.picks += atomic_load_explicit(&w->picks, memory_order_relaxed);

@@ -46,7 +46,7 @@ struct accel_runtime {
     alignas(64) accel__sched *sched;
     accel_runtime_config cfg;
     accel__worker *workers; /* 64-byte aligned array: nworkers base
-                               workers, then comp.extra_max extra slots */
+                               workers, then comp.extra_max extra workers */
     unsigned *worker_cpus;  /* copy of cfg.worker_cpus, NULL if none */
     unsigned nworkers;
     struct cds_lfht *table;
@@ -70,7 +70,7 @@ struct accel_runtime {
 
     accel__compensate comp; /* extra workers and the monitor (compensate.c) */
 
-    /* Host-driven workers: one slot per worker (host.c); else NULL. */
+    /* Host-driven workers: one per worker index (host.c); else NULL. */
     struct accel__host_worker *host;
 
     /* The hold-back's timer thread (batch.c), started by the first

@@ -153,7 +153,7 @@ __attribute__((noinline, cold)) static void submit_held(accel_session *s,
 }
 
 /* After the publish: the owner (its CAS set SCHED) hands the session to
- * the scheduler, or to the caller's host slot with take; anyone else
+ * the scheduler, or to the caller's host worker with take; anyone else
  * looks at the ring's defer word (a compiler barrier and, almost always, a
  * load of 0) in case a consumer left the session to it, or it is held
  * back (ring.h). deadline: the published ops' (0: none). */
@@ -176,7 +176,7 @@ SUBMIT_INLINE void submit_kick(accel_session *s, uint64_t first, bool owner,
 }
 
 /* Publishes ops[0..n), all with a valid fn. ex: EX ops.
- * take: a host slot of take->lane will pick right after (host.c,
+ * take: a host worker of take->lane will pick right after (host.c,
  * accel_host_submit_begin): a session this submit makes runnable goes to
  * it directly when its pick would return it (take->taken). Inlined into
  * each caller, whose constants (one op, no ex, no take) fold the loop and

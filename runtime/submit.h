@@ -1,6 +1,6 @@
 /*
  * The submit side's interface to the layer above (submit.c): a submit of
- * one op that can hand its session straight to the caller's host slot,
+ * one op that can hand its session straight to the caller's host worker,
  * and a batch with one deadline for all its ops.
  */
 #ifndef ACCEL_RUNTIME_SUBMIT_H
@@ -13,7 +13,7 @@
 #include "accel/accel.h"
 #include "lane.h"
 
-/* A submit whose caller drives host slot `lane` next (host.c). */
+/* A submit whose caller drives host worker `lane` next (host.c). */
 typedef struct accel__submit_take {
     accel__lane lane;
     bool taken; /* out: the session was handed to the caller */

@@ -18,7 +18,7 @@
 /* Counters of the consumer side have one writer at a time: the worker
  * holding SCHED (deferred completions run in its poll too), handed over
  * with [R3]/[A3] (ring.h); a worker's own picks/visits/parks have one
- * writer, the worker (or the one host thread driving its slot). So a
+ * writer, the worker (or the one host thread driving its index). So a
  * plain load and store, no locked RMW; relaxed, they order nothing by
  * themselves (finished does, [R5]). */
 static inline void accel__bump(_Atomic uint64_t *c, uint64_t by)
@@ -62,7 +62,7 @@ typedef struct accel__visit {
     uint32_t run_max;     /* ops one run of takes may hold */
     /* accel__tls_current when the visit began, put back at its end: a
      * visit may nest inside an op of another session on this thread
-     * (destroy running a host-driven runtime's ops, a second host slot),
+     * (destroy running a host-driven runtime's ops, a second host worker),
      * and that op must still be known as its session's. */
     accel_session *outer;
     /* Set by a batch visit that holds its session back (batch.c): the

@@ -239,7 +239,7 @@ static const accel__compensate_ops comp_ops = {
 int accel__worker_start(accel_runtime *rt)
 {
     if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
-        /* The host drives the slots (host.c); the monitor watches them. */
+        /* The host runs the workers (host.c); the monitor watches them. */
         return accel__compensate_start(rt, &comp_ops);
     }
     for (unsigned i = 0; i < rt->nworkers; i++) {

@@ -28,7 +28,7 @@ typedef struct accel__worker {
     _Atomic uint32_t in_visit;
     /* ACCEL__BLOCK_* bits: OWN set by this worker, SEEN by the monitor. */
     _Atomic uint32_t block;
-    /* kernel id of the thread, for the monitor (a host slot: of the
+    /* kernel id of the thread, for the monitor (a host worker: of the
      * thread running its visit, host.c) */
     _Atomic int tid;
     unsigned block_depth;   /* nested blocking waits and hints (owner) */
@@ -36,7 +36,7 @@ typedef struct accel__worker {
      * running visit (owner only): the visit is charged to the session's
      * share without it (accel__compensate_visit_blocked_ns). */
     uint64_t own_ns;
-    /* ---- a host slot's ops begun (the host adds 1 as it starts each op
+    /* ---- a host worker's ops begun (the host adds 1 as it starts each op
      * of a visit: accel_host_op_word), read by the monitor at each tick:
      * a wait in a later op of a visit is judged on a window of its own
      * (compensate.c). 0 for accel's own workers. Its own line: written
@@ -73,8 +73,8 @@ typedef struct accel__worker {
      * (one tick); 2: in a later window (two ticks). While counted,
      * m_busy0 and m_t0 are the last tick's sample. */
     unsigned m_phase;
-    int m_tid; /* the thread sampled (a host slot's visit may move) */
-    uint64_t m_ops; /* ops at the sample: a host slot's op sampled */
+    int m_tid; /* the thread sampled (a host worker's visit may move) */
+    uint64_t m_ops; /* ops at the sample: a host worker's op sampled */
 } accel__worker;
 
 #endif

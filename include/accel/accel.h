@@ -216,10 +216,10 @@ typedef struct accel_runtime_config {
      * counts as blocked ("Ops that block"); 0: 1 ms; at most an hour
      * (more is taken as an hour). */
     uint64_t block_detect_ns;
-    /* Host-driven workers only (optional; NULL: a blocked host slot keeps
-     * its place): called with (host_wake_arg) when a host slot counted
+    /* Host-driven workers only (optional; NULL: a blocked host worker keeps
+     * its place): called with (host_wake_arg) when a host worker counted
      * blocked (accel_host_blocking_begin, or by the monitor) is owed
-     * another driver: the host starts one, which calls
+     * another host worker: the host starts one, which calls
      * accel_host_worker_add. Same rules as host_wake (it runs inside accel
      * calls, or on the monitor's thread; it must only signal). */
     void (*host_grow)(void *arg);
@@ -260,8 +260,8 @@ typedef struct accel_runtime_config {
  * monitor sleeps while nothing waits for a worker: an idle runtime uses
  * no CPU. If a thread cannot be started, the op waits as it would
  * without compensation. Host-driven runtimes (<accel/host.h>): the same
- * monitor watches the host's slots, and the host starts the drivers of
- * extra slots (see accel_host_blocking_begin).
+ * monitor watches the host's workers, and the host starts its own extra
+ * workers (see accel_host_blocking_begin).
  * Shares: a session is not charged for the time its worker sat blocked
  * in its ops while another worker could run in its place (the time off a
  * CPU inside accel's own waits and the hint: CPU work inside the hint is

@@ -4,18 +4,18 @@
  * that use accel's own worker threads. Such a runtime is created with
  * ACCEL_RUNTIME_HOST_WORKERS (accel.h): accel starts no worker threads
  * (only its blocked-op monitor), and the host runs one loop per worker
- * slot that asks the scheduler for ops (accel_host_visit_begin), runs
+ * host worker that asks the scheduler for ops (accel_host_visit_begin), runs
  * them its own way and reports them (accel_host_visit_end); it sleeps and
  * is woken through the idle protocol and host_wake. An op that blocks
- * hands its slot's place to another driver, as on accel's own workers:
+ * hands its host worker's place to another host worker, as on accel's own workers:
  * the monitor finds the waits the host does not announce, the host
  * announces those it knows (accel_host_blocking_begin), and the host
- * starts the driver C asks for (host_grow, accel_host_worker_add).
+ * starts the host worker C asks for (host_grow, accel_host_worker_add).
  *
  * Thread-safety: unlike accel.h's calls, these are not free-threaded per
- * slot: calls on one worker slot must not overlap (one thread drives a
- * slot at a time) and a visit is begun and ended on the same thread.
- * Different slots are independent; any thread may drive any slot.
+ * host worker: calls on one worker index must not overlap (one thread drives a
+ * host worker at a time) and a visit is begun and ended on the same thread.
+ * Different host workers are independent; any thread may drive any host worker.
  *
  * Stability: the same promise as accel.h (docs/abi.md). These names are
  * exported at the version node of the release that added them
@@ -33,17 +33,17 @@ extern "C" {
 
 /* With ACCEL_RUNTIME_HOST_WORKERS the runtime creates no threads: the host
  * (a language runtime with its own scheduler, such as Go's) runs one loop
- * per worker slot 0..workers-1 on its own threads, and the ops of
+ * per worker index 0..workers-1 on its own threads, and the ops of
  * sessions with an in-line backend (the CPU backend) are handed to it to
  * run, so no op crosses to another OS thread. The scheduler is the same:
- * FIFO per session, weighted shares, the short lane (slots
+ * FIFO per session, weighted shares, the short lane (host workers
  * 0..short_lane_workers-1 are short-lane workers, as accel's threads are).
- * docs/go.md describes the Go binding's loop. One worker slot is driven by
- * one thread at a time (calls on one slot must not overlap); a visit is
+ * docs/go.md describes the Go binding's loop. One worker index is driven by
+ * one thread at a time (calls on one host worker must not overlap); a visit is
  * begun and ended on the same thread (accel_session_sync and _close tell
- * an op's own session by the thread). Different slots are independent.
+ * an op's own session by the thread). Different host workers are independent.
  *
- * A slot's loop:
+ * A host worker's loop:
  *   rc = accel_host_visit_begin(rt, w, ops, cap, &n);
  *   ACCEL_OK:  run ops[0..n) in order (the host's own way, below),
  *              then accel_host_visit_end(rt, w, status, n);
@@ -67,7 +67,7 @@ extern "C" {
  * does not run ops in line (CUDA) are run by begin itself, as accel's own
  * worker would (n = 0). Whatever waits for ops (accel_session_sync,
  * _close and _release with DRAIN, a submit waiting for room) needs a host
- * worker driving the slots meanwhile. accel_runtime_destroy must be
+ * worker driving the host workers meanwhile. accel_runtime_destroy must be
  * called after the host has stopped calling these functions on rt; ops
  * still queued then are run (through fn) by destroy's own thread. */
 #define ACCEL_HOST_LANE_GENERAL 0u
@@ -75,60 +75,60 @@ extern "C" {
 /* Most ops one visit hands out; a larger cap is cut to it. */
 #define ACCEL_HOST_VISIT_MAX 32u
 
-/* Picks a runnable session for worker slot `worker` exactly as an accel
+/* Picks a runnable session for host worker `worker` exactly as an accel
  * worker thread would and takes up to cap of its ops (fewer when the
  * scheduler's visit quota, the predicted op cost or the ring says so)
  * into ops[0..*n), in FIFO order. Returns ACCEL_OK (a visit is open on
- * the slot: call accel_host_visit_end; *n may be 0), ACCEL_EAGAIN
+ * the host worker: call accel_host_visit_end; *n may be 0), ACCEL_EAGAIN
  * (nothing runnable; no visit open), ACCEL_EINVAL (rt or n NULL, rt not
  * host-driven, worker out of range, cap 0 or ops NULL, a visit already
- * open on the slot; nothing changed), ACCEL_ECLOSED (rt is a parent's
+ * open on the host worker; nothing changed), ACCEL_ECLOSED (rt is a parent's
  * runtime in a fork child). */
 ACCEL_API int accel_host_visit_begin(accel_runtime *rt, unsigned worker,
                                      accel_op *ops, unsigned cap,
                                      unsigned *n);
 
-/* Ends the slot's open visit: status[i] is what ops[i] of begin
+/* Ends the host worker's open visit: status[i] is what ops[i] of begin
  * returned (0: completed; other: failed, passed to done as is). Calls
  * the dones in FIFO order, charges the visit's measured time to the
  * session (its fair share), re-queues or parks the session, wakes room
  * and sync waiters and, through host_wake, a parked worker if needed.
  * Returns ACCEL_OK, ACCEL_EINVAL (rt NULL or not host-driven, worker out
- * of range, no visit open on the slot, n not begin's count, status NULL
+ * of range, no visit open on the host worker, n not begin's count, status NULL
  * with n > 0; nothing changed). */
 ACCEL_API int accel_host_visit_end(accel_runtime *rt, unsigned worker,
                                    const int *status, unsigned n);
 
-/* As accel_host_visit_end, for a slot that will not begin again soon (a
+/* As accel_host_visit_end, for a host worker that will not begin again soon (a
  * host thread that drove it for a while and now leaves it, such as a
  * submitter helping): a session the end re-queues is otherwise left for
- * this slot's next begin, with no wake; here it wakes (host_wake) a
+ * this host worker's next begin, with no wake; here it wakes (host_wake) a
  * parked worker of its lanes if there is one. Same returns. */
 ACCEL_API int accel_host_visit_end_stop(accel_runtime *rt, unsigned worker,
                                         const int *status, unsigned n);
 
 /* A submit and a begin in one call, for a host thread that submits an op
- * and then drives slot `worker` (a submitter helping): accel_submit(s,
+ * and then drives host worker `worker` (a submitter helping): accel_submit(s,
  * op, timeout_ns); if accepted, accel_host_visit_begin(rt, worker, ops,
  * cap, n), whose status goes to *begun (ACCEL_OK: a visit is open, end
  * it; ACCEL_EAGAIN: nothing runnable, no visit; ACCEL_ECLOSED). The order
  * is the scheduler's as with the two calls, with one shortcut: when this
- * submit made s runnable and the slot's pick would return s first (its
- * deadline is at or before everything queued for the slot's lane), s
- * goes to the slot directly, without the scheduler's queue, and no parked
- * worker is woken for it (the slot runs it; end the visit with
- * accel_host_visit_end_stop if the thread then leaves the slot).
+ * submit made s runnable and the host worker's pick would return s first (its
+ * deadline is at or before everything queued for the host worker's lane), s
+ * goes to the host worker directly, without the scheduler's queue, and no parked
+ * worker is woken for it (the host worker runs it; end the visit with
+ * accel_host_visit_end_stop if the thread then leaves the host worker).
  * Returns the submit's status as accel_submit (*n = 0 and *begun =
  * ACCEL_EAGAIN unless ACCEL_OK), or ACCEL_EINVAL (as accel_submit, rt not
- * s's runtime, bad slot, n/begun/ops NULL, cap 0, a visit open or the
- * slot idle-announced; nothing changed). Same threading as begin. */
+ * s's runtime, bad worker index, n/begun/ops NULL, cap 0, a visit open or the
+ * host worker idle-announced; nothing changed). Same threading as begin. */
 ACCEL_API int accel_host_submit_begin(accel_runtime *rt, unsigned worker,
                                       accel_session *s, const accel_op *op,
                                       int64_t timeout_ns, accel_op *ops,
                                       unsigned cap, unsigned *n, int *begun);
 
 /* As accel_host_submit_begin, but a visit is begun only by the direct
- * hand-off (s goes to the slot directly): otherwise the op is queued and
+ * hand-off (s goes to the host worker directly): otherwise the op is queued and
  * woken for as by accel_submit and *begun is ACCEL_EAGAIN, with no visit,
  * so nothing of another session is ever handed to the caller. For a host
  * whose submitter may run its own op on its own thread and nobody else's
@@ -181,12 +181,12 @@ ACCEL_API int accel_host_visit_end_ex(accel_runtime *rt, unsigned worker,
  * monitor watches this thread from here; between the two it watches
  * none). Attach needs no detach before
  * it when the old thread is gone. The visit's ops, its end and the
- * slot's other calls then come from the attached thread. Returns
+ * host worker's other calls then come from the attached thread. Returns
  * ACCEL_OK, ACCEL_EINVAL (rt NULL or not host-driven, worker out of
- * range, no visit open on the slot; for attach also: the calling thread
- * runs the slot's visit already (its accel_current_session() is the
+ * range, no visit open on the host worker; for attach also: the calling thread
+ * runs the host worker's visit already (its accel_current_session() is the
  * visit's session); for detach also: the calling thread does not run the
- * slot's visit; nothing changed). */
+ * host worker's visit; nothing changed). */
 ACCEL_API int accel_host_visit_attach(accel_runtime *rt, unsigned worker);
 ACCEL_API int accel_host_visit_detach(accel_runtime *rt, unsigned worker);
 
@@ -205,11 +205,11 @@ ACCEL_API accel_session *accel_host_set_current_session(accel_session *s);
 
 /* The worker count accel_runtime_create gives a config with workers 0
  * (the CPUs of the process's affinity mask, less a cgroup CPU quota; at
- * least 1), without creating a runtime: for a host that adds slots of
- * its own to the default (the Go binding's helper slots). Thread-safe. */
+ * least 1), without creating a runtime: for a host that adds host workers of
+ * its own to the default (the Go binding's helper workers). Thread-safe. */
 ACCEL_API unsigned accel_host_default_workers(void);
 
-/* Announces slot `worker` idle (its lane's parked count; a seq_cst
+/* Announces host worker `worker` idle (its lane's parked count; a seq_cst
  * barrier pairs it with submitters, so that either the following begin
  * sees their work or they see the announcement and call host_wake).
  * Returns ACCEL_OK, ACCEL_EINVAL (bad rt or worker, already idle, a
@@ -223,50 +223,50 @@ ACCEL_API int accel_host_idle_begin(accel_runtime *rt, unsigned worker);
 ACCEL_API int accel_host_idle_end(accel_runtime *rt, unsigned worker,
                                   bool found_work);
 
-/* Blocked host slots ("Ops that block" in accel.h, for host-driven
- * runtimes). A host slot counts as blocked as accel's own workers do,
+/* Blocked host workers ("Ops that block" in accel.h, for host-driven
+ * runtimes). A host worker counts as blocked as accel's own workers do,
  * through the same monitor and the same counts:
  * - for waits accel cannot see (a sleep, a lock, I/O, a channel of the
- *   host's), by the monitor: it watches each slot's visit on the thread
+ *   host's), by the monitor: it watches each host worker's visit on the thread
  *   that began it (or attached it last), by that thread's CPU clock and
  *   run state in /proc. A host's thread may sleep while its op computes
  *   (Go takes the thread's P from a goroutine inside a long op and the
- *   thread sleeps until the P comes back), so a host slot counts as off
+ *   thread sleeps until the P comes back), so a host worker counts as off
  *   a CPU below 1/64 of a window on it, not below half. A window begins
  *   at the first tick that finds the visit, or its next op when the host
- *   bumps the slot's op word (accel_host_op_word); a slot is counted
- *   while work is queued or no general-lane slot is parked. Visits begun by
+ *   bumps the host worker's op word (accel_host_op_word); a host worker is counted
+ *   while work is queued or no general-lane worker is parked. Visits begun by
  *   accel_host_submit_own(_ex) are the submitter's own op on its own
  *   thread, holding no worker: the monitor does not watch them;
  * - at once between accel_host_blocking_begin(rt, w) and
  *   accel_host_blocking_end(rt, w), which the host calls from the thread
- *   driving the slot, with its visit open, around the waits it knows of
+ *   driving the host worker, with its visit open, around the waits it knows of
  *   (Go: the binding's own waits, a nested Submit or Sync, a blocking
- *   call an op announces); pairs nest. The monitor does not judge a slot
+ *   call an op announces); pairs nest. The monitor does not judge a host worker
  *   inside such a pair.
- * A slot counted blocked hands its place on: a parked slot is woken
- * (host_wake), else, when work is queued and fewer extra slots are
- * active than slots blocked (and under max_extra_workers), host_grow is
+ * A host worker counted blocked hands its place on: a parked host worker is woken
+ * (host_wake), else, when work is queued and fewer extra workers are
+ * active than host workers blocked (and under max_extra_workers), host_grow is
  * called (from the monitor's thread when the monitor counted it). The
- * host's new driver then calls accel_host_worker_add(rt, &w2), which gives
- * it an extra slot w2 (general lane, index >= workers) or ACCEL_EAGAIN
+ * host's new host worker then calls accel_host_worker_add(rt, &w2), which gives
+ * it an extra worker w2 (general lane, index >= workers) or ACCEL_EAGAIN
  * when none is owed any more (it then just exits), and drives w2 with the
- * loop above. After each visit of an extra slot (ended with
- * accel_host_visit_end_stop, as it may leave) the driver calls
+ * loop above. After each visit of an extra worker (ended with
+ * accel_host_visit_end_stop, as it may leave) the host worker calls
  * accel_host_worker_leave(rt, w2, ACCEL_HOST_LEAVE_IF_SURPLUS): ACCEL_OK
- * when the slot was surplus (more extras than blocked slots) and is gone;
- * ACCEL_EAGAIN: it stays. An extra slot idle for a while leaves with
- * flags 0. A submit that finds no parked slot while slots are owed calls
+ * when the host worker was surplus (more extras than blocked host workers) and is gone;
+ * ACCEL_EAGAIN: it stays. An extra worker idle for a while leaves with
+ * flags 0. A submit that finds no parked host worker while host workers are owed calls
  * host_grow too. Same bounds as accel's own threads: at most workers +
- * blocked slots run ops that are not blocked once surplus slots have
+ * blocked host workers run ops that are not blocked once surplus host workers have
  * left. The monitor's tick is block_detect_ns; it sleeps while nothing
  * waits for a worker. Returns ACCEL_OK, or ACCEL_EINVAL (rt not
- * host-driven or NULL, worker not a slot in use, for _begin no visit
- * open, for _end no begin open, for _leave a visit open or the slot
- * idle-announced or not an extra slot; nothing changed), ACCEL_EAGAIN
+ * host-driven or NULL, worker not a host worker in use, for _begin no visit
+ * open, for _end no begin open, for _leave a visit open or the host worker
+ * idle-announced or not an extra worker; nothing changed), ACCEL_EAGAIN
  * as said. */
 #define ACCEL_HOST_LEAVE_IF_SURPLUS 0x1u
-/* How long an extra slot stays idle before it leaves (flags 0): what
+/* How long an extra worker stays idle before it leaves (flags 0): what
  * accel's own extra workers wait, in ns. */
 #define ACCEL_HOST_EXTRA_IDLE_NS 50000000
 ACCEL_API int accel_host_blocking_begin(accel_runtime *rt, unsigned worker);
@@ -275,7 +275,7 @@ ACCEL_API int accel_host_worker_add(accel_runtime *rt, unsigned *worker);
 ACCEL_API int accel_host_worker_leave(accel_runtime *rt, unsigned worker,
                                     unsigned flags);
 
-/* Slot `worker`'s op word, for the monitor: the thread driving the slot
+/* Host worker `worker`'s op word, for the monitor: the thread driving the host worker
  * adds 1 to it as it starts each op it was handed (an atomic add, or a
  * relaxed atomic store of a count it keeps: __atomic_store_n(p, v,
  * __ATOMIC_RELAXED); Go's atomic.AddUint64), so that a wait in a later op
@@ -283,9 +283,9 @@ ACCEL_API int accel_host_worker_leave(accel_runtime *rt, unsigned worker,
  * as a wait that begins a visit is. A host that never adds to it is
  * watched per visit: a visit of several ops with CPU work between their
  * waits then has most of its waits found late or not at all. The word
- * lives as long as rt; only the slot's driving thread writes it. NULL:
- * rt not host-driven or NULL, or worker not a base or extra slot index
- * (any extra index, in use or not: the word of a slot added later is the
+ * lives as long as rt; only the host worker's driving thread writes it. NULL:
+ * rt not host-driven or NULL, or worker not a base or extra worker index
+ * (any extra index, in use or not: the word of a host worker added later is the
  * same). */
 ACCEL_API uint64_t *accel_host_op_word(accel_runtime *rt, unsigned worker);
 
