@@ -4,7 +4,7 @@
  * the surplus rule.
  *
  * The base worker W runs op A, which blocks until session C's op has run
- * (A waits for something C's ops do: a submit_wait, a sync, a hint and a
+ * (A waits for something C's ops do: a submit_wait, a sync, an announced wait and a
  * sleep). C has two ops, and a visit runs one, re-queueing C for the
  * visiting worker's next pick. A submitter S queues C's op meanwhile. Two extra workers from
  * an earlier burst are around (extras = 2, both surplus: nothing is

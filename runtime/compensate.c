@@ -2,7 +2,7 @@
  * Compensation for blocked workers (compensate.h has the rules).
  *
  * Handing a blocked worker's place on (a wait the worker announces):
- *   blocker:   blocked++; block |= OWN; seq_cst fence;
+ *   blocker:   blocked++; block |= ANNOUNCED; seq_cst fence;
  *              wake a parked general worker, else if work is queued and
  *              extra_active < blocked: extra_active++, start an extra
  *   submitter: enqueue (the push's seq_cst RMWs); fence_hot; no parked
@@ -22,7 +22,7 @@
  *
  * Counting: `blocked` is raised before a worker's block word goes from 0
  * to non-zero and lowered after it goes back to 0, by whoever made that
- * transition (the worker for OWN, the monitor for SEEN; a raise that did
+ * transition (the worker for ANNOUNCED, the monitor for DETECTED; a raise that did
  * not make the transition is undone), so it never reads below the number
  * of blocked workers: an extra is never retired for a count that is only
  * late.
@@ -41,18 +41,18 @@
  * the first tick that finds it in a visit, and if at the next it is still
  * there with less than half the time on a CPU and is neither running nor
  * runnable (its /proc stat state, read only then), it is counted blocked
- * (SEEN) while work waits: 1 to 2 ticks into a wait that begins its visit
+ * (DETECTED) while work waits: 1 to 2 ticks into a wait that begins its visit
  * (a sample taken only at the second look would make that 2 to 3, and
  * most 1-5 ms storage waits would end uncounted and charged). Windows
  * after a visit's first are two ticks long (a long CPU-bound visit is
  * looked at half as often): a wait that begins later in a visit is
- * counted 1 to 3 ticks in. The mark goes at the first tick that finds the
+ * counted 1 to 3 ticks in. The detection goes at the first tick that finds the
  * worker in another visit or none (a new visit is sampled at that same
  * tick), or on a CPU again in the same visit: half the time since the
  * last tick on it, or over 1/64 of it and running or runnable now (an op
  * that waited and then computes must not keep an extra beside it).
  * Host workers: a host worker whose host bumps its op word at each op's start
- * (accel_host_op_word) is sampled afresh, and its mark goes, at the first
+ * (accel_host_op_word) is sampled afresh, and its detection goes, at the first
  * tick that finds another op of the visit, as for a new visit: a wait in
  * a later op is judged on a window of its own, not on one that holds the
  * CPU work of the ops before it. "Work waits" for a host worker is also "no
@@ -66,19 +66,19 @@
  * a loaded machine), so a window of a CPU-bound op can hold only a few us
  * on a CPU. What the clock cannot tell there: a goroutine that waits for
  * a P a whole window looks blocked and is counted; its extra then waits
- * for a P too, and goes at the end of its visit once the mark is taken
- * back.
+ * for a P too, and goes at the end of its visit once the detection is
+ * dropped.
  *
  * Charging: a visit's time its worker sat blocked while another ran in
  * its place is not charged to its session's share (sched_core.h): in its
- * own waits and hints, their time off a CPU (the clock less the thread's
+ * own waits and announced waits, their time off a CPU (the clock less the thread's
  * CPU clock, read at the outermost begin and end); in a wait the monitor
- * counted (SEEN), the time from the count to the visit's end, or to the
- * tick that took the mark back, that the thread was neither on a CPU nor
+ * counted (DETECTED), the time from the count to the visit's end, or to the
+ * tick that dropped the detection, that the thread was neither on a CPU nor
  * waiting for one (/proc schedstat, read by the monitor when it counts;
  * by the worker at the end of such a visit, or by the monitor when it
- * takes a mark back: that credit is banked for the visit's end,
- * bank_detected). Before the monitor counts it no one runs in its place, and
+ * drops a detection: that credit is banked for the visit's end,
+ * bank_detected). Before the monitor detects it no one runs in its place, and
  * past the cap on extras no one may: that time is charged. A thread
  * preempted (runnable) is charged too: on a busy machine that is every
  * session's loss, and long visits would gain by it over short ones.
@@ -134,11 +134,11 @@ static bool work_waits(accel_runtime *rt)
            accel__sched_peek(rt->sched, 1, &e, &hint, 1) > 0;
 }
 
-/* A host worker that leaves takes the monitor's mark with it: the monitor looks
+/* A host worker that leaves takes the monitor's detection with it: the monitor looks
  * only at running host workers, so it would never lower `blocked` for a host worker
- * that left while marked (an extra whose op the monitor saw waiting, that
+ * that left while detected (an extra whose op the monitor saw waiting, that
  * ended it and left before the next tick). Under c->lock, as the
- * monitor's watch(), so the two never both lower it for one mark. */
+ * monitor's watch(), so the two never both lower it for one detection. */
 static void drop_detected(accel_runtime *rt, accel__worker *w)
 {
     /* relaxed: the count rule at the top of this file; c->lock orders this
@@ -292,7 +292,7 @@ void accel__compensate_retire_idle(accel_runtime *rt)
     atomic_fetch_sub_explicit(&rt->extra_active, 1, memory_order_relaxed);
 }
 
-/* ---- a worker's own waits and the hint */
+/* ---- a worker's own waits and announced waits */
 
 /* This thread's CPU clock (0 if it has none: then a wait counts whole). */
 static uint64_t thread_cpu_ns(void)
@@ -303,7 +303,7 @@ static uint64_t thread_cpu_ns(void)
 }
 
 /* The time off a CPU in w's open outermost wait, to now (its own thread):
- * a hint around work that uses the CPU gets no credit for it. */
+ * an announcement around work that uses the CPU gets no credit for it. */
 static uint64_t off_cpu_since(accel__worker *w, uint64_t now)
 {
     uint64_t wall = now - w->own_t0;
@@ -354,7 +354,7 @@ static void own_end(void *arg)
 }
 
 static _Thread_local accel__block_hook tls_hook;
-/* Hints open on this thread (accel_blocking_begin - _end). */
+/* Announced waits open on this thread (accel_blocking_begin - _end). */
 static _Thread_local unsigned tls_announced;
 
 void accel__compensate_thread_begin(accel__worker *w)
@@ -370,7 +370,7 @@ void accel__compensate_thread_begin(accel__worker *w)
 void accel__compensate_visit_done(accel__worker *w)
 {
     if (__builtin_expect(w->block_depth != 0, 0)) {
-        w->block_depth = 1; /* the op left a hint open: close it */
+        w->block_depth = 1; /* the op left an announcement open: close it */
         own_end(w);
         tls_announced = 0;
     }
@@ -381,7 +381,7 @@ static bool read_schedstat(accel__worker *w, uint64_t *cpu, uint64_t *rd);
 /* The time w's thread spent asleep (neither on a CPU nor waiting for
  * one) from the count published at ts with its schedstat (cpu0, rd0) to
  * now, by its schedstat now (read here); 0 if that cannot be read. The
- * worker at its visit's end and the monitor taking a mark back both
+ * worker at its visit's end and the monitor dropping a detection both
  * credit this. */
 static uint64_t asleep_since(accel__worker *w, uint64_t ts, uint64_t cpu0,
                              uint64_t rd0, uint64_t now)
@@ -408,16 +408,16 @@ uint64_t accel__compensate_visit_blocked_ns(accel__worker *w, uint64_t t0)
     uint64_t span = now - t0;
     uint64_t own = w->own_ns;
     if (w->block_depth != 0)
-        own += off_cpu_since(w, now); /* a hint still open: to here */
+        own += off_cpu_since(w, now); /* an announcement still open: to here */
     uint64_t seen = 0;
-    /* Counts whose mark the monitor took back in this visit (the worker
+    /* Counts whose detection the monitor dropped in this visit (the worker
      * was found on a CPU again): their time asleep, banked (bank_detected),
-     * read before the mark: the monitor clears a mark before it banks
-     * its time, so a bank read here is of a mark the load below finds
+     * read before the detection: the monitor clears a detection before it banks
+     * its time, so a bank read here is of a detection the load below finds
      * gone, or of an earlier count than the one it finds; never the same
      * time twice. acquire: pairs with bank_detected's release store of
      * detected_bank_vis (and so orders the clear before it against the load
-     * of the mark). A bank missed here (written after, or found being
+     * of the detection). A bank missed here (written after, or found being
      * rewritten: all of it then, earlier take-backs' part too) is lost:
      * charged, never credited twice. */
     uint64_t vis = atomic_load_explicit(&w->visits, memory_order_relaxed);
@@ -430,11 +430,11 @@ uint64_t accel__compensate_visit_blocked_ns(accel__worker *w, uint64_t t0)
     if (bv == vis &&
         atomic_load_explicit(&w->detected_bank_vis, memory_order_relaxed) == bv)
         seen = bank;
-    /* acquire: pairs with the release CAS that set the mark (watch):
-     * the detected_t read below is this mark's count or a later one, never an
+    /* acquire: pairs with the release CAS that set the detection (watch):
+     * the detected_t read below is this detection's count or a later one, never an
      * earlier count of this visit whose time is already in the bank. What
-     * the monitor published with the mark is read as a seqlock
-     * (publish_detected). A mark left from an earlier visit (the monitor
+     * the monitor published with the detection is read as a seqlock
+     * (publish_detected). A detection left from an earlier visit (the monitor
      * drops it at its next tick) was counted before t0 and counts
      * nothing. */
     if (atomic_load_explicit(&w->block, memory_order_acquire) &
@@ -681,12 +681,12 @@ static void publish_detected(accel__worker *w)
     atomic_store_explicit(&w->detected_t, t, memory_order_release);
 }
 
-/* The mark of w is taken back within its visit `vis` (it was found on a
+/* The detection of w is dropped within its visit `vis` (it was found on a
  * CPU again): its time asleep since the count (as the worker would have
  * found at its visit's end) goes to the bank that visit's end reads. The
  * write side of a seqlock whose read side is accel__compensate_visit_blocked_ns:
  * detected_bank_vis goes to 0, then the sum, then the visit's number. The
- * caller has cleared the mark before (the reader relies on that order). */
+ * caller has cleared the detection before (the reader relies on that order). */
 static void bank_detected(accel__worker *w, uint64_t vis)
 {
     /* relaxed: the monitor's own writes (publish_detected), read back. */
@@ -752,7 +752,7 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
                 w->m_t0 = t;
                 return true;
             }
-            /* Taken back: the mark goes first, then its time to the bank
+            /* Dropped: the detection goes first, then its time to the bank
              * (the reader's order relies on it). The next window is two
              * ticks: an op that wakes now and then is counted and
              * uncounted (an extra started and retired) at most every
@@ -773,7 +773,7 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
             ACCEL__BLOCK_DETECTED)
             atomic_fetch_sub_explicit(&rt->blocked, 1, memory_order_relaxed);
         /* Another op of the counted visit: the count's time asleep is the
-         * visit's credit (the mark went first: bank_detected's order). */
+         * visit's credit (the detection went first: bank_detected's order). */
         if (inv && same)
             bank_detected(w, vis);
         w->m_phase = 0;
@@ -821,14 +821,14 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
         w->m_phase = 2;
         return true;
     }
-    /* Before the mark: a worker that sees the mark finds this count's
+    /* Before the detection: a worker that sees the detection finds this count's
      * time, or a 0 (no credit). */
     publish_detected(w);
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
     uint32_t zero = 0;
-    /* release: publish_detected's writes before the mark; pairs with the
-     * acquire load of the mark in accel__compensate_visit_blocked_ns (a reader
-     * that finds this count's mark finds this count's detected_t, not an
+    /* release: publish_detected's writes before the detection; pairs with the
+     * acquire load of the detection in accel__compensate_visit_blocked_ns (a reader
+     * that finds this count's detection finds this count's detected_t, not an
      * earlier count's of the same visit whose time is in the bank). */
     if (!atomic_compare_exchange_strong_explicit(&w->block, &zero,
                                                  ACCEL__BLOCK_DETECTED,

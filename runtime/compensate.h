@@ -40,7 +40,7 @@ struct accel__worker;
 enum { ACCEL__EXTRA_FREE = 0, ACCEL__EXTRA_RUN = 1, ACCEL__EXTRA_EXITED = 2 };
 
 /* Bits of accel__worker.block. */
-#define ACCEL__BLOCK_ANNOUNCED 1u    /* the worker's own waits and hint */
+#define ACCEL__BLOCK_ANNOUNCED 1u    /* the worker's own waits and announced waits */
 #define ACCEL__BLOCK_DETECTED 2u   /* the monitor's detection */
 
 /* Idle extra workers retire after this long parked (a host's extra
@@ -76,7 +76,7 @@ void accel__compensate_retire_idle(accel_runtime *rt);
 /* At the end of a visit of accel's own worker w that began at t0: how
  * long w sat blocked in it while another worker could run in its place
  * (compensate.c, "Charging"): the time off a CPU in its own waits and
- * hints, and the time asleep since the monitor counted it blocked; 0 at
+ * announced waits, and the time asleep since the monitor detected it blocked; 0 at
  * the cap on extras; at most the visit. The share is not charged for it
  * (accel__sched_charge). own_ns is the caller's to zero at the visit's
  * start, and to skip the call when own_ns, block_depth and the block
@@ -84,7 +84,7 @@ void accel__compensate_retire_idle(accel_runtime *rt);
  * visit: nothing to count). */
 uint64_t accel__compensate_visit_blocked_ns(struct accel__worker *w, uint64_t t0);
 
-/* After an op's visit: a hint the op left open is closed (accel.h). */
+/* After an op's visit: an announcement the op left open is closed (accel.h). */
 void accel__compensate_visit_done(struct accel__worker *w);
 
 /* Host-driven runtimes (host.c; the monitor watches their host workers as it

@@ -83,7 +83,7 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
     accel__visit_run(&v);
     if (w)
         wake_for_queued(rt, &v);
-    /* relaxed: a look at whether the monitor marked w, or took a mark
+    /* relaxed: a look at whether the monitor detected w, or dropped a detection
      * back in this visit (the call reads what it published with either as
      * a seqlock: compensate.c). */
     if (w && __builtin_expect(
@@ -175,7 +175,7 @@ static void worker_loop(accel__worker *w)
         unsigned lanes = run_visit(rt, w, e->owner, &now);
         atomic_store_explicit(&w->in_visit, 0, memory_order_relaxed);
         if (__builtin_expect(w->block_depth != 0, 0))
-            accel__compensate_visit_done(w); /* a hint left open by the op */
+            accel__compensate_visit_done(w); /* an announcement left open by the op */
         /* An extra worker more than the blocked ones need leaves after
          * its visit (not after a wake: it may hold a wake's claim). It
          * will not pick again, so a session it re-queued wakes a worker

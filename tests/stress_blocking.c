@@ -5,7 +5,7 @@
  *     last session: no cycle, so every chain can end),
  *   - sync another session of higher index from inside the op,
  *   - nap between accel_blocking_begin/_end,
- *   - nap without a hint (the monitor's case, block_detect_ns 500 us),
+ *   - nap without an announcement (the monitor's case, block_detect_ns 500 us),
  *   - or spin a little (CPU),
  * while extra workers start, leave when surplus and retire when idle.
  *
@@ -75,7 +75,7 @@ static int op_fn(accel_ctx *ctx, void *arg)
         if (up < NSESS && accel_session_sync(sess[up], ACCEL_FOREVER) != ACCEL_OK)
             failf("sync from inside an op failed");
         break;
-    case 2: /* a hinted nap */
+    case 2: /* an announced nap */
         if (accel_blocking_begin() != ACCEL_OK)
             failf("blocking_begin");
         tu_nap_us(200 + r->rnd % 800);

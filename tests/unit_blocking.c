@@ -105,7 +105,7 @@ Test(blocking, nested_submit_wait_depth_16_one_worker, .timeout = 60)
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
-/* The cap: with one extra allowed, hinted sleepers on 4 sessions run two
+/* The cap: with one extra allowed, announced sleepers on 4 sessions run two
  * at a time (the base worker and the one extra), never more. */
 static _Atomic int in_nap, most_in_nap;
 
@@ -130,7 +130,7 @@ Test(blocking, extra_workers_respect_the_cap, .timeout = 60)
     accel_session *s[4];
     for (int i = 0; i < 4; i++)
         s[i] = open_s(rt, i);
-    unit_step("4 hinted naps, cap 1");
+    unit_step("4 announced naps, cap 1");
     for (int i = 0; i < 4; i++) {
         accel_op op = {.fn = capped_nap};
         cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
@@ -167,12 +167,12 @@ static void sleep_1s(void)
 static int sleeper(accel_ctx *ctx, void *arg)
 {
     (void)ctx;
-    bool hint = arg != NULL;
+    bool announce = arg != NULL;
     atomic_fetch_add(&slept_started, 1);
-    if (hint)
+    if (announce)
         cr_assert_eq(accel_blocking_begin(), ACCEL_OK);
     sleep_1s();
-    if (hint)
+    if (announce)
         cr_assert_eq(accel_blocking_end(), ACCEL_OK);
     int started = atomic_load(&slept_started);
     int expected = -1;
@@ -191,7 +191,7 @@ static int quick(accel_ctx *ctx, void *arg)
     return 7;
 }
 
-static void seventeenth(bool hint, uint64_t detect_ns)
+static void seventeenth(bool announce, uint64_t detect_ns)
 {
     atomic_store(&slept_started, 0);
     atomic_store(&slept_finished, 0);
@@ -203,7 +203,7 @@ static void seventeenth(bool hint, uint64_t detect_ns)
         s[i] = open_s(rt, i);
     unit_step("submitting the 16 sleepers");
     for (int i = 0; i < SLEEPERS; i++) {
-        accel_op op = {.fn = sleeper, .arg = hint ? (void *)1 : NULL};
+        accel_op op = {.fn = sleeper, .arg = announce ? (void *)1 : NULL};
         cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
     }
     unit_step("the 17th session's quick op");
@@ -220,9 +220,9 @@ static void seventeenth(bool hint, uint64_t detect_ns)
                  atomic_load(&started_when_first_finished));
     accel_runtime_stats st = stats_of(rt);
     cr_expect_geq(st.extra_started, SLEEPERS - 1);
-    if (hint)
+    if (announce)
         cr_expect_eq(st.blocked_detected, 0,
-                     "the hint compensated, not the monitor");
+                     "the announcement compensated, not the monitor");
     unit_step("destroy");
     for (int i = 0; i <= SLEEPERS; i++)
         accel_session_release(s[i]);
@@ -234,7 +234,7 @@ Test(blocking, sixteen_sleepers_detected_seventeenth_runs, .timeout = 60)
     seventeenth(false, 0);
 }
 
-/* The monitor's threshold is far past the test: only the hint can help. */
+/* The monitor's threshold is far past the test: only the announcement can help. */
 Test(blocking, sixteen_sleepers_announced_seventeenth_runs, .timeout = 60)
 {
     seventeenth(true, UINT64_C(60000000000));
@@ -263,7 +263,7 @@ static accel_runtime_stats run_each(accel_runtime *rt, int n, int per,
     return st;
 }
 
-/* ---- an unseen wait is counted one tick after the monitor finds it */
+/* ---- an unannounced wait is counted one tick after the monitor finds it */
 
 #define TICK_NS UINT64_C(100000000) /* block_detect_ns: the monitor's tick */
 #define TICK_SESSIONS 4
@@ -285,7 +285,7 @@ static int sleep_two_and_a_half_ticks(accel_ctx *ctx, void *arg)
  * the next (2 ticks), so all but the last (nothing queued behind them)
  * are counted. Planted, each of these
  * counts about half of them or fewer: sampling only at the second tick
- * that finds a visit (counted 2 to 3 ticks in), and a worker whose mark
+ * that finds a visit (counted 2 to 3 ticks in), and a worker whose detection
  * the monitor drops for its new visit not sampled at that same tick. Not
  * a bound on how fast anything runs: the tick is 100 ms, and a visit is
  * missed only if the monitor is late by over a quarter of a tick at each
@@ -391,7 +391,7 @@ static int unbalanced(accel_ctx *ctx, void *arg)
 
 Test(blocking, announce_bad_input_changes_nothing, .timeout = 60)
 {
-    unit_step("an op with unbalanced hints");
+    unit_step("an op with unbalanced announcements");
     cr_expect_eq(accel_blocking_end(), ACCEL_OK, "outside an op: nothing");
     cr_expect_eq(accel_blocking_begin(), ACCEL_OK);
     accel_runtime_config bad = {.struct_size = sizeof(bad),
@@ -404,7 +404,7 @@ Test(blocking, announce_bad_input_changes_nothing, .timeout = 60)
     cr_expect_eq(atomic_load(&end_rc), ACCEL_EINVAL);
     cr_expect_eq(atomic_load(&begin_rc), ACCEL_OK);
     cr_expect_eq(atomic_load(&end2_rc), ACCEL_OK);
-    /* the hint left open is closed when the visit ends (after the done
+    /* the announcement left open is closed when the visit ends (after the done
      * that let submit_wait return) */
     while (stats_of(rt).blocked != 0)
         tu_nap_us(1000);
@@ -927,7 +927,7 @@ Test(blocking, idle_after_blocking_uses_no_cpu, .timeout = 60)
     accel_session *s[4];
     for (int i = 0; i < 4; i++)
         s[i] = open_s(rt, i);
-    unit_step("hinted naps and unhinted naps on 4 sessions");
+    unit_step("announced naps and unannounced naps on 4 sessions");
     for (int i = 0; i < 4; i++) {
         accel_op op = {.fn = capped_nap};
         cr_assert_eq(accel_submit(s[i], &op, ACCEL_FOREVER), ACCEL_OK);
@@ -1003,19 +1003,19 @@ Test(blocking, submit_waiting_for_room_inside_an_op_one_worker,
 
 struct gate {
     _Atomic int in, rel;
-    bool hint;
+    bool announce;
 };
 
 static int gated(accel_ctx *ctx, void *arg)
 {
     (void)ctx;
     struct gate *g = arg;
-    if (g->hint)
+    if (g->announce)
         accel_blocking_begin();
     atomic_store(&g->in, 1);
     while (!atomic_load(&g->rel))
         tu_nap_us(200); /* waits with little CPU, as on I/O */
-    if (g->hint)
+    if (g->announce)
         accel_blocking_end();
     return 0;
 }
@@ -1027,11 +1027,11 @@ static int quick_c(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-/* The base worker waits under the hint (counted blocked), an extra runs
- * b's unhinted wait, c's quick op waits until the monitor counts that
- * extra too and a second extra runs it; then the hint ends, so when b's op ends its extra is
+/* The base worker waits inside an announced wait (counted blocked), an extra runs
+ * b's unannounced wait, c's quick op waits until the monitor detects that
+ * extra too and a second extra runs it; then the announcement ends, so when b's op ends its extra is
  * surplus and leaves straight after the visit, before the monitor's next
- * tick: its mark must leave with it, or `blocked` stays 1 for ever. */
+ * tick: its detection must leave with it, or `blocked` stays 1 for ever. */
 Test(blocking, an_extra_detected_blocked_leaves_undetected, .timeout = 120)
 {
     accel_runtime *rt = make_rt(1, 0, 1000000); /* detect after 1 ms */
@@ -1039,16 +1039,16 @@ Test(blocking, an_extra_detected_blocked_leaves_undetected, .timeout = 120)
         accel_session *a = open_s(rt, 100 + 3 * round);
         accel_session *b = open_s(rt, 101 + 3 * round);
         accel_session *c = open_s(rt, 102 + 3 * round);
-        struct gate ga = {.hint = true}, gb = {.hint = false};
+        struct gate ga = {.announce = true}, gb = {.announce = false};
         accel_op oa = {.fn = gated, .arg = &ga};
         accel_op ob = {.fn = gated, .arg = &gb};
         accel_op oc = {.fn = quick_c};
         uint64_t seen0 = stats_of(rt).blocked_detected;
-        unit_step("a's hinted wait holds the base worker");
+        unit_step("a's announced wait holds the base worker");
         cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
         while (!atomic_load(&ga.in))
             tu_nap_us(100);
-        unit_step("b's unhinted wait on an extra, found by the monitor");
+        unit_step("b's unannounced wait on an extra, found by the monitor");
         cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
         while (!atomic_load(&gb.in))
             tu_nap_us(100);
@@ -1057,7 +1057,7 @@ Test(blocking, an_extra_detected_blocked_leaves_undetected, .timeout = 120)
         cr_assert_eq(accel_submit(c, &oc, ACCEL_FOREVER), ACCEL_OK);
         cr_assert_eq(accel_session_sync(c, ACCEL_FOREVER), ACCEL_OK);
         cr_assert_neq(stats_of(rt).blocked_detected, seen0);
-        unit_step("a's hint ends, then b's wait");
+        unit_step("a's announced wait ends, then b's wait");
         atomic_store(&ga.rel, 1);
         cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
         atomic_store(&gb.rel, 1);
@@ -1098,11 +1098,11 @@ static int wait_then_compute(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-/* An op waits (the monitor counts it, while another session's op waits
+/* An op waits (the monitor detects it, while another session's op waits
  * for the worker), then computes until told to stop, in the same visit:
- * its worker is no longer blocked, so the monitor must take its mark
- * back (else an extra runs beside a CPU-bound op for the rest of it). A
- * mark kept for the whole visit leaves `blocked` at 1 and the watchdog
+ * its worker is no longer blocked, so the monitor must drop its
+ * detection (else an extra runs beside a CPU-bound op for the rest of it). A
+ * detection kept for the whole visit leaves `blocked` at 1 and the watchdog
  * names the step. */
 Test(blocking, a_detected_worker_that_computes_again_is_undetected,
      .timeout = 60)
@@ -1123,7 +1123,7 @@ Test(blocking, a_detected_worker_that_computes_again_is_undetected,
     cr_assert_eq(atomic_load(&wc_phase), 1,
                  "b's op ran while a's op still waited");
     cr_assert_geq(stats_of(rt).blocked_detected, 1);
-    unit_step("a's op computes: the monitor takes its mark back");
+    unit_step("a's op computes: the monitor drops its detection");
     while (atomic_load(&wc_phase) != 2)
         tu_nap_us(1000);
     while (stats_of(rt).blocked != 0)

@@ -12,7 +12,7 @@
  * 10 W of them per op. Charged only the time nobody ran in its place, it
  * is picked once the High sessions were charged ten times that, and the
  * High sessions run beside its wait on the worker sent for it: about W
- * per op with the hint, W + 10 d for a wait the monitor counts d ms in
+ * per op with an announcement, W + 10 d for a wait the monitor detects d ms in
  * (d 2-4 ms with its tick at 2 ms: 1 to 2 ticks). A loaded machine makes High ops
  * slower (fewer per op), and a late monitor makes d longer: the bounds
  * sit well between. The first Low op is not measured: its visit's cost
@@ -72,24 +72,24 @@ static int high_op(accel_ctx *ctx, void *arg)
 
 struct low_arg {
     int wait_ms;
-    bool hint;
-    bool cpu; /* the "wait" is CPU work (inside the hint) */
-    int cpu_after_ms; /* CPU work after the wait, outside any hint */
+    bool announce;
+    bool cpu; /* the "wait" is CPU work (inside the announced wait) */
+    int cpu_after_ms; /* CPU work after the wait, outside any announced wait */
 };
 
-/* The Low session's op: a wait with no CPU, hinted or not, then a note
+/* The Low session's op: a wait with no CPU, announced or not, then a note
  * of how many High ops had completed by its end. */
 static int low_op(accel_ctx *ctx, void *arg)
 {
     (void)ctx;
     const struct low_arg *a = arg;
-    if (a->hint)
+    if (a->announce)
         cr_assert_eq(accel_blocking_begin(), ACCEL_OK);
     if (a->cpu)
         burn_cpu_ms(a->wait_ms);
     else
         tu_nap_us(a->wait_ms * 1000L);
-    if (a->hint)
+    if (a->announce)
         cr_assert_eq(accel_blocking_end(), ACCEL_OK);
     if (a->cpu_after_ms)
         burn_cpu_ms(a->cpu_after_ms);
@@ -179,11 +179,11 @@ static double high_per_low(int n, struct low_arg *a, uint64_t detect_ns)
            (n - 2);
 }
 
-/* The hint: its wait is known at once. Only the hint compensates (the
+/* An announced wait: its wait is known at once. Only the announcement compensates (the
  * monitor's threshold is past the test). */
 Test(blocking_share, announced_waits_not_charged, .timeout = 240)
 {
-    struct low_arg a = {.wait_ms = 4, .hint = true};
+    struct low_arg a = {.wait_ms = 4, .announce = true};
     double r = high_per_low(16, &a, UINT64_C(60000000000));
     /* charged: ~80; not charged: ~4-9 */
     cr_expect(r < 20, "%.1f High ops per Low op: the Low session paid for "
@@ -195,7 +195,7 @@ Test(blocking_share, announced_waits_not_charged, .timeout = 240)
  * time from then that the thread was asleep is not charged. */
 Test(blocking_share, detected_waits_not_charged, .timeout = 240)
 {
-    struct low_arg a = {.wait_ms = 50, .hint = false};
+    struct low_arg a = {.wait_ms = 50, .announce = false};
     double r = high_per_low(8, &a, 2000000);
     /* charged: ~1000; not charged: ~50 + 10 x 3 */
     cr_expect(r < 250, "%.1f High ops per Low op: the Low session paid for "
@@ -203,14 +203,14 @@ Test(blocking_share, detected_waits_not_charged, .timeout = 240)
               r);
 }
 
-/* The same wait, then 8 ms of CPU work in the same op: the monitor takes
- * the worker's mark back once it computes (it is no longer blocked), and
+/* The same wait, then 8 ms of CPU work in the same op: the monitor drops
+ * the worker's detection once it computes (it is no longer blocked), and
  * the time asleep from the count to there stays uncredited only if the
  * take-back loses it. */
 Test(blocking_share, detected_wait_then_cpu_work_keeps_its_credit,
      .timeout = 240)
 {
-    struct low_arg a = {.wait_ms = 50, .hint = false, .cpu_after_ms = 8};
+    struct low_arg a = {.wait_ms = 50, .announce = false, .cpu_after_ms = 8};
     double r = high_per_low(8, &a, 2000000);
     /* the wait charged (the take-back planted to lose it): ~1150; not
      * charged: ~230; the CPU work not charged either (all of the visit
@@ -223,15 +223,15 @@ Test(blocking_share, detected_wait_then_cpu_work_keeps_its_credit,
               r);
 }
 
-/* The hint is no pass for CPU work: only its time off a CPU goes
- * uncharged, so a Low op that computes 4 ms inside the hint is charged
+/* An announcement is no pass for CPU work: only its time off a CPU goes
+ * uncharged, so a Low op that computes 4 ms inside the announced wait is charged
  * them, and the High sessions keep their share. */
 Test(blocking_share, cpu_work_inside_an_announced_wait_is_charged, .timeout = 240)
 {
-    struct low_arg a = {.wait_ms = 4, .hint = true, .cpu = true};
+    struct low_arg a = {.wait_ms = 4, .announce = true, .cpu = true};
     double r = high_per_low(16, &a, UINT64_C(60000000000));
     /* charged: ~44 (40 on the worker, 4 beside it); not charged: ~4-9 */
     cr_expect(r > 20, "%.1f High ops per Low op: the Low session's CPU "
-                      "inside the hint went uncharged",
+                      "inside the announced wait went uncharged",
               r);
 }

@@ -264,10 +264,10 @@ typedef struct accel_runtime_config {
  * workers (see accel_host_blocking_begin).
  * Shares: a session is not charged for the time its worker sat blocked
  * in its ops while another worker could run in its place (the time off a
- * CPU inside accel's own waits and the hint: CPU work inside the hint is
- * charged; the time asleep while the monitor counted it), so a
+ * CPU inside accel's own waits and announced waits: CPU work inside the announced wait is
+ * charged; the time asleep while the monitor detected it), so a
  * session whose ops wait keeps its share of the CPU. Still charged: an
- * unseen wait until it is counted, a wait for a CPU, and blocked visits
+ * unannounced wait until it is detected, a wait for a CPU, and blocked visits
  * while the extras are at their cap with blocked workers left over.
  * Host-driven workers' visits are charged whole. */
 
