@@ -6,8 +6,8 @@
  * The protocol as the code has it.
  *  - A group is one C op (one record, one ring slot) carrying up to
  *    groupCap Go ops. Its word, in the record: gen<<32 | closed | count
- *    (slots reserved); beside it gcommitted (slots written). Slot 0 is
- *    the creator's op (the record's own f); appends take slots 1...
+ *    (ops reserved); beside it gcommitted (ops written). Op 0 is
+ *    the creator's op (the record's own f); appends take ops 1...
  *  - v.open names the session's open group: a token gen<<32 | idx<<1 |
  *    pend. gen is the record's group generation, bumped at each use of
  *    the record as a combining group and wrapping at 2^32 to 1 (never 0:
@@ -16,10 +16,10 @@
  *  - Append (tryAppend, the SubmitAsync fast path): load v.open; give up
  *    if 0 or pend. Then CAS the named record's word from w to w+1 if
  *    w's gen equals the token's, closed is clear and count < groupCap
- *    (the LP: slot k = count); write ops[k]; gcommitted += 1; return.
+ *    (the LP: k = count); write ops[k]; gcommitted += 1; return.
  *  - Create (submitGroup, when the append gave up): alloc a record, gen =
  *    old gen + 1 (2^32 -> 1), store gcommitted = 1 and the word gen|1
- *    with slot 0 filled; claim v.open with tok|pend (a creator that finds
+ *    with op 0 filled; claim v.open with tok|pend (a creator that finds
  *    another's pending token withdraws it first: CAS to 0); C submit; on
  *    failure CAS v.open back to 0, store gen|closed, free; on success
  *    publish (CAS tok|pend -> tok); if that CAS fails (withdrawn), close
@@ -27,7 +27,7 @@
  *  - Seal, by whoever takes the group from C: runGroup's sealGroup on the
  *    worker, goAccelUnrun's for a group C completes unrun: one CAS sets
  *    closed and reads count (n), then wait until gcommitted == n, then
- *    run slots 0..n-1 in order, clear them, reset and free the record.
+ *    run ops 0..n-1 in order, clear them, reset and free the record.
  *  - Close (postClose: load v.open; if not 0, CAS its record's word to
  *    closed if that gen is still there and unsealed), after the caller's
  *    own C submit, before it returns: SubmitAsync with combining off
@@ -43,8 +43,8 @@
  *    succeeded) runs exactly once, a refused one never; FIFO per session
  *    in real time: an op whose submit returned before another's began
  *    runs before it; an op C-submitted after another's LP (an append's
- *    CAS, a C submit) runs after it; the ops of a group run in slot
- *    order, which is their CAS order (slot = count at the CAS); an
+ *    CAS, a C submit) runs after it; the ops of a group run in index
+ *    order, which is their CAS order (index = count at the CAS); an
  *    append lands only in the use of the record its token named, before
  *    that group's count is read by its sealer, and in a group already in
  *    C's queue (so never in one whose C submit may still fail).
@@ -68,7 +68,7 @@
  *
  * Checked (assertions): at the append's CAS, !stale[p] (the record was
  * not reused since the token's claim), !gsealed[r], gq[r]; at each op's
- * run, its slot was written (x != 0), it did not run before, it was
+ * run, its op was written (x != 0), it did not run before, it was
  * accepted, and (pre[x] & ~ran) == 0: every op in pre[x] ran before it.
  * pre[x] is, for an appended op, the ops that had returned (and not yet
  * run) when it began; for a C-submitted op, the ops whose LP came before
@@ -90,7 +90,7 @@
  *  -DBROKEN_SEAL_SPLIT   the sealer reads count, then sets closed with a
  *                        second RMW: an append in between is lost.
  *  -DBROKEN_NOWAIT       the sealer runs n ops without waiting for
- *                        gcommitted: reads a slot not yet written.
+ *                        gcommitted: reads an op not yet written.
  *  -DBROKEN_NOCLOSE      the plain submit does not close the open group:
  *                        a later SubmitAsync joins a group ahead of it.
  *  -DBROKEN_CLOSE_FIRST  the plain submit closes before its C submit: a
@@ -144,7 +144,7 @@
 
 byte open = 0;
 
-/* per record: the group word (ggen, gclosed, gcount), gcommitted, slots */
+/* per record: the group word (ggen, gclosed, gcount), gcommitted, ops */
 byte ggen[NREC];
 bit gclosed[NREC];
 byte gcount[NREC];
@@ -256,7 +256,7 @@ proctype appender(byte p; byte base; byte n)
         }
         goto next;
 create:
-        /* submitGroup: alloc; gcommitted = 1, word gen|1, slot 0 filled */
+        /* submitGroup: alloc; gcommitted = 1, word gen|1, op 0 filled */
         atomic {
             if
             :: !rbusy[0] -> r = 0
@@ -378,7 +378,7 @@ active proctype plain()
 
 /* Op x runs (the worker). */
 inline run_op(x) {
-    assert(x != 0);                             /* its slot was written */
+    assert(x != 0);                             /* its op was written */
     assert((ran & BIT(x)) == 0);                /* runs once */
     assert((lp & BIT(x)) != 0);                 /* was accepted */
     assert((pre[x] & ~ran) == 0);               /* FIFO */

@@ -13,8 +13,8 @@ import (
 // worker after f (done may be nil; keep it short, it holds the worker). It
 // returns ErrQueueFull rather than wait when the queue is full, and
 // ErrSessionClosed on a closed session; on any error f never runs and done
-// is not called. Consecutive SubmitAsyncs on a session share queue slots
-// (up to 32 ops in one, while it waits for a worker; docs/go.md), so a
+// is not called. Consecutive SubmitAsyncs on a session share the room of
+// one queued op (up to 32 in one group, while it waits for a worker; docs/go.md), so a
 // queue of depth d holds more than d of them.
 //
 // done runs inside the session's turn on the worker, as f does: a Submit
@@ -77,7 +77,7 @@ func (v *VMSession) submitRec(r *opRec) int {
 // is called on a worker after fs[i] (done may be nil). The ops go to C as
 // groups of up to 32, each one op for the scheduler: one crossing into C
 // and one back per group, not per op (a group is charged its whole measured
-// time, so shares stay exact; a group is one queue slot). It returns how
+// time, so shares stay exact; a group takes the room of one op). It returns how
 // many ops were queued (a prefix of fs) and, if not all, why not
 // (ErrQueueFull, ErrSessionClosed, ErrInvalidArgument for a nil f).
 func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int, err error)) (int, error) {
@@ -147,7 +147,7 @@ func (v *VMSession) SubmitAsyncBatch(fs []func(*Session) error, done func(i int,
 		}
 		v.submitted.Add(uint64(k))
 		for i, r := range recs[got:n] {
-			// Its ops end unqueued: their slots are cleared as an op's
+			// Its ops end unqueued: their entries are cleared as an op's
 			// end clears them (reset needs them clear).
 			g := r.group()
 			for j := 0; j < sizes[int(got)+i]; j++ {

@@ -51,9 +51,9 @@ import (
 
 const groupMax = 32 // ops per group (SubmitAsyncBatch's group size too)
 
-// Group word: gen<<32 | grpClosed | count of reserved op slots.
+// Group word: gen<<32 | grpClosed | count of ops reserved.
 const (
-	grpCount  = 0x3f      // slots reserved, 0..groupMax
+	grpCount  = 0x3f      // ops reserved, 0..groupMax
 	grpClosed = 1 << 8    // sealed: no more appends (the worker, a closer)
 	grpGenSh  = 32        // generation in the high 32 bits
 	openPend  = uint64(1) // v.open token bit: claimed, not yet published
@@ -73,8 +73,8 @@ type asyncGroup struct {
 	ops [groupMax]groupOp
 }
 
-// tryAppend appends f/done to v's open group; false: no open group with a
-// free slot (the caller creates one).
+// tryAppend appends f/done to v's open group; false: no open group with
+// room for one more op (the caller creates one).
 func (v *VMSession) tryAppend(f func(*Session) error, done func(error)) bool {
 	// Acquire: pairs with the creator's publishing CAS; only the token's
 	// bits are used (the group's state is read through its word).
@@ -90,12 +90,12 @@ func (v *VMSession) tryAppend(f func(*Session) error, done func(error)) bool {
 		if w>>grpGenSh != gen || w&grpClosed != 0 || w&grpCount >= max {
 			return false
 		}
-		// LP of the append: reserves slot k of this generation of the
+		// LP of the append: reserves op k of this generation of the
 		// group. Pairs with the sealer's CAS (same word, one total order):
 		// a reservation before the seal is counted in what the sealer
 		// runs, one after it fails here.
 		if r.gword.CompareAndSwap(w, w+1) {
-			k := w & grpCount // >= 1: slot 0 is the creator's op, the record's own
+			k := w & grpCount // >= 1: op 0 is the creator's, the record's own
 			groupOf(r).ops[k] = groupOp{f: f, cb: done}
 			// Release: publishes ops[k] to the sealer's acquire load of
 			// gcommitted (sealGroup).
@@ -115,7 +115,7 @@ func (v *VMSession) submitGroup(f func(*Session) error, done func(error)) int {
 	if gen == 1<<32 {
 		gen = 1 // tokens never carry gen 0: a fresh record's word is 0
 	}
-	// The word opens this generation with one slot, committed: slot 0,
+	// The word opens this generation with one op, committed: op 0,
 	// the record's own op, which the fill writes. Both are ordered before
 	// the claim's CAS below, which (with the publication) makes the token
 	// visible to appenders: their acquire load of v.open, then of the

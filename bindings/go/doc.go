@@ -70,7 +70,7 @@
 // its visit): a CPU-bound op, however long, gets no extra worker; one
 // whose goroutine waits a whole millisecond for a P looks blocked and
 // may. Bounds: at most the C runtime's max_extra_workers extra worker
-// goroutines (4 x its slots, at least 64); an extra one leaves once no
+// goroutines (4 x its workers, at least 64); an extra one leaves once no
 // op needs it (surplus after its visit, or idle 50 ms). Per-session
 // order, priorities and exactly-once are unchanged.
 //

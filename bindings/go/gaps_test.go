@@ -525,8 +525,8 @@ func TestGapOddIDs(t *testing.T) {
 
 // SubmitAsyncBatch bigger than the queue, with nothing draining (the one
 // worker holds the session's first op, so none of the session's later
-// ops may start): it queues a prefix, a group of up to 32 ops per queue
-// slot, and returns its length n with ErrQueueFull (async.go: "how many
+// ops may start): it queues a prefix, a group of up to 32 ops in the room of
+// one op, and returns its length n with ErrQueueFull (async.go: "how many
 // ops were queued (a prefix of fs) and, if not all, why not"). Once
 // released exactly fs[:n] run, in order, and done is called exactly once
 // for each of them and never for the rest. A second batch on the full
@@ -563,9 +563,9 @@ func TestGapAsyncBatchOverQueue(t *testing.T) {
 	if !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("SubmitAsyncBatch of %d on a queue of 4 = %d, %v, want ErrQueueFull", total, n, err)
 	}
-	// 4 slots, a group of groupMax (32) ops each; the running op holds none.
+	// room for 4, a group of groupMax (32) ops each; the running op holds none.
 	if n != 4*groupMax {
-		t.Fatalf("SubmitAsyncBatch queued %d, want %d (4 slots of %d)", n, 4*groupMax, groupMax)
+		t.Fatalf("SubmitAsyncBatch queued %d, want %d (room for 4, groups of %d)", n, 4*groupMax, groupMax)
 	}
 	st := v.FullStats()
 	if st.Submitted != before.Submitted+uint64(n) || st.Queued != 4 || st.Dispatched != before.Dispatched {

@@ -89,7 +89,7 @@ type opRec struct {
 // and the next fill starts from zero. What carries over uses stays: idx
 // and next (the slab's), state (each fill sets it), the group word and
 // gcommitted (the generation, combine.go), wch (made once per record) and
-// the group holder, whose op slots whoever ended each op has cleared.
+// the group holder, whose op entries whoever ended each op has cleared.
 func (r *opRec) reset() {
 	r.vs, r.f, r.cb, r.batch, r.gdone, r.err = nil, nil, nil, nil, nil, nil
 	r.ctx, r.cdone = nil, nil
@@ -136,7 +136,7 @@ func (r *opRec) fillAsync(v *VMSession, f func(*Session) error, cb func(error)) 
 	r.state.Store(recQueued)
 }
 
-// fillBatchOp fills r for op slot of SubmitBatch b on v; ctx is kept only
+// fillBatchOp fills r for op bidx of SubmitBatch b on v; ctx is kept only
 // if it can end (done non-nil).
 func (r *opRec) fillBatchOp(v *VMSession, f func(*Session) error, b *batchWait, bidx int, ctx context.Context, done <-chan struct{}) {
 	r.vs, r.f, r.batch, r.bidx = v, f, b, bidx
@@ -188,7 +188,7 @@ func (r *opRec) groupDone() (func(int, error), int) { return r.gdone, r.gbase }
 // opCtx is the op's ctx and its Done channel (nil: none that can end).
 func (r *opRec) opCtx() (context.Context, <-chan struct{}) { return r.ctx, r.cdone }
 
-// batchSlot is the SubmitBatch the op is part of (nil: none) and its
+// batchIndex is the SubmitBatch the op is part of (nil: none) and its
 // index there.
 func (r *opRec) batchIndex() (*batchWait, int) { return r.batch, r.bidx }
 

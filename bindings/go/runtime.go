@@ -289,7 +289,7 @@ func (rt *Runtime) insideOpLocked() bool {
 	return C.goaccel_in_visit(rt.c) != 0
 }
 
-// helperSlots is how many synchronous submitters may run their own op at
+// helperCount is how many synchronous submitters may run their own op at
 // once (submitOwn): one per P and one more, at most 17. More submitters
 // than that queue their ops for the worker goroutines.
 func helperCount() int {

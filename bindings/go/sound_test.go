@@ -62,7 +62,7 @@ func TestSubmitUnderCallersLock(t *testing.T) {
 	var mu sync.Mutex
 	for i := 0; i < 20; i++ {
 		// A fresh b whose ops so far were short (a VM's usual ops), so
-		// that any slot, short lane included, may run its next one.
+		// that any worker, short lane included, may run its next one.
 		b, _ := rt.NewVMSession(fmt.Sprintf("b%d", i))
 		for j := 0; j < 20; j++ {
 			b.Submit(bg(), func(*Session) error { return nil })
@@ -170,7 +170,7 @@ func TestSubmitCancelWhileQueued(t *testing.T) {
 	}
 }
 
-// A batch with more ops than free queue slots: every op runs (a default
+// A batch with more ops than the queue has room for: every op runs (a default
 // session of depth 1024 with 2000 ops; depth 4 with 64).
 func TestSubmitBatchBiggerThanQueue(t *testing.T) {
 	for _, c := range []struct{ depth, n int }{{0, 2000}, {4, 64}} {

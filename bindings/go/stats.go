@@ -24,7 +24,7 @@ type SessionStats struct {
 	// promise 1 in docs/contract.md, stays 0 for Go ops.
 
 	// From the C runtime.
-	Queued       uint64        // queue slots in use: ops (or groups: SubmitAsyncBatch, combined SubmitAsyncs) not yet started
+	Queued       uint64        // the queue's room in use: ops (or groups: SubmitAsyncBatch, combined SubmitAsyncs) not yet started
 	MemoryUsed   int64         // bytes charged now
 	MemoryBudget int64         // 0 = unlimited
 	Service      time.Duration // total time its ops ran

@@ -457,7 +457,7 @@ func (v *VMSession) running() bool {
 func (v *VMSession) Close() error {
 	v.closed.Store(true)
 	// No append after this (the appenders that passed the closed check
-	// above before the store either reserved a slot before this seal, and
+	// above before the store either reserved an op of the group before this seal, and
 	// their op runs in the drain below, or fail here and submit to C,
 	// which refuses once the C close began).
 	v.postClose()
@@ -522,7 +522,7 @@ func (v *VMSession) closeResult(rc int) error {
 // year 9999, is none), and when it is done
 // the op is canceled: f never starts after ctx is done, and Submit
 // returns ctx.Err() at once (a running f is not interrupted; Submit then
-// waits for it). The canceled op keeps its queue slot, and counts in
+// waits for it). The canceled op keeps its room in the queue, and counts in
 // Queued, until a worker reaches its place in the session's order. A full
 // queue makes Submit wait for room, or for ctx.
 // From inside one of the session's own ops Submit returns ErrDeadlock.
@@ -585,9 +585,9 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 			if r.cancel() {
 				v.canceled.Add(1)
 				// The cancel keeps f from ever running, but the op keeps
-				// its queue slot (and counts in Queued and Sync) until a
+				// its room in the queue (and counts in Queued and Sync) until a
 				// worker reaches its place in the session's order; its
-				// done then frees the slot and the record (goAccelUnrun).
+				// done then frees the room and the record (goAccelUnrun).
 				// EALREADY: a worker took it and frees it.
 				if c := v.h.enter(); c != nil {
 					C.accel_cancel(&t)
@@ -669,7 +669,7 @@ func cDeadline(now int64, left time.Duration) int64 {
 // that can end it waits for room without limit, else in slices between
 // which it looks at ctx, one such Submit of the session at a time (the
 // others wait for roomTok, parked in Go with ctx: a slice in C costs a
-// yield, a cold fence and a futex sleep, and each op's freed slot wakes
+// yield, a cold fence and a futex sleep, and each op's freed room wakes
 // every C waiter). A wait in C holds nothing back: the wakes it needs go
 // to Go as they are asked for (shim.h).
 func (v *VMSession) enqueue(r *opRec, deadline C.int64_t, ctx context.Context, done <-chan struct{}, t *C.accel_ticket) error {
