@@ -2,48 +2,48 @@
  * Host-driven workers (runtime/host.c, bindings/go/hostworker.go): the
  * lanes protocol of lanes.pml with the host's sleep in place of the futex.
  *
- * Host worker (a slot's loop): begin (pick); nothing: accel_host_idle_begin
+ * Host worker (its loop): begin (pick); nothing: accel_host_idle_begin
  * (parked++, cold fence), begin again (the pick after the fence); nothing:
  * sleep on the lane's token channel (Go: a buffered channel of capacity =
- * the lane's slots; a post that does not fit is dropped, since the tokens
- * already there wake every slot that sleeps), then accel_host_idle_end
+ * the lane's workers; a post that does not fit is dropped, since the tokens
+ * already there wake every worker that sleeps), then accel_host_idle_end
  * (parked--, one claim fewer if any; pass the wake on if the pick found
- * work). Submitter: enqueue; (hot fence) claim a parked slot of the short
+ * work). Submitter: enqueue; (hot fence) claim a parked worker of the short
  * lane, else of the general lane; host_wake(lane) = post a token.
- * As in lanes.pml: one short-lane and one general slot, two sessions whose
+ * As in lanes.pml: one short-lane and one general worker, two sessions whose
  * ops meet; at quiescence both met.
  *
- * The Go binding's helper slots (hostworker.go, caller helps): a helper
- * slot never announces idle and is never woken, so it is invisible to
+ * The Go binding's helper workers (hostworker.go, caller helps): a helper
+ * worker never announces idle and is never woken, so it is invisible to
  * this protocol; a helper only takes work (-DHELPER below models the one
  * way it takes work that was never queued). The one place a
- * slot leaves work without a wake is the end of a visit, which re-queues
- * the session for the ending slot's own next begin; a helper that stops
+ * worker leaves work without a wake is the end of a visit, which re-queues
+ * the session for the ending worker's own next begin; a helper that stops
  * ends with accel_host_visit_end_stop, which then does the submitter's
- * step above (re-queue = enqueue; hot fence; claim a parked slot, post),
+ * step above (re-queue = enqueue; hot fence; claim a parked worker, post),
  * so the argument is this model's submitter's.
  *
  * -DHELPER: the direct hand-off of accel_host_submit_begin. The submit
  *  of the last session is a helper's: the session becomes runnable and,
- *  when the helper slot's pick would return it first, goes to the helper
+ *  when the helper worker's pick would return it first, goes to the helper
  *  without the calendar and without a wake (no q!, no claim). The helper
  *  then either runs the op itself (a runner that never parks, so it can
  *  meet a worker running the other session), or stops with the session
  *  re-queued (ops left: accel_host_visit_end_stop = enqueue, hot fence,
- *  claim a parked slot, post); or the hand-off was not taken and the
+ *  claim a parked worker, post); or the hand-off was not taken and the
  *  submit enqueues and wakes as usual. Which one is nondeterministic.
  * -DHELPER -DBROKEN_DIRECT_NOWAKE: the helper stops after a plain end
  *  (the re-queue without the claim and post): a worker that parked while
  *  the helper held the session is never woken and the op waits forever.
  *
- * -DBROKEN_NORECHECK: the slot sleeps right after announcing idle, without
+ * -DBROKEN_NORECHECK: the worker sleeps right after announcing idle, without
  *  the second begin: a submit between its first pick and the announcement
- *  sees no parked slot, wakes nobody, and the op waits forever.
- * -DBROKEN_UNBUFFERED: a post reaches only a slot already asleep (a
+ *  sees no parked worker, wakes nobody, and the op waits forever.
+ * -DBROKEN_UNBUFFERED: a post reaches only a worker already asleep (a
  *  condition-variable signal without state): a wake posted between the
  *  announcement and the sleep is lost.
  */
-#define CAP 1                   /* each lane has one slot */
+#define CAP 1                   /* each lane has one worker */
 #define NS 2
 
 byte parked[2];                /* per lane: 0 general, 1 short */

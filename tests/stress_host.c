@@ -1,16 +1,16 @@
 /*
  * Host-driven workers under stress (ACCEL_RUNTIME_HOST_WORKERS): rounds
- * of a runtime whose two worker slots (one short-lane) are driven by two
+ * of a runtime whose two worker indexes (one short-lane) are driven by two
  * "host" threads (visits, then the idle protocol with a semaphore per
  * lane as the host's sleep), producers submitting plain and ticketed ops
  * to three sessions and cancelling some, and one session closed with
  * CANCEL while they run. Producers also submit through
- * accel_host_submit_begin on a helper slot of their own (a short-lane
- * slot that never idles, as the Go binding's helping submitters) and run
- * the visit it opens (the direct hand-off, or the slot's own pick), then
+ * accel_host_submit_begin on a helper worker of their own (a short-lane
+ * worker that never idles, as the Go binding's helping submitters) and run
+ * the visit it opens (the direct hand-off, or the worker's own pick), then
  * end it with accel_host_visit_end_stop. Every 256th op naps 2 ms, a
  * wait the host does not announce, which the blocked-op monitor finds on
- * the host slots. The host threads stop and the runtime is destroyed at
+ * the host workers. The host threads stop and the runtime is destroyed at
  * the end of each round.
  *
  * Checked, for every op: its done ran exactly once; ECANCELED exactly when
@@ -58,7 +58,7 @@ static int op_fn(accel_ctx *ctx, void *arg)
     rec *r = arg;
     atomic_fetch_add_explicit(&r->fn_calls, 1, memory_order_relaxed);
     /* Now and then a nap the host does not announce: the blocked-op
-     * monitor samples and counts the slot's thread (compensate.c) while
+     * monitor samples and counts the worker's thread (compensate.c) while
      * the host threads go on, under TSan. */
     if ((atomic_fetch_add_explicit(&op_count, 1, memory_order_relaxed) &
          255) == 0)
@@ -90,10 +90,10 @@ static void host_wake(void *arg, unsigned lane)
     sem_post(&h->lane[lane]);
 }
 
-typedef struct slot {
+typedef struct host_worker {
     host *h;
     unsigned w, lane;
-} slot;
+} host_worker;
 
 static int visit(accel_runtime *rt, unsigned w, bool idle)
 {
@@ -114,7 +114,7 @@ static int visit(accel_runtime *rt, unsigned w, bool idle)
 
 static void *slot_main(void *arg)
 {
-    slot *t = arg;
+    host_worker *t = arg;
     accel_runtime *rt = t->h->rt;
     for (;;) {
         if (visit(rt, t->w, false) == ACCEL_OK)
@@ -130,15 +130,15 @@ static void *slot_main(void *arg)
 }
 
 typedef struct prod {
-    int id; /* also its helper slot */
+    int id; /* also its helper worker */
     accel_runtime *rt;
     accel_session *s[NSESS];
     rec *r;
     uint64_t seed;
 } prod;
 
-/* A producer's helper slot: submit and begin in one call, run the visit,
- * end it as a slot that stops. */
+/* A producer's helper worker: submit and begin in one call, run the visit,
+ * end it as a worker that stops. */
 static int submit_help(accel_runtime *rt, unsigned w, accel_session *s,
                        const accel_op *op)
 {
@@ -199,7 +199,7 @@ static void round_(uint64_t seed)
     memset(&h, 0, sizeof(h));
     sem_init(&h.lane[0], 0, 0);
     sem_init(&h.lane[1], 0, 0);
-    /* Slots 0..NPROD-1: the producers' helper slots; NPROD: the
+    /* Workers 0..NPROD-1: the producers' helper workers; NPROD: the
      * short-lane worker; NPROD+1: the general one. */
     accel_runtime_config c = {.workers = NPROD + 2,
                               .short_lane_workers = NPROD + 1,
@@ -212,10 +212,10 @@ static void round_(uint64_t seed)
         return;
     }
     memset(last_done, 0, sizeof(last_done));
-    slot sl[2];
+    host_worker sl[2];
     pthread_t st[2];
     for (unsigned w = 0; w < 2; w++) {
-        sl[w] = (slot){.h = &h, .w = NPROD + w, .lane = w == 0};
+        sl[w] = (host_worker){.h = &h, .w = NPROD + w, .lane = w == 0};
         pthread_create(&st[w], NULL, slot_main, &sl[w]);
     }
     accel_session *s[NSESS];
@@ -242,7 +242,7 @@ static void round_(uint64_t seed)
     watchdog_step("host round: close(DRAIN) every session", 120);
     for (int i = 0; i < NSESS; i++)
         accel_session_close(s[i], ACCEL_CLOSE_DRAIN);
-    watchdog_step("host round: join the host slot threads", 120);
+    watchdog_step("host round: join the host worker threads", 120);
     atomic_store(&h.stop, 1);
     for (int i = 0; i < 2; i++) {
         sem_post(&h.lane[0]);

@@ -456,7 +456,7 @@ Test(blocking, sync_of_another_session_inside_an_op_one_worker,
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
-/* ---- host-driven: a blocked slot's place goes to a slot the host adds */
+/* ---- host-driven: a blocked worker's place goes to a worker the host adds */
 
 #include <semaphore.h>
 
@@ -508,7 +508,7 @@ static int h_b(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-/* One visit of slot w, if any: true if it ran one. */
+/* One visit of worker w, if any: true if it ran one. */
 static bool h_visit(unsigned w, bool stop)
 {
     accel_op ops[ACCEL_HOST_VISIT_MAX];
@@ -592,15 +592,15 @@ Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
     cr_assert_eq(accel_runtime_create(&c, &hrt), ACCEL_OK);
     unsigned w;
     cr_expect_eq(accel_host_worker_add(hrt, &w), ACCEL_EAGAIN,
-                 "no slot is owed while nothing blocks");
+                 "no worker is owed while nothing blocks");
     cr_expect_eq(accel_host_blocking_end(hrt, 0), ACCEL_EINVAL);
     cr_expect_eq(accel_host_worker_leave(hrt, 0, 0), ACCEL_EINVAL,
-                 "a base slot never leaves");
+                 "a base worker never leaves");
     accel_session *a = open_s(hrt, 0), *b = open_s(hrt, 1);
     pthread_t d, g;
     pthread_create(&d, NULL, h_driver, NULL);
     pthread_create(&g, NULL, h_grower, NULL);
-    unit_step("a's op blocks on slot 0 until b's op ran");
+    unit_step("a's op blocks on worker 0 until b's op ran");
     accel_op oa = {.fn = h_a}, ob = {.fn = h_b};
     cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
     while (accel_runtime_get_stats(hrt, &(accel_runtime_stats){0},
@@ -610,7 +610,7 @@ Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
     cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
     cr_expect_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
     cr_expect_eq(atomic_load(&a_done), 1);
-    unit_step("the added slot leaves");
+    unit_step("the added worker leaves");
     pthread_join(g, NULL);
     cr_expect_geq(atomic_load(&grow_calls), 1);
     cr_expect_geq(atomic_load(&extra_slot), 1);
@@ -629,11 +629,11 @@ Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
     sem_destroy(&grow_sem);
 }
 
-/* A wait the host does not announce (a nap on slot 0, no
- * accel_host_blocking_begin): the monitor watches host slots as it
- * watches its own workers, counts slot 0 blocked while b's op waits, and
- * host_grow gets b an added slot. With the monitor not watching host
- * slots, b's op waits for a's, which waits for b's: the watchdog names
+/* A wait the host does not announce (a nap on worker 0, no
+ * accel_host_blocking_begin): the monitor watches host workers as it
+ * watches its own workers, counts worker 0 blocked while b's op waits, and
+ * host_grow gets b an added worker. With the monitor not watching host
+ * workers, b's op waits for a's, which waits for b's: the watchdog names
  * the step. */
 static _Atomic int a_started;
 
@@ -644,7 +644,7 @@ static int h_a_unannounced(accel_ctx *ctx, void *arg)
     atomic_store(&a_started, 1);
     /* Asleep until b's op ran, not polling: a poll of short naps spends
      * a few us of CPU per wake, and on a loaded machine that can pass the
-     * share of a window below which a host slot counts as off a CPU
+     * share of a window below which a host worker counts as off a CPU
      * (compensate.c), so the monitor would rightly see it computing. */
     pthread_mutex_lock(&b_mu);
     while (!atomic_load(&b_ran))
@@ -675,7 +675,7 @@ Test(blocking, host_slot_unannounced_wait_is_detected, .timeout = 60)
     pthread_t d, g;
     pthread_create(&d, NULL, h_driver, NULL);
     pthread_create(&g, NULL, h_grower, NULL);
-    unit_step("a's op naps on slot 0 (unannounced) until b's op ran");
+    unit_step("a's op naps on worker 0 (unannounced) until b's op ran");
     accel_op oa = {.fn = h_a_unannounced}, ob = {.fn = h_b};
     cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
     while (!atomic_load(&a_started)) /* a first: b cannot run before */
@@ -683,12 +683,12 @@ Test(blocking, host_slot_unannounced_wait_is_detected, .timeout = 60)
     cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
     cr_expect_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
     cr_expect_eq(atomic_load(&a_done), 1);
-    unit_step("the added slot leaves");
+    unit_step("the added worker leaves");
     pthread_join(g, NULL);
     cr_expect_geq(atomic_load(&grow_calls), 1);
     cr_expect_geq(atomic_load(&extra_slot), 1);
     accel_runtime_stats st = stats_of(hrt);
-    cr_expect_geq(st.blocked_detected, 1, "the monitor counted slot 0");
+    cr_expect_geq(st.blocked_detected, 1, "the monitor detected worker 0");
     cr_expect_eq(st.extra_workers, 0);
     unit_step("stop and destroy");
     atomic_store(&h_stop, 1);
@@ -702,9 +702,9 @@ Test(blocking, host_slot_unannounced_wait_is_detected, .timeout = 60)
 }
 
 /* A host visit of several ops, each a nap of 2.5 ticks (unannounced)
- * and then a tick of CPU work, the host bumping the slot's op word as
+ * and then a tick of CPU work, the host bumping the worker's op word as
  * each op starts (accel_host_op_word), while another session's op waits
- * for the slot (no slot is added: host_grow is NULL): the monitor judges
+ * for the worker (no worker is added: host_grow is NULL): the monitor judges
  * each op's nap on a window of its own, from the first tick that finds
  * the op, so each is counted, not only the visit's first. Each op reads
  * blocked_detected before and after its nap, so an op later in a visit
@@ -780,7 +780,7 @@ Test(blocking, host_ops_of_one_visit_are_judged_each_on_its_own,
         accel_op op = {.fn = opw_nap_then_work};
         cr_assert_eq(accel_submit(a, &op, ACCEL_FOREVER), ACCEL_OK);
     }
-    unit_step("slot 0 runs a's visits, then b's");
+    unit_step("worker 0 runs a's visits, then b's");
     accel_op ops[ACCEL_HOST_VISIT_MAX];
     int st[ACCEL_HOST_VISIT_MAX];
     unsigned n;
@@ -817,13 +817,13 @@ Test(blocking, host_ops_of_one_visit_are_judged_each_on_its_own,
     cr_expect_eq(accel_runtime_destroy(hrt), ACCEL_OK);
 }
 
-/* A host slot that waits (a nap of 2.5 ticks, unannounced) while nothing
- * is queued is counted when no general-lane slot is parked: a host's
+/* A host worker that waits (a nap of 2.5 ticks, unannounced) while nothing
+ * is queued is counted when no general-lane worker is parked: a host's
  * submitter runs an idle session's op itself and a session in a visit is
  * not queued, so a busy host's queue is often empty at a tick, and the
- * next submit that finds no slot parked is owed the waiting slot's place
- * at once. With a second slot parked (idle-announced) it is not counted:
- * that slot takes what comes. Planted (counted only while work is
+ * next submit that finds no worker parked is owed the waiting worker's place
+ * at once. With a second worker parked (idle-announced) it is not counted:
+ * that worker takes what comes. Planted (counted only while work is
  * queued), the first nap is not counted. */
 static int opw_nap_only(accel_ctx *ctx, void *arg)
 {
@@ -835,9 +835,9 @@ static int opw_nap_only(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-/* Slot 0 runs one visit of a's one op; the stats' blocked_detected after.
- * repark: slot 1, parked, takes the wake the submit sent it and parks
- * again once slot 0 has begun (parked, unclaimed). */
+/* Worker 0 runs one visit of a's one op; the stats' blocked_detected after.
+ * repark: worker 1, parked, takes the wake the submit sent it and parks
+ * again once worker 0 has begun (parked, unclaimed). */
 static uint64_t nap_on_slot_0(accel_session *a, bool repark)
 {
     accel_op op = {.fn = opw_nap_only}, ops[ACCEL_HOST_VISIT_MAX];
@@ -868,14 +868,14 @@ Test(blocking, host_slot_waiting_with_none_parked_is_detected_unqueued,
                               .host_wake = h_wake};
     cr_assert_eq(accel_runtime_create(&c, &hrt), ACCEL_OK);
     accel_session *a = open_s(hrt, 0);
-    unit_step("slot 1 parked: slot 0's nap, nothing queued");
+    unit_step("worker 1 parked: worker 0's nap, nothing queued");
     cr_assert_eq(accel_host_idle_begin(hrt, 1), ACCEL_OK);
     cr_expect_eq(nap_on_slot_0(a, true), 0,
-                 "counted blocked while a general slot was parked");
-    unit_step("no slot parked: slot 0's nap, nothing queued");
+                 "counted blocked while a general worker was parked");
+    unit_step("no worker parked: worker 0's nap, nothing queued");
     cr_assert_eq(accel_host_idle_end(hrt, 1, false), ACCEL_OK);
     cr_expect_geq(nap_on_slot_0(a, false), 1,
-                  "not counted blocked with no slot parked (nothing queued)");
+                  "not counted blocked with no worker parked (nothing queued)");
     unit_step("destroy");
     accel_session_release(a);
     cr_expect_eq(accel_runtime_destroy(hrt), ACCEL_OK);

@@ -52,7 +52,7 @@ static accel_runtime *host_runtime(host *h, unsigned workers, unsigned short_)
     return rt;
 }
 
-/* One visit on slot w, running the ops with fn (ctx NULL: tu_rec_fn and
+/* One visit on worker w, running the ops with fn (ctx NULL: tu_rec_fn and
  * the others here ignore it). Returns begin's status. */
 static int drive_once(accel_runtime *rt, unsigned w, unsigned *ran)
 {
@@ -130,21 +130,21 @@ Test(host, bad_input, .timeout = 30)
     cr_assert_eq(n, 1, "a session of unknown op cost: one op per visit");
     unsigned n2;
     cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 4, &n2), ACCEL_EINVAL,
-                 "a visit is open on the slot");
+                 "a visit is open on the worker");
     cr_assert_eq(accel_host_idle_begin(rt, 0), ACCEL_EINVAL,
                  "idle with a visit open");
     int st[4] = {0};
     cr_assert_eq(accel_host_visit_end(rt, 0, st, n + 1), ACCEL_EINVAL);
     cr_assert_eq(accel_host_visit_end(rt, 0, NULL, n), ACCEL_EINVAL);
     cr_assert_eq(accel_host_visit_end(rt, 1, st, n), ACCEL_EINVAL,
-                 "the visit is slot 0's");
+                 "the visit is worker 0's");
     cr_assert_eq(r[0].done_calls, 0, "a refused end changed nothing");
     cr_assert_eq(accel_host_visit_end(rt, 0, st, n), ACCEL_OK);
     cr_assert_eq(r[0].done_calls, 1);
     cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_OK);
     cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_EINVAL, "already idle");
     cr_assert_eq(accel_host_idle_end(rt, 1, false), ACCEL_OK);
-    unit_step("drive slot 0 until idle");
+    unit_step("drive worker 0 until idle");
     drive_until_idle(rt, 0);
     cr_assert_eq(r[1].done_calls, 1);
     unit_step("release of s and runtime destroy");
@@ -177,7 +177,7 @@ Test(host, fifo_and_statuses, .timeout = 30)
         cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     }
     unsigned ran = 0;
-    unit_step("drive slot 0 until idle: 200 ops");
+    unit_step("drive worker 0 until idle: 200 ops");
     while (drive_once(rt, 0, &ran) == ACCEL_OK)
         ;
     cr_assert_eq(ran, N);
@@ -250,7 +250,7 @@ Test(host, canceled_and_expired_not_handed_out, .timeout = 30)
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
-/* The idle protocol: a slot that announced idle is woken through the
+/* The idle protocol: a worker that announced idle is woken through the
  * callback by the submit that makes work runnable; one that did not is
  * not. */
 Test(host, idle_wake_callback, .timeout = 30)
@@ -262,7 +262,7 @@ Test(host, idle_wake_callback, .timeout = 30)
     accel_op op = tu_rec_op(&r);
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     cr_assert_eq(h.wakes[0], 0, "nobody idle: no wake");
-    unit_step("drive slot 0 until idle");
+    unit_step("drive worker 0 until idle");
     drive_until_idle(rt, 0);
 
     cr_assert_eq(accel_host_idle_begin(rt, 0), ACCEL_OK);
@@ -270,14 +270,14 @@ Test(host, idle_wake_callback, .timeout = 30)
     unsigned n;
     cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 4, &n), ACCEL_EAGAIN);
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
-    cr_assert_eq(h.wakes[0], 1, "the idle slot is woken");
+    cr_assert_eq(h.wakes[0], 1, "the idle worker is woken");
     cr_assert_eq(h.wakes[1], 0);
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     cr_assert_eq(h.wakes[0], 1, "already queued and claimed: no second wake");
-    unit_step("the kept wake of slot 0 (sem_wait)");
+    unit_step("the kept wake of worker 0 (sem_wait)");
     sem_wait(&h.lane[0]); /* the wake is kept */
     cr_assert_eq(accel_host_idle_end(rt, 0, false), ACCEL_OK);
-    unit_step("drive slot 0 until idle: 2 ops");
+    unit_step("drive worker 0 until idle: 2 ops");
     drive_until_idle(rt, 0);
     cr_assert_eq(r.fn_calls, 3);
     cr_assert_eq(r.done_calls, 3);
@@ -291,8 +291,8 @@ Test(host, idle_wake_callback, .timeout = 30)
 }
 
 /* A visit that leaves ops queued re-queues its session for the ending
- * slot's next begin: accel_host_visit_end wakes no one, and
- * accel_host_visit_end_stop (the slot stops) wakes the parked slot. */
+ * worker's next begin: accel_host_visit_end wakes no one, and
+ * accel_host_visit_end_stop (the worker stops) wakes the parked worker. */
 Test(host, end_stop_wakes_for_requeue, .timeout = 30)
 {
     host h = {0};
@@ -300,32 +300,32 @@ Test(host, end_stop_wakes_for_requeue, .timeout = 30)
     accel_session *s = tu_open(rt, "s", 16, 0);
     tu_rec r = {0};
     accel_op op = tu_rec_op(&r);
-    cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_OK); /* slot 1 parks */
+    cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_OK); /* worker 1 parks */
     accel_op ops[1];
     int st[1];
     unsigned n;
     for (int stop = 0; stop < 2; stop++) {
         for (int i = 0; i < 2; i++)
             cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
-        /* The first submit woke parked slot 1; it parks again unclaimed. */
+        /* The first submit woke parked worker 1; it parks again unclaimed. */
         cr_assert_eq(h.wakes[0], 1 + stop);
-        unit_step("the wake for parked slot 1 (sem_wait)");
+        unit_step("the wake for parked worker 1 (sem_wait)");
         sem_wait(&h.lane[0]);
         cr_assert_eq(accel_host_idle_end(rt, 1, false), ACCEL_OK);
         cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_OK);
         int w0 = h.wakes[0];
-        /* Slot 0 takes one op of two (cap 1): the end re-queues s. */
+        /* Worker 0 takes one op of two (cap 1): the end re-queues s. */
         cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 1, &n), ACCEL_OK);
         cr_assert_eq(n, 1);
         st[0] = ops[0].fn(NULL, ops[0].arg);
         if (stop) {
             cr_assert_eq(accel_host_visit_end_stop(rt, 0, st, 1), ACCEL_OK);
-            cr_assert_eq(h.wakes[0], w0 + 1, "a stopping slot's re-queue wakes");
+            cr_assert_eq(h.wakes[0], w0 + 1, "a stopping worker's re-queue wakes");
         } else {
             cr_assert_eq(accel_host_visit_end(rt, 0, st, 1), ACCEL_OK);
-            cr_assert_eq(h.wakes[0], w0, "the ending slot begins again: no wake");
+            cr_assert_eq(h.wakes[0], w0, "the ending worker begins again: no wake");
         }
-        unit_step("drive slot 0 until idle");
+        unit_step("drive worker 0 until idle");
         drive_until_idle(rt, 0);
     }
     unit_step("the stop's wake (sem_wait)");
@@ -339,9 +339,9 @@ Test(host, end_stop_wakes_for_requeue, .timeout = 30)
 }
 
 /* accel_host_submit_begin: a submit that makes an idle session runnable
- * hands it to the submitting slot directly when the slot's pick would
+ * hands it to the submitting worker directly when the worker's pick would
  * return it (nothing queued before it): the visit is open with the op,
- * and no parked slot is woken for it (accel_submit would wake one); the
+ * and no parked worker is woken for it (accel_submit would wake one); the
  * ops run once. Bad input changes nothing. */
 Test(host, submit_begin_direct, .timeout = 30)
 {
@@ -356,14 +356,14 @@ Test(host, submit_begin_direct, .timeout = 30)
     int begun = 7;
     accel_op nofn = {0};
     cr_assert_eq(accel_host_submit_begin(rt, 2, s, &op, ACCEL_NO_WAIT, ops, 4,
-                                         &n, &begun), ACCEL_EINVAL, "slot");
+                                         &n, &begun), ACCEL_EINVAL, "worker");
     cr_assert_eq(accel_host_submit_begin(rt, 0, s, &nofn, ACCEL_NO_WAIT, ops,
                                          4, &n, &begun), ACCEL_EINVAL, "fn");
     cr_assert_eq(accel_host_submit_begin(rt, 0, s, &op, ACCEL_NO_WAIT, ops, 4,
                                          &n, NULL), ACCEL_EINVAL, "begun");
     cr_assert_eq(n, 7);
     cr_assert_eq(begun, 7);
-    cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_OK); /* slot 1 parks */
+    cr_assert_eq(accel_host_idle_begin(rt, 1), ACCEL_OK); /* worker 1 parks */
     cr_assert_eq(accel_host_submit_begin(rt, 1, s, &op, ACCEL_NO_WAIT, ops, 4,
                                          &n, &begun), ACCEL_EINVAL, "idle");
     accel_session_stats ss;
@@ -375,7 +375,7 @@ Test(host, submit_begin_direct, .timeout = 30)
     cr_assert_eq(begun, ACCEL_OK);
     cr_assert_eq(n, 1);
     cr_assert_eq(ops[0].arg, &r);
-    cr_assert_eq(h.wakes[0], 0, "taken directly: the parked slot stays parked");
+    cr_assert_eq(h.wakes[0], 0, "taken directly: the parked worker stays parked");
     cr_assert_eq(accel_host_submit_begin(rt, 0, s, &op, ACCEL_NO_WAIT, ops, 4,
                                          &n, &begun), ACCEL_EINVAL, "open");
     st[0] = ops[0].fn(NULL, ops[0].arg);
@@ -384,13 +384,13 @@ Test(host, submit_begin_direct, .timeout = 30)
     cr_assert_eq(r.fn_calls, 1);
     cr_assert_eq(r.done_calls, 1);
 
-    /* The contrast: a plain submit wakes the parked slot. */
+    /* The contrast: a plain submit wakes the parked worker. */
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     cr_assert_eq(h.wakes[0], 1);
-    unit_step("the wake of the parked slot (sem_wait)");
+    unit_step("the wake of the parked worker (sem_wait)");
     sem_wait(&h.lane[0]);
     cr_assert_eq(accel_host_idle_end(rt, 1, false), ACCEL_OK);
-    unit_step("drive slot 1 until idle");
+    unit_step("drive worker 1 until idle");
     drive_until_idle(rt, 1);
     cr_assert_eq(r.fn_calls, 2);
     cr_assert_eq(r.done_calls, 2);
@@ -411,7 +411,7 @@ static int sleep5ms(accel_ctx *ctx, void *arg)
 
 /* The shortcut keeps the scheduler's order: a session whose deadline
  * lies after a queued one's (priority 1, a measured 5 ms visit) is
- * queued, and the slot begins the queued session's visit, as its pick
+ * queued, and the worker begins the queued session's visit, as its pick
  * would; the late session runs next. */
 Test(host, submit_begin_keeps_pick_order, .timeout = 30)
 {
@@ -424,7 +424,7 @@ Test(host, submit_begin_keeps_pick_order, .timeout = 30)
     tu_rec rs = {0}, rf = {0};
     accel_op sop = {.fn = sleep5ms, .arg = &rs}, fop = tu_rec_op(&rf);
     cr_assert_eq(accel_submit(slow, &sop, ACCEL_NO_WAIT), ACCEL_OK);
-    unit_step("drive slot 0 until idle: slow's op");
+    unit_step("drive worker 0 until idle: slow's op");
     drive_until_idle(rt, 0); /* slow's visit cost: ~5 ms at weight 1 */
     cr_assert_eq(rs.fn_calls, 1);
 
@@ -457,7 +457,7 @@ Test(host, submit_begin_keeps_pick_order, .timeout = 30)
 /* accel_host_submit_own never hands out another session's op: where
  * accel_host_submit_begin begins the pick's choice (above), it queues the
  * op and begins nothing; the pick then runs both in order. When the
- * session goes to the slot directly, the visit holds its op. */
+ * session goes to the worker directly, the visit holds its op. */
 Test(host, submit_own_never_foreign, .timeout = 30)
 {
     host h = {0};
@@ -469,7 +469,7 @@ Test(host, submit_own_never_foreign, .timeout = 30)
     tu_rec rs = {0}, rf = {0};
     accel_op sop = {.fn = sleep5ms, .arg = &rs}, fop = tu_rec_op(&rf);
     cr_assert_eq(accel_submit(slow, &sop, ACCEL_NO_WAIT), ACCEL_OK);
-    unit_step("drive slot 0 until idle: slow's op");
+    unit_step("drive worker 0 until idle: slow's op");
     drive_until_idle(rt, 0);
     accel_op ops[4], nofn = {0};
     int st[4];
@@ -485,12 +485,12 @@ Test(host, submit_own_never_foreign, .timeout = 30)
                                        4, &n, &begun), ACCEL_OK);
     cr_assert_eq(begun, ACCEL_EAGAIN, "fast's op is not the submitter's");
     cr_assert_eq(n, 0);
-    unit_step("drive slot 0 until idle: fast's op, then slow's");
+    unit_step("drive worker 0 until idle: fast's op, then slow's");
     drive_until_idle(rt, 0);
     cr_assert_eq(rf.fn_calls, 1);
     cr_assert_eq(rs.fn_calls, 2);
 
-    /* Nothing queued before it: slow goes to the slot directly. */
+    /* Nothing queued before it: slow goes to the worker directly. */
     cr_assert_eq(accel_host_submit_own(rt, 0, fast, &fop, ACCEL_NO_WAIT, ops,
                                        1, &n, &begun), ACCEL_OK);
     cr_assert_eq(begun, ACCEL_OK);
@@ -506,7 +506,7 @@ Test(host, submit_own_never_foreign, .timeout = 30)
 }
 
 /* accel_host_submit_own_ex (host.h): the hand-off with an op of
- * accel_submit_ex. Idle session: the visit begins on the slot with the op
+ * accel_submit_ex. Idle session: the visit begins on the worker with the op
  * (a live deadline: handed out, runs; a past one: kept back, *n 0, and the
  * end completes it ACCEL_EEXPIRED unrun, as take_ops does with any expired
  * EX op). Busy session (an op queued before it): no visit, the op is
@@ -531,7 +531,7 @@ Test(host, submit_own_ex, .timeout = 30)
     cr_assert_eq(t.session, NULL, "a failed submit leaves no ticket");
     cr_assert_eq(t.position, 0);
 
-    /* Idle, deadline an hour away: the op goes to the slot and runs. */
+    /* Idle, deadline an hour away: the op goes to the worker and runs. */
     int64_t later = accel_now_ns() + HOUR_NS;
     cr_assert_eq(accel_host_submit_own_ex(rt, 0, s, &op, later, ACCEL_NO_WAIT,
                                            &t, ops, 4, &n, &begun), ACCEL_OK);
@@ -573,7 +573,7 @@ Test(host, submit_own_ex, .timeout = 30)
     cr_assert_eq(t.session, s);
     cr_assert_eq(accel_cancel(&t), ACCEL_OK);
     cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY);
-    unit_step("drive slot 0 until idle: a queued and a canceled op");
+    unit_step("drive worker 0 until idle: a queued and a canceled op");
     drive_until_idle(rt, 0);
     cr_assert_eq(rq.fn_calls, 1);
     cr_assert_eq(rq.done_calls, 1);
@@ -684,7 +684,7 @@ Test(host, visit_end_ex_attach_and_more, .timeout = 30)
     cr_assert_eq(accel_submit_batch_ex(s, two, 2, 1, ACCEL_NO_WAIT, &got),
                  ACCEL_OK);
     cr_assert_eq(got, 2);
-    unit_step("drive slot 0 until idle: two expired ops");
+    unit_step("drive worker 0 until idle: two expired ops");
     drive_until_idle(rt, 0);
     cr_assert_eq(r.fn_calls, 1, "expired: never ran");
     cr_assert_eq(r.done_calls, 3);
@@ -771,7 +771,7 @@ Test(host, sync_inside_host_op_edeadlk, .timeout = 30)
     accel_op op = {.fn = sync_self, .arg = &x};
     cr_assert_eq(accel_submit(x.s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     cr_assert_null(accel_current_session());
-    unit_step("drive slot 0 until idle: the op that syncs its session");
+    unit_step("drive worker 0 until idle: the op that syncs its session");
     drive_until_idle(rt, 0);
     cr_assert_eq(x.current, 1);
     cr_assert_eq(x.rc, ACCEL_EDEADLK);
@@ -836,8 +836,8 @@ Test(host, destroy_inside_an_op_keeps_the_op_current, .timeout = 30)
     cr_assert_eq(accel_runtime_destroy(x.rt1), ACCEL_OK);
 }
 
-/* Slot 0's visit open on this thread, a whole visit on slot 1 inside it
- * ("different slots are independent"): slot 0's op is current again. */
+/* Worker 0's visit open on this thread, a whole visit on worker 1 inside it
+ * ("different workers are independent"): worker 0's op is current again. */
 Test(host, visit_on_another_slot_keeps_the_op_current, .timeout = 30)
 {
     host h = {0};
@@ -859,7 +859,7 @@ Test(host, visit_on_another_slot_keeps_the_op_current, .timeout = 30)
     cr_assert_eq(drive_once(rt, 1, &ran), ACCEL_OK);
     cr_assert_eq(ran, 1);
     cr_assert_eq(r1.done_calls, 1);
-    cr_assert_eq(accel_current_session(), s0, "slot 0's op is current again");
+    cr_assert_eq(accel_current_session(), s0, "worker 0's op is current again");
     cr_assert_eq(accel_session_sync(s0, 2000000000), ACCEL_EDEADLK,
                  "sync of s0 from inside its own op");
     st[0] = ops[0].fn(NULL, ops[0].arg);
