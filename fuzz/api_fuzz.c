@@ -1,11 +1,11 @@
 /*
  * libFuzzer API fuzzer: each input is a program of API calls over four
- * session slots, run by two threads at once against a fresh runtime.
+ * session entries, run by two threads at once against a fresh runtime.
  *
  * Input layout: byte 0 chooses how the input is split between the main
  * thread and the helper thread; after that each call is an opcode byte
  * followed by its argument bytes (missing bytes read as 0). The main
- * thread owns the slots' handles (open, close, release); the helper takes
+ * thread owns the entries' handles (open, close, release); the helper takes
  * its own handles with lookup and releases them itself, so no handle is
  * used after its release (undefined by contract). At the end the input
  * either releases everything or leaves handles and open sessions with
@@ -30,7 +30,7 @@
 
 #include <accel/accel.h>
 
-#define NSLOT 4
+#define NENTRY 4
 #define MAXTOK 4096
 #define MAXRETIRED 64
 
@@ -51,7 +51,7 @@ static void die(const char *what, int line, int rc)
 typedef struct token {
     _Atomic int state; /* 0 free, 1 accepted-pending, 2 done */
     int kind;
-    int slot;
+    int entry;
     bool deadline;           /* submitted with one (submit_ex) */
     _Atomic int done_status; /* as done got it */
     _Atomic int cancel_ok;   /* accel_cancel said ACCEL_OK */
@@ -62,13 +62,13 @@ static token toks[MAXTOK];
 static _Atomic int ntok;
 static _Atomic int submitted_rejected_done; /* a rejected op's done ran */
 
-static token *tok_new(int kind, int slot)
+static token *tok_new(int kind, int entry)
 {
     int i = atomic_fetch_add(&ntok, 1);
     if (i >= MAXTOK)
         return NULL;
     toks[i].kind = kind;
-    toks[i].slot = slot;
+    toks[i].entry = entry;
     toks[i].deadline = false;
     atomic_store(&toks[i].done_status, 0);
     atomic_store(&toks[i].cancel_ok, 0);
@@ -117,7 +117,7 @@ static int op_fn(accel_ctx *ctx, void *arg)
     int rc;
     switch (t->kind) {
     case OK_RETERR:
-        return 1 + t->slot;
+        return 1 + t->entry;
     case OK_ALLOC:
         rc = accel_ctx_alloc(ctx, 1 + (size_t)(t - toks) % 300, &p);
         EXPECT(rc == ACCEL_OK || rc == ACCEL_EBUDGET, rc);
@@ -159,7 +159,7 @@ static void op_done(void *arg, int status)
     if (was != 1)
         atomic_fetch_add(&submitted_rejected_done, 1);
     EXPECT(was == 1, was); /* exactly once, and only when accepted */
-    EXPECT(status == 0 || status == ACCEL_ECLOSED || status == 1 + t->slot ||
+    EXPECT(status == 0 || status == ACCEL_ECLOSED || status == 1 + t->entry ||
                status == ACCEL_ECANCELED ||
                (status == ACCEL_EEXPIRED && t->deadline),
            status);
@@ -175,14 +175,14 @@ static int wait_fn(accel_ctx *ctx, void *arg)
 /* -------------------------------------------------------------- state */
 
 static accel_runtime *rt;
-static accel_session *main_h[NSLOT];
+static accel_session *main_h[NENTRY];
 static accel_session *retired[MAXRETIRED];
 static int nretired;
 
-static const char *slot_id(int i)
+static const char *entry_id(int i)
 {
-    static const char *ids[NSLOT] = {"f0", "f1", "f2", "f3"};
-    return ids[i & (NSLOT - 1)];
+    static const char *ids[NENTRY] = {"f0", "f1", "f2", "f3"};
+    return ids[i & (NENTRY - 1)];
 }
 
 static int64_t timeout_of(uint8_t b)
@@ -210,24 +210,24 @@ static bool is_submit_rc(int rc, int64_t to)
 
 /* Tickets a thread got from submit_ex, usable while the thread still holds
  * the handle it submitted with: hgen counts each thread's handle changes
- * per slot. [0]: main thread, [1]: helper. */
+ * per entry. [0]: main thread, [1]: helper. */
 #define NTICKET 8
 typedef struct held_ticket {
     accel_ticket t;
     token *tok;
-    int slot;
+    int entry;
     unsigned gen;
     bool used;
 } held_ticket;
 static held_ticket tickets[2][NTICKET];
-static unsigned hgen[2][NSLOT];
+static unsigned hgen[2][NENTRY];
 
 /* One call. own: the thread's handle array (main: main_h; helper: its
  * lookups). main: whether this thread may open/release main handles. */
 static void step(rd *r, accel_session **own, bool main)
 {
     uint8_t op = u8(r) % 16;
-    int sl = u8(r) % NSLOT;
+    int sl = u8(r) % NENTRY;
     accel_session *s = own[sl];
     int rc;
     switch (op) {
@@ -236,7 +236,7 @@ static void step(rd *r, accel_session **own, bool main)
             break;
         uint8_t b = u8(r);
         accel_session_config cfg = {
-            .id = (b & 0x80) ? "" : slot_id(sl),
+            .id = (b & 0x80) ? "" : entry_id(sl),
             .priority = (b & 1) ? 1001 : u8(r) * 4u,
             .memory_budget = (b & 2) ? -1 : (int64_t)u8(r) * 16,
             .queue_depth = (b & 4) ? (1u << 31) : u8(r) % 9,
@@ -275,13 +275,13 @@ static void step(rd *r, accel_session **own, bool main)
     case 3: { /* lookup */
         accel_session *h = NULL;
         uint8_t b = u8(r);
-        const char *id = (b & 3) == 0 ? NULL : (b & 3) == 1 ? "" : slot_id(sl);
+        const char *id = (b & 3) == 0 ? NULL : (b & 3) == 1 ? "" : entry_id(sl);
         rc = accel_session_lookup(rt, id, &h);
         EXPECT(rc == ACCEL_OK || rc == ACCEL_ENOENT ||
                    (rc == ACCEL_EINVAL && (b & 3) < 2),
                rc);
         if (rc == ACCEL_OK) {
-            EXPECT(strcmp(accel_session_id(h), slot_id(sl)) == 0, rc);
+            EXPECT(strcmp(accel_session_id(h), entry_id(sl)) == 0, rc);
             if (!main && !own[sl]) {
                 own[sl] = h; /* the helper keeps it */
                 hgen[1][sl]++;
@@ -454,7 +454,7 @@ static void step(rd *r, accel_session **own, bool main)
             EXPECT(accel_cancel((b & 0x40) ? NULL : &z) == ACCEL_EINVAL, 0);
             break;
         }
-        if (!h->used || hgen[!main][h->slot] != h->gen)
+        if (!h->used || hgen[!main][h->entry] != h->gen)
             break; /* its handle is gone: the ticket may not be used */
         rc = accel_cancel(&h->t);
         EXPECT(rc == ACCEL_OK || rc == ACCEL_EALREADY || rc == ACCEL_ECLOSED,
@@ -473,7 +473,7 @@ static void step(rd *r, accel_session **own, bool main)
 
 typedef struct helper {
     rd r;
-    accel_session *h[NSLOT];
+    accel_session *h[NENTRY];
 } helper;
 
 static void *helper_main(void *arg)
@@ -481,7 +481,7 @@ static void *helper_main(void *arg)
     helper *hp = arg;
     while (hp->r.n)
         step(&hp->r, hp->h, false);
-    for (int i = 0; i < NSLOT; i++)
+    for (int i = 0; i < NENTRY; i++)
         accel_session_release(hp->h[i]);
     return NULL;
 }
@@ -516,7 +516,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pthread_join(th, NULL);
     /* The end: release all (data[0] & 2) or leave the rest to destroy. */
     if (data[0] & 2) {
-        for (int i = 0; i < NSLOT; i++)
+        for (int i = 0; i < NENTRY; i++)
             accel_session_release(main_h[i]);
         for (int i = 0; i < nretired; i++)
             accel_session_release(retired[i]);

@@ -33,8 +33,8 @@ def seeds():
     helper = [3, 0, 2, 3, 1, 2, 4, 0, 0, 0, 12, 1, 1, 0, 1, 10, 0, 40, 11, 1, 0, 7, 0, 1, 2, 0]
     s['two_threads'] = [126] + th + helper + [0] * max(0, len(th) - len(helper))
     s['two_threads_close'] = [127] + base + [12, 0, 12, 0, 1, 0, 1] + [3, 0, 2, 12, 0, 1, 0, 0, 7, 0, 1] * 2
-    # submit_ex: [14, slot, b (deadline b&3: none/past/far/near, b&4 ticket,
-    # b&8 invalid), kind, timeout(, near: 1 us units)]; cancel: [15, slot,
+    # submit_ex: [14, entry, b (deadline b&3: none/past/far/near, b&4 ticket,
+    # b&8 invalid), kind, timeout(, near: 1 us units)]; cancel: [15, entry,
     # ticket index (0x80: a zero ticket, 0xC0: NULL)]
     ex = ([14, 0, 6, 0, 2] + [14, 0, 5, 0, 2] + [14, 0, 7, 7, 2, 50] +
           [14, 1, 4, 1, 0] + [14, 0, 8, 0, 2] + [14, 2, 0, 0, 2])

@@ -109,7 +109,7 @@ static uint64_t now_ns(void)
 typedef struct inst {
     accel_session *s;
     uint32_t gen;
-    int slot;
+    int entry;
     int64_t budget;
     uint64_t next_seq[MAX_CH];
     uint64_t accepted[MAX_CH];
@@ -120,7 +120,7 @@ typedef struct inst {
     _Atomic int closed_cancel; /* some close of it used CANCEL */
 } inst;
 
-typedef struct slot {
+typedef struct entry {
     pthread_rwlock_t lock; /* test-side: retirement excludes producers */
     _Atomic(inst *) cur;
     char id[32];
@@ -129,16 +129,16 @@ typedef struct slot {
     uint32_t depth;
     int64_t budget;
     uint32_t gens;
-} slot;
+} entry;
 
 static accel_runtime *rt;
-static slot slots[MAX_SESSIONS];
+static entry entries[MAX_SESSIONS];
 static int nsessions = 64, nproducers = 4, nworkers = 2;
 static _Atomic int stop;
 static _Atomic uint64_t ops_done_total; /* done callbacks + waits returned */
 static _Atomic uint64_t retired, reopened, rejected_total;
 
-/* op arg encoding: slot 8 | gen 8 | channel 6 | kind 3 | seq 39 */
+/* op arg encoding: entry 8 | gen 8 | channel 6 | kind 3 | seq 39 */
 enum { K_PLAIN, K_ALLOC, K_DEADLK, K_CLOSE_DRAIN, K_CLOSE_CANCEL, K_SPIN };
 static void *enc(int sl, uint32_t gen, int ch, int kind, uint64_t seq)
 {
@@ -166,7 +166,7 @@ static int expected_status(uint64_t seq)
 static inst *inst_of(const dec *d)
 {
     /* acquire: pairs with the release store at (re)open. */
-    return atomic_load_explicit(&slots[d->sl].cur, memory_order_acquire);
+    return atomic_load_explicit(&entries[d->sl].cur, memory_order_acquire);
 }
 
 static int nop_fn(accel_ctx *ctx, void *arg)
@@ -180,15 +180,15 @@ static int op_fn(accel_ctx *ctx, void *arg)
     dec d = decode(arg);
     inst *in = inst_of(&d);
     if (!in || (in->gen & 0xff) != d.gen) {
-        failf("fn of slot %d gen %u ran after its instance retired", d.sl,
+        failf("fn of entry %d gen %u ran after its instance retired", d.sl,
               d.gen);
         return 0;
     }
     OPCHECK(in, accel_ctx_session(ctx) == in->s, "ctx session mismatch");
     OPCHECK(in, atomic_exchange(&in->inflight, 1) == 0,
-            "slot %d: two ops of one session ran concurrently", d.sl);
+            "entry %d: two ops of one session ran concurrently", d.sl);
     OPCHECK(in, d.seq > in->last_run[d.ch],
-            "slot %d ch %d: fn seq %" PRIu64 " after %" PRIu64
+            "entry %d ch %d: fn seq %" PRIu64 " after %" PRIu64
             " (FIFO or double run)",
             d.sl, d.ch, d.seq, in->last_run[d.ch]);
     in->last_run[d.ch] = d.seq;
@@ -245,12 +245,12 @@ static void op_done(void *arg, int status)
     dec d = decode(arg);
     inst *in = inst_of(&d);
     if (!in || (in->gen & 0xff) != d.gen) {
-        failf("done of slot %d gen %u ran after its instance retired", d.sl,
+        failf("done of entry %d gen %u ran after its instance retired", d.sl,
               d.gen);
         return;
     }
     OPCHECK(in, d.seq == in->last_done[d.ch] + 1,
-            "slot %d ch %d: done seq %" PRIu64 " after %" PRIu64
+            "entry %d ch %d: done seq %" PRIu64 " after %" PRIu64
             " (lost, duplicated, reordered or rejected op)",
             d.sl, d.ch, d.seq, in->last_done[d.ch]);
     in->last_done[d.ch] = d.seq;
@@ -272,14 +272,14 @@ static void op_done(void *arg, int status)
     atomic_fetch_add_explicit(&ops_done_total, 1, memory_order_relaxed);
 }
 
-static inst *inst_new(slot *sl)
+static inst *inst_new(entry *sl)
 {
     inst *in = calloc(1, sizeof(*in));
     if (!in) {
         perror("calloc");
         exit(2);
     }
-    in->slot = (int)(sl - slots);
+    in->entry = (int)(sl - entries);
     in->gen = sl->gens++;
     in->budget = sl->budget;
     for (int c = 0; c < MAX_CH; c++)
@@ -305,8 +305,8 @@ static void inst_verify(inst *in, bool stats_ok)
     uint64_t acc = 0, ran_waits = 0, ecl_waits = 0;
     for (int c = 0; c < MAX_CH; c++) {
         CHECK(in->last_done[c] == in->accepted[c],
-              "slot %d gen %u ch %d: %" PRIu64 " accepted, done reached %" PRIu64,
-              in->slot, in->gen, c, in->accepted[c], in->last_done[c]);
+              "entry %d gen %u ch %d: %" PRIu64 " accepted, done reached %" PRIu64,
+              in->entry, in->gen, c, in->accepted[c], in->last_done[c]);
         acc += in->accepted[c];
         ran_waits += in->wait_ran[c];
         ecl_waits += in->wait_eclosed[c];
@@ -319,9 +319,9 @@ static void inst_verify(inst *in, bool stats_ok)
     CHECK(accel_session_get_stats(in->s, &st) == ACCEL_OK, "get_stats");
     CHECK(accel_session_is_closed(in->s), "closed session not closed");
     CHECK(st.completed + st.failed + st.canceled == st.submitted,
-          "slot %d: completed %" PRIu64 " + failed %" PRIu64
+          "entry %d: completed %" PRIu64 " + failed %" PRIu64
           " + canceled %" PRIu64 " != submitted %" PRIu64,
-          in->slot, st.completed, st.failed, st.canceled, st.submitted);
+          in->entry, st.completed, st.failed, st.canceled, st.submitted);
     CHECK(st.queued == 0, "queued %" PRIu64 " after close", st.queued);
     CHECK(st.dispatched == st.completed + st.failed,
           "dispatched %" PRIu64 " != ran %" PRIu64, st.dispatched,
@@ -390,7 +390,7 @@ static int pick_kind(uint64_t *r)
     return K_PLAIN;
 }
 
-static void producer_step(prod *p, slot *sl, inst *in)
+static void producer_step(prod *p, entry *sl, inst *in)
 {
     uint64_t *r = &p->rng;
     int ch = p->index;
@@ -398,7 +398,7 @@ static void producer_step(prod *p, slot *sl, inst *in)
     if (action < 650) { /* single submit */
         int64_t to = pick_timeout(r);
         accel_op op = {op_fn, op_done,
-                       enc(in->slot, in->gen, ch, pick_kind(r),
+                       enc(in->entry, in->gen, ch, pick_kind(r),
                            in->next_seq[ch])};
         int rc = accel_submit(in->s, &op, to);
         if (rc == ACCEL_OK) {
@@ -416,7 +416,7 @@ static void producer_step(prod *p, slot *sl, inst *in)
         size_t nullat = rng_below(r, 20) == 0 ? rng_below(r, (uint32_t)n) : n;
         for (size_t i = 0; i < n; i++)
             ops[i] = (accel_op){i == nullat ? NULL : op_fn, op_done,
-                                enc(in->slot, in->gen, ch, pick_kind(r),
+                                enc(in->entry, in->gen, ch, pick_kind(r),
                                     in->next_seq[ch] + i)};
         int64_t to = pick_timeout(r);
         size_t acc = 12345;
@@ -439,7 +439,7 @@ static void producer_step(prod *p, slot *sl, inst *in)
         uint64_t seq = in->next_seq[wch]++;
         int64_t to = pick_timeout(r);
         int rc = accel_submit_wait(in->s, op_fn,
-                                   enc(in->slot, in->gen, wch, K_PLAIN, seq), to);
+                                   enc(in->entry, in->gen, wch, K_PLAIN, seq), to);
         if (rc == expected_status(seq)) {
             CHECK(in->last_run[wch] == seq, "submit_wait returned before fn");
             in->wait_ran[wch]++;
@@ -488,7 +488,7 @@ static void *producer_main(void *arg)
     prod *p = arg;
     accel__yield_thread_index(1 + (uint64_t)p->index); /* replayable seed */
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-        slot *sl = &slots[rng_below(&p->rng, (uint32_t)nsessions)];
+        entry *sl = &entries[rng_below(&p->rng, (uint32_t)nsessions)];
         pthread_rwlock_rdlock(&sl->lock);
         producer_step(p, sl, atomic_load(&sl->cur));
         pthread_rwlock_unlock(&sl->lock);
@@ -498,7 +498,7 @@ static void *producer_main(void *arg)
 
 /* --------------------------------------------------------------- chaos */
 
-static void retire_and_reopen(slot *sl, accel_session *h)
+static void retire_and_reopen(entry *sl, accel_session *h)
 {
     pthread_rwlock_wrlock(&sl->lock);
     inst *in = atomic_load(&sl->cur);
@@ -528,10 +528,10 @@ static void *chaos_main(void *arg)
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         usleep(rng_below(&c->rng, 3000));
         int i = (int)rng_below(&c->rng, (uint32_t)nsessions);
-        i = i - i % 4 + 3; /* closable slots: i % 4 == 3 */
+        i = i - i % 4 + 3; /* closable entries: i % 4 == 3 */
         if (i >= nsessions)
             continue;
-        slot *sl = &slots[i];
+        entry *sl = &entries[i];
         accel_session *h;
         if (accel_session_lookup(rt, sl->id, &h) != ACCEL_OK)
             continue; /* the other chaos thread is closing it */
@@ -584,7 +584,7 @@ static void *prio_main(void *arg)
     uint64_t rng = *(uint64_t *)arg;
     accel__yield_thread_index(2000);
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-        slot *sl = &slots[rng_below(&rng, (uint32_t)nsessions)];
+        entry *sl = &entries[rng_below(&rng, (uint32_t)nsessions)];
         pthread_rwlock_rdlock(&sl->lock);
         inst *in = atomic_load(&sl->cur);
         for (int k = 0; k < 16; k++) {
@@ -675,7 +675,7 @@ int main(int argc, char **argv)
     accel__yield_thread_index(0); /* the main thread's yield stream */
     uint64_t cfg_rng = seed * 7919 + 1;
     for (int i = 0; i < nsessions; i++) {
-        slot *sl = &slots[i];
+        entry *sl = &entries[i];
         pthread_rwlockattr_t a;
         pthread_rwlockattr_init(&a);
         pthread_rwlockattr_setkind_np(
@@ -738,7 +738,7 @@ int main(int argc, char **argv)
     inst *left[MAX_SESSIONS];
     int nleft = 0;
     for (int i = 0; i < nsessions; i++) {
-        slot *sl = &slots[i];
+        entry *sl = &entries[i];
         inst *in = atomic_load(&sl->cur);
         int ch = 0;
         for (int k = 0; k < 40; k++) {
@@ -786,7 +786,7 @@ int main(int argc, char **argv)
         free(left[k]);
     }
     for (int i = 0; i < nsessions; i++)
-        pthread_rwlock_destroy(&slots[i].lock);
+        pthread_rwlock_destroy(&entries[i].lock);
     double el = (double)(now_ns() - t0) / 1e9;
     uint64_t done = atomic_load(&ops_done_total);
 

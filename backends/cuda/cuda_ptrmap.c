@@ -16,22 +16,22 @@ static size_t home(const accel__cuda_ptrmap *m, uintptr_t key)
 static void insert(accel__cuda_ptrmap *m, uintptr_t key, size_t charge)
 {
     size_t i = home(m, key);
-    while (m->slots[i].key)
+    while (m->entries[i].key)
         i = (i + 1) & (m->cap - 1);
-    m->slots[i].key = key;
-    m->slots[i].charge = charge;
+    m->entries[i].key = key;
+    m->entries[i].charge = charge;
     m->n++;
 }
 
 static int grow(accel__cuda_ptrmap *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : 64;
-    accel__cuda_ptrmap_slot *old = m->slots;
+    accel__cuda_ptrmap_entry *old = m->entries;
     size_t ocap = m->cap;
-    accel__cuda_ptrmap_slot *ns = accel__calloc(ncap, sizeof(*ns));
+    accel__cuda_ptrmap_entry *ns = accel__calloc(ncap, sizeof(*ns));
     if (!ns)
         return ACCEL_ENOMEM;
-    m->slots = ns;
+    m->entries = ns;
     m->cap = ncap;
     m->n = 0;
     for (size_t i = 0; i < ocap; i++)
@@ -57,28 +57,28 @@ int accel__cuda_ptrmap_take(accel__cuda_ptrmap *m, uintptr_t key,
     if (!m->cap || !key)
         return 0;
     size_t mask = m->cap - 1, i = home(m, key);
-    while (m->slots[i].key != key) {
-        if (!m->slots[i].key)
+    while (m->entries[i].key != key) {
+        if (!m->entries[i].key)
             return 0;
         i = (i + 1) & mask;
     }
-    *charge = m->slots[i].charge;
+    *charge = m->entries[i].charge;
     /* Backward-shift deletion: move later members of the probe run into
      * the hole when their home does not lie cyclically in (hole, j]. */
     size_t hole = i, j = i;
     for (;;) {
         j = (j + 1) & mask;
-        if (!m->slots[j].key)
+        if (!m->entries[j].key)
             break;
-        size_t h = home(m, m->slots[j].key);
+        size_t h = home(m, m->entries[j].key);
         int stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
         if (!stays) {
-            m->slots[hole] = m->slots[j];
+            m->entries[hole] = m->entries[j];
             hole = j;
         }
     }
-    m->slots[hole].key = 0;
-    m->slots[hole].charge = 0;
+    m->entries[hole].key = 0;
+    m->entries[hole].charge = 0;
     m->n--;
     return 1;
 }
@@ -87,9 +87,9 @@ void accel__cuda_ptrmap_drain(accel__cuda_ptrmap *m,
                               void (*fn)(uintptr_t key, void *arg), void *arg)
 {
     for (size_t i = 0; i < m->cap; i++)
-        if (m->slots[i].key && fn)
-            fn(m->slots[i].key, arg);
-    accel__free(m->slots);
-    m->slots = NULL;
+        if (m->entries[i].key && fn)
+            fn(m->entries[i].key, arg);
+    accel__free(m->entries);
+    m->entries = NULL;
     m->cap = m->n = 0;
 }

@@ -11,13 +11,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct accel__cuda_ptrmap_slot {
+typedef struct accel__cuda_ptrmap_entry {
     uintptr_t key; /* 0: empty (no allocation is at address 0) */
     size_t charge;
-} accel__cuda_ptrmap_slot;
+} accel__cuda_ptrmap_entry;
 
 typedef struct accel__cuda_ptrmap {
-    accel__cuda_ptrmap_slot *slots;
+    accel__cuda_ptrmap_entry *entries;
     size_t cap; /* 0 or a power of two */
     size_t n;
 } accel__cuda_ptrmap;

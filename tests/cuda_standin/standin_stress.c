@@ -35,7 +35,7 @@
 
 #define NS 12
 #define NPROD 4
-#define PER 3000 /* ops per session slot */
+#define PER 3000 /* ops per session entry */
 #define CAP 8    /* ACCEL__CUDA_INFLIGHT_DEFAULT */
 #define BUDGET (64 << 10)
 #define HELD 8
@@ -58,10 +58,10 @@ static _Atomic long bad_once, bad_fifo, bad_cap, bad_budget, bad_status;
 static _Atomic long n_ran, n_canceled, n_failed, n_swaps, n_batch_sets;
 static _Atomic long n_batches, n_batch_ops, n_big_batches;
 
-typedef struct slot slot;
+typedef struct entry entry;
 
 typedef struct opx {
-    slot *sl;
+    entry *sl;
     uint32_t seq;
     int kind; /* 0 log, 1 alloc/free, 2 spin, 3 fault, 4 cpu */
     int accepted, ran;
@@ -71,7 +71,7 @@ typedef struct opx {
     int status;
 } opx;
 
-struct slot {
+struct entry {
     pthread_mutex_t mu; /* guards s against the chaos thread */
     accel_session *s;
     int k, gen, cpu;
@@ -89,7 +89,7 @@ struct slot {
     opx *ops; /* PER per generation */
 };
 
-static slot slots[NS + 1];
+static entry entries[NS + 1];
 static accel_runtime *rt;
 
 static void on_alarm(int sig)
@@ -112,7 +112,7 @@ static uint64_t rnd(uint64_t *st)
 }
 
 /* One launch unit begins: at most CAP of a session in flight. */
-static void unit_begin(slot *sl, opx *last)
+static void unit_begin(entry *sl, opx *last)
 {
     last->unit_end = 1;
     if (atomic_fetch_add(&sl->inflight, 1) + 1 > CAP)
@@ -147,7 +147,7 @@ static void batch_fn(accel_ctx *ctx, void *const *args, uint32_t n,
 
 static int work(accel_ctx *ctx, opx *o)
 {
-    slot *sl = o->sl;
+    entry *sl = o->sl;
     void *st = accel_ctx_cuda_stream(ctx);
     switch (o->kind) {
     case 0:
@@ -193,7 +193,7 @@ static int work(accel_ctx *ctx, opx *o)
 static void op_done(void *arg, int status)
 {
     opx *o = arg;
-    slot *sl = o->sl;
+    entry *sl = o->sl;
     if (atomic_fetch_add(&o->done_count, 1) != 0)
         atomic_fetch_add(&bad_once, 1);
     if (o->ran && o->unit_end)
@@ -216,7 +216,7 @@ static void op_done(void *arg, int status)
     }
 }
 
-static void slot_open(slot *sl)
+static void entry_open(entry *sl)
 {
     char id[24];
     snprintf(id, sizeof(id), "s%d.%d", sl->k, sl->gen);
@@ -242,15 +242,15 @@ static void slot_open(slot *sl)
 
 static int free_held(accel_ctx *ctx, void *arg)
 {
-    slot *sl = arg;
+    entry *sl = arg;
     for (int i = 0; i < sl->nheld; i++)
         accel_ctx_free(ctx, sl->held[i]);
     sl->nheld = 0;
     return 0;
 }
 
-/* Closes (CANCEL or DRAIN) and checks the slot's generation. */
-static void slot_close(slot *sl, unsigned flags, uint32_t submitted)
+/* Closes (CANCEL or DRAIN) and checks the entry's generation. */
+static void entry_close(entry *sl, unsigned flags, uint32_t submitted)
 {
     if (!atomic_load(&faulted) && !flags) {
         /* free_held's arg is no opx: it must run one by one. */
@@ -303,7 +303,7 @@ static void *producer(void *arg)
     int p = (int)(intptr_t)arg;
     uint64_t r = 0x9E3779B97F4A7C15ull * (uint64_t)(p + 1);
     for (int k = p; k <= NS; k += NPROD) {
-        slot *sl = &slots[k];
+        entry *sl = &entries[k];
         /* Two generations; the first ends with a CANCEL close at a random
          * point (not in fault mode, where a new CUDA session is refused). */
         for (int gen = 0; gen < 2; gen++) {
@@ -325,19 +325,19 @@ static void *producer(void *arg)
                 o->accepted = 1;
             }
             if (cut < PER) {
-                slot_close(sl, ACCEL_CLOSE_CANCEL, i);
+                entry_close(sl, ACCEL_CLOSE_CANCEL, i);
                 sl->gen++;
-                slot_open(sl);
+                entry_open(sl);
             } else {
                 set_step("sync at the end of a generation");
                 CHECK_EQ(accel_session_sync(sl->s, ACCEL_FOREVER), ACCEL_OK);
                 if (gen == 1 || fault_mode) {
-                    slot_close(sl, k % 2 ? ACCEL_CLOSE_CANCEL : 0, i);
+                    entry_close(sl, k % 2 ? ACCEL_CLOSE_CANCEL : 0, i);
                     break;
                 }
-                slot_close(sl, 0, i);
+                entry_close(sl, 0, i);
                 sl->gen++;
-                slot_open(sl);
+                entry_open(sl);
             }
         }
     }
@@ -350,7 +350,7 @@ static void *chaos(void *arg)
     uint64_t r = 12345;
     static const uint32_t w[] = {1, 3, 10, 50, 100, 1000};
     while (!atomic_load(&stop_chaos)) {
-        slot *sl = &slots[rnd(&r) % NS];
+        entry *sl = &entries[rnd(&r) % NS];
         pthread_mutex_lock(&sl->mu);
         if (sl->s) {
             int rc = accel_session_set_priority(sl->s, w[rnd(&r) % 6]);
@@ -388,12 +388,12 @@ int main(int argc, char **argv)
     CHECK_EQ(accel_runtime_create(&cfg, &rt), ACCEL_OK);
     CHECK_EQ(accel_runtime_cuda_status(rt), ACCEL_OK);
     for (int k = 0; k <= NS; k++) {
-        slot *sl = &slots[k];
+        entry *sl = &entries[k];
         pthread_mutex_init(&sl->mu, NULL);
         sl->k = k;
         sl->cpu = k == NS;
         sl->budget = !sl->cpu && k % 3 == 0 ? BUDGET : 0;
-        slot_open(sl);
+        entry_open(sl);
     }
     pthread_t th[NPROD], ch;
     CHECK_EQ(pthread_create(&ch, NULL, chaos, NULL), 0);
