@@ -69,7 +69,7 @@ struct accel_session {
     uint32_t stamp_mask;
     struct rcu_head rcu;
     /* ---- pair A, line 1: read on every op and every visit, written
-     * rarely (progress's wake_at, event and room_waiters: by closers,
+     * rarely (waiters' wake_at, event and room_waiters: by closers,
      * syncers and producers about to sleep, and by the consumer that
      * wakes them) */
     alignas(64) accel_runtime *rt;
@@ -85,7 +85,7 @@ struct accel_session {
      * end this line, its `finished` opens pair B (asserted below). */
     accel__waiters waiters;
 
-    /* ---- pair B, line 0 (from progress.finished, the consumer's store
+    /* ---- pair B, line 0 (from waiters.finished, the consumer's store
      * per run): the ring's consumer half and what a visit writes per op
      * (whichever worker holds SCHED), the flag it reads per op or per run
      * of takes, written rarely by others, and the backend kind (read by
@@ -136,7 +136,7 @@ _Static_assert(offsetof(struct accel_session, rt) == 64,
                "pair A: producers' line, then the read-only line");
 _Static_assert(offsetof(struct accel_session, waiters) >= 64 &&
                    offsetof(struct accel_session, waiters.finished) == 128,
-               "progress: three words on line A1, finished opening pair B");
+               "waiters: three words on line A1, finished opening pair B");
 _Static_assert(offsetof(struct accel_session, rc) >= 128 &&
                    offsetof(struct accel_session, backend) < 192,
                "pair B, line 0: the ring's consumer half, counters, flag");

@@ -2,7 +2,7 @@
  * The visit engine's interface (visit.c): open a visit of a picked
  * session, take and claim its ops, run them, end the visit. accel's
  * worker threads (worker.c) and host-driven workers (host.c) drive it;
- * it calls down into session, progress, the scheduler and rcu only.
+ * it calls down into session, waiters, the scheduler and rcu only.
  */
 #ifndef ACCEL_RUNTIME_VISIT_H
 #define ACCEL_RUNTIME_VISIT_H

@@ -1,5 +1,7 @@
 /*
- * Progress and the threads that sleep for it: one home for both halves of
+ * The waiters of a session: the threads that sleep until its ops finish
+ * (sync, close) or until its queue has room (submit), and the consumer's
+ * halves that wake them; one home for both halves of
  * the completion and room-wait protocols.
  *
  * A sleeper announces what it waits for, then re-checks after the cold
@@ -11,7 +13,7 @@
  * Completion sleepers (sync, close) announce by lowering `wake_at` to
  * their target: the consumer wakes them once, when finished reaches it,
  * not on every op. Room sleepers raise the flag `room_waiters`; the
- * release of head that next frees a slot sees it, clears it and wakes them
+ * release of head that next frees room sees it, clears it and wakes them
  * all, before any op it took runs (an op may wait for a producer the ring
  * holds back). The flag, not a count: one wake per announcement, not a
  * futex wake per release while producers sleep, which collapses
