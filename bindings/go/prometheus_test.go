@@ -243,3 +243,93 @@ func TestPrometheusParses(t *testing.T) {
 		}
 	}
 }
+
+// Two open sessions with one id (which NewVMSession documents as
+// supported: "Two open sessions may have the same vmID ... they are
+// separate sessions") must still give a valid Prometheus text
+// (WritePrometheus: "so a node's metrics endpoint can serve it as is").
+// Each session's series, Go's families and C's, sit under one label, its
+// C id ("evm", then "evm#N"). Labelled by vmID, the Go families wrote
+// each of their series twice (Prometheus rejects the whole scrape on a
+// duplicate series) and split the second session across two labels.
+func TestPrometheusDuplicateID(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	a, errA := rt.NewVMSession("evm")
+	b, errB := rt.NewVMSession("evm")
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	done := step(t, "Submits")
+	a.Submit(bg(), func(*Session) error { return nil })
+	b.Submit(bg(), func(*Session) error { return nil })
+	done()
+	var sb strings.Builder
+	if err := rt.WritePrometheus(&sb); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parsePrometheus(sb.String()); err != nil {
+		t.Fatalf("WritePrometheus with two sessions named \"evm\": %v\n%s", err, sb.String())
+	}
+	samples, _ := parsePrometheus(sb.String())
+	second := labelWithPrefix(t, samples, "accel_session_ops_submitted_total", "evm#")
+	for _, label := range []string{"evm", second} {
+		for _, fam := range []string{"accel_session_ops_submitted_total", "accel_session_queue_depth"} {
+			if _, ok := samples[fmt.Sprintf(`%s{session=%q,priority="5"}`, fam, label)]; !ok {
+				t.Errorf("no %s for %q\n%s", fam, label, sb.String())
+			}
+		}
+	}
+}
+
+// Two vmIDs that differ only in bytes that are not UTF-8 ("\xff", "\xfe")
+// would write one label (each such byte is U+FFFD in the text): the
+// second gets a derived C id, so the scrape holds no duplicate series and
+// each session's series, Go's and C's, share its own label.
+func TestPrometheusNonUTF8IDsKeepApart(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	vs := []*VMSession{}
+	for _, id := range []string{"\xff", "\xfe", "x\xffy", "x\xfey"} {
+		v, err := rt.NewVMSession(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.ID() != id {
+			t.Fatalf("ID() = %q, want %q", v.ID(), id)
+		}
+		vs = append(vs, v)
+	}
+	for _, v := range vs {
+		done := step(t, fmt.Sprintf("Submit on %q", v.ID()))
+		err := v.Submit(bg(), func(*Session) error { return nil })
+		done()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sb strings.Builder
+	if err := rt.WritePrometheus(&sb); err != nil {
+		t.Fatal(err)
+	}
+	samples, err := parsePrometheus(sb.String())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, sb.String())
+	}
+	labels := map[string]bool{}
+	for k, val := range samples {
+		const fam = `accel_session_ops_submitted_total{session="`
+		if strings.HasPrefix(k, fam) {
+			rest := k[len(fam):]
+			label := rest[:strings.IndexByte(rest, '"')]
+			if val != 1 {
+				t.Errorf("%s = %v, want 1", k, val)
+			}
+			if _, ok := samples[`accel_session_queue_depth{session="`+label+`",priority="5"}`]; !ok {
+				t.Errorf("no C family sample for label %q\n%s", label, sb.String())
+			}
+			labels[label] = true
+		}
+	}
+	if len(labels) != len(vs) {
+		t.Errorf("%d labels for %d sessions: %v", len(labels), len(vs), labels)
+	}
+}

@@ -16,16 +16,16 @@ import (
 	"unicode/utf8"
 )
 
-// gapSession opens id on rt with one op already run and 100 bytes
+// badInputSession opens id on rt with one op already run and 100 bytes
 // reserved, so that the counters a refused call must leave alone are not
 // all zero.
-func gapSession(t *testing.T, rt *Runtime, id string, opts ...VMSessionOption) *VMSession {
+func badInputSession(t *testing.T, rt *Runtime, id string, opts ...VMSessionOption) *VMSession {
 	t.Helper()
 	v, err := rt.NewVMSession(id, opts...)
 	if err != nil {
 		t.Fatalf("NewVMSession(%q): %v", id, err)
 	}
-	done := step(t, "gapSession: the first Submit")
+	done := step(t, "badInputSession: the first Submit")
 	err = v.Submit(bg(), func(s *Session) error { return s.Reserve(100) })
 	done()
 	if err != nil {
@@ -34,8 +34,8 @@ func gapSession(t *testing.T, rt *Runtime, id string, opts ...VMSessionOption) *
 	return v
 }
 
-// gapSync waits for v's ops under a watchdog.
-func gapSync(t *testing.T, v *VMSession, what string) {
+// badInputSync waits for v's ops under a watchdog.
+func badInputSync(t *testing.T, v *VMSession, what string) {
 	t.Helper()
 	done := step(t, what)
 	err := v.Sync()
@@ -57,9 +57,9 @@ func sameStats(t *testing.T, v *VMSession, before SessionStats, what string) {
 }
 
 // A nil f to Submit is ErrInvalidArgument, and nothing is queued or counted.
-func TestGapSubmitNilF(t *testing.T) {
+func TestBadInputSubmitNilF(t *testing.T) {
 	rt := newTestRuntime(t, 1)
-	v := gapSession(t, rt, "nil-submit")
+	v := badInputSession(t, rt, "nil-submit")
 	before := v.FullStats()
 	done := step(t, "Submit(nil f)")
 	err := v.Submit(bg(), nil)
@@ -68,15 +68,15 @@ func TestGapSubmitNilF(t *testing.T) {
 	if !errors.Is(err, ErrInvalidArgument) || !errors.Is(err2, ErrInvalidArgument) {
 		t.Fatalf("Submit(ctx, nil) = %v, Submit(nil, nil) = %v, want ErrInvalidArgument", err, err2)
 	}
-	gapSync(t, v, "Sync after Submit(nil f)")
+	badInputSync(t, v, "Sync after Submit(nil f)")
 	sameStats(t, v, before, "Submit(nil f)")
 }
 
 // A nil f to SubmitAsync is ErrInvalidArgument; done is never called and
 // nothing is queued or counted.
-func TestGapSubmitAsyncNilF(t *testing.T) {
+func TestBadInputSubmitAsyncNilF(t *testing.T) {
 	rt := newTestRuntime(t, 1)
-	v := gapSession(t, rt, "nil-async")
+	v := badInputSession(t, rt, "nil-async")
 	before := v.FullStats()
 	var called atomic.Int32
 	err := v.SubmitAsync(nil, func(error) { called.Add(1) })
@@ -84,7 +84,7 @@ func TestGapSubmitAsyncNilF(t *testing.T) {
 	if !errors.Is(err, ErrInvalidArgument) || !errors.Is(err2, ErrInvalidArgument) {
 		t.Fatalf("SubmitAsync(nil, done) = %v, SubmitAsync(nil, nil) = %v, want ErrInvalidArgument", err, err2)
 	}
-	gapSync(t, v, "Sync after SubmitAsync(nil f)")
+	badInputSync(t, v, "Sync after SubmitAsync(nil f)")
 	if n := called.Load(); n != 0 {
 		t.Errorf("done called %d times for a refused SubmitAsync", n)
 	}
@@ -94,9 +94,9 @@ func TestGapSubmitAsyncNilF(t *testing.T) {
 // A nil among non-nil fs to SubmitBatch: every op gets
 // ErrInvalidArgument, none runs (not even those before the nil), nothing
 // is counted.
-func TestGapSubmitBatchNilF(t *testing.T) {
+func TestBadInputSubmitBatchNilF(t *testing.T) {
 	rt := newTestRuntime(t, 1)
-	v := gapSession(t, rt, "nil-batch")
+	v := badInputSession(t, rt, "nil-batch")
 	before := v.FullStats()
 	var ran atomic.Int32
 	f := func(*Session) error { ran.Add(1); return nil }
@@ -117,7 +117,7 @@ func TestGapSubmitBatchNilF(t *testing.T) {
 			}
 		}
 	}
-	gapSync(t, v, "Sync after SubmitBatch with a nil f")
+	badInputSync(t, v, "Sync after SubmitBatch with a nil f")
 	if n := ran.Load(); n != 0 {
 		t.Errorf("%d fs of a refused SubmitBatch ran", n)
 	}
@@ -128,9 +128,9 @@ func TestGapSubmitBatchNilF(t *testing.T) {
 // is queued, then ErrInvalidArgument): a nil first queues nothing and
 // changes nothing; a nil later queues exactly the ops before it, and done
 // is called exactly for those.
-func TestGapSubmitAsyncBatchNilF(t *testing.T) {
+func TestBadInputSubmitAsyncBatchNilF(t *testing.T) {
 	rt := newTestRuntime(t, 1)
-	v := gapSession(t, rt, "nil-async-batch")
+	v := badInputSession(t, rt, "nil-async-batch")
 	before := v.FullStats()
 	var ran, called atomic.Int32
 	f := func(*Session) error { ran.Add(1); return nil }
@@ -138,7 +138,7 @@ func TestGapSubmitAsyncBatchNilF(t *testing.T) {
 	if n != 0 || !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("SubmitAsyncBatch(nil first) = %d, %v, want 0, ErrInvalidArgument", n, err)
 	}
-	gapSync(t, v, "Sync after SubmitAsyncBatch(nil first)")
+	badInputSync(t, v, "Sync after SubmitAsyncBatch(nil first)")
 	if ran.Load() != 0 || called.Load() != 0 {
 		t.Fatalf("nil first: %d ran, done called %d times, want 0 and 0", ran.Load(), called.Load())
 	}
@@ -165,7 +165,7 @@ func TestGapSubmitAsyncBatchNilF(t *testing.T) {
 		if n != at || !errors.Is(err, ErrInvalidArgument) {
 			t.Fatalf("nil at %d: SubmitAsyncBatch = %d, %v, want %d, ErrInvalidArgument", at, n, err, at)
 		}
-		gapSync(t, v, fmt.Sprintf("Sync after SubmitAsyncBatch(nil at %d)", at))
+		badInputSync(t, v, fmt.Sprintf("Sync after SubmitAsyncBatch(nil at %d)", at))
 		for i := range fs {
 			want := int32(0)
 			if i < at {
@@ -185,9 +185,9 @@ func TestGapSubmitAsyncBatchNilF(t *testing.T) {
 
 // Reserve and Unreserve of a negative size: ErrInvalidArgument, nothing
 // charged or refunded.
-func TestGapReserveReleaseNegative(t *testing.T) {
+func TestBadInputReserveReleaseNegative(t *testing.T) {
 	rt := newTestRuntime(t, 1)
-	v := gapSession(t, rt, "neg-reserve", WithMemoryBudget(1000))
+	v := badInputSession(t, rt, "neg-reserve", WithMemoryBudget(1000))
 	s := v.Session()
 	before := v.FullStats()
 	if before.MemoryUsed != 100 {
@@ -227,9 +227,9 @@ func TestGapReserveReleaseNegative(t *testing.T) {
 
 // Alloc of 0 and of a negative size: nil and ErrInvalidArgument, nothing
 // charged.
-func TestGapAllocNonPositive(t *testing.T) {
+func TestBadInputAllocNonPositive(t *testing.T) {
 	rt := newTestRuntime(t, 1)
-	v := gapSession(t, rt, "alloc-zero", WithMemoryBudget(1000))
+	v := badInputSession(t, rt, "alloc-zero", WithMemoryBudget(1000))
 	s := v.Session()
 	before := v.FullStats()
 	for _, b := range []int{0, -1, -4096, math.MinInt} {
@@ -243,9 +243,9 @@ func TestGapAllocNonPositive(t *testing.T) {
 
 // An empty id: ErrEmptyVMID from both NewVMSession, and no session is
 // opened (Sessions, Lookup, the C side's count).
-func TestGapEmptyIDChangesNothing(t *testing.T) {
+func TestBadInputEmptyIDChangesNothing(t *testing.T) {
 	rt := newTestRuntime(t, 1)
-	other := gapSession(t, rt, "other")
+	other := badInputSession(t, rt, "other")
 	before := other.FullStats()
 	var sb strings.Builder
 	if err := rt.WritePrometheus(&sb); err != nil {
@@ -299,7 +299,7 @@ func promSample(t *testing.T, text, name string) float64 {
 // the C id): ID returns it whole, Lookup finds it by the whole id only,
 // two long ids with the same first 127 bytes are two sessions, and their
 // ops run.
-func TestGapLongID(t *testing.T) {
+func TestBadInputLongID(t *testing.T) {
 	rt := newTestRuntime(t, 1)
 	base := strings.Repeat("x", 127)
 	ids := []string{base, base + "a", base + "b", strings.Repeat("y", 300)}
@@ -343,7 +343,7 @@ func TestGapLongID(t *testing.T) {
 // The same id twice is two separate sessions (as the old type): both
 // open, Lookup finds the first opened, each runs its own ops and counts
 // them, and once the first closes Lookup finds the second.
-func TestGapDuplicateID(t *testing.T) {
+func TestBadInputDuplicateID(t *testing.T) {
 	rt := newTestRuntime(t, 1)
 	a, errA := rt.NewVMSession("evm")
 	b, errB := rt.NewVMSession("evm", WithPriority(PriorityHigh))
@@ -401,7 +401,7 @@ func TestGapDuplicateID(t *testing.T) {
 // only zero as "the default", and ShortLaneWorkers < Workers), and
 // nothing is created (no runtime id is taken). ShortLaneWorkers not below
 // Workers is refused as well, as its comment says.
-func TestGapNewRuntimeNegative(t *testing.T) {
+func TestBadInputNewRuntimeNegative(t *testing.T) {
 	for _, cfg := range []RuntimeConfig{
 		{Workers: -1},
 		{Workers: math.MinInt},
@@ -453,7 +453,7 @@ func TestGapNewRuntimeNegative(t *testing.T) {
 // U+FFFD in the label (prometheus.go, promEscape; docs/metrics.md), and
 // each session's series, Go's families and C's, under one label: an id
 // with a NUL, which a C id cannot hold, under its derived C id ("a?b#N").
-func TestGapOddIDs(t *testing.T) {
+func TestBadInputOddIDs(t *testing.T) {
 	rt := newTestRuntime(t, 1)
 	cases := []struct {
 		id, label string
@@ -531,7 +531,7 @@ func TestGapOddIDs(t *testing.T) {
 // released exactly fs[:n] run, in order, and done is called exactly once
 // for each of them and never for the rest. A second batch on the full
 // queue queues nothing.
-func TestGapAsyncBatchOverQueue(t *testing.T) {
+func TestBadInputAsyncBatchOverQueue(t *testing.T) {
 	rt := newTestRuntime(t, 1)
 	v, err := rt.NewVMSession("over", WithQueueDepth(4))
 	if err != nil {
@@ -590,7 +590,7 @@ func TestGapAsyncBatchOverQueue(t *testing.T) {
 		t.Fatalf("%d ops ran while the session's first op held the worker", early)
 	}
 	release()
-	gapSync(t, v, "Sync after the release")
+	badInputSync(t, v, "Sync after the release")
 	mu.Lock()
 	got := append([]int(nil), order...)
 	mu.Unlock()
@@ -640,96 +640,6 @@ func labelWithPrefix(t *testing.T, samples map[string]float64, fam, prefix strin
 		t.Fatalf("%d labels of %s begin with %q: %q", len(found), fam, prefix, found)
 	}
 	return found[0]
-}
-
-// Two open sessions with one id (which NewVMSession documents as
-// supported: "Two open sessions may have the same vmID ... they are
-// separate sessions") must still give a valid Prometheus text
-// (WritePrometheus: "so a node's metrics endpoint can serve it as is").
-// Each session's series, Go's families and C's, sit under one label, its
-// C id ("evm", then "evm#N"). Labelled by vmID, the Go families wrote
-// each of their series twice (Prometheus rejects the whole scrape on a
-// duplicate series) and split the second session across two labels.
-func TestGapDuplicateIDPrometheus(t *testing.T) {
-	rt := newTestRuntime(t, 1)
-	a, errA := rt.NewVMSession("evm")
-	b, errB := rt.NewVMSession("evm")
-	if errA != nil || errB != nil {
-		t.Fatal(errA, errB)
-	}
-	done := step(t, "Submits")
-	a.Submit(bg(), func(*Session) error { return nil })
-	b.Submit(bg(), func(*Session) error { return nil })
-	done()
-	var sb strings.Builder
-	if err := rt.WritePrometheus(&sb); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := parsePrometheus(sb.String()); err != nil {
-		t.Fatalf("WritePrometheus with two sessions named \"evm\": %v\n%s", err, sb.String())
-	}
-	samples, _ := parsePrometheus(sb.String())
-	second := labelWithPrefix(t, samples, "accel_session_ops_submitted_total", "evm#")
-	for _, label := range []string{"evm", second} {
-		for _, fam := range []string{"accel_session_ops_submitted_total", "accel_session_queue_depth"} {
-			if _, ok := samples[fmt.Sprintf(`%s{session=%q,priority="5"}`, fam, label)]; !ok {
-				t.Errorf("no %s for %q\n%s", fam, label, sb.String())
-			}
-		}
-	}
-}
-
-// Two vmIDs that differ only in bytes that are not UTF-8 ("\xff", "\xfe")
-// would write one label (each such byte is U+FFFD in the text): the
-// second gets a derived C id, so the scrape holds no duplicate series and
-// each session's series, Go's and C's, share its own label.
-func TestGapNonUTF8IDsKeepApartInMetrics(t *testing.T) {
-	rt := newTestRuntime(t, 1)
-	vs := []*VMSession{}
-	for _, id := range []string{"\xff", "\xfe", "x\xffy", "x\xfey"} {
-		v, err := rt.NewVMSession(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v.ID() != id {
-			t.Fatalf("ID() = %q, want %q", v.ID(), id)
-		}
-		vs = append(vs, v)
-	}
-	for _, v := range vs {
-		done := step(t, fmt.Sprintf("Submit on %q", v.ID()))
-		err := v.Submit(bg(), func(*Session) error { return nil })
-		done()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	var sb strings.Builder
-	if err := rt.WritePrometheus(&sb); err != nil {
-		t.Fatal(err)
-	}
-	samples, err := parsePrometheus(sb.String())
-	if err != nil {
-		t.Fatalf("%v\n%s", err, sb.String())
-	}
-	labels := map[string]bool{}
-	for k, val := range samples {
-		const fam = `accel_session_ops_submitted_total{session="`
-		if strings.HasPrefix(k, fam) {
-			rest := k[len(fam):]
-			label := rest[:strings.IndexByte(rest, '"')]
-			if val != 1 {
-				t.Errorf("%s = %v, want 1", k, val)
-			}
-			if _, ok := samples[`accel_session_queue_depth{session="`+label+`",priority="5"}`]; !ok {
-				t.Errorf("no C family sample for label %q\n%s", label, sb.String())
-			}
-			labels[label] = true
-		}
-	}
-	if len(labels) != len(vs) {
-		t.Errorf("%d labels for %d sessions: %v", len(labels), len(vs), labels)
-	}
 }
 
 // wide is n as an int where int has 64 bits, else the largest int (which

@@ -18,9 +18,9 @@ import (
 	"accel"
 )
 
-// rrWatchdog dumps all stacks and fails loudly if the test is still
+// pubWatchdog dumps all stacks and fails loudly if the test is still
 // running after 10 s (a hang, not a slow machine).
-func rrWatchdog(t testing.TB, name string) func() {
+func pubWatchdog(t testing.TB, name string) func() {
 	tm := time.AfterFunc(10*time.Second, func() {
 		buf := make([]byte, 1<<20)
 		buf = buf[:runtime.Stack(buf, true)]
@@ -30,7 +30,7 @@ func rrWatchdog(t testing.TB, name string) func() {
 	return func() { tm.Stop() }
 }
 
-func rrRuntime(t testing.TB, workers int) *accel.Runtime {
+func pubRuntime(t testing.TB, workers int) *accel.Runtime {
 	rt, err := accel.NewRuntime(accel.RuntimeConfig{Workers: workers})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func rrRuntime(t testing.TB, workers int) *accel.Runtime {
 	return rt
 }
 
-func rrOpen(t testing.TB, rt *accel.Runtime, n int) []*accel.VMSession {
+func pubOpen(t testing.TB, rt *accel.Runtime, n int) []*accel.VMSession {
 	var out []*accel.VMSession
 	for i := 0; i < n; i++ {
 		v, err := rt.NewVMSession(fmt.Sprintf("vm%d", i))
@@ -55,7 +55,7 @@ func rrOpen(t testing.TB, rt *accel.Runtime, n int) []*accel.VMSession {
 	return out
 }
 
-func rrBalanced(t *testing.T, what string, st accel.SessionStats) {
+func pubBalanced(t *testing.T, what string, st accel.SessionStats) {
 	t.Helper()
 	if st.Completed+st.Failed+st.Canceled != st.Submitted {
 		t.Errorf("%s: completed %d + failed %d + canceled %d != submitted %d",
@@ -66,10 +66,10 @@ func rrBalanced(t *testing.T, what string, st accel.SessionStats) {
 // An op of combined SubmitAsyncs that calls runtime.Goexit fails (its
 // completion called once, with an error); the ops after it still run.
 // The same for SubmitAsyncBatch.
-func TestRegressGoexitInAsyncGroup(t *testing.T) {
-	defer rrWatchdog(t, "goexit group")()
-	rt := rrRuntime(t, 1)
-	vs := rrOpen(t, rt, 2)
+func TestPublicGoexitInAsyncGroup(t *testing.T) {
+	defer pubWatchdog(t, "goexit group")()
+	rt := pubRuntime(t, 1)
+	vs := pubOpen(t, rt, 2)
 	rel := make(chan struct{})
 	in := make(chan struct{})
 	// The only worker is busy on vs[0], so vs[1]'s SubmitAsyncs combine.
@@ -121,7 +121,7 @@ func TestRegressGoexitInAsyncGroup(t *testing.T) {
 	if st.Failed != 1 || st.Canceled != 0 || st.Completed != 4 {
 		t.Errorf("after SubmitAsync: %+v, want 4 completed, 1 failed", st)
 	}
-	rrBalanced(t, "SubmitAsync", st)
+	pubBalanced(t, "SubmitAsync", st)
 
 	var bran [4]atomic.Bool
 	berrs := make([]error, 4)
@@ -167,20 +167,20 @@ func TestRegressGoexitInAsyncGroup(t *testing.T) {
 	if st.Failed != 2 || st.Canceled != 0 || st.Completed != 7 {
 		t.Errorf("after SubmitAsyncBatch: %+v, want 7 completed, 2 failed", st)
 	}
-	rrBalanced(t, "SubmitAsyncBatch", st)
+	pubBalanced(t, "SubmitAsyncBatch", st)
 }
 
 // Goexit in f of a Submit (run on the caller's goroutine when the
 // session is handed over directly, or on a worker) keeps the stats
 // balanced.
-func TestRegressGoexitStats(t *testing.T) {
+func TestPublicGoexitStats(t *testing.T) {
 	for _, w := range []int{1, 0} {
 		for _, withCtx := range []bool{false, true} {
 			name := fmt.Sprintf("w%d/ctx%v", w, withCtx)
 			t.Run(name, func(t *testing.T) {
-				defer rrWatchdog(t, name)()
-				rt := rrRuntime(t, w)
-				v := rrOpen(t, rt, 1)[0]
+				defer pubWatchdog(t, name)()
+				rt := pubRuntime(t, w)
+				v := pubOpen(t, rt, 1)[0]
 				mk := func() (context.Context, context.CancelFunc) {
 					if withCtx {
 						return context.WithTimeout(context.Background(), 3*time.Second)
@@ -211,7 +211,7 @@ func TestRegressGoexitStats(t *testing.T) {
 				if st.Failed != 3 || st.Completed != 1 {
 					t.Errorf("stats %+v, want 1 completed, 3 failed", st)
 				}
-				rrBalanced(t, "Goexit in Submit", st)
+				pubBalanced(t, "Goexit in Submit", st)
 			})
 		}
 	}
@@ -219,8 +219,8 @@ func TestRegressGoexitStats(t *testing.T) {
 
 // A session whose backend is unavailable counts every refused op as
 // submitted and failed, SubmitAsyncBatch too.
-func TestRegressUnavailableBackendStats(t *testing.T) {
-	defer rrWatchdog(t, "unavailable")()
+func TestPublicUnavailableBackendStats(t *testing.T) {
+	defer pubWatchdog(t, "unavailable")()
 	v, err := accel.NewVMSession("gpu", accel.WithVMBackend(accel.BackendCUDA))
 	if err != nil {
 		t.Fatal(err)
@@ -246,12 +246,12 @@ func TestRegressUnavailableBackendStats(t *testing.T) {
 	if st.Failed != 7 {
 		t.Errorf("stats %+v, want 7 failed", st)
 	}
-	rrBalanced(t, "unavailable backend", st)
+	pubBalanced(t, "unavailable backend", st)
 }
 
 // The runtime's own default session is not among Sessions(): a user
 // session named "default" is listed once.
-func TestRegressSessionsOmitsDefault(t *testing.T) {
+func TestPublicSessionsOmitsDefault(t *testing.T) {
 	u, err := accel.NewVMSession("default")
 	if err != nil {
 		t.Fatal(err)
@@ -291,8 +291,8 @@ func TestRegressSessionsOmitsDefault(t *testing.T) {
 // them: well-formed UTF-8 kept, each other byte U+FFFD, no NUL; the
 // families the Go side writes label a session as the C families do
 // (an id with a NUL gets a derived C id: no raw NUL reaches the text).
-func TestRegressPrometheusIDs(t *testing.T) {
-	rt := rrRuntime(t, 1)
+func TestPublicPrometheusIDs(t *testing.T) {
+	rt := pubRuntime(t, 1)
 	for _, id := range []string{"a\x00b", "\xff\xfe", "q\"uo\\te\nnl", "tab\there", "ok\u00e9", "tr\xe2\x82x", "sur\xed\xa0\x80"} {
 		if _, err := rt.NewVMSession(id); err != nil {
 			t.Fatal(err)
@@ -318,7 +318,7 @@ func TestRegressPrometheusIDs(t *testing.T) {
 		"session=\"sur\uFFFD\uFFFD\uFFFD\"",
 	} {
 		// Go's family (submitted) and C's (expired) give the same label
-		// (the NUL id's, a derived C id: TestGapOddIDs).
+		// (the NUL id's, a derived C id: TestBadInputOddIDs).
 		for _, fam := range []string{"accel_session_ops_submitted_total{", "accel_session_ops_expired_total{"} {
 			if !strings.Contains(out, fam+want+",") {
 				t.Errorf("no %s%s", fam, want)
@@ -329,12 +329,12 @@ func TestRegressPrometheusIDs(t *testing.T) {
 
 // A completion callback that Submits to its own session gets ErrDeadlock
 // (SubmitAsync's godoc).
-func TestRegressDoneSubmitsOwnSession(t *testing.T) {
-	defer rrWatchdog(t, "done submits")()
+func TestPublicDoneSubmitsOwnSession(t *testing.T) {
+	defer pubWatchdog(t, "done submits")()
 	for _, w := range []int{1, 2} {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
-			rt := rrRuntime(t, w)
-			vs := rrOpen(t, rt, 1)
+			rt := pubRuntime(t, w)
+			vs := pubOpen(t, rt, 1)
 			res := make(chan error, 1)
 			ran := false
 			if err := vs[0].SubmitAsync(func(*accel.Session) error { return nil }, func(error) {
@@ -352,12 +352,12 @@ func TestRegressDoneSubmitsOwnSession(t *testing.T) {
 // As above with the Goexit first, last, or twice in one group, and some
 // ops without a completion (their outcomes are counted per group): every
 // op runs once and the counts add up.
-func TestRegressGoexitGroupPositions(t *testing.T) {
-	defer rrWatchdog(t, "goexit positions")()
+func TestPublicGoexitGroupPositions(t *testing.T) {
+	defer pubWatchdog(t, "goexit positions")()
 	for _, exits := range [][]int{{0}, {4}, {1, 3}, {0, 1, 2, 3, 4}} {
 		t.Run(fmt.Sprint(exits), func(t *testing.T) {
-			rt := rrRuntime(t, 1)
-			vs := rrOpen(t, rt, 2)
+			rt := pubRuntime(t, 1)
+			vs := pubOpen(t, rt, 2)
 			rel := make(chan struct{})
 			in := make(chan struct{})
 			if err := vs[0].SubmitAsync(func(*accel.Session) error { close(in); <-rel; return nil }, nil); err != nil {
@@ -404,7 +404,7 @@ func TestRegressGoexitGroupPositions(t *testing.T) {
 			if st.Failed != uint64(len(exits)) || st.Completed != uint64(5-len(exits)) || st.Canceled != 0 {
 				t.Errorf("stats %+v, want %d completed, %d failed", st, 5-len(exits), len(exits))
 			}
-			rrBalanced(t, "SubmitAsync", st)
+			pubBalanced(t, "SubmitAsync", st)
 		})
 	}
 }

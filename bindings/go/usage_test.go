@@ -21,31 +21,6 @@ import (
 	"time"
 )
 
-// step starts a watchdog for one step: if done is not called within
-// 10 s, the test binary panics naming the step (with every goroutine's
-// stack), instead of hanging until go test's own timeout.
-func step(t testing.TB, name string) (done func()) {
-	t.Helper()
-	return stepWithin(t, name, 10*time.Second)
-}
-
-// stepLong is step for a wait over a whole loop of ops (thousands, under
-// -race or -asan on a loaded machine): 60 s.
-func stepLong(t testing.TB, name string) (done func()) {
-	t.Helper()
-	return stepWithin(t, name, 60*time.Second)
-}
-
-func stepWithin(t testing.TB, name string, limit time.Duration) (done func()) {
-	t.Helper()
-	tm := time.AfterFunc(limit, func() {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		panic(fmt.Sprintf("%s: stuck at %q\n%s", t.Name(), name, buf))
-	})
-	return func() { tm.Stop() }
-}
-
 // A caller holding a mutex around a.Submit must not deadlock when
 // another session's op takes the same mutex: the caller's goroutine only
 // waits for its own op, and never runs b's. Both workers are held by ops
