@@ -1,5 +1,9 @@
 // Promises: 1, 5
 
+// Bad input to the Go API (nil f, negative sizes, empty, long, duplicate
+// and odd ids, out-of-range runtime options, a batch over the queue):
+// a clear error, and nothing changed.
+
 package accel
 
 import (

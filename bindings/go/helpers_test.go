@@ -2,7 +2,12 @@
 
 package accel
 
-import "testing"
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+)
 
 // newTestRuntime starts a small runtime that the test closes at its end,
 // under a watchdog.

@@ -1,5 +1,10 @@
 // Promises: 1
 
+// The package used through its exported API only (package accel_test):
+// runtime.Goexit in grouped and batched ops, the stats of refused ops,
+// Sessions, ids in the Prometheus text, a done that submits to its own
+// session.
+
 package accel_test
 
 import (
