@@ -121,13 +121,13 @@ static int ns_op(accel_ctx *ctx, void *arg)
     if (rec->wait_us) {
         /* a storage read or a remote signer's round trip: the thread
          * sleeps, the CPU is free (blocking scenario only). --announce-waits:
-         * the op says so (outside an accel op the hint does nothing, so
+         * the op says so (outside an accel op the announcement does nothing, so
          * the baselines run the same body). */
-        bool hint = cr->run->announce_waits;
-        if (hint)
+        bool announce = cr->run->announce_waits;
+        if (announce)
             (void)accel_blocking_begin();
         bench_sleep_ns((uint64_t)rec->wait_us * 1000u);
-        if (hint)
+        if (announce)
             (void)accel_blocking_end();
     }
     if (rec->calls)

@@ -267,7 +267,7 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
         if (sc->blocking)
             snprintf(extra, sizeof extra, " (the chains' storage reads and remote-signer "
                                           "calls wait 1-5 ms, little CPU%s)",
-                     opt.announce_waits ? ", hinted" : "");
+                     opt.announce_waits ? ", announced" : "");
         if (sc->cotenant)
             snprintf(extra + strlen(extra), sizeof extra - strlen(extra),
                      " beside %u busy co-tenant process%s", sc->cotenant,

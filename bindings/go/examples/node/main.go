@@ -257,11 +257,11 @@ type op struct {
 // announceWaits (-announce-waits): the blocking scenario runs as blocking-hint.
 var announceWaits bool
 
-// run runs the op's body, after its wait in the blocking scenario; hint:
+// run runs the op's body, after its wait in the blocking scenario; announce:
 // accel's ops say their wait (s.Blocking).
-func (o *op) run(blocking, hint bool, s *accel.Session) {
+func (o *op) run(blocking, announce bool, s *accel.Session) {
 	if blocking && o.wait > 0 {
-		if hint && s != nil { // s is nil on the old design's goroutines
+		if announce && s != nil { // s is nil on the old design's goroutines
 			s.Blocking(func() { time.Sleep(o.wait) })
 		} else {
 			time.Sleep(o.wait)
@@ -573,7 +573,7 @@ func drive(vms []submitter, ops []*op, d, grace time.Duration, depth int64, sc s
 			o.call = time.Since(start)
 			err := vms[o.chain].Submit(ctx, func(s *accel.Session) error {
 				o.begin = time.Since(start)
-				o.run(sc.blocking, sc.hint, s)
+				o.run(sc.blocking, sc.announce, s)
 				o.end = time.Since(start)
 				return nil
 			})
@@ -712,7 +712,7 @@ type scenario struct {
 	name     string
 	load     float64
 	blocking bool // 3 VMs' ops wait 1-5 ms before their body
-	hint     bool // accel's ops wrap that wait in s.Blocking
+	announce bool // accel's ops wrap that wait in s.Blocking
 }
 
 var scenarios = []scenario{
@@ -900,7 +900,7 @@ func lat(d time.Duration) string {
 
 func scenarioNote(sc scenario) string {
 	switch {
-	case sc.hint:
+	case sc.announce:
 		return " (3 VMs' ops wait 1-5 ms on storage or a signer; accel's ops wrap the wait in s.Blocking)"
 	case sc.blocking:
 		return " (3 VMs' ops wait 1-5 ms on storage or a signer)"
@@ -1083,7 +1083,7 @@ func target(sc scenario, work float64, on [2][nClasses + 1]float64) string {
 		return what + ": **missed**"
 	}
 	switch {
-	case sc.hint:
+	case sc.announce:
 		return verdict(work >= 1.00, "work >= 1.00x")
 	case sc.blocking:
 		ok := work >= 0.97
@@ -1112,10 +1112,10 @@ func main() {
 	flag.Parse()
 	var list []scenario
 	for _, s := range scenarios {
-		if announceWaits && s.blocking && !s.hint {
+		if announceWaits && s.blocking && !s.announce {
 			continue // -announce-waits: blocking runs as blocking-hint
 		}
-		if *name == "all" || *name == s.name || (announceWaits && s.hint && *name == "blocking") {
+		if *name == "all" || *name == s.name || (announceWaits && s.announce && *name == "blocking") {
 			if *load > 0 {
 				s.load = *load
 			}
