@@ -240,7 +240,7 @@ static void spawn_if_owed(accel_runtime *rt)
 static void hand_on(accel_runtime *rt)
 {
     if (!rt->comp.ops.wake_parked)
-        return; /* host-driven: the host's own drivers */
+        return; /* host-driven: the host's own host workers */
     /* The blocker's half of the pair at the top: blocked++ before, the
      * look at the scheduler after (the submitter's half, its push and its
      * seq_cst load of blocked, is in park.c's wake_lanes). */

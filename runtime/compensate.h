@@ -56,7 +56,7 @@ void accel__compensate_fini(accel_runtime *rt);
 int accel__compensate_start(accel_runtime *rt, const accel__compensate_ops *ops);
 /* After the base workers were told to stop and joined: stops the
  * monitor, joins every extra worker (host-driven: the monitor only; the
- * host has stopped its drivers). */
+ * host has stopped its host workers). */
 void accel__compensate_stop(accel_runtime *rt);
 
 /* A worker thread (base or extra) installs the block hook for itself. */

@@ -52,7 +52,7 @@ typedef struct accel__visit {
     uint64_t h;           /* next position to take */
     uint64_t t0;          /* when the visit began */
     /* Of the visit's time, how long its worker sat blocked (set by the
-     * driver before accel__visit_end; 0 unless it knows): not charged to
+     * host worker before accel__visit_end; 0 unless it knows): not charged to
      * the session's share (accel__sched_charge). */
     uint64_t blocked_ns;
     uint32_t quota;       /* ops it may run */

@@ -268,7 +268,7 @@ void accel__worker_stop(accel_runtime *rt)
      * accel__park_worker. */
     atomic_store_explicit(&rt->stopping, 1, memory_order_release);
     if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
-        /* no worker threads (the host stopped its drivers: accel.h); the
+        /* no worker threads (the host stopped its host workers: accel.h); the
          * monitor */
         accel__compensate_stop(rt);
         return;

@@ -1,6 +1,6 @@
 package accel
 
-// Running one Go op: on a worker goroutine (hostworker.go), or, for an op
+// Running one Go op: on a host worker (hostworker.go), or, for an op
 // that C runs inside one of its own calls (those still queued when
 // accel_runtime_destroy runs, a device session's in its visit's begin),
 // on a goroutine that the callback into Go (goAccelRun) starts and waits

@@ -17,7 +17,8 @@
 //
 // Every completion callback of SubmitAsync and SubmitAsyncBatch, and
 // every f of theirs and of SubmitBatch, runs on one of the runtime's
-// worker goroutines (Runtime.Workers of them, and extra ones while ops
+// host workers: goroutines that run ops through the C runtime
+// (Runtime.Workers of them, and extra workers while ops
 // block: below). The f of a Submit runs
 // there too, or on the goroutine that called Submit: only when the
 // scheduler hands the idle session straight over (the direct hand-off,
@@ -66,7 +67,7 @@
 // storage read, a remote call); other waits 1-2 ms in, while other work
 // waits: the C runtime's monitor, the one that watches its own worker
 // threads, asleep while nothing waits, reads the CPU clock and run state
-// of the thread a worker goroutine runs f on (it is locked to it during
+// of the thread a host worker runs f on (it is locked to it during
 // its visit): a CPU-bound op, however long, gets no extra worker; one
 // whose goroutine waits a whole millisecond for a P looks blocked and
 // may. Bounds: at most the C runtime's max_extra_workers extra worker
@@ -74,7 +75,7 @@
 // op needs it (surplus after its visit, or idle 50 ms). Per-session
 // order, priorities and exactly-once are unchanged.
 //
-// Worker goroutines share the Ps with the rest of the program: one that
+// Host workers share the Ps with the rest of the program: one that
 // has run ops for 2 ms without blocking gives its P up
 // (runtime.Gosched) before its next session: the program's other
 // goroutines get the P between sessions about every 2 ms, not only
@@ -104,7 +105,7 @@
 //
 // # Differences from the old type
 //
-//   - f runs on a worker goroutine, not on the caller's: a goroutine-local
+//   - f runs on a host worker, not on the caller's: a goroutine-local
 //     assumption in f (runtime.LockOSThread, a goroutine id) does not
 //     carry over from the caller. runtime.Goexit in f still ends the
 //     caller's goroutine.

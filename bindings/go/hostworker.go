@@ -36,7 +36,7 @@ import (
 	"unsafe"
 )
 
-// hostWorkers are a runtime's worker goroutines, one per C worker index.
+// hostWorkers are a runtime's host workers, one per C worker index.
 type hostWorkers struct {
 	rt    *C.accel_runtime
 	lanes [2]chan struct{} // parked workers of lane 0 (general), 1 (short) wait here
@@ -139,7 +139,7 @@ func (h *hostWorkers) post(lane int) {
 	ch <- struct{}{} // never full (startHostWorkers)
 }
 
-// stop makes the worker goroutines return once they find no work, and
+// stop makes the host workers return once they find no work, and
 // waits for them.
 func (h *hostWorkers) stop() {
 	// Take every helper worker: no submitter drives one from here on, and

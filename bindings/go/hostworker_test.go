@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Worker goroutines park when idle and are woken by submits: ops submitted
+// Host workers park when idle and are woken by submits: ops submitted
 // after every worker parked still run (a lost wake-up hangs this test),
 // from one goroutine and from many at once.
 func TestWorkersParkAndWake(t *testing.T) {
@@ -57,7 +57,7 @@ func TestWorkersParkAndWake(t *testing.T) {
 
 // From inside an op, a synchronous Submit to the op's own session and the
 // runtime's Close return ErrDeadlock instead of waiting for themselves
-// (the worker goroutine is locked to its thread during the visit, which
+// (the host worker is locked to its thread during the visit, which
 // is how C tells an op's own session).
 func TestDeadlockFromInsideOp(t *testing.T) {
 	rt := newTestRuntime(t, 1)

@@ -38,7 +38,7 @@ type RuntimeConfig struct {
 	maxExtra    int
 }
 
-// Runtime is a pool of worker goroutines and the sessions it schedules.
+// Runtime is a pool of host workers and the sessions it schedules.
 // Most programs use the process default (DefaultRuntime), which
 // NewVMSession uses.
 type Runtime struct {
@@ -75,7 +75,7 @@ type Runtime struct {
 	closeWaits atomic.Int32
 }
 
-// NewRuntime starts a runtime with its worker goroutines.
+// NewRuntime starts a runtime with its host workers.
 func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.Workers < 0 || cfg.ShortLaneWorkers < 0 || cfg.ShortOp < 0 ||
 		cfg.QuantumOps < 0 || cfg.Quantum < 0 || cfg.blockDetect < 0 ||
@@ -138,7 +138,7 @@ func DefaultRuntime() (*Runtime, error) {
 	return defaultRT, defaultRTErr
 }
 
-// Workers is the number of worker goroutines.
+// Workers is the number of host workers.
 func (rt *Runtime) Workers() int { return rt.workers }
 
 // track records an opened session (rt.mu held); internal: not found by
@@ -291,7 +291,7 @@ func (rt *Runtime) insideOpLocked() bool {
 
 // helperCount is how many synchronous submitters may run their own op at
 // once (submitOwn): one per P and one more, at most 17. More submitters
-// than that queue their ops for the worker goroutines.
+// than that queue their ops for the host workers.
 func helperCount() int {
 	n := runtime.GOMAXPROCS(0)
 	if n > 16 {

@@ -505,7 +505,7 @@ func (v *VMSession) closeResult(rc int) error {
 }
 
 // Submit runs f(s) after the ops submitted before it to this session, and
-// returns f's error. f runs on one of the runtime's worker goroutines, or,
+// returns f's error. f runs on one of the runtime's host workers, or,
 // when the session is idle and the scheduler would pick it first, on the
 // calling goroutine (the direct hand-off: no goroutine switch), with any
 // ctx. The calling goroutine never runs another session's op.

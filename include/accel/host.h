@@ -172,7 +172,7 @@ ACCEL_API int accel_host_visit_end_ex(accel_runtime *rt, unsigned worker,
  * an op's own session (ACCEL_EDEADLK) read, and whose CPU clock and run
  * state the monitor samples ("Ops that block"). A host whose thread
  * leaves a visit it began (the Go binding: a submitter hands the visit
- * its direct hand-off began to a worker goroutine; a driver goroutine
+ * its direct hand-off began to another host worker; a host worker
  * ends inside an op and another takes the visit over) says so:
  * accel_host_visit_detach(rt, w) on the thread that leaves it (its
  * accel_current_session() goes back to what it was before the visit),
