@@ -333,7 +333,7 @@ static void own_begin(void *arg)
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
     if (atomic_fetch_or_explicit(&w->block, ACCEL__BLOCK_ANNOUNCED,
                                  memory_order_relaxed) != 0) {
-        /* the monitor counted this worker already */
+        /* the monitor detected this worker already */
         atomic_fetch_sub_explicit(&rt->blocked, 1, memory_order_relaxed);
         return;
     }
@@ -642,7 +642,7 @@ static uint64_t off_cpu_div(const accel_runtime *rt)
 
 /* The thread's time on a CPU and waiting on a run queue, in ns (its
  * /proc schedstat; the monitor for any worker, a worker for itself).
- * false: no schedstat here (then nothing counted by the monitor goes
+ * false: no schedstat here (then nothing detected by the monitor goes
  * uncharged). */
 static bool read_schedstat(accel__worker *w, uint64_t *cpu, uint64_t *rd)
 {
@@ -658,7 +658,7 @@ static bool read_schedstat(accel__worker *w, uint64_t *cpu, uint64_t *rd)
     return end != p;
 }
 
-/* Publishes where the monitor counted w blocked (the write side of a
+/* Publishes where the monitor detected w blocked (the write side of a
  * seqlock whose read side is accel__compensate_visit_blocked_ns): detected_t goes
  * to 0, then the data, then the time. Not a lock: the reader, on w at its
  * visit's end, skips a count it saw change. Nothing published (no

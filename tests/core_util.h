@@ -144,7 +144,7 @@ static inline accel_runtime *tu_runtime(unsigned workers)
 /* A runtime whose blocked-op monitor never counts an op blocked within a
  * test (block_detect_ns an hour, its most): for tests that hold the only
  * worker with an op that sleeps (a tu_blocker's latch, a nap) and count on
- * it staying held. With the default 1 ms the monitor counts such an op
+ * it staying held. With the default 1 ms the monitor detects such an op
  * blocked 1-2 ms into its sleep, while work waits, and starts an extra
  * worker that runs the queued ops in its place. */
 #define TU_NO_DETECT_NS (UINT64_C(3600) * 1000000000)

@@ -999,7 +999,7 @@ Test(blocking, submit_waiting_for_room_inside_an_op_one_worker,
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
-/* ---- an extra the monitor counts blocked, leaving as surplus */
+/* ---- an extra the monitor detects blocked, leaving as surplus */
 
 struct gate {
     _Atomic int in, rel;
@@ -1052,7 +1052,7 @@ Test(blocking, an_extra_detected_blocked_leaves_undetected, .timeout = 120)
         cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
         while (!atomic_load(&gb.in))
             tu_nap_us(100);
-        unit_step("c's quick op waits: the monitor counts b's extra, a "
+        unit_step("c's quick op waits: the monitor detects b's extra, a "
                 "second extra runs c");
         cr_assert_eq(accel_submit(c, &oc, ACCEL_FOREVER), ACCEL_OK);
         cr_assert_eq(accel_session_sync(c, ACCEL_FOREVER), ACCEL_OK);
@@ -1116,7 +1116,7 @@ Test(blocking, a_detected_worker_that_computes_again_is_undetected,
     cr_assert_eq(accel_submit(a, &oa, ACCEL_FOREVER), ACCEL_OK);
     while (atomic_load(&wc_phase) == 0)
         tu_nap_us(100);
-    unit_step("b's op waits behind it: the monitor counts a's worker");
+    unit_step("b's op waits behind it: the monitor detects a's worker");
     accel_op ob = {.fn = quick_c};
     cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);

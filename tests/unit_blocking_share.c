@@ -191,7 +191,7 @@ Test(blocking_share, announced_waits_not_charged, .timeout = 240)
               r);
 }
 
-/* A wait accel cannot see: the monitor counts the worker blocked, and the
+/* A wait accel cannot see: the monitor detects the worker blocked, and the
  * time from then that the thread was asleep is not charged. */
 Test(blocking_share, detected_waits_not_charged, .timeout = 240)
 {

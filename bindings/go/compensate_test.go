@@ -163,12 +163,12 @@ func TestCompNestedSubmitDepth16(t *testing.T) {
 			t.Fatalf("depth %d not reached", depth)
 		}
 		// Each nested Submit counted its wait at once: the monitor, which
-		// would find an uncounted one 1-2 ms in and hide the miss, marks
+		// would find an unannounced one 1-2 ms in and hide the miss, detects
 		// at most a few (a host worker that waits a whole tick for a P just
 		// before its wait looks blocked too); with the count missing it
-		// marks them all (48).
+		// detects them all (48).
 		if n := detections(rt); n*2 >= 3*depth {
-			t.Fatalf("the monitor marked %d of %d waits of nested Submits", n, 3*depth)
+			t.Fatalf("the monitor detected %d of %d waits of nested Submits", n, 3*depth)
 		}
 	})
 }
@@ -583,7 +583,7 @@ func TestCompCPUBoundOpIsNotDetected(t *testing.T) {
 			done()
 		}
 		if m := detections(rt); 2*m >= n {
-			t.Fatalf("the monitor counted %d of %d CPU-bound ops blocked", m, n)
+			t.Fatalf("the monitor detected %d of %d CPU-bound ops blocked", m, n)
 		}
 	})
 }
@@ -700,7 +700,7 @@ func TestCompSessionBlockingCountsAtOnce(t *testing.T) {
 }
 
 // A wait announced with Session.Blocking, 20 monitor ticks long, is not
-// also counted by the monitor, though work waits all along: a mark on
+// also detected by the monitor, though work waits all along: a detection on
 // top of the announcement would keep an extra worker beside the op for
 // what it computes after the wait. One worker and a cap of one extra
 // worker: v's op waits inside s.Blocking, the extra worker runs w's op,
@@ -708,7 +708,7 @@ func TestCompSessionBlockingCountsAtOnce(t *testing.T) {
 // v's op returns, so the monitor judges both workers at every tick. With
 // the C monitor judging workers inside an announced wait too (planted: the
 // BLOCK_ANNOUNCED check in compensate.c's watch() removed), both host workers,
-// asleep, are marked.
+// asleep, are detected.
 func TestCompSessionBlockingIsNotDetected(t *testing.T) {
 	compCases(t, func(t *testing.T) {
 		rt := newConfigRuntime(t, RuntimeConfig{Workers: 1, maxExtra: 1})
@@ -750,7 +750,7 @@ func TestCompSessionBlockingIsNotDetected(t *testing.T) {
 		}
 		done()
 		if m := detections(rt); m != 0 {
-			t.Fatalf("the monitor marked an announced wait %d times", m)
+			t.Fatalf("the monitor detected an announced wait %d times", m)
 		}
 	})
 }

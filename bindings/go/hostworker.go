@@ -167,7 +167,7 @@ func (h *hostWorkers) stop() {
 // An op longer than yieldAfter still runs whole; Go's preemption is what
 // interrupts it. Why 2 ms: every yield costs the host worker its turn behind
 // the goroutines runnable, which is lost work when the host workers, not the
-// CPUs, are short (ops that block, before the monitor counts them). In
+// CPUs, are short (ops that block, before the monitor detects them). In
 // the node example's blocking scenario, yields every 1 ms cost about 7%
 // of accel's work (0.685x against 0.74x of capacity, medians of 4 runs)
 // and every 4 ms none (3 runs); under overload, 1 ms kept 99.2-100% of

@@ -133,7 +133,7 @@ func (v *VMSession) cUnrunForTest() (canceled, expired uint64) {
 }
 
 // cBlockedForTest is the C runtime's count of rt's workers blocked now and
-// of the times its monitor counted a worker blocked (accel_runtime_stats:
+// of the times its monitor detected a worker blocked (accel_runtime_stats:
 // blocked, blocked_detected).
 func (rt *Runtime) cBlockedForTest() (blocked uint32, detected uint64) {
 	var st C.accel_runtime_stats

@@ -247,7 +247,7 @@ ACCEL_API int accel_host_idle_end(accel_runtime *rt, unsigned worker,
  * A host worker counted blocked hands its place on: a parked host worker is woken
  * (host_wake), else, when work is queued and fewer extra workers are
  * active than host workers blocked (and under max_extra_workers), host_grow is
- * called (from the monitor's thread when the monitor counted it). The
+ * called (from the monitor's thread when the monitor detected it). The
  * host's new host worker then calls accel_host_worker_add(rt, &w2), which gives
  * it an extra worker w2 (general lane, index >= workers) or ACCEL_EAGAIN
  * when none is owed any more (it then just exits), and drives w2 with the
