@@ -87,7 +87,7 @@ static int op_count(accel_ctx *ctx, void *arg)
         c = my_counter = &counters[i % 64];
     }
     /* relaxed: a count read approximately at the window's edges. Threads
-     * beyond 64 would share a slot: a fetch_add keeps that exact. */
+     * beyond 64 would share a counter: a fetch_add keeps that exact. */
     atomic_fetch_add_explicit(&c->v, 1, memory_order_relaxed);
     if (c->last != arg) {
         c->last = arg;

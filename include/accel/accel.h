@@ -200,7 +200,7 @@ typedef struct accel_runtime_config {
      * lane (ACCEL_HOST_LANE_*) must be woken. It runs inside the call that
      * made the work runnable (a submit, accel_host_visit_end,
      * accel_host_idle_end), on that caller's thread, or on the blocked-op
-     * monitor's thread when it hands a blocked slot's place on: it must
+     * monitor's thread when it hands a blocked host worker's place on: it must
      * only signal (set a flag, post a semaphore) and must not call into
      * accel. */
     void (*host_wake)(void *arg, unsigned lane);

@@ -1,6 +1,6 @@
 /*
  * The production set-up on a device: the program links the core with the
- * CUDA slot left to the loadable module (libaccel-backend-cuda.so, with
+ * CUDA entry left to the loadable module (libaccel-backend-cuda.so, with
  * its own static CUDA runtime, found in $ACCEL_BACKEND_DIR), and launches
  * its kernels through its own static CUDA runtime on the streams the
  * module made. Public API only. Checks: AUTO binds CUDA; FIFO of device

@@ -1,6 +1,6 @@
 /*
  * A stand-in backend built as a loadable module exactly as a real one is
- * (with backends/module_host.c), claiming the CUDA slot: it runs ops on the
+ * (with backends/module_host.c), claiming the CUDA entry: it runs ops on the
  * worker through run() and answers the device query with 42. The module
  * test (backend_module_test.c) loads it with ACCEL_BACKEND_DIR to check
  * loading, the host table, AUTO's choice and the public accessors, with
