@@ -112,7 +112,7 @@ static int visit(accel_runtime *rt, unsigned w, bool idle)
     return rc;
 }
 
-static void *slot_main(void *arg)
+static void *host_worker_main(void *arg)
 {
     host_worker *t = arg;
     accel_runtime *rt = t->h->rt;
@@ -216,7 +216,7 @@ static void round_(uint64_t seed)
     pthread_t st[2];
     for (unsigned w = 0; w < 2; w++) {
         sl[w] = (host_worker){.h = &h, .w = NPROD + w, .lane = w == 0};
-        pthread_create(&st[w], NULL, slot_main, &sl[w]);
+        pthread_create(&st[w], NULL, host_worker_main, &sl[w]);
     }
     accel_session *s[NSESS];
     for (int i = 0; i < NSESS; i++) {

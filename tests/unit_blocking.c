@@ -463,7 +463,7 @@ Test(blocking, sync_of_another_session_inside_an_op_one_worker,
 static accel_runtime *hrt;
 static sem_t lane_sem, grow_sem;
 static _Atomic int h_stop, b_ran, a_done, grow_calls;
-static _Thread_local unsigned my_slot;
+static _Thread_local unsigned my_index;
 
 static void h_wake(void *arg, unsigned lane)
 {
@@ -483,11 +483,11 @@ static int h_a(accel_ctx *ctx, void *arg)
 {
     (void)ctx;
     (void)arg;
-    if (accel_host_blocking_begin(hrt, my_slot) != ACCEL_OK)
+    if (accel_host_blocking_begin(hrt, my_index) != ACCEL_OK)
         return 1;
     while (!atomic_load(&b_ran))
         tu_nap_us(200);
-    if (accel_host_blocking_end(hrt, my_slot) != ACCEL_OK)
+    if (accel_host_blocking_end(hrt, my_index) != ACCEL_OK)
         return 2;
     atomic_store(&a_done, 1);
     return 0;
@@ -516,7 +516,7 @@ static bool h_visit(unsigned w, bool stop)
     unsigned n;
     if (accel_host_visit_begin(hrt, w, ops, ACCEL_HOST_VISIT_MAX, &n) != ACCEL_OK)
         return false;
-    my_slot = w;
+    my_index = w;
     for (unsigned i = 0; i < n; i++)
         st[i] = ops[i].fn(NULL, ops[i].arg);
     if (stop)
@@ -550,7 +550,7 @@ static void *h_driver(void *arg)
     return NULL;
 }
 
-static _Atomic int extra_slot = -1, leave_rc = 1;
+static _Atomic int extra_index = -1, leave_rc = 1;
 
 static void *h_grower(void *arg)
 {
@@ -562,7 +562,7 @@ static void *h_grower(void *arg)
     unsigned w;
     if (accel_host_worker_add(hrt, &w) != ACCEL_OK)
         return NULL;
-    atomic_store(&extra_slot, (int)w);
+    atomic_store(&extra_index, (int)w);
     for (;;) {
         if (h_visit(w, true)) {
             int rc = accel_host_worker_leave(hrt, w, ACCEL_HOST_LEAVE_IF_SURPLUS);
@@ -580,7 +580,7 @@ static void *h_grower(void *arg)
     }
 }
 
-Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
+Test(blocking, host_worker_blocked_gets_an_added_worker, .timeout = 60)
 {
     sem_init(&lane_sem, 0, 0);
     sem_init(&grow_sem, 0, 0);
@@ -613,7 +613,7 @@ Test(blocking, host_slot_blocked_gets_an_added_slot, .timeout = 60)
     unit_step("the added worker leaves");
     pthread_join(g, NULL);
     cr_expect_geq(atomic_load(&grow_calls), 1);
-    cr_expect_geq(atomic_load(&extra_slot), 1);
+    cr_expect_geq(atomic_load(&extra_index), 1);
     cr_expect_eq(atomic_load(&leave_rc), ACCEL_OK);
     accel_runtime_stats st = stats_of(hrt);
     cr_expect_eq(st.blocked, 0);
@@ -654,14 +654,14 @@ static int h_a_unannounced(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-Test(blocking, host_slot_unannounced_wait_is_detected, .timeout = 60)
+Test(blocking, host_worker_unannounced_wait_is_detected, .timeout = 60)
 {
     /* the statics of the test above, as a fresh process has them */
     atomic_store(&h_stop, 0);
     atomic_store(&b_ran, 0);
     atomic_store(&a_done, 0);
     atomic_store(&grow_calls, 0);
-    atomic_store(&extra_slot, -1);
+    atomic_store(&extra_index, -1);
     atomic_store(&leave_rc, 1);
     sem_init(&lane_sem, 0, 0);
     sem_init(&grow_sem, 0, 0);
@@ -686,7 +686,7 @@ Test(blocking, host_slot_unannounced_wait_is_detected, .timeout = 60)
     unit_step("the added worker leaves");
     pthread_join(g, NULL);
     cr_expect_geq(atomic_load(&grow_calls), 1);
-    cr_expect_geq(atomic_load(&extra_slot), 1);
+    cr_expect_geq(atomic_load(&extra_index), 1);
     accel_runtime_stats st = stats_of(hrt);
     cr_expect_geq(st.blocked_detected, 1, "the monitor detected worker 0");
     cr_expect_eq(st.extra_workers, 0);
@@ -858,7 +858,7 @@ static uint64_t nap_on_slot_0(accel_session *a, bool repark)
     return d;
 }
 
-Test(blocking, host_slot_waiting_with_none_parked_is_detected_unqueued,
+Test(blocking, host_worker_waiting_with_none_parked_is_detected_unqueued,
      .timeout = 60)
 {
     accel_runtime_config c = {.workers = 2,

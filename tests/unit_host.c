@@ -838,7 +838,7 @@ Test(host, destroy_inside_an_op_keeps_the_op_current, .timeout = 30)
 
 /* Worker 0's visit open on this thread, a whole visit on worker 1 inside it
  * ("different workers are independent"): worker 0's op is current again. */
-Test(host, visit_on_another_slot_keeps_the_op_current, .timeout = 30)
+Test(host, visit_on_another_worker_keeps_the_op_current, .timeout = 30)
 {
     host h = {0};
     accel_runtime *rt = host_runtime(&h, 2, 0);
@@ -883,7 +883,7 @@ typedef struct slot_thread {
 
 /* A host worker: visits, then the idle protocol with the lane's
  * semaphore as its sleep. */
-static void *slot_main(void *arg)
+static void *host_worker_main(void *arg)
 {
     slot_thread *t = arg;
     for (;;) {
@@ -953,7 +953,7 @@ Test(host, exactly_once_racing_cancel_and_close, .timeout = 180)
     for (unsigned w = 0; w < 2; w++) {
         st[w] = (slot_thread){.rt = rt, .h = &h, .w = w, .lane = w == 0,
                               .stop = &stop};
-        pthread_create(&wt[w], NULL, slot_main, &st[w]);
+        pthread_create(&wt[w], NULL, host_worker_main, &st[w]);
     }
     accel_session *s[SESSIONS];
     for (int i = 0; i < SESSIONS; i++) {
