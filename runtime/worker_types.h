@@ -61,7 +61,7 @@ typedef struct accel__worker {
     accel__lane lane;
     int cpu;       /* pinned to this CPU; -1: not pinned */
     bool extra;    /* an extra worker (compensate.c) */
-    unsigned extra_state; /* extra workers: ACCEL__SLOT_*, under comp.lock */
+    unsigned extra_state; /* extra workers: ACCEL__EXTRA_*, under comp.lock */
     /* The outermost open wait of this worker (owner only): when it began,
      * by the clock and the thread's CPU clock. */
     uint64_t own_t0, own_cpu0;
