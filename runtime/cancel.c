@@ -49,7 +49,7 @@ int accel_cancel(const accel_ticket *t)
      * comes (batch.c, through its hook). acquire: pairs with set_batch's
      * release CAS of the slot. */
     struct accel__batch *b = atomic_load_explicit(
-        accel__session_batch_slot(s), memory_order_acquire);
+        accel__session_batch_word(s), memory_order_acquire);
     if (b)
         b->kick(s, ACCEL__BATCH_KICK_FORCE);
     return ACCEL_OK;

@@ -147,7 +147,7 @@ __attribute__((noinline, cold)) static void submit_held(accel_session *s,
 {
     /* acquire: pairs with set_batch's release CAS of the slot. */
     struct accel__batch *b = atomic_load_explicit(
-        accel__session_batch_slot(s), memory_order_acquire);
+        accel__session_batch_word(s), memory_order_acquire);
     if (b)
         b->kick(s, deadline);
 }
