@@ -118,10 +118,11 @@
 //     before it, the running one included.
 //   - The queue is bounded (WithQueueDepth): a Submit on a full queue
 //     waits for room, SubmitAsync returns ErrQueueFull.
-//   - The GPU backends are not built into this package: a session that
-//     asks for one is unavailable (IsAvailable false, Session nil, Submit
-//     ErrNoBackends), as the old type's was on a host without the device.
-//     BackendAuto runs on the CPU.
+//   - CUDA comes from the library's loadable module (libaccel-backend-cuda.so,
+//     from $ACCEL_BACKEND_DIR or beside the program): where it or a device
+//     is missing, a session that asks for CUDA is unavailable (IsAvailable
+//     false, Session nil, Submit ErrNoBackends), as the old type's was on
+//     a host without the device, and BackendAuto runs on the CPU.
 //
 // The package needs cgo on Linux and liburcu (apt install liburcu-dev): it
 // compiles the C runtime from the repository's sources and calls only its

@@ -14,17 +14,21 @@ const (
 )
 
 // BackendType names a compute backend. This package builds the CPU
-// backend; the GPU ones are ErrNoBackends when asked for explicitly.
+// backend in and loads the CUDA backend as the library's module
+// (libaccel-backend-cuda.so, from $ACCEL_BACKEND_DIR or beside the program) where
+// one is installed; a backend that is missing, or has no device, is
+// ErrNoBackends when asked for explicitly.
 type BackendType int
 
 const (
-	// BackendAuto: the best usable backend (the CPU backend here).
+	// BackendAuto: the best usable backend (CUDA where its module and a
+	// device are found, else the CPU).
 	BackendAuto BackendType = iota
 	// BackendMetal is kept for source compatibility; never available.
 	BackendMetal
 	// BackendWebGPU is kept for source compatibility; never available.
 	BackendWebGPU
-	// BackendCUDA: NVIDIA CUDA; not built into the Go package.
+	// BackendCUDA: NVIDIA CUDA, through the library's loadable module.
 	BackendCUDA
 	// BackendCPU: ops run on the runtime's worker threads.
 	BackendCPU

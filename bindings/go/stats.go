@@ -15,13 +15,13 @@ type SessionStats struct {
 	Dispatched uint64 // f started
 	Completed  uint64 // f returned nil
 	Failed     uint64 // f returned an error or panicked
-	Canceled   uint64 // ctx ended (or the session closed) before f started
+	Canceled   uint64 // ctx ended, its deadline passed or the session closed before f started
 
 	Submitted uint64 // accepted into the queue (canceled ops too), or refused with ErrNoBackends (counted failed)
-	// Once drained, Completed + Failed + Canceled == Submitted: this
-	// package gives the C runtime no deadlines (a ctx that ends is
-	// Canceled), so the C counter of expired ops, the fourth term of
-	// promise 1 in docs/contract.md, stays 0 for Go ops.
+	// Once drained, Completed + Failed + Canceled == Submitted: an op
+	// whose ctx deadline (passed to the C runtime) expired before it
+	// started is counted Canceled here, as one whose ctx was canceled;
+	// the C counters (accel_session_stats) keep the two apart.
 
 	// From the C runtime.
 	Queued       uint64        // the queue's room in use: ops (or groups: SubmitAsyncBatch, combined SubmitAsyncs) not yet started
