@@ -24,6 +24,7 @@
 #include <criterion/criterion.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -126,6 +127,36 @@ static void *feeder(void *arg)
     return NULL;
 }
 
+/* Co-tenant threads that spin on the one CPU of the run (cotenants > 0):
+ * every thread of the run then waits on a run queue as long as it runs. */
+static int cotenants;
+
+static void *spinner(void *arg)
+{
+    (void)arg;
+    volatile uint64_t x = 0;
+    while (!atomic_load(&stop))
+        for (int i = 0; i < 1000; i++)
+            x += (uint64_t)i;
+    atomic_fetch_add(&sink, x);
+    return NULL;
+}
+
+/* Keeps this thread, and every thread it starts from now (the runtime's
+ * included), on the first CPU it may run on. */
+static void pin_to_one_cpu(void)
+{
+    cpu_set_t set;
+    cr_assert_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set))
+        cpu++;
+    cr_assert(cpu < CPU_SETSIZE);
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    cr_assert_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+}
+
 /* Runs `n` Low ops beside the backlogged High sessions on one worker;
  * returns the High ops completed per Low op, between the second Low op's
  * end and the last's. */
@@ -136,6 +167,12 @@ static double high_per_low(int n, struct low_arg *a, uint64_t detect_ns)
     atomic_store(&low_done, 0);
     atomic_store(&stop, 0);
     watchdog_start("unit_blocking_share");
+    pthread_t spin[4];
+    cr_assert(cotenants <= 4);
+    if (cotenants)
+        pin_to_one_cpu();
+    for (int i = 0; i < cotenants; i++)
+        cr_assert_eq(pthread_create(&spin[i], NULL, spinner, NULL), 0);
     accel_runtime_config rc = {.struct_size = sizeof(rc),
                                .workers = 1,
                                .max_extra_workers = 4,
@@ -166,6 +203,8 @@ static double high_per_low(int n, struct low_arg *a, uint64_t detect_ns)
     watchdog_step("stopping the High session", 60);
     atomic_store(&stop, 1);
     pthread_join(f, NULL);
+    for (int i = 0; i < cotenants; i++)
+        pthread_join(spin[i], NULL);
     cr_assert_eq(atomic_load(&feed_rc), ACCEL_OK, "the feeder's submit");
     accel_session_release(low);
     for (int i = 0; i < HIGH; i++) {
@@ -233,5 +272,24 @@ Test(blocking_share, cpu_work_inside_an_announced_wait_is_charged, .timeout = 24
     /* charged: ~44 (40 on the worker, 4 beside it); not charged: ~4-9 */
     cr_expect(r > 20, "%.1f High ops per Low op: the Low session's CPU "
                       "inside the announced wait went uncharged",
+              r);
+}
+
+/* The same beside two co-tenant threads on the one CPU of the run: the
+ * Low op's CPU work then also waits on the run queue as long again, and
+ * the High sessions' visits are charged that wait (their wall time), so
+ * the announcement must not credit the Low op's run-queue wait either
+ * (wall less CPU would). Charged, it is owed ten times a visit that
+ * waited as long as it ran: ~50 (20-130 here, one CPU's time slices
+ * making each visit's wall time uneven); that wait credited, ~5-9. */
+Test(blocking_share, cpu_work_inside_an_announced_wait_is_charged_beside_cotenants,
+     .timeout = 240)
+{
+    cotenants = 2;
+    struct low_arg a = {.wait_ms = 4, .announce = true, .cpu = true};
+    double r = high_per_low(32, &a, UINT64_C(60000000000));
+    cr_expect(r > 12, "%.1f High ops per Low op: the Low session's CPU "
+                      "inside the announced wait, or its wait for a CPU, "
+                      "went uncharged",
               r);
 }
