@@ -22,9 +22,9 @@
  *   priority pool    one mutex, a FIFO per priority, W workers, strict
  *                    priority (highest non-empty level first)
  *
- * The batch scenario's three systems (batch.c) are accel (node) with its
- * batchable chain run in batches by accel, one by one, or by a
- * hand-written accumulator thread.
+ * The batch scenario's four systems (batch.c) are accel (node) with its
+ * batchable chain run in batches by accel (no added wait, or held back
+ * to fill them), one by one, or by a hand-written accumulator thread.
  *
  * Service is counted in nominal op cost (the calibrated work done), so a
  * preempted op is not credited with the time it spent descheduled.
@@ -42,7 +42,7 @@
 
 const char *const ns_system_name[NS_NSYS_ALL] = {
     "accel (node)", "accel (default)", "mutex/session", "FIFO pool", "priority pool",
-    "accel batching", "accel unbatched", "hand batcher"};
+    "accel batching", "accel batch+hold", "accel unbatched", "hand batcher"};
 const char *const ns_system_desc[NS_NSYS_ALL] = {
     "accel configured as a node would be: W general workers + 1 short-lane worker "
     "(short_lane_workers = 1, short_op_ns = 1 ms), so Critical/High ops (<= 0.6 ms) "
@@ -53,6 +53,9 @@ const char *const ns_system_desc[NS_NSYS_ALL] = {
     "a strict-priority thread pool of W workers (a FIFO per priority, highest first)",
     "accel (node); the batchable chain's session has a batch function "
     "(accel_session_set_batch, up to 72 ops a call, no added wait)",
+    "the same, held back to fill a batch: accel_batch_config.max_delay_ns = "
+    "--batch-delay-ms, the model's costs as cost_fixed_ns / cost_per_op_ns (released "
+    "by 72 queued, the delay, or the earliest deadline less a full batch's cost)",
     "accel (node); the batchable chain's ops run one by one",
     "accel (node) for the other chains; the batchable chain's ops go to a thread of "
     "its own that gathers them for up to 10 ms or 72 ops and runs each batch itself "
@@ -243,6 +246,7 @@ static void *chain_main(void *arg)
         case NS_ACCEL_NODE:
         case NS_ACCEL_DEFAULT:
         case NS_BATCH_ACCEL:
+        case NS_BATCH_HELD:
         case NS_BATCH_SINGLE:
         case NS_BATCH_HAND:
 #if NS_HAVE_SUBMIT_EX
@@ -516,7 +520,7 @@ static int open_accel(ns_run *r)
             return -1;
         }
     }
-    if (r->sys == NS_BATCH_ACCEL)
+    if (r->sys == NS_BATCH_ACCEL || r->sys == NS_BATCH_HELD)
         return ns_batch_configure(r);
     return 0;
 }

@@ -12,7 +12,7 @@ static struct {
     const char *chains, *scenario, *format, *json, *out, *flood_chains, *systems;
     bool smoke, modelled, sabotage, announce_waits;
 } opt = {.duration = 4, .workers = 2, .seed = 42, .depth = 1024, .slices = 2, .flood_factor = 20,
-         .scenario = "all", .format = "auto"};
+         .batch_delay_ms = 10, .scenario = "all", .format = "auto"};
 
 static ns_chainset cs, cs_batch; /* cs_batch: cs + the batchable chain (batch.c) */
 static const ns_chainset *run_cs = &cs; /* the scenario's */
@@ -48,7 +48,7 @@ typedef struct scen {
     unsigned cotenant; /* busy processes beside the node, probes included */
 } scen;
 
-/* The batch scenario (batch.c): cs_batch, its three systems, one table. */
+/* The batch scenario (batch.c): cs_batch, its four systems, one table. */
 static bool is_batch(const scen *sc)
 {
     return strcmp(sc->kind, "batch") == 0;
@@ -186,7 +186,8 @@ static void run_scenario(const scen *sc, ns_scenario_runs *out)
         runs[s] = new_run((enum ns_system)s, sc->load, sc->duration / sc->slices);
         if (is_batch(sc)) {
             runs[s]->batch_chain = (int)cs_batch.n - 1;
-            runs[s]->batch_delay_ns = (uint64_t)(opt.batch_delay_ms * 1e6);
+            if (s == NS_BATCH_HELD)
+                runs[s]->batch_delay_ns = (uint64_t)(opt.batch_delay_ms * 1e6);
         }
         if (sc->flood)
             pick_flood_chains(&runs[s]->burst);
@@ -289,14 +290,15 @@ int main(int argc, char **argv)
          "all | steady (load 0.5 and 0.9) | overload (1.2) | flood (0.7, two Low chains "
          "burst) | blocking (0.9, some chains' ops wait 1-5 ms on storage or a remote "
          "signer) | cotenant (1.2 beside --cotenant busy processes) | batch (loads 0.3, "
-         "0.5, 0.7, 0.9, 1.2; a batchable chain of BLS votes added; three systems: accel "
-         "batching, accel unbatched, a hand-written 10 ms / 72-op batcher; one table with "
-         "its targets at the end)"},
+         "0.5, 0.7, 0.9, 1.2; a batchable chain of BLS votes added; four systems: accel "
+         "batching with no added wait, accel batching held back up to --batch-delay-ms, "
+         "accel unbatched, a hand-written 10 ms / 72-op batcher; one table with its "
+         "targets at the end)"},
         {"load", BENCH_OPT_DOUBLE, &opt.load,
          "offered load as a fraction of the measured capacity; replaces the scenario's "
          "load(s)"},
         {"duration", BENCH_OPT_DOUBLE, &opt.duration,
-         "seconds of arrivals per system (flood: 2x); 5 systems run per scenario (batch: 3 "
+         "seconds of arrivals per system (flood: 2x); 5 systems run per scenario (batch: 4 "
          "per load)"},
         {"slices", BENCH_OPT_U64, &opt.slices,
          "each system runs in this many slices, systems interleaved (A..E, E..A, ...) so "
@@ -315,11 +317,11 @@ int main(int argc, char **argv)
         {"systems", BENCH_OPT_STR, &opt.systems,
          "comma-separated subset of: node (accel, node config), default (accel, defaults), "
          "msess (mutex/session), fifo (FIFO pool), prio (priority pool); default all (the "
-         "batch scenario always runs its three)"},
+         "batch scenario always runs its four)"},
         {"batch-delay-ms", BENCH_OPT_DOUBLE, &opt.batch_delay_ms,
-         "batch scenario: accel batching holds the session back up to this long to fill "
-         "a batch (accel_batch_config.max_delay_ns); 0 (default): no added wait; a "
-         "runtime without hold-back refuses it and the run stops"},
+         "batch scenario: how long the 'accel batch+hold' system holds the chain's "
+         "session back to fill a batch (accel_batch_config.max_delay_ns, > 0; the default is "
+         "the hand batcher's window); 'accel batching' never adds a wait"},
         {"seed", BENCH_OPT_U64, &opt.seed, "seed of the arrival and cost streams"},
         {"format", BENCH_OPT_STR, &opt.format,
          "auto | table (live, in place) | plain (a line per system) | quiet (tables only)"},
@@ -362,8 +364,9 @@ int main(int argc, char **argv)
         "Each table gives work done (x the measured capacity) and work per CPU-second the\n"
         "process used (op work / process CPU time: what the scheduling itself costs).\n"
         "--scenario batch adds a Critical chain of BLS votes that verify as a batch\n"
-        "(modelled: a batch of n costs 0.55 + 0.45 n single verifies) and runs it three\n"
-        "ways at five loads: accel batching, accel unbatched, a hand-written 10 ms / 72-op\n"
+        "(modelled: a batch of n costs 0.55 + 0.45 n single verifies) and runs it four\n"
+        "ways at five loads: accel batching with no added wait, accel batching held back\n"
+        "up to --batch-delay-ms (10 ms), accel unbatched, a hand-written 10 ms / 72-op\n"
         "batcher thread; one table, the batching targets as PASS/MISS lines.",
         opts, BENCH_COUNTOF(opts));
     if (prc)
@@ -383,11 +386,11 @@ int main(int argc, char **argv)
         opt.workers < 1 || opt.workers > 1024 || opt.depth < 1 || opt.slices < 1 ||
         opt.slices > 16 || opt.duration / (double)opt.slices < 0.5 ||
         opt.depth > ACCEL_QUEUE_DEPTH_MAX || opt.capacity < 0 || opt.flood_factor < 1 ||
-        opt.cotenant > 64 || !(opt.batch_delay_ms >= 0) ||
+        opt.cotenant > 64 || !(opt.batch_delay_ms > 0) ||
         opt.batch_delay_ms * 1e6 > (double)ACCEL_BATCH_DELAY_MAX) {
         fprintf(stderr, "accel-nodesim: bad --duration (0.5..3600, >= 0.5 s per slice), "
                         "--slices (1..16), --load, --workers, --depth, --capacity, "
-                        "--flood-factor, --cotenant (0..64) or --batch-delay-ms (0..1000) "
+                        "--flood-factor, --cotenant (0..64) or --batch-delay-ms (0 < ms <= 1000) "
                         "(try --help)\n");
         return 2;
     }
@@ -483,7 +486,8 @@ int main(int argc, char **argv)
 
     double secs = 0;
     for (size_t i = 0; i < nsc; i++)
-        secs += (is_batch(&list[i]) ? 3 : nsys) * (list[i].duration + 0.6 * list[i].slices);
+        secs += (is_batch(&list[i]) ? NS_NBATCH : nsys) *
+                (list[i].duration + 0.6 * list[i].slices);
     secs += opt.capacity > 0 ? 0 : 2 * (probe_s + 0.1) * (double)nsc;
     char machine[256];
     bench_machine(machine, sizeof machine);
@@ -496,7 +500,7 @@ int main(int argc, char **argv)
                  nbatch ? ", then " : "");
     if (nbatch)
         snprintf(plan + strlen(plan), sizeof plan - strlen(plan),
-                 "the batch scenario at %zu load(s) x 3 systems", nbatch);
+                 "the batch scenario at %zu load(s) x %d systems", nbatch, NS_NBATCH);
     printf("Plan: %s, about %.0f s in all.\n", plan, secs);
     fflush(stdout);
     measured = opt.capacity <= 0;
@@ -508,7 +512,7 @@ int main(int argc, char **argv)
     printf("accel (node) = %s.\n", ns_system_desc[NS_ACCEL_NODE]);
     ns_bodies_print(&cs);
     if (nbatch)
-        ns_batch_print_model(&cs_batch);
+        ns_batch_print_model(&cs_batch, (uint64_t)(opt.batch_delay_ms * 1e6));
     fflush(stdout);
     bench_result res;
     bench_result_begin(&res, "nodesim", "machine");
@@ -518,7 +522,7 @@ int main(int argc, char **argv)
     bench_result_emit(&res);
 
     ns_scenario_runs sr[16], *srp[16];
-    ns_run *brun[16][3];
+    ns_run *brun[16][NS_NBATCH];
     double bload[16];
     size_t nplot = 0, nb = 0;
     for (size_t i = 0; i < nsc; i++) {
@@ -527,11 +531,11 @@ int main(int argc, char **argv)
             srp[nplot++] = &sr[i]; /* the batch scenario has its own table, no charts */
             continue;
         }
-        for (size_t k = 0; k < 3; k++)
+        for (size_t k = 0; k < NS_NBATCH; k++)
             brun[nb][k] = sr[i].runs[k];
         bload[nb++] = list[i].load;
     }
-    ns_batch_report((ns_run *const (*)[3])brun, bload, nb);
+    ns_batch_report((ns_run *const (*)[NS_NBATCH])brun, bload, nb);
     printf("\nOn time = finished within the chain's deadline (dropped and expired ops are "
            "misses);\np99 of completed ops, from each op's scheduled arrival. Share error = "
            "half the L1 distance,\nin percentage points, between each chain's share of the "

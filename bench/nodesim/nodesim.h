@@ -10,7 +10,7 @@
  * Files: main.c (flags, scenarios, capacity), chains.c (chain-set files,
  * weighted max-min shares), bodies.c (real and modelled op bodies),
  * engine.c (the five systems, arrivals, ops, the co-tenant),
- * batch.c (the batch scenario: a batchable chain, its three systems),
+ * batch.c (the batch scenario: a batchable chain, its four systems),
  * report.c (live table, final tables, JSON), plot.c (gnuplot charts).
  */
 #ifndef ACCEL_NODESIM_H
@@ -60,13 +60,15 @@ typedef struct ns_chainset {
 } ns_chainset;
 
 /* The five systems of every scenario but batch (NS_NSYS of them), then
- * the batch scenario's three (batch.c): accel (node) with the batchable
- * chain's session given a batch function, the same with single ops, and
- * the same with that chain run by a hand-written accumulator thread. */
+ * the batch scenario's four (NS_NBATCH, batch.c): accel (node) with the
+ * batchable chain's session given a batch function (no added wait; held
+ * back up to --batch-delay-ms), the same with single ops, and the same
+ * with that chain run by a hand-written accumulator thread. */
 enum ns_system {
     NS_ACCEL_NODE, NS_ACCEL_DEFAULT, NS_MSESS, NS_FIFO, NS_PRIO, NS_NSYS,
-    NS_BATCH_ACCEL = NS_NSYS, NS_BATCH_SINGLE, NS_BATCH_HAND, NS_NSYS_ALL
+    NS_BATCH_ACCEL = NS_NSYS, NS_BATCH_HELD, NS_BATCH_SINGLE, NS_BATCH_HAND, NS_NSYS_ALL
 };
+#define NS_NBATCH (NS_NSYS_ALL - NS_BATCH_ACCEL)
 extern const char *const ns_system_name[NS_NSYS_ALL];
 extern const char *const ns_system_desc[NS_NSYS_ALL];
 static inline bool ns_sys_accel(enum ns_system s) /* runs on an accel runtime */
@@ -167,7 +169,7 @@ typedef struct ns_run {
     uint64_t accepted, done_once, done_never, done_twice;
     /* The batch scenario (batch.c); batch_chain -1 elsewhere. */
     int batch_chain;
-    uint64_t batch_delay_ns;              /* accel batching's hold-back (0: none) */
+    uint64_t batch_delay_ns;              /* NS_BATCH_HELD's hold-back (else 0) */
     _Atomic uint64_t batches, batch_ops;  /* batch calls, the ops they ran */
     struct ns_hand *hand;                 /* NS_BATCH_HAND: the accumulator */
 } ns_run;
@@ -225,8 +227,9 @@ double ns_demand_at(const ns_run *r, unsigned i, double frac); /* ns/s */
 /* batch.c */
 /* base plus the batchable chain (appended, shares renormalised). */
 int ns_batch_chainset(const ns_chainset *base, ns_chainset *out);
-void ns_batch_print_model(const ns_chainset *cs);
-/* accel batching: the batch function on the chain's session. */
+void ns_batch_print_model(const ns_chainset *cs, uint64_t delay_ns);
+/* accel batching (held: with r->batch_delay_ns): the batch function on
+ * the chain's session. */
 int ns_batch_configure(ns_run *r);
 /* The hand-written batcher: started before the arrivals, stopped (its
  * queue drained through ns_done) once the submitters are joined. */
@@ -237,7 +240,7 @@ void ns_hand_stop(ns_run *r);
 int ns_batch_record(ns_run *r);
 /* The batch scenario's table and targets; runs[l][k]: load l, system
  * NS_BATCH_ACCEL + k. */
-void ns_batch_report(ns_run *const (*runs)[3], const double *loads, size_t nloads);
+void ns_batch_report(ns_run *const (*runs)[NS_NBATCH], const double *loads, size_t nloads);
 void ns_done(void *arg, int status); /* engine.c: an op's completion */
 
 /* report.c */

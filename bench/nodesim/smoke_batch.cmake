@@ -1,7 +1,7 @@
 # ctest bench_smoke_nodesim_batch: the batch scenario at small scale (loads
 # 0.5 and 1.2, 1 s per system) must exit 0 and print its table and target
 # lines, and its JSON lines must have the shape the table reads: per load a
-# summary and a batch record for each of the three systems, the targets of
+# summary and a batch record for each of the four systems, the targets of
 # each load; and every op admitted completed exactly once (counts: offered
 # = on time + late + dropped + expired + censored = admitted + dropped;
 # each admitted op's done called once, no dropped op's ever). No figure is
@@ -15,7 +15,8 @@ execute_process(COMMAND ${EXE} --scenario batch --smoke --format plain --json ${
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "accel-nodesim --scenario batch --smoke exited with ${rc}:\n${out}\n${err}")
 endif()
-foreach(want "== batch: consensus-bls" "accel batching" "accel unbatched" "hand batcher")
+foreach(want "== batch: consensus-bls" "accel batching" "accel batch+hold" "accel unbatched"
+            "hand batcher")
   string(FIND "${out}" "${want}" at)
   if(at LESS 0)
     message(FATAL_ERROR "no '${want}' in the output:\n${out}")
@@ -23,8 +24,8 @@ foreach(want "== batch: consensus-bls" "accel batching" "accel unbatched" "hand 
 endforeach()
 string(REGEX MATCHALL "\n(PASS|MISS)  load [0-9.]+: " verdicts "${out}")
 list(LENGTH verdicts nverdicts)
-if(NOT nverdicts EQUAL 6)
-  message(FATAL_ERROR "expected 6 PASS/MISS target lines (3 per load), found ${nverdicts}:\n${out}")
+if(NOT nverdicts EQUAL 10)
+  message(FATAL_ERROR "expected 10 PASS/MISS target lines (5 per load), found ${nverdicts}:\n${out}")
 endif()
 
 file(STRINGS ${json} lines)
@@ -68,6 +69,14 @@ foreach(line IN LISTS lines)
         message(FATAL_ERROR "batch record without ${k}: ${line}")
       endif()
     endforeach()
+    string(JSON delay GET "${line}" max_delay_ms)
+    if(sys STREQUAL "accel batch+hold")
+      if(delay EQUAL 0)
+        message(FATAL_ERROR "${scen} accel batch+hold held nothing back: ${line}")
+      endif()
+    elseif(NOT delay EQUAL 0)
+      message(FATAL_ERROR "${scen} ${sys} has a hold-back: ${line}")
+    endif()
     if(sys STREQUAL "accel unbatched")
       if(NOT per EQUAL 1 OR NOT nb EQUAL 0)
         message(FATAL_ERROR "${scen} accel unbatched ran batches: ${line}")
@@ -78,15 +87,16 @@ foreach(line IN LISTS lines)
     math(EXPR batches "${batches} + 1")
   elseif(name STREQUAL "batch_target")
     string(JSON type TYPE "${line}" pass)
-    if(NOT type STREQUAL "BOOLEAN")
-      message(FATAL_ERROR "batch_target without a pass/miss: ${line}")
+    string(JSON tsys ERROR_VARIABLE terr GET "${line}" system)
+    if(NOT type STREQUAL "BOOLEAN" OR terr)
+      message(FATAL_ERROR "batch_target without a pass/miss or a system: ${line}")
     endif()
     math(EXPR targets "${targets} + 1")
   endif()
 endforeach()
-if(NOT summaries EQUAL 6 OR NOT batches EQUAL 6 OR NOT targets EQUAL 6)
-  message(FATAL_ERROR "expected 6 summaries, 6 batch records and 6 targets (2 loads x 3 "
-                      "systems), found ${summaries}, ${batches}, ${targets}")
+if(NOT summaries EQUAL 8 OR NOT batches EQUAL 8 OR NOT targets EQUAL 10)
+  message(FATAL_ERROR "expected 8 summaries, 8 batch records (2 loads x 4 systems) and 10 "
+                      "targets (5 per load), found ${summaries}, ${batches}, ${targets}")
 endif()
-message(STATUS "accel-nodesim batch smoke: 2 loads x 3 systems, every admitted op "
+message(STATUS "accel-nodesim batch smoke: 2 loads x 4 systems, every admitted op "
                "completed exactly once; ${nverdicts} target lines")
