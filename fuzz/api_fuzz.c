@@ -390,7 +390,7 @@ static void step(rd *r, accel_session **own, bool main)
         rc = accel_session_get_stats(s, &st);
         EXPECT(rc == (s ? ACCEL_OK : ACCEL_EINVAL), rc);
         if (s) {
-            EXPECT(st.completed + st.failed + st.canceled <= st.submitted, 0);
+            EXPECT(st.completed + st.failed + st.cancelled <= st.submitted, 0);
             EXPECT(st.memory_used >= 0, 0);
             EXPECT(accel_session_backend(s) == ACCEL_BACKEND_CPU ||
                        accel_session_backend(s) == ACCEL_BACKEND_CUDA,

@@ -562,7 +562,7 @@ void accel__session_fill_stats(const accel_session *cs,
      * Read the completion side first so that queued never underflows. */
     out->completed = ld(&s->completed);
     out->failed = ld(&s->failed);
-    out->canceled = ld(&s->canceled);
+    out->cancelled = ld(&s->canceled);
     out->expired = ld(&s->expired);
     out->dispatched = ld(&s->dispatched);
     out->queued = accel__ring_count(ACCEL__RING(s));

@@ -252,14 +252,14 @@ static void check_round(prod_arg *pa, uint64_t *ran_total)
             }
         }
         if (st.submitted != accepted || st.dispatched != ran ||
-            st.batch_ops != batched || st.canceled != gone ||
+            st.batch_ops != batched || st.cancelled != gone ||
             st.expired != exp || st.completed + st.failed != ran)
             failf("s%d stats: submitted %" PRIu64 "/%" PRIu64
                   " dispatched %" PRIu64 "/%" PRIu64 " batch_ops %" PRIu64
                   "/%" PRIu64 " canceled %" PRIu64 "/%" PRIu64
                   " expired %" PRIu64 "/%" PRIu64,
                   i, st.submitted, accepted, st.dispatched, ran, st.batch_ops,
-                  batched, st.canceled, gone, st.expired, exp);
+                  batched, st.cancelled, gone, st.expired, exp);
         if (st.batches != atomic_load(&ss[i].batches))
             failf("s%d: batches %" PRIu64 ", fn calls %" PRIu64, i,
                   st.batches, atomic_load(&ss[i].batches));

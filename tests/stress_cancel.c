@@ -298,7 +298,7 @@ int main(void)
     for (int i = 0; i < NSESS; i++) {
         accel_session_stats st;
         accel_session_get_stats_ex(sess[i], &st, sizeof(st));
-        stat_canceled += st.canceled;
+        stat_canceled += st.cancelled;
         stat_expired += st.expired;
         stat_submitted += st.submitted;
         accel_session_release(sess[i]);

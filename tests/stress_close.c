@@ -143,13 +143,13 @@ static void check_closed_stats(accel_session *s)
 {
     accel_session_stats st;
     accel_session_get_stats(s, &st);
-    if (st.completed + st.failed + st.canceled != st.submitted ||
+    if (st.completed + st.failed + st.cancelled != st.submitted ||
         st.queued != 0 || st.dispatched != st.completed + st.failed)
         FAIL("stats after close: submitted %llu completed %llu failed %llu "
              "canceled %llu queued %llu",
              (unsigned long long)st.submitted,
              (unsigned long long)st.completed, (unsigned long long)st.failed,
-             (unsigned long long)st.canceled, (unsigned long long)st.queued);
+             (unsigned long long)st.cancelled, (unsigned long long)st.queued);
 }
 
 static long closes, reopens;

@@ -318,10 +318,10 @@ static void inst_verify(inst *in, bool stats_ok)
     accel_session_stats st;
     CHECK(accel_session_get_stats(in->s, &st) == ACCEL_OK, "get_stats");
     CHECK(accel_session_is_closed(in->s), "closed session not closed");
-    CHECK(st.completed + st.failed + st.canceled == st.submitted,
+    CHECK(st.completed + st.failed + st.cancelled == st.submitted,
           "entry %d: completed %" PRIu64 " + failed %" PRIu64
           " + canceled %" PRIu64 " != submitted %" PRIu64,
-          in->entry, st.completed, st.failed, st.canceled, st.submitted);
+          in->entry, st.completed, st.failed, st.cancelled, st.submitted);
     CHECK(st.queued == 0, "queued %" PRIu64 " after close", st.queued);
     CHECK(st.dispatched == st.completed + st.failed,
           "dispatched %" PRIu64 " != ran %" PRIu64, st.dispatched,
@@ -336,12 +336,12 @@ static void inst_verify(inst *in, bool stats_ok)
           "submitted %" PRIu64 " vs async %" PRIu64 " + waits %" PRIu64
           "..%" PRIu64,
           st.submitted, acc, ran_waits, ran_waits + ecl_waits);
-    CHECK(st.canceled == in->dones_canceled + waits_acc,
+    CHECK(st.cancelled == in->dones_canceled + waits_acc,
           "canceled %" PRIu64 " vs done(ECLOSED) %" PRIu64 " + waits %" PRIu64,
-          st.canceled, in->dones_canceled, waits_acc);
+          st.cancelled, in->dones_canceled, waits_acc);
     if (!atomic_load(&in->closed_cancel))
-        CHECK(st.canceled == 0, "DRAIN close canceled %" PRIu64,
-              st.canceled);
+        CHECK(st.cancelled == 0, "DRAIN close canceled %" PRIu64,
+              st.cancelled);
     CHECK(st.memory_used == 0, "budget not back to 0: %" PRId64,
           st.memory_used);
 }
@@ -602,7 +602,7 @@ static void *prio_main(void *arg)
         }
         accel_session_stats st;
         CHECK(accel_session_get_stats(in->s, &st) == ACCEL_OK, "stats");
-        CHECK(st.completed + st.failed + st.canceled <= st.submitted,
+        CHECK(st.completed + st.failed + st.cancelled <= st.submitted,
               "stats: more finished than submitted");
         CHECK(st.memory_used >= 0 &&
                   (!st.memory_budget || st.memory_used <= st.memory_budget),

@@ -112,7 +112,7 @@ static snap take(void)
 static bool same_stats(const accel_session_stats *p, const accel_session_stats *q)
 {
     return p->submitted == q->submitted && p->completed == q->completed &&
-           p->failed == q->failed && p->canceled == q->canceled &&
+           p->failed == q->failed && p->cancelled == q->cancelled &&
            p->expired == q->expired &&
            p->queued == q->queued && p->memory_used == q->memory_used &&
            p->memory_budget == q->memory_budget && p->priority == q->priority;
@@ -969,7 +969,7 @@ static void close_inside(unsigned flags)
     accel_session_stats st;
     accel_session_get_stats(s, &st);
     cr_assert_eq(st.submitted, 12);
-    cr_assert_eq(st.completed + st.failed + st.canceled, 12);
+    cr_assert_eq(st.completed + st.failed + st.cancelled, 12);
     cr_assert_eq(st.failed, 0, "close_self saw a wrong status");
     if (flags == ACCEL_CLOSE_DRAIN) {
         cr_assert_eq(atomic_load(&ran_after), 10);
@@ -977,9 +977,9 @@ static void close_inside(unsigned flags)
         /* close_self set the cancel before the ops behind it started */
         cr_assert_eq(atomic_load(&ran_after), 0);
         cr_assert_eq(atomic_load(&canceled_after), 10);
-        cr_assert_eq(st.canceled, (uint64_t)atomic_load(&canceled_after),
+        cr_assert_eq(st.cancelled, (uint64_t)atomic_load(&canceled_after),
                      "stats canceled %" PRIu64 ", done(ECLOSED) %d, ran %d",
-                     st.canceled, atomic_load(&canceled_after),
+                     st.cancelled, atomic_load(&canceled_after),
                      atomic_load(&ran_after));
     }
     unit_step("release of the closed s");

@@ -278,7 +278,7 @@ Test(batch, canceled_before_forming_never_runs, .timeout = 60)
             cr_assert_eq(accel_cancel(&t[i]), ACCEL_EALREADY);
     }
     accel_session_stats st = stats(s);
-    cr_assert_eq(st.canceled, 67);
+    cr_assert_eq(st.cancelled, 67);
     cr_assert_eq(st.batch_ops, 1 + 133);
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -323,7 +323,7 @@ Test(batch, expired_before_forming_left_out, .timeout = 60)
     }
     accel_session_stats st = stats(s);
     cr_assert_eq(st.expired, 50);
-    cr_assert_eq(st.canceled, 0);
+    cr_assert_eq(st.cancelled, 0);
     cr_assert_eq(st.batch_ops, 1 + 50);
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -420,7 +420,7 @@ static void close_while_batch_runs(unsigned flags)
     }
     accel_session_stats st = stats(s);
     cr_assert_eq(st.batch_ops, flags & ACCEL_CLOSE_CANCEL ? 1 : 301);
-    cr_assert_eq(st.canceled, flags & ACCEL_CLOSE_CANCEL ? 300 : 0);
+    cr_assert_eq(st.cancelled, flags & ACCEL_CLOSE_CANCEL ? 300 : 0);
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }

@@ -84,7 +84,7 @@ Test(cancel, deadline_past_expires_unrun, .timeout = 30)
     accel_session_stats st = stats(f.s);
     cr_assert_eq(st.expired, 2);
     cr_assert_eq(st.dispatched, 0);
-    cr_assert_eq(st.canceled, 0);
+    cr_assert_eq(st.cancelled, 0);
     teardown(&f);
 }
 
@@ -162,7 +162,7 @@ Test(cancel, queued_op_canceled_unrun, .timeout = 30)
     cr_assert_eq(r.status, ACCEL_ECANCELED);
     cr_assert_eq(accel_cancel(&t), ACCEL_EALREADY);
     accel_session_stats st = stats(f.s);
-    cr_assert_eq(st.canceled, 1);
+    cr_assert_eq(st.cancelled, 1);
     cr_assert_eq(st.dispatched, 1, "only the gate op ran");
     teardown(&f);
 }
@@ -231,7 +231,7 @@ Test(cancel, per_op_inside_a_run_of_takes, .timeout = 60)
     cr_assert_eq(ok.fn_calls, 1);
     cr_assert_eq(ok.status, 0);
     accel_session_stats st = stats(f.s);
-    cr_assert_eq(st.canceled, 1);
+    cr_assert_eq(st.cancelled, 1);
     cr_assert_eq(st.expired, 1);
     unit_step("release of x");
     accel_session_release(x);
@@ -312,7 +312,7 @@ Test(cancel, stale_ticket_after_slot_reuse, .timeout = 30)
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     for (int i = DEPTH; i < 2 * DEPTH; i++)
         cr_assert_eq(later[i].fn_calls, 1, "op %d ran", i);
-    cr_assert_eq(stats(f.s).canceled, 0);
+    cr_assert_eq(stats(f.s).cancelled, 0);
     teardown(&f);
 }
 
@@ -366,15 +366,15 @@ Test(cancel, fifo_of_done_with_cancels, .timeout = 30)
         cr_assert_eq(r[i].fn_calls, want[i] == 0, "op %d", i);
     }
     accel_session_stats st = stats(f.s);
-    cr_assert_eq(st.canceled, (uint64_t)ncancel);
+    cr_assert_eq(st.cancelled, (uint64_t)ncancel);
     cr_assert_eq(st.expired, N / 4);
     /* promise 1 (docs/contract.md): drained, every accepted op is in
      * exactly one of the four; expired ones are not in canceled */
-    cr_assert_eq(st.completed + st.failed + st.canceled + st.expired,
+    cr_assert_eq(st.completed + st.failed + st.cancelled + st.expired,
                  st.submitted, "%llu + %llu + %llu + %llu != %llu",
                  (unsigned long long)st.completed,
                  (unsigned long long)st.failed,
-                 (unsigned long long)st.canceled,
+                 (unsigned long long)st.cancelled,
                  (unsigned long long)st.expired,
                  (unsigned long long)st.submitted);
     cr_assert_eq(st.completed, (uint64_t)(N - ncancel - N / 4 + 1),
@@ -489,7 +489,7 @@ Test(cancel, racing_the_worker, .timeout = 120)
         }
     }
     accel_session_stats st = stats(f.s);
-    cr_assert_eq(st.canceled, (uint64_t)won);
+    cr_assert_eq(st.cancelled, (uint64_t)won);
     cr_assert_eq(st.dispatched, (uint64_t)lost);
     cr_log_info("racing_the_worker: %d canceled, %d ran", won, lost);
     /* the race was run: both outcomes came up (each batch's first op
@@ -583,7 +583,7 @@ Test(cancel, stats_and_metrics_count_canceled_and_expired, .timeout = 30)
     cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
     st = stats(f.s);
     cr_assert_eq(st.submitted, 4);
-    cr_assert_eq(st.canceled, 1);
+    cr_assert_eq(st.cancelled, 1);
     cr_assert_eq(st.expired, 1);
     cr_assert_eq(st.dispatched, 2);
     cr_assert_eq(st.completed, 2);
@@ -593,7 +593,7 @@ Test(cancel, stats_and_metrics_count_canceled_and_expired, .timeout = 30)
     cr_assert_eq(accel_runtime_write_prometheus(f.rt, buf, sizeof(buf), &len),
                  ACCEL_OK);
     cr_assert_lt(len, sizeof(buf));
-    cr_assert_not_null(strstr(buf, "accel_session_ops_canceled_total{session=\"c\","
+    cr_assert_not_null(strstr(buf, "accel_session_ops_cancelled_total{session=\"c\","
                                    "priority=\"5\"} 1\n"),
                        "%s", buf);
     cr_assert_not_null(strstr(buf, "accel_session_ops_expired_total{session=\"c\","

@@ -131,10 +131,10 @@ static void close_one_of_four(unsigned flags)
     cr_assert_eq(accel_session_get_stats(pa[0].s, &st), ACCEL_OK);
     cr_assert_eq(st.submitted, (uint64_t)acc + 1); /* + the blocker */
     cr_assert_eq(st.completed, (uint64_t)ran + 1);
-    cr_assert_eq(st.canceled, (uint64_t)canceled);
+    cr_assert_eq(st.cancelled, (uint64_t)canceled);
     if (flags == ACCEL_CLOSE_CANCEL)
         cr_assert_gt(canceled, 0, "ops queued behind the blocker");
-    cr_assert_eq(st.completed + st.failed + st.canceled, st.submitted);
+    cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
     cr_assert_eq(st.dispatched, st.completed + st.failed);
     cr_assert_eq(st.queued, 0);
     unit_step("release of the four sessions and runtime destroy");
@@ -258,9 +258,9 @@ static void close_with_queue(unsigned flags)
     accel_session_stats st;
     cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
     cr_assert_eq(st.submitted, Q + 1);
-    cr_assert_eq(st.canceled, flags == ACCEL_CLOSE_CANCEL ? Q : 0);
+    cr_assert_eq(st.cancelled, flags == ACCEL_CLOSE_CANCEL ? Q : 0);
     cr_assert_eq(st.dispatched, flags == ACCEL_CLOSE_CANCEL ? 1 : Q + 1);
-    cr_assert_eq(st.completed + st.failed + st.canceled, st.submitted);
+    cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
     cr_assert_eq(st.queued, 0);
     unit_step("release of s and runtime destroy");
     accel_session_release(s);
@@ -482,7 +482,7 @@ static void close_from_inside(unsigned flags)
     accel_session_stats st;
     cr_assert_eq(accel_session_get_stats(s, &st), ACCEL_OK);
     cr_assert_eq(st.submitted, Q + 3);
-    cr_assert_eq(st.completed + st.failed + st.canceled, st.submitted);
+    cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
     unit_step("release of s and runtime destroy");
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
@@ -660,7 +660,7 @@ Test(close, exactly_once_under_random_close, .timeout = 60)
         cr_assert_eq(st.submitted, (uint64_t)accepted, "round %d", round);
         cr_assert_eq(st.completed, (uint64_t)ran);
         cr_assert_eq(st.failed, (uint64_t)failed);
-        cr_assert_eq(st.canceled, (uint64_t)canceled);
+        cr_assert_eq(st.cancelled, (uint64_t)canceled);
         cr_assert_eq(st.dispatched, st.completed + st.failed);
         cr_assert_eq(st.queued, 0);
         unit_step("release of the round's closed session");

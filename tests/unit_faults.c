@@ -172,7 +172,7 @@ static void scenario(const char *when, bool cuda)
     cr_assert_eq(accel_session_close(s[0], ACCEL_CLOSE_DRAIN), ACCEL_OK);
     accel_session_stats st;
     cr_assert_eq(accel_session_get_stats(s[0], &st), ACCEL_OK);
-    cr_assert_eq(st.completed + st.failed + st.canceled, st.submitted);
+    cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
     cr_assert_eq(st.failed, 0, "%s: an op saw an undocumented status", when);
     accel_session_release(s[0]);
     accel_session_release(s[1]); /* last handle: closes with DRAIN */
@@ -342,10 +342,10 @@ Test(faults, alloc_fail_during_ops, .timeout = 120)
         cr_assert_eq(accel_session_close(s, k % 2), ACCEL_OK);
         accel_session_stats st;
         accel_session_get_stats(s, &st);
-        cr_assert_eq(st.completed + st.canceled, 50);
+        cr_assert_eq(st.completed + st.cancelled, 50);
         cr_assert_eq(st.failed, 0);
         cr_assert_eq(atomic_load(&c.dones), 50);
-        cr_assert_eq(atomic_load(&c.bad), st.canceled); /* ECLOSED only */
+        cr_assert_eq(atomic_load(&c.bad), st.cancelled); /* ECLOSED only */
         cr_assert_eq(atomic_load(&c.ran), st.completed);
         accel_session_release(s);
         accel__fault_disarm();
@@ -463,7 +463,7 @@ Test(faults, targeted_sessions_do_not_touch_others, .timeout = 60)
                      "session %d: %" PRIu64 " of %" PRIu64 " done", i,
                      atomic_load(&c->dones), atomic_load(&c->accepted));
         cr_assert_eq(st.submitted, atomic_load(&c->accepted));
-        cr_assert_eq(st.completed + st.failed + st.canceled, st.submitted);
+        cr_assert_eq(st.completed + st.failed + st.cancelled, st.submitted);
         cr_assert_eq(st.failed, atomic_load(&c->failed));
         cr_assert(st.memory_used >= 0 && st.memory_used <= c->budget);
         if (i >= 4) { /* bystanders: 100% of their ops succeeded */

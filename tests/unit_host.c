@@ -242,7 +242,7 @@ Test(host, canceled_and_expired_not_handed_out, .timeout = 30)
     }
     accel_session_stats ss;
     accel_session_get_stats_ex(s, &ss, sizeof(ss));
-    cr_assert_eq(ss.canceled, 1);
+    cr_assert_eq(ss.cancelled, 1);
     cr_assert_eq(ss.expired, 1);
     cr_assert_eq(ss.dispatched, 3);
     unit_step("release of s and runtime destroy");

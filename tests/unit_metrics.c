@@ -242,7 +242,7 @@ Test(metrics, format_parses_and_values_match, .timeout = 30)
     cr_assert_eq(VAL("accel_session_ops_submitted_total"), 43, "%s", t);
     cr_assert_eq(VAL("accel_session_ops_completed_total"), 40);
     cr_assert_eq(VAL("accel_session_ops_failed_total"), 3);
-    cr_assert_eq(VAL("accel_session_ops_canceled_total"), 0);
+    cr_assert_eq(VAL("accel_session_ops_cancelled_total"), 0);
     cr_assert_eq(VAL("accel_session_ops_expired_total"), 0);
     cr_assert_eq(VAL("accel_session_queue_depth"), 0);
     cr_assert_eq(VAL("accel_session_memory_used_bytes"), 1000);

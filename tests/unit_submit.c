@@ -137,7 +137,7 @@ static void run_fifo(unsigned workers, int sessions, int producers_per,
         cr_assert_eq(st.submitted, (uint64_t)expect);
         cr_assert_eq(st.dispatched, (uint64_t)expect);
         cr_assert_eq(st.completed, (uint64_t)expect);
-        cr_assert_eq(st.failed + st.canceled + st.queued, 0);
+        cr_assert_eq(st.failed + st.cancelled + st.queued, 0);
         accel_session_release(chk[i].s);
     }
     unit_step("runtime destroy");

@@ -28,7 +28,7 @@ var goCounted = []struct {
 		func(v *VMSession) uint64 { return v.completed.Load() }},
 	{"accel_session_ops_failed_total", "Ops that ran and returned an error or panicked.",
 		func(v *VMSession) uint64 { return v.failed.Load() }},
-	{"accel_session_ops_canceled_total", "Ops that never ran: their context ended or the session closed first.",
+	{"accel_session_ops_cancelled_total", "Ops that never ran: their context ended or the session closed first.",
 		func(v *VMSession) uint64 { return v.canceled.Load() }},
 }
 

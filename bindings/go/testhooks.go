@@ -129,7 +129,7 @@ func (v *VMSession) cUnrunForTest() (canceled, expired uint64) {
 	if C.accel_session_get_stats_ex(c, &cs, C.sizeof_accel_session_stats) != C.ACCEL_OK {
 		return 0, 0
 	}
-	return uint64(cs.canceled), uint64(cs.expired)
+	return uint64(cs.cancelled), uint64(cs.expired)
 }
 
 // cBlockedForTest is the C runtime's count of rt's workers blocked now and

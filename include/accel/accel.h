@@ -680,7 +680,7 @@ typedef struct accel_session_stats {
     uint64_t dispatched; /* started (fn called) */
     uint64_t completed;  /* ran: fn returned 0 */
     uint64_t failed;     /* ran: fn returned non-zero */
-    uint64_t canceled;  /* never ran: ACCEL_ECLOSED or ACCEL_ECANCELED */
+    uint64_t cancelled; /* never ran: ACCEL_ECLOSED or ACCEL_ECANCELED */
     uint64_t queued;     /* accepted, not yet started */
     int64_t memory_used, memory_budget;
     uint64_t service_ns; /* total time its visits took (measured per
@@ -700,7 +700,7 @@ typedef struct accel_session_stats {
      * so within +25%). */
     uint64_t wait_p50_ns, wait_p99_ns, wait_p999_ns, wait_max_ns;
     uint64_t wait_samples;
-    uint64_t expired;    /* never ran: ACCEL_EEXPIRED (not in canceled);
+    uint64_t expired;    /* never ran: ACCEL_EEXPIRED (not in cancelled);
                             past the 0.1 layout: read with _ex */
     /* Batching (accel_session_set_batch; past the 0.1 layout: read with
      * _ex): calls of the batch function, the ops they ran (in

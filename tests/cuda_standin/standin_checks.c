@@ -586,7 +586,7 @@ static void run_batch_launches(void)
     CHECK_EQ(batched, 1);
     accel_session_stats st;
     CHECK_EQ(accel_session_get_stats_ex(s, &st, sizeof(st)), ACCEL_OK);
-    CHECK_EQ(st.canceled, 1);
+    CHECK_EQ(st.cancelled, 1);
     CHECK_EQ(st.expired, 1);
     CHECK_EQ(st.batches, 2);
     CHECK_EQ(st.batch_ops, N - 1);

@@ -171,7 +171,7 @@ func TestCollectorAsWritePrometheus(t *testing.T) {
 		{"accel_session_ops_submitted_total", a, 4},
 		{"accel_session_ops_completed_total", a, 3},
 		{"accel_session_ops_failed_total", a, 1},
-		{"accel_session_ops_canceled_total", a, 0},
+		{"accel_session_ops_cancelled_total", a, 0},
 		{"accel_session_ops_submitted_total", far, 3},
 		{"accel_session_ops_completed_total", far, 3},
 		{"accel_session_memory_used_bytes", far, 4096},
