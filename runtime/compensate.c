@@ -302,35 +302,13 @@ static uint64_t thread_cpu_ns(void)
     return ns;
 }
 
-static bool read_schedstat(accel__worker *w, uint64_t *cpu, uint64_t *rd);
-
-/* Marks the start of w's outermost wait (its own thread): the clock, and
- * the thread's CPU and run-queue times (schedstat), else its CPU clock. */
-static void own_mark(accel__worker *w)
-{
-    w->own_t0 = accel__now_ns();
-    if (!read_schedstat(w, &w->own_cpu0, &w->own_rd0)) {
-        w->own_cpu0 = thread_cpu_ns();
-        w->own_rd0 = UINT64_MAX;
-    }
-}
-
-/* The time asleep in w's open outermost wait, to now (its own thread):
- * the wall time less what the thread spent on a CPU and waiting for one.
- * An announcement around work that uses the CPU gets no credit for it,
- * nor for the time that work waited on a run queue: a visit of a session
- * that does not announce is charged that wait too (its wall time), so
- * the two stay comparable on a loaded machine. Without schedstat only
- * the CPU time is taken off. */
+/* The time off a CPU in w's open outermost wait, to now (its own thread):
+ * an announcement around work that uses the CPU gets no credit for it. */
 static uint64_t off_cpu_since(accel__worker *w, uint64_t now)
 {
-    uint64_t wall = now - w->own_t0, busy;
-    uint64_t cpu, rd;
-    if (w->own_rd0 != UINT64_MAX && read_schedstat(w, &cpu, &rd))
-        busy = (cpu - w->own_cpu0) + (rd - w->own_rd0);
-    else
-        busy = w->own_cpu0 ? thread_cpu_ns() - w->own_cpu0 : 0;
-    return busy < wall ? wall - busy : 0;
+    uint64_t wall = now - w->own_t0;
+    uint64_t cpu = w->own_cpu0 ? thread_cpu_ns() - w->own_cpu0 : 0;
+    return cpu < wall ? wall - cpu : 0;
 }
 
 /* Whether w's own waits are timed for its visit's charge: only accel's
@@ -346,8 +324,10 @@ static void own_begin(void *arg)
     accel__worker *w = arg;
     if (w->block_depth++ != 0)
         return;
-    if (own_timed(w))
-        own_mark(w);
+    if (own_timed(w)) {
+        w->own_t0 = accel__now_ns();
+        w->own_cpu0 = thread_cpu_ns();
+    }
     accel_runtime *rt = w->rt;
     /* relaxed: counts (the top of this file): raised before the bit. */
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
