@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/resource.h>
 
 #include "clock.h"
 #include "compensate.h"
@@ -65,6 +66,36 @@ static void wake_for_queued(accel_runtime *rt, const accel__visit *v)
         accel__park_wake_general(rt);
 }
 
+/* This thread's CPU time and voluntary context switches (getrusage of the
+ * thread: one syscall). false: none to read. */
+static bool thread_usage(uint64_t *cpu_ns, long *nvcsw)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return false;
+    *cpu_ns = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) *
+                  UINT64_C(1000000000) +
+              ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) *
+                  UINT64_C(1000);
+    *nvcsw = ru.ru_nvcsw;
+    return true;
+}
+
+/* The time a visit sat preempted (runnable, off a CPU) since t0, read
+ * beside cpu0 and nvcsw0, when it never slept: its thread made no
+ * voluntary context switch in it (a visit that slept keeps the monitor's
+ * accounting of its waits, compensate.c: sleeping and preemption cannot
+ * be told apart here). 0 when it slept or usage cannot be read. */
+static uint64_t preempted_ns(uint64_t t0, uint64_t cpu0, long nvcsw0)
+{
+    uint64_t cpu;
+    long nvcsw;
+    if (!thread_usage(&cpu, &nvcsw) || nvcsw != nvcsw0 || cpu < cpu0)
+        return 0;
+    uint64_t wall = accel__now_ns() - t0, used = cpu - cpu0;
+    return used < wall ? wall - used : 0;
+}
+
 /* Runs one visit of s starting at *now (the clock read when the visit
  * began: the end of the previous visit when the worker went straight on),
  * and leaves the visit's end time in *now. w: the worker thread running
@@ -79,6 +110,15 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
     accel__visit v;
     if (w)
         w->own_ns = 0;
+    /* A long visit: the time its thread waits for a CPU (other threads,
+     * other processes) is not service (see preempted_ns;
+     * docs/scheduler.md, "Preemption"). */
+    uint64_t cpu0 = 0, u0 = 0;
+    long nvcsw0 = 0;
+    bool usage = w && accel__sched_visit_measures_cpu(rt->sched, &s->se) &&
+                 thread_usage(&cpu0, &nvcsw0);
+    if (usage)
+        u0 = accel__now_ns();
     accel__visit_begin(&v, rt, s, *now);
     accel__visit_run(&v);
     if (w)
@@ -96,6 +136,10 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
                                               memory_order_relaxed),
                  0))
         v.blocked_ns = accel__comp_visit_blocked_ns(w, v.t0);
+    /* The visit's service starts that much later: neither its share nor
+     * its op cost (quota, lane) pays for the time it sat preempted. */
+    if (usage)
+        v.t0 += preempted_ns(u0, cpu0, nvcsw0);
     return accel__visit_end(&v, now);
 }
 
