@@ -79,9 +79,10 @@
  * by the worker at the end of such a visit, or by the monitor when it
  * takes a mark back: that credit is banked for the visit's end,
  * bank_seen). Before the monitor counts it no one runs in its place, and
- * past the cap on extras no one may: that time is charged. A thread
- * preempted (runnable) is charged too: on a busy machine that is every
- * session's loss, and long visits would gain by it over short ones.
+ * past the cap on extras no one may: that time is charged. Time a thread
+ * sat preempted (runnable) is not counted here: worker.c leaves it out of
+ * a long visit that never slept, by the thread's CPU time
+ * (docs/scheduler.md, "Preemption"), and charges it to a shorter one.
  */
 #include "compensate.h"
 
