@@ -128,7 +128,7 @@ uint32_t accel__sched_visit_ops(const accel__sched *s,
  * preempted (runnable, off a CPU), so that its service leaves it out: a
  * visit predicted at least ACCEL__SCHED_PREEMPT_CHECK_NS long (its
  * session's visit cost). Reading the thread's CPU use costs two syscalls
- * (about 1 us each on a loaded VM), at most ~1% of such a visit; a
+ * (0.3-0.7 us each on a loaded VM), under 1% of such a visit; a
  * shorter visit is charged its preemption (docs/scheduler.md,
  * "Preemption"). Only the picking worker. */
 #define ACCEL__SCHED_PREEMPT_CHECK_NS 200000u
