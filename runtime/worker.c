@@ -81,19 +81,20 @@ static bool thread_usage(uint64_t *cpu_ns, long *nvcsw)
     return true;
 }
 
-/* The time a visit sat preempted (runnable, off a CPU) since t0, read
- * beside cpu0 and nvcsw0, when it never slept: its thread made no
- * voluntary context switch in it (a visit that slept keeps the monitor's
- * accounting of its waits, compensate.c: sleeping and preemption cannot
- * be told apart here). 0 when it slept or usage cannot be read. */
-static uint64_t preempted_ns(uint64_t t0, uint64_t cpu0, long nvcsw0)
+/* Whether a visit never slept since t0 (read beside cpu0 and nvcsw0):
+ * its thread made no voluntary context switch in it. Then all its time
+ * off a CPU was spent preempted (runnable), and goes to *off. false when
+ * it slept (it keeps the accounting of its waits, compensate.c: there,
+ * sleeping and preemption cannot be told apart) or usage cannot be read. */
+static bool never_slept(uint64_t t0, uint64_t cpu0, long nvcsw0, uint64_t *off)
 {
     uint64_t cpu;
     long nvcsw;
     if (!thread_usage(&cpu, &nvcsw) || nvcsw != nvcsw0 || cpu < cpu0)
-        return 0;
+        return false;
     uint64_t wall = accel__now_ns() - t0, used = cpu - cpu0;
-    return used < wall ? wall - used : 0;
+    *off = used < wall ? wall - used : 0;
+    return true;
 }
 
 /* Runs one visit of s starting at *now (the clock read when the visit
@@ -111,7 +112,7 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
     if (w)
         w->own_ns = 0;
     /* A long visit: the time its thread waits for a CPU (other threads,
-     * other processes) is not service (see preempted_ns;
+     * other processes) is not service (see never_slept;
      * docs/scheduler.md, "Preemption"). */
     uint64_t cpu0 = 0, u0 = 0;
     long nvcsw0 = 0;
@@ -136,10 +137,16 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
                                               memory_order_relaxed),
                  0))
         v.blocked_ns = accel__comp_visit_blocked_ns(w, v.t0);
-    /* The visit's service starts that much later: neither its share nor
-     * its op cost (quota, lane) pays for the time it sat preempted. */
-    if (usage)
-        v.t0 += preempted_ns(u0, cpu0, nvcsw0);
+    /* A visit that never slept: its service is its time on a CPU,
+     * starting that much later (neither its share nor its op cost, quota
+     * and lane, pays for the time it sat preempted), and nothing more is
+     * left out (the off-CPU time of its own hints, blocked_ns, is in
+     * that time already). */
+    uint64_t off;
+    if (usage && never_slept(u0, cpu0, nvcsw0, &off)) {
+        v.t0 += off;
+        v.blocked_ns = 0;
+    }
     return accel__visit_end(&v, now);
 }
 
