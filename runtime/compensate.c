@@ -79,9 +79,10 @@
  * by the worker at the end of such a visit, or by the monitor when it
  * drops a detection: that credit is banked for the visit's end,
  * bank_detected). Before the monitor detects it no one runs in its place, and
- * past the cap on extras no one may: that time is charged. A thread
- * preempted (runnable) is charged too: on a busy machine that is every
- * session's loss, and long visits would gain by it over short ones.
+ * past the cap on extras no one may: that time is charged. Time a thread
+ * sat preempted (runnable) is not counted here: worker.c leaves it out of
+ * a long visit by the thread's run delay (docs/scheduler.md,
+ * "Preemption"), and charges it to a shorter one.
  */
 #include "compensate.h"
 
@@ -302,13 +303,63 @@ static uint64_t thread_cpu_ns(void)
     return ns;
 }
 
-/* The time off a CPU in w's open outermost wait, to now (its own thread):
- * an announcement around work that uses the CPU gets no credit for it. */
+/* The calling thread's /proc schedstat, opened once per thread and read
+ * with one pread each time (the file is generated at every read). */
+static _Thread_local int tls_schedstat_fd = -1;
+
+bool accel__compensate_self_schedstat(uint64_t *cpu, uint64_t *rd)
+{
+    if (tls_schedstat_fd < 0) {
+        tls_schedstat_fd =
+            open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+        if (tls_schedstat_fd < 0) {
+            tls_schedstat_fd = -2; /* none here: not tried again */
+            return false;
+        }
+    }
+    if (tls_schedstat_fd == -2)
+        return false;
+    char buf[96];
+    ssize_t n = pread(tls_schedstat_fd, buf, sizeof(buf) - 1, 0);
+    if (n <= 0)
+        return false;
+    buf[n] = 0;
+    char *end, *p;
+    *cpu = strtoull(buf, &end, 10);
+    if (end == buf)
+        return false;
+    p = end;
+    *rd = strtoull(p, &end, 10);
+    return end != p;
+}
+
+/* Marks the start of w's outermost wait (its own thread): the clock, and
+ * the thread's CPU and run-queue times (schedstat), else its CPU clock. */
+static void own_mark(accel__worker *w)
+{
+    w->own_t0 = accel__now_ns();
+    if (!accel__compensate_self_schedstat(&w->own_cpu0, &w->own_rd0)) {
+        w->own_cpu0 = thread_cpu_ns();
+        w->own_rd0 = UINT64_MAX;
+    }
+}
+
+/* The time asleep in w's open outermost wait, to now (its own thread):
+ * the wall time less what the thread spent on a CPU and waiting for one.
+ * An announcement around work that uses the CPU gets no credit for it,
+ * nor for the time that work waited on a run queue: a long visit is
+ * charged neither its run-queue waits nor its sleeps, only its CPU time
+ * (worker.c), and a credit here is for a sleep. Without schedstat only
+ * the CPU time is taken off. */
 static uint64_t off_cpu_since(accel__worker *w, uint64_t now)
 {
-    uint64_t wall = now - w->own_t0;
-    uint64_t cpu = w->own_cpu0 ? thread_cpu_ns() - w->own_cpu0 : 0;
-    return cpu < wall ? wall - cpu : 0;
+    uint64_t wall = now - w->own_t0, busy;
+    uint64_t cpu, rd;
+    if (w->own_rd0 != UINT64_MAX && accel__compensate_self_schedstat(&cpu, &rd))
+        busy = (cpu - w->own_cpu0) + (rd - w->own_rd0);
+    else
+        busy = w->own_cpu0 ? thread_cpu_ns() - w->own_cpu0 : 0;
+    return busy < wall ? wall - busy : 0;
 }
 
 /* Whether w's own waits are timed for its visit's charge: only accel's
@@ -324,10 +375,8 @@ static void own_begin(void *arg)
     accel__worker *w = arg;
     if (w->block_depth++ != 0)
         return;
-    if (own_timed(w)) {
-        w->own_t0 = accel__now_ns();
-        w->own_cpu0 = thread_cpu_ns();
-    }
+    if (own_timed(w))
+        own_mark(w);
     accel_runtime *rt = w->rt;
     /* relaxed: counts (the top of this file): raised before the bit. */
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);

@@ -84,6 +84,11 @@ void accel__compensate_retire_idle(accel_runtime *rt);
  * visit: nothing to count). */
 uint64_t accel__compensate_visit_blocked_ns(struct accel__worker *w, uint64_t t0);
 
+/* The calling thread's time on a CPU and waiting on a run queue, in ns
+ * (its /proc schedstat: one pread of a file it keeps open). false: no
+ * schedstat here. */
+bool accel__compensate_self_schedstat(uint64_t *cpu, uint64_t *rd);
+
 /* After an op's visit: an announcement the op left open is closed (accel.h). */
 void accel__compensate_visit_done(struct accel__worker *w);
 

@@ -63,8 +63,10 @@ typedef struct accel__worker {
     bool extra;    /* an extra worker (compensate.c) */
     unsigned extra_state; /* extra workers: ACCEL__EXTRA_*, under comp.lock */
     /* The outermost open wait of this worker (owner only): when it began,
-     * by the clock and the thread's CPU clock. */
-    uint64_t own_t0, own_cpu0;
+     * by the clock, and the thread's time on a CPU and waiting for one
+     * then (its schedstat; own_rd0 UINT64_MAX: none, own_cpu0 from its
+     * CPU clock). */
+    uint64_t own_t0, own_cpu0, own_rd0;
     /* ---- the monitor's sample of this worker (monitor thread only,
      * written every tick that finds it in a visit). */
     alignas(64) uint64_t m_visits;

@@ -63,7 +63,7 @@ int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned 
     for (size_t i = 0; i < n; i++) {
         done_ns[i] = 0;
         if (out)
-            out[i] = (ns_fluid_outcome){0, 0};
+            out[i] = (ns_fluid_outcome){0, 0, 0};
         s[i].q = malloc((c[i].n ? c[i].n : 1) * sizeof *s[i].q);
         if (!s[i].q)
             rc = -1;
@@ -124,8 +124,10 @@ int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned 
             if (!end && (f->rem <= tol || i == first)) {
                 const ns_fluid_op *op = &c[i].ops[f->q[f->head]];
                 done_ns[i] += op->cost;
-                if (out)
+                if (out) {
                     *(next <= op->deadline ? &out[i].ontime : &out[i].missed) += 1;
+                    out[i].late += next > op->deadline;
+                }
                 f->head++;
                 f->started = false;
             }

@@ -48,6 +48,10 @@ typedef struct ns_fluid_chain {
  * window_ns whose deadline is still ahead is neither (censored). */
 typedef struct ns_fluid_outcome {
     uint64_t ontime, missed;
+    uint64_t late; /* of missed: started in time, completed after the
+                      deadline (served at a slow rate: a server that runs
+                      an op at a CPU's speed once it starts finishes many
+                      of these in time) */
 } ns_fluid_outcome;
 
 /* Runs the fluid server over [0, window_ns) with `capacity` ns of work
