@@ -517,7 +517,9 @@ ACCEL_API int accel_session_sync(accel_session *s, int64_t timeout_ns);
  * charges its budget), accel_current_session() is the session, and a
  * visit's measured time, batch included, is charged to the session's
  * share. A visit runs batches until the session's ring is empty or the
- * visit has had quantum_ns of service (at least one batch). */
+ * visit has had quantum_ns of service (at least one batch). With
+ * ACCEL_RUNTIME_HOST_WORKERS a host visit hands one batch to the host
+ * instead, which runs it its own way (host.h). */
 typedef void (*accel_batch_fn)(accel_ctx *ctx, void *const *args, uint32_t n,
                                int *status, void *user);
 
@@ -549,8 +551,8 @@ typedef struct accel_batch_config {
  * Returns ACCEL_OK; ACCEL_EINVAL (s NULL; cfg with fn NULL, max_ops 0 or
  * above ACCEL_BATCH_MAX, max_delay_ns above ACCEL_BATCH_DELAY_MAX, a cost
  * without a delay, a bad struct_size or unknown fields set);
- * ACCEL_ENOTSUP (max_delay_ns > 0; a session not on the CPU backend; a
- * session of a runtime with ACCEL_RUNTIME_HOST_WORKERS); ACCEL_ECLOSED
+ * ACCEL_ENOTSUP (max_delay_ns > 0; a session not on the CPU backend);
+ * ACCEL_ECLOSED
  * (close has begun; also a parent's session in a fork() child);
  * ACCEL_ENOMEM. Any error changes nothing. */
 ACCEL_API int accel_session_set_batch(accel_session *s,
