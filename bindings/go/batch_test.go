@@ -689,3 +689,56 @@ func TestBatchBadConfiguration(t *testing.T) {
 		t.Fatalf("an unavailable session: %v", err)
 	}
 }
+
+// More items than the queue holds: Submit waits for room (with and
+// without a ctx that can end) and every item runs once; SubmitAsync
+// does not wait: ErrQueueFull, its item not queued.
+func TestBatchMoreItemsThanQueueDepth(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("v", WithQueueDepth(8))
+	p := newProbe()
+	b, _ := NewBatcher(v, p.fn, WithMaxBatch(32))
+	release := hold(t, b, p)
+	full := 0
+	for i := 0; i < 16 && full == 0; i++ {
+		if err := b.SubmitAsync(bItem{sub: 100, seq: i + 1}, nil); errors.Is(err, ErrQueueFull) {
+			full = i + 1
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if full == 0 {
+		t.Fatal("SubmitAsync never found the queue of 8 full")
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 64; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			ctx := bg()
+			if g%2 == 1 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(bg())
+				defer cancel()
+			}
+			x := bItem{sub: g, seq: 1}
+			if err := b.Submit(ctx, x); fmt.Sprint(err) != fmt.Sprint(itemErr(x)) {
+				t.Errorf("item %d: %v", g, err)
+			}
+		}(g)
+	}
+	close(release)
+	done := stepLong(t, "64 Submits through a queue of 8")
+	wg.Wait()
+	done()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for g := 0; g < 64; g++ {
+		if n := p.seen[[2]int{g, 1}]; n != 1 {
+			t.Errorf("item %d reached fn %d times", g, n)
+		}
+	}
+	if n := p.seen[[2]int{100, full}]; n != 0 {
+		t.Errorf("the refused async item reached fn %d times", n)
+	}
+}
