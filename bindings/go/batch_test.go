@@ -684,6 +684,11 @@ func TestBatchBadConfiguration(t *testing.T) {
 	if err := b.Submit(bg(), 1); err != nil {
 		t.Fatal(err)
 	}
+	var zero Batcher[int]
+	var nilB *Batcher[int]
+	if zero.Submit(bg(), 1) != ErrInvalidArgument || nilB.SubmitAsync(1, nil) != ErrInvalidArgument {
+		t.Fatal("a Batcher not made by NewBatcher")
+	}
 	un, _ := rt.NewVMSession("gpu", WithVMBackend(BackendMetal))
 	if _, err := NewBatcher(un, fn); !errors.Is(err, ErrNoBackends) {
 		t.Fatalf("an unavailable session: %v", err)

@@ -43,7 +43,8 @@ import (
 // statistics count them in the batch they were handed out with). Close
 // the VMSession to stop: Close runs the items accepted before it (in
 // batches) before it returns, and Submit after it returns
-// ErrSessionClosed. A Batcher is safe for concurrent use.
+// ErrSessionClosed. A Batcher is safe for concurrent use; one not made
+// by NewBatcher (a nil or zero Batcher) answers ErrInvalidArgument.
 type Batcher[T any] struct {
 	c batchCore
 }
@@ -114,6 +115,9 @@ func NewBatcher[T any](v *VMSession, fn func(s *Session, items []T, errs []error
 // session's own ops or its fn. If fn calls runtime.Goexit, Submit calls
 // runtime.Goexit (see Batcher).
 func (b *Batcher[T]) Submit(ctx context.Context, item T) error {
+	if b == nil || b.c.v == nil {
+		return ErrInvalidArgument // not made by NewBatcher
+	}
 	return b.c.submit(ctx, item)
 }
 
@@ -124,5 +128,8 @@ func (b *Batcher[T]) Submit(ctx context.Context, item T) error {
 // ErrSessionClosed on a closed session; on any error item is not queued
 // and done is not called.
 func (b *Batcher[T]) SubmitAsync(item T, done func(error)) error {
+	if b == nil || b.c.v == nil {
+		return ErrInvalidArgument // not made by NewBatcher
+	}
 	return b.c.submitAsync(item, done)
 }
