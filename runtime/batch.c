@@ -596,13 +596,14 @@ int accel_session_set_batch(accel_session *s, const accel_batch_config *ucfg)
         accel__ring_is_closed(ACCEL__RING(s)))
         return ACCEL_ECLOSED;
     /* The worker calls fn itself only where an op's run is its fn (the
-     * CPU backend); a device backend runs batches with run_batch. */
-    if (!((s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) || s->bops->run_batch) ||
-        (s->rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS))
+     * CPU backend); a device backend runs batches with run_batch; a host
+     * worker hands a batch to its host (accel__batch_host_form). */
+    if (!((s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) || s->bops->run_batch))
         return ACCEL_ENOTSUP;
-    /* The hold-back holds what a worker runs inline; a device backend's
-     * batches go out as soon as they form. */
-    if (c.max_delay_ns && s->bops->run_batch)
+    /* The hold-back holds what accel's own worker runs inline; a device
+     * backend's batches and a host worker's go out as soon as they form. */
+    if (c.max_delay_ns &&
+        (s->bops->run_batch || (s->rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS)))
         return ACCEL_ENOTSUP;
     /* The hold-back's timer, before anything changes: its failure leaves
      * the session as it was. */
@@ -788,4 +789,89 @@ bool accel__batch_visit_run(accel__visit *v)
             break;
     }
     return true;
+}
+
+/* Host-driven runtimes (host.c): a host visit of a batched session forms
+ * one batch, exactly as each batch above is formed (the same takes and
+ * claims, up to max_ops and the host's cap), and hands the ops that run
+ * to the host, which runs them its own way (the Go binding: one call of
+ * its batch function) and reports their statuses in the visit's end
+ * (accel__batch_host_ran, then the dones in FIFO order). Returns the ops
+ * taken into ops[0..n), unrun[i] the status ops[i] completes with unrun
+ * (0: it runs), *ran how many run and *t0 when they were handed out;
+ * false when the session has no batch function now (nothing taken: the
+ * visit runs one by one). To the scheduler a batch is one op. */
+bool accel__batch_host_form(accel__visit *v, uint32_t cap, accel_op *ops,
+                            int *unrun, uint32_t *taken, uint32_t *ran,
+                            uint64_t *t0)
+{
+    accel_session *s = v->s;
+    *taken = *ran = 0;
+    /* acquire: pairs with set_batch's release CAS of the slot. */
+    struct accel__batch *b =
+        atomic_load_explicit(accel__session_batch_word(s), memory_order_acquire);
+    if (!b)
+        return false;
+    /* Read once the batch's first op is seen published, as above. */
+    if (!accel__ring_sc_ready(ACCEL__RING(s), v->h))
+        return true; /* nothing to form: an empty visit */
+    batch_cfg c;
+    cfg_read(b, &c);
+    if (!c.fn)
+        return false;
+    uint32_t max_ops = c.max_ops < cap ? c.max_ops : cap;
+    uint32_t n = 0;
+    while (n < max_ops) {
+        uint32_t max = max_ops - n;
+        if (max > ACCEL__TAKE_MAX)
+            max = ACCEL__TAKE_MAX;
+        uint32_t ex;
+        uint32_t k = accel__visit_take(v, ops + n, max, &ex);
+        uint64_t h0 = v->h - k;
+        for (uint32_t i = 0; i < k; i++)
+            unrun[n + i] = form_status(v, h0, i, &ex, k);
+        n += k;
+        if (k < max)
+            break; /* nothing more published */
+    }
+    uint32_t m = 0;
+    uint64_t gone = 0, expired = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!unrun[i])
+            m++;
+        else if (unrun[i] == ACCEL_EEXPIRED)
+            expired++;
+        else
+            gone++;
+    }
+    if (expired)
+        accel__bump(&s->expired, expired);
+    if (gone)
+        accel__bump(&s->canceled, gone);
+    if (m) {
+        accel__bump(&s->dispatched, m);
+        *t0 = accel__now_ns();
+    }
+    v->n = n ? 1 : 0;
+    *taken = n;
+    *ran = m;
+    return true;
+}
+
+/* The host ran the m ops of the visit's batch, handed out at t0: the
+ * batch's counters and probe, as after a call of the batch function. */
+void accel__batch_host_ran(accel__visit *v, uint32_t m, uint64_t t0)
+{
+    if (!m)
+        return;
+    accel_session *s = v->s;
+    /* acquire: as in accel__batch_host_form (set before the batch formed). */
+    struct accel__batch *b =
+        atomic_load_explicit(accel__session_batch_word(s), memory_order_acquire);
+    uint64_t t1 = accel__now_ns();
+    /* batch(session, ops, ns from hand-out to the host's report) */
+    ACCEL_TRACE3(batch, s, m, t1 - t0);
+    accel__bump(&b->batches, 1);
+    accel__bump(&b->ops, m);
+    accel__bump(&b->hist[hist_bucket(m)], 1);
 }

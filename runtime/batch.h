@@ -35,4 +35,12 @@ extern bool (*_Atomic accel__batch_timer_hook)(accel_session *s);
  * still holds: runtime destroy, once the workers stopped. */
 void accel__batch_timer_stop(accel_runtime *rt);
 
+/* A host visit's batch (host.c): formed as a batch of the visit above,
+ * run by the host, reported back with accel__batch_host_ran (batch.c
+ * says more). */
+bool accel__batch_host_form(struct accel__visit *v, uint32_t cap,
+                            accel_op *ops, int *unrun, uint32_t *taken,
+                            uint32_t *ran, uint64_t *t0);
+void accel__batch_host_ran(struct accel__visit *v, uint32_t m, uint64_t t0);
+
 #endif

@@ -30,6 +30,7 @@
 
 #include "accel/host.h"
 #include "alloc.h"
+#include "batch.h"
 #include "clock.h"
 #include "compensate.h"
 #include "cpu_limits.h"
@@ -47,6 +48,13 @@
 /* pre[i] of a taken op: handed to the host, or its unrun status (< 0). */
 #define HANDED 1
 
+/* A batch visit's run (a session with a batch function, batch.c): up to
+ * ACCEL_BATCH_MAX ops, in a host worker's buffer allocated by its first. */
+typedef struct accel__host_batch {
+    accel_op ops[ACCEL_BATCH_MAX];
+    int pre[ACCEL_BATCH_MAX];
+} accel__host_batch;
+
 typedef struct accel__host_worker {
     alignas(64) accel__visit v;
     accel_op ops[ACCEL_HOST_VISIT_MAX]; /* the run, in FIFO order */
@@ -58,6 +66,9 @@ typedef struct accel__host_worker {
     bool idle;       /* between idle_begin and idle_end */
     bool watched;    /* the monitor watches the open visit (not an own
                         visit of accel_host_submit_own) */
+    bool batch;      /* the open visit is a batch: its run is in big */
+    accel__host_batch *big; /* NULL until the worker's first batch */
+    uint64_t batch_t0;      /* when the batch was handed out */
 } accel__host_worker;
 
 accel_session *accel_current_session(void) { return accel__tls_current; }
@@ -103,7 +114,14 @@ int accel__host_create(accel_runtime *rt)
     return rt->host ? ACCEL_OK : ACCEL_ENOMEM;
 }
 
-void accel__host_free(accel_runtime *rt) { accel__free(rt->host); }
+void accel__host_free(accel_runtime *rt)
+{
+    if (!rt->host)
+        return;
+    for (unsigned i = 0; i < rt->nworkers + rt->comp.extra_max; i++)
+        accel__free(rt->host[i].big);
+    accel__free(rt->host);
+}
 
 static accel__host_worker *host_worker_of(accel_runtime *rt, unsigned worker)
 {
@@ -157,6 +175,34 @@ static void take_ops(accel__host_worker *h, accel_op *out, unsigned cap)
     h->handed = m;
 }
 
+/* A visit of a batched session (batch.c): one batch, formed as accel's
+ * own worker forms one, of up to cap (at most ACCEL_BATCH_MAX) ops; the
+ * ops that run are compacted into out[]. False: the session has no batch
+ * function now (or the host worker's buffer could not be had): nothing taken. */
+static bool take_batch(accel__host_worker *h, accel_op *out, unsigned cap)
+{
+    if (!h->big) {
+        h->big = accel__calloc_aligned(64, sizeof(*h->big));
+        if (!h->big)
+            return false; /* one by one, as without a batch function */
+    }
+    uint32_t k, m;
+    if (!accel__batch_host_form(&h->v, cap, h->big->ops, h->big->pre, &k, &m,
+                                &h->batch_t0))
+        return false;
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        if (h->big->pre[i])
+            continue; /* completed unrun in end */
+        h->big->pre[i] = HANDED;
+        out[j++] = h->big->ops[i];
+    }
+    h->batch = true;
+    h->k = k;
+    h->handed = m;
+    return true;
+}
+
 static int begin_session(accel_runtime *rt, unsigned worker,
                          accel__host_worker *h, accel_session *s,
                          accel_op *ops, unsigned cap, unsigned *n,
@@ -201,7 +247,13 @@ static int begin_session(accel_runtime *rt, unsigned worker,
         *n = 0;
         return ACCEL_OK;
     }
-    take_ops(h, ops, cap < ACCEL_HOST_VISIT_MAX ? cap : ACCEL_HOST_VISIT_MAX);
+    h->batch = false;
+    /* relaxed: a hint, as in accel__visit_run; the batch's form reads the
+     * configuration itself. */
+    if (!atomic_load_explicit(&s->batched, memory_order_relaxed) ||
+        !take_batch(h, ops, cap < ACCEL_BATCH_MAX ? cap : ACCEL_BATCH_MAX))
+        take_ops(h, ops,
+                 cap < ACCEL_HOST_VISIT_MAX ? cap : ACCEL_HOST_VISIT_MAX);
     *n = h->handed;
     return ACCEL_OK;
 }
@@ -285,12 +337,20 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
         return ACCEL_EINVAL;
     accel__visit *v = &h->v;
     accel_session *s = v->s;
+    const accel_op *ops = h->ops;
+    const int *pre = h->pre;
+    if (h->batch) {
+        accel__batch_host_ran(v, h->handed, h->batch_t0);
+        ops = h->big->ops;
+        pre = h->big->pre;
+        h->batch = false;
+    }
     for (uint32_t i = 0, j = 0; i < h->k; i++) {
-        int st = h->pre[i];
+        int st = pre[i];
         bool ran = st == HANDED;
         if (ran)
             st = status[j++];
-        accel__visit_op_done(s, &h->ops[i], st, ran);
+        accel__visit_op_done(s, &ops[i], st, ran);
     }
     if (h->k)
         accel__waiters_finished(&s->waiters, h->k);

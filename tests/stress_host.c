@@ -11,7 +11,9 @@
  * end it with accel_host_visit_end_stop. Every 256th op naps 2 ms, a
  * wait the host does not announce, which the blocked-op monitor finds on
  * the host workers. The host threads stop and the runtime is destroyed at
- * the end of each round.
+ * the end of each round. Session s1 has a batch function: the host
+ * workers' visits of it hand out one batch each (up to 48 ops; the workers
+ * pass cap ACCEL_BATCH_MAX), which the host runs op by op.
  *
  * Checked, for every op: its done ran exactly once; ECANCELED exactly when
  * a cancel said OK; an unrun op's fn never ran; done calls of one
@@ -95,12 +97,22 @@ typedef struct host_worker {
     unsigned w, lane;
 } host_worker;
 
+/* s1's batch function: runs only where C runs a batch itself (destroy's
+ * thread); the host slots run a handed-out batch op by op. */
+static void batch_fn(accel_ctx *ctx, void *const *args, uint32_t n,
+                     int *status, void *user)
+{
+    (void)user;
+    for (uint32_t i = 0; i < n; i++)
+        status[i] = op_fn(ctx, args[i]);
+}
+
 static int visit(accel_runtime *rt, unsigned w, bool idle)
 {
-    accel_op ops[ACCEL_HOST_VISIT_MAX];
-    int st[ACCEL_HOST_VISIT_MAX];
+    accel_op ops[ACCEL_BATCH_MAX];
+    int st[ACCEL_BATCH_MAX];
     unsigned n;
-    int rc = accel_host_visit_begin(rt, w, ops, ACCEL_HOST_VISIT_MAX, &n);
+    int rc = accel_host_visit_begin(rt, w, ops, ACCEL_BATCH_MAX, &n);
     if (rc != ACCEL_OK)
         return rc;
     if (idle)
@@ -223,6 +235,9 @@ static void round_(uint64_t seed)
         char id[8] = {'s', (char)('0' + i), 0};
         s[i] = tu_open(h.rt, id, 64, 0);
     }
+    accel_batch_config bc = {.fn = batch_fn, .max_ops = 48};
+    if (accel_session_set_batch(s[1], &bc) != ACCEL_OK)
+        failf("set_batch on s1");
     static rec recs[NPROD][PER];
     memset(recs, 0, sizeof(recs));
     prod p[NPROD];
@@ -271,6 +286,13 @@ static void round_(uint64_t seed)
                 failf("op %d/%d: completed, fn ran %d times", i, k,
                       r->fn_calls);
         }
+    accel_session_stats ss;
+    if (accel_session_get_stats_ex(s[1], &ss, sizeof(ss)) != ACCEL_OK ||
+        ss.batch_ops != ss.dispatched || (ss.dispatched && !ss.batches))
+        failf("s1: %llu ops dispatched, %llu in %llu batches",
+              (unsigned long long)ss.dispatched,
+              (unsigned long long)ss.batch_ops,
+              (unsigned long long)ss.batches);
     for (int i = 0; i < NSESS; i++)
         accel_session_release(s[i]);
     watchdog_step("host round: runtime destroy", 120);

@@ -121,6 +121,12 @@ func asideRun(r *opRec, from int, ot C.goaccel_op_thread, st chan<- C.int) {
 		if normal || !d.goexitInF() {
 			return
 		}
+		if d.bat != nil { // a Batcher's item run alone (runItemAlone)
+			d.batchGoexit(nil)
+			d.fl.flush()
+			st <- 1
+			return
+		}
 		more := salvageGoexit(d.cur, d.curOp, &d.fl)
 		d.fl.flush()
 		if more {
@@ -166,6 +172,9 @@ func runRec(r *opRec, d *hostWorker) C.int {
 		s.canceled.Add(1)
 		finish(r, ctxErr(ctx, C.ACCEL_EEXPIRED), d)
 		return 0
+	}
+	if r.bitem { // a Batcher's item that C ran alone (batch.go)
+		return runItemAlone(r, s, d)
 	}
 	s.dispatched.Add(1)
 	err := callF(r.first().f, &s.sess, d, r, 0)

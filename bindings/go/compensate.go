@@ -206,7 +206,7 @@ func (d *hostWorker) extraLoop() {
 	for {
 		var left C.int
 		rc := int(C.goaccel_extra_step(h.rt, C.uint(d.w), mode, &d.b.status[0], nprev,
-			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n, &left, &d.b.io))
+			&d.b.recs[0], C.GOACCEL_VISIT_CAP, &d.b.n, &left, &d.b.io))
 		if left != 0 {
 			runtime.UnlockOSThread()
 			gone()
@@ -250,7 +250,7 @@ func (d *hostWorker) extraLoop() {
 		}
 		// Idle a while: end the spell with one more look; nothing: leave.
 		rc = int(C.goaccel_host_step(h.rt, C.uint(d.w), C.GOACCEL_STEP_UNIDLE, nil, 0,
-			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n, &d.b.io))
+			&d.b.recs[0], C.GOACCEL_VISIT_CAP, &d.b.n, &d.b.io))
 		if rc == C.ACCEL_OK {
 			d.n, d.i, d.open = int(d.b.n), 0, true
 			d.runVisit()

@@ -13,6 +13,13 @@
 // belong to a Runtime: NewVMSession uses the process default
 // (DefaultRuntime); NewRuntime makes others.
 //
+// # Batching
+//
+// A Batcher (NewBatcher) gives many goroutines' items of one VMSession to
+// one call of a batch function on a worker goroutine, each item with its
+// own ctx and its own error back: the session's queued items, up to the
+// Batcher's max, with no added wait (batches grow as items queue up).
+//
 // # Which goroutine runs what
 //
 // Every completion callback of SubmitAsync and SubmitAsyncBatch, and

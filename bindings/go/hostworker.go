@@ -62,8 +62,8 @@ type helperWorker struct {
 // batchBuf is a worker's batch, which the C step reads and fills (C keeps
 // no pointer to it).
 type batchBuf struct {
-	recs   [C.ACCEL_HOST_VISIT_MAX]C.uintptr_t
-	status [C.ACCEL_HOST_VISIT_MAX]C.int
+	recs   [C.GOACCEL_VISIT_CAP]C.uintptr_t
+	status [C.GOACCEL_VISIT_CAP]C.int
 	n      C.uint
 	io     C.goaccel_step_io // the host worker's side of its steps (yielder)
 }
@@ -212,6 +212,14 @@ type hostWorker struct {
 	// restOp on run first (op i of the visit).
 	rest   *opRec
 	restOp int
+	// A Batcher's batch (batch.go): run its items, runIdx their ops'
+	// indices in the visit and runEnd the index after its last op
+	// (buffers kept across visits); bat the items while fn runs, for
+	// the Goexit check (nil otherwise).
+	run    []*opRec
+	runIdx []int
+	runEnd int
+	bat    []*opRec
 	// opw: the worker's op word (accel_host_op_word), bumped as each f
 	// starts (callF), so that the C monitor judges a wait in each op of a
 	// visit on its own; nil on a helper worker (its visits are not watched).
@@ -336,7 +344,7 @@ func (d *hostWorker) loop() {
 	}
 	for {
 		rc := int(C.goaccel_host_step(h.rt, C.uint(d.w), mode, &d.b.status[0], nprev,
-			&d.b.recs[0], C.ACCEL_HOST_VISIT_MAX, &d.b.n, &d.b.io))
+			&d.b.recs[0], C.GOACCEL_VISIT_CAP, &d.b.n, &d.b.io))
 		if d.b.io.yield != 0 { // the visit ended, nothing begun
 			y.due()
 			mode, nprev = 0, 0
@@ -380,7 +388,12 @@ func (d *hostWorker) runVisit() {
 		d.i++
 	}
 	for ; d.i < d.n; d.i++ {
-		d.b.status[d.i] = runRec(recOf(d.b.recs[d.i]), d)
+		r := recOf(d.b.recs[d.i])
+		if r.bitem { // a Batcher's: its run of items is one call of fn
+			d.runItems()
+			continue
+		}
+		d.b.status[d.i] = runRec(r, d)
 	}
 	d.fl.flush()
 	d.open = false
@@ -410,6 +423,15 @@ func (d *hostWorker) goexitInF() bool {
 // as it would in a goroutine of the caller's.
 func (d *hostWorker) exited() {
 	if !d.goexitInF() {
+		return
+	}
+	if d.bat != nil {
+		// A Batcher's fn: its items fail, the visit goes on after them.
+		idx := d.runIdx
+		d.batchGoexit(func(k int) *C.int { return &d.b.status[idx[k]] })
+		d.h.startWorker(&hostWorker{h: d.h, w: d.w, lane: d.lane, b: d.b, fl: d.fl,
+			n: d.n, i: d.runEnd, open: true, extra: d.extra, help: d.help})
+		d.h.wg.Done()
 		return
 	}
 	r := d.cur

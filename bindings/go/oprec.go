@@ -48,6 +48,7 @@ type opRec struct {
 	sync    bool // a synchronous Submit waits on wch
 	grouped bool // a group (combine.go): f/cb its first op (nil in a batch's), grp the rest
 	inline  bool // a synchronous Submit's op run by its submitter (runOwn): wake does not send
+	bitem   bool // a Batcher's item (batch.go): bt and item say which
 	vs      *VMSession
 	f       func(*Session) error
 	cb      func(error) // async completion; nil for a synchronous Submit
@@ -73,7 +74,11 @@ type opRec struct {
 	// does not start f once it is closed.
 	ctx   context.Context
 	cdone <-chan struct{}
-	_     [192 - 64 - 104]byte // to three whole lines
+	// A Batcher's item (bitem): its Batcher and the item.
+	bt   *batchCore
+	item any
+	// Three whole lines exactly (TestOpRecLayout): no padding field (a
+	// zero-size last field would add a word).
 }
 
 // The fields of a record are read and written through the methods below
@@ -93,7 +98,8 @@ type opRec struct {
 func (r *opRec) reset() {
 	r.vs, r.f, r.cb, r.batch, r.gdone, r.err = nil, nil, nil, nil, nil, nil
 	r.ctx, r.cdone = nil, nil
-	r.sync, r.grouped, r.inline = false, false, false
+	r.bt, r.item = nil, nil
+	r.sync, r.grouped, r.inline, r.bitem = false, false, false, false
 	r.gbase, r.gn, r.gok, r.gbad, r.bidx = 0, 0, 0, 0, 0
 }
 
@@ -125,6 +131,23 @@ func (r *opRec) fillSync(v *VMSession, f func(*Session) error, ctx context.Conte
 	}
 	if r.wch == nil {
 		r.wch = make(chan struct{}, 1)
+	}
+	r.state.Store(recQueued)
+}
+
+// fillItem fills r for item of Batcher b on v: a synchronous Submit's
+// (cb nil: the submitter waits on wch; ctx kept only if it can end) or
+// an async one's (cb its completion, not nil).
+func (r *opRec) fillItem(v *VMSession, b *batchCore, item any, cb func(error), ctx context.Context, done <-chan struct{}) {
+	r.vs, r.bt, r.item, r.bitem, r.cb = v, b, item, true, cb
+	if cb == nil {
+		r.sync = true
+		if r.wch == nil {
+			r.wch = make(chan struct{}, 1)
+		}
+	}
+	if done != nil {
+		r.ctx, r.cdone = ctx, done
 	}
 	r.state.Store(recQueued)
 }

@@ -194,7 +194,7 @@ func TestPrometheusParses(t *testing.T) {
 		`accel_session_ops_submitted_total` + dex:         66,
 		`accel_session_ops_completed_total` + dex:         65,
 		`accel_session_ops_failed_total` + dex:            1,
-		`accel_session_ops_cancelled_total` + dex:          0,
+		`accel_session_ops_cancelled_total` + dex:         0,
 		`accel_session_memory_used_bytes` + dex:           4096,
 		`accel_session_memory_budget_bytes` + dex:         1 << 20,
 		`accel_session_queue_depth` + dex:                 0,

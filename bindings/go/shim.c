@@ -105,7 +105,7 @@ int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
                       const int *status, unsigned nprev, uintptr_t *recs,
                       unsigned cap, unsigned *n, goaccel_step_io *io)
 {
-    accel_op ops[ACCEL_HOST_VISIT_MAX];
+    accel_op ops[GOACCEL_VISIT_CAP];
     if (io)
         io->yield = 0;
     if (mode & GOACCEL_STEP_END) {
@@ -121,8 +121,8 @@ int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
         accel_host_idle_begin(rt, w);
     if (mode & GOACCEL_STEP_STOP)
         return ACCEL_EAGAIN;
-    if (cap > ACCEL_HOST_VISIT_MAX)
-        cap = ACCEL_HOST_VISIT_MAX;
+    if (cap > GOACCEL_VISIT_CAP)
+        cap = GOACCEL_VISIT_CAP;
     goaccel_visiting = rt; /* a device visit runs its ops in begin */
     goaccel_visit_w = w;
     goaccel_visit_watched = true;
@@ -151,6 +151,23 @@ static void goaccel_op_done(void *arg, int status)
      * fn ran, the record may already be reused: do not touch it. */
     if (status < 0)
         goAccelUnrun((uintptr_t)arg, status);
+}
+
+/* The batch function of a batched session's config (shim.h). */
+static void goaccel_batch_fn(accel_ctx *ctx, void *const *args, uint32_t n,
+                             int *status, void *user)
+{
+    (void)user;
+    for (uint32_t i = 0; i < n; i++)
+        status[i] = goaccel_op_fn(ctx, args[i]);
+}
+
+int goaccel_set_batch(accel_session *s, unsigned max_ops)
+{
+    accel_batch_config c = {.fn = goaccel_batch_fn,
+                            .max_ops = max_ops,
+                            .struct_size = sizeof(c)};
+    return accel_session_set_batch(s, &c);
 }
 
 int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,

@@ -57,6 +57,17 @@ int goaccel_submit_batch(accel_session *s, const uintptr_t *recs, size_t n,
  * of rt runs here). */
 int goaccel_in_visit(accel_runtime *rt);
 
+/* Most ops a host worker's step takes from one visit: a batch visit's most
+ * (ACCEL_BATCH_MAX); a plain visit hands out ACCEL_HOST_VISIT_MAX at most. */
+#define GOACCEL_VISIT_CAP ACCEL_BATCH_MAX
+
+/* Gives s a batch function (accel_session_set_batch) of max_ops per batch:
+ * a host worker's visit of s then hands out one batch, which the host worker runs
+ * in Go (batch.go). The config's C function runs a batch only where C
+ * runs one itself (accel_runtime_destroy's thread): each op through the
+ * op trampoline, a batch item as a batch of one. */
+int goaccel_set_batch(accel_session *s, unsigned max_ops);
+
 /* The mode bits of goaccel_host_step and goaccel_extra_step. */
 #define GOACCEL_STEP_END 1u
 #define GOACCEL_STEP_UNIDLE 2u

@@ -44,6 +44,7 @@ type VMSession struct {
 	given    atomic.Int64 // as passed to WithPriority or SetPriority (Priority)
 	priority atomic.Int64 // the weight in use, clamped to 1..1000
 	closed   atomic.Bool
+	batching atomic.Bool // a Batcher has the session (batch.go)
 	// open: the session's most recent combining group, as a token
 	// gen<<32 | record index<<1 | openPend; 0: none (combine.go).
 	open atomic.Uint64

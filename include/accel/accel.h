@@ -518,7 +518,9 @@ ACCEL_API int accel_session_sync(accel_session *s, int64_t timeout_ns);
  * charges its budget), accel_current_session() is the session, and a
  * visit's measured time, batch included, is charged to the session's
  * share. A visit runs batches until the session's ring is empty or the
- * visit has had quantum_ns of service (at least one batch). */
+ * visit has had quantum_ns of service (at least one batch). With
+ * ACCEL_RUNTIME_HOST_WORKERS a host visit hands one batch to the host
+ * instead, which runs it its own way (host.h). */
 typedef void (*accel_batch_fn)(accel_ctx *ctx, void *const *args, uint32_t n,
                                int *status, void *user);
 /* On a CUDA session fn enqueues the batch's device work on
@@ -567,8 +569,8 @@ typedef struct accel_batch_config {
  * above ACCEL_BATCH_MAX, max_delay_ns above ACCEL_BATCH_DELAY_MAX, a cost
  * without a delay, a bad struct_size or unknown fields set);
  * ACCEL_ENOTSUP (a session whose backend has no batch path: the CPU and
- * CUDA backends have one; max_delay_ns > 0 on a CUDA session; a session
- * of a runtime with ACCEL_RUNTIME_HOST_WORKERS); ACCEL_ECLOSED (close has
+ * CUDA backends have one; max_delay_ns > 0 on a CUDA session or on a
+ * runtime with ACCEL_RUNTIME_HOST_WORKERS); ACCEL_ECLOSED (close has
  * begun; also a parent's session in a fork() child); ACCEL_ENOMEM (also:
  * the runtime's hold-back timer thread could not be started). Any error
  * changes nothing. Setting or clearing releases a held session (its ops

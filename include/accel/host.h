@@ -65,14 +65,25 @@ extern "C" {
  * never handed out. An op is claimed against accel_cancel when begin
  * hands it out (not when the host starts it). Sessions of a backend that
  * does not run ops in line (CUDA) are run by begin itself, as accel's own
- * worker would (n = 0). Whatever waits for ops (accel_session_sync,
- * _close and _release with DRAIN, a submit waiting for room) needs a host
- * worker driving the host workers meanwhile. accel_runtime_destroy must be
- * called after the host has stopped calling these functions on rt; ops
- * still queued then are run (through fn) by destroy's own thread. */
+ * worker would (n = 0). A visit of an in-line session with a batch
+ * function (accel_session_set_batch, docs/batching.md) hands out one
+ * batch: up to max_ops ops (and up to cap, which may then be up to
+ * ACCEL_BATCH_MAX), formed as accel's own worker forms one (cancelled,
+ * expired and closed ops left out as above); the host runs them its own
+ * way as one batch (the config's fn is not called: the host knows its
+ * ops by arg), reports each op's status in end, and the visit counts as
+ * one op to the scheduler and as one batch in the session's statistics
+ * and the batch probe (ns from begin's hand-out to end). Whatever waits
+ * for ops (accel_session_sync, _close and _release with DRAIN, a submit
+ * waiting for room) needs a host worker driving the host workers
+ * meanwhile.
+ * accel_runtime_destroy must be called after the host has stopped calling
+ * these functions on rt; ops still queued then are run (through fn, or a
+ * batched session's through its batch fn) by destroy's own thread. */
 #define ACCEL_HOST_LANE_GENERAL 0u
 #define ACCEL_HOST_LANE_SHORT 1u
-/* Most ops one visit hands out; a larger cap is cut to it. */
+/* Most ops one visit hands out; a larger cap is cut to it (a batch visit:
+ * ACCEL_BATCH_MAX, above). */
 #define ACCEL_HOST_VISIT_MAX 32u
 
 /* Picks a runnable session for host worker `worker` exactly as an accel
