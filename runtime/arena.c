@@ -8,6 +8,12 @@
 
 #include "fault.h"
 
+#ifdef MAP_POPULATE
+#define ACCEL__MAP_POPULATE MAP_POPULATE
+#else
+#define ACCEL__MAP_POPULATE 0 /* then faulted in by the first touch */
+#endif
+
 #ifdef ACCEL__ARENA_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/lsan_interface.h>
@@ -133,7 +139,10 @@ static bool blocks_take(accel__arena *a, uint32_t hu, uint32_t tu,
 
 /* Zeroed, 128-byte aligned, not a fault site (the caller was one);
  * *units: 0, or ACCEL__ARENA_MAPPED | pages for a mapping (only if
- * may_map). */
+ * may_map). Either way its pages are resident on return (the plain
+ * one's memset, the mapping's MAP_POPULATE): a page left to its first
+ * touch would fault on the op path instead, a fault per 4 KiB of ring
+ * slots in the ring's first lap, not once here at open. */
 static void *plain_calloc(size_t n, bool may_map, uint32_t *units)
 {
     void *p;
@@ -142,7 +151,7 @@ static void *plain_calloc(size_t n, bool may_map, uint32_t *units)
         size_t page = (size_t)sysconf(_SC_PAGESIZE);
         size_t pages = (n + page - 1) / page;
         p = mmap(NULL, pages * page, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                 MAP_PRIVATE | MAP_ANONYMOUS | ACCEL__MAP_POPULATE, -1, 0);
         if (p == MAP_FAILED)
             return NULL;
         *units = ACCEL__ARENA_MAPPED | (uint32_t)pages; /* zero from mmap */

@@ -197,6 +197,32 @@ Test(arena, a_large_plain_block_is_unmapped_when_freed)
 #endif
 }
 
+/* A large plain block's pages are resident when it is handed out (a
+ * mapping is populated, as malloc's block is by the zeroing memset): a
+ * session's ring is not faulted in page by page by its first ops.
+ * mincore() before any access from here. */
+Test(arena, a_large_plain_block_is_resident_when_handed_out)
+{
+    accel__arena a;
+    accel__arena_init(&a); /* below `from`: plain */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t head = ACCEL__ARENA_MAP_FROM + 4 * page, tail = 40;
+    void *t;
+    uint32_t units;
+    unsigned char *p = accel__arena_calloc(&a, head, tail, &t, &units);
+    cr_assert_not_null(p);
+    uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(page - 1);
+    size_t pages = ((uintptr_t)p + head + tail - lo + page - 1) / page;
+    unsigned char vec[64];
+    cr_assert_leq(pages, sizeof vec);
+    cr_assert_eq(mincore((void *)lo, pages * page, vec), 0);
+    for (size_t i = 0; i < pages; i++)
+        cr_assert_eq(vec[i] & 1, 1, "page %zu of %zu not resident at hand-out",
+                     i, pages);
+    accel__arena_free(&a, p, t, units);
+    accel__arena_fini(&a);
+}
+
 static int op_add(accel_ctx *ctx, void *arg)
 {
     (void)ctx;
