@@ -30,17 +30,9 @@ import (
 // (block_detect_ns 0: include/accel/accel.h's default, 1 ms).
 const monitorTick = time.Millisecond
 
-// compWatch fails the test binary, naming the step and with every
-// goroutine's stack, if done is not called within 20 s.
-func compWatch(t testing.TB, name string) (done func()) {
-	t.Helper()
-	tm := time.AfterFunc(20*time.Second, func() {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		panic(fmt.Sprintf("%s: stuck at %q\n%s", t.Name(), name, buf))
-	})
-	return func() { tm.Stop() }
-}
+// compLimit is the watchdog's limit (stepWithin) for these tests' steps:
+// 20 s, as they hold the only worker with waits the monitor must find.
+const compLimit = 20 * time.Second
 
 // compCases runs body with the process's GOMAXPROCS and with 1 (set
 // before the runtime is made: its helper workers follow it).
@@ -58,7 +50,7 @@ func compCases(t *testing.T, body func(t *testing.T)) {
 // named step.
 func quickOp(t *testing.T, v *VMSession, step string) {
 	t.Helper()
-	done := compWatch(t, step)
+	done := stepWithin(t, step, compLimit)
 	if err := v.Submit(queued(t), func(*Session) error { return nil }); err != nil {
 		t.Fatalf("%s: %v", step, err)
 	}
@@ -153,7 +145,7 @@ func TestCompNestedSubmitDepth16(t *testing.T) {
 			}
 		}
 		for round := 0; round < 3; round++ {
-			done := compWatch(t, fmt.Sprintf("round %d: nested Submit to depth %d, 1 worker", round, depth))
+			done := stepWithin(t, fmt.Sprintf("round %d: nested Submit to depth %d, 1 worker", round, depth), compLimit)
 			if err := vs[0].Submit(queued(t), level(0)); err != nil {
 				t.Fatalf("Submit: %v", err)
 			}
@@ -210,7 +202,7 @@ func blockedOpsDoNotStall(t *testing.T, how string) {
 			})
 		}()
 	}
-	done := compWatch(t, "all 16 blockers inside f (2 workers)")
+	done := stepWithin(t, "all 16 blockers inside f (2 workers)", compLimit)
 	all.Wait()
 	done()
 	// The Prometheus text counts the extra workers (2 workers: 14 at
@@ -223,7 +215,7 @@ func blockedOpsDoNotStall(t *testing.T, how string) {
 		t.Fatalf("accel_runtime_extra_workers = %d, want >= %d", e, n-2)
 	}
 	q, _ := rt.NewVMSession("quick")
-	done = compWatch(t, "the 17th VM's quick op")
+	done = stepWithin(t, "the 17th VM's quick op", compLimit)
 	if err := q.Submit(queued(t), func(*Session) error { return nil }); err != nil {
 		t.Fatalf("quick Submit: %v", err)
 	}
@@ -233,7 +225,7 @@ func blockedOpsDoNotStall(t *testing.T, how string) {
 	}
 	close(release)
 	let.Store(true)
-	done = compWatch(t, "the blockers return")
+	done = stepWithin(t, "the blockers return", compLimit)
 	for i := 0; i < n; i++ {
 		if err := <-results; err != nil {
 			t.Fatalf("blocker: %v", err)
@@ -244,7 +236,7 @@ func blockedOpsDoNotStall(t *testing.T, how string) {
 		t.Fatalf("inside = %d", inside.Load())
 	}
 	// The extra workers go again: surplus at their visit's end or idle.
-	done = compWatch(t, "the extra workers retire")
+	done = stepWithin(t, "the extra workers retire", compLimit)
 	for rt.host.comp.extras.Load() != 0 {
 		time.Sleep(time.Millisecond)
 	}
@@ -256,7 +248,7 @@ func blockedOpsDoNotStall(t *testing.T, how string) {
 func TestCompPairsNestedSubmit(t *testing.T) {
 	handoffCases(t, 2, func(t *testing.T, rt *Runtime) {
 		const pairs, rounds = 16, 100
-		done := compWatch(t, "16 pairs x 100 rounds of A->B Submit from inside f")
+		done := stepWithin(t, "16 pairs x 100 rounds of A->B Submit from inside f", compLimit)
 		defer done()
 		var wg sync.WaitGroup
 		errs := make(chan error, pairs)
@@ -307,7 +299,7 @@ func TestCompSyncOtherFromInsideOp(t *testing.T) {
 		a, _ := rt.NewVMSession("a")
 		b, _ := rt.NewVMSession("b")
 		var ran atomic.Bool
-		done := compWatch(t, "b.Sync() inside a's op, 1 worker")
+		done := stepWithin(t, "b.Sync() inside a's op, 1 worker", compLimit)
 		err := a.Submit(queued(t), func(*Session) error {
 			if err := b.SubmitAsync(func(*Session) error { ran.Store(true); return nil }, nil); err != nil {
 				return err
@@ -335,7 +327,7 @@ func TestCompCloseOtherFromInsideOp(t *testing.T) {
 		a, _ := rt.NewVMSession("a")
 		b, _ := rt.NewVMSession("b")
 		var ran atomic.Bool
-		done := compWatch(t, "b.Close() inside a's op, 1 worker")
+		done := stepWithin(t, "b.Close() inside a's op, 1 worker", compLimit)
 		err := a.Submit(queued(t), func(*Session) error {
 			if err := b.SubmitAsync(func(*Session) error { ran.Store(true); return nil }, nil); err != nil {
 				return err
@@ -368,7 +360,7 @@ func TestCompUserMutexReleasedByOtherSession(t *testing.T) {
 		go func() {
 			aDone <- a.Submit(queued(t), func(*Session) error { mu.Lock(); mu.Unlock(); return nil })
 		}()
-		done := compWatch(t, "b's op unlocks the mutex a's op waits on, 1 worker")
+		done := stepWithin(t, "b's op unlocks the mutex a's op waits on, 1 worker", compLimit)
 		// Whichever runs first, b's op must run while a's may hold the
 		// only worker.
 		if err := b.Submit(queued(t), func(*Session) error { mu.Unlock(); return nil }); err != nil {
@@ -412,7 +404,7 @@ func TestCompCapBoundsExtras(t *testing.T) {
 			})
 		}()
 	}
-	done := compWatch(t, fmt.Sprintf("%d blockers inside f (1 worker + the cap)", limit))
+	done := stepWithin(t, fmt.Sprintf("%d blockers inside f (1 worker + the cap)", limit), compLimit)
 	for inside.Load() < int32(limit) {
 		time.Sleep(time.Millisecond)
 	}
@@ -421,7 +413,7 @@ func TestCompCapBoundsExtras(t *testing.T) {
 		t.Fatalf("extra workers = %d, want the cap %d", e, capExtra)
 	}
 	close(release)
-	done = compWatch(t, "every blocker returns")
+	done = stepWithin(t, "every blocker returns", compLimit)
 	for i := 0; i < n; i++ {
 		if err := <-results; err != nil {
 			t.Fatal(err)
@@ -448,7 +440,7 @@ func TestCompGoexitOnExtraWorker(t *testing.T) {
 		aDone <- a.Submit(queued(t), func(*Session) error { close(aIn); <-release; return nil })
 	}()
 	<-aIn
-	done := compWatch(t, "b's op calls runtime.Goexit while a's op holds the only worker")
+	done := stepWithin(t, "b's op calls runtime.Goexit while a's op holds the only worker", compLimit)
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
@@ -465,7 +457,7 @@ func TestCompGoexitOnExtraWorker(t *testing.T) {
 	if _, _, failed := b.Stats(); failed != 1 {
 		t.Fatalf("b failed = %d, want 1", failed)
 	}
-	done = compWatch(t, "the extra workers retire")
+	done = stepWithin(t, "the extra workers retire", compLimit)
 	for rt.host.comp.extras.Load() != 0 {
 		time.Sleep(time.Millisecond)
 	}
@@ -501,7 +493,7 @@ func TestCompRoomWaitFromInsideOp(t *testing.T) {
 				b, _ := rt.NewVMSession("b", WithQueueDepth(4))
 				var ran atomic.Int32
 				op := func(*Session) error { ran.Add(1); return nil }
-				done := compWatch(t, how+" into b's full queue inside a's op, 1 worker")
+				done := stepWithin(t, how+" into b's full queue inside a's op, 1 worker", compLimit)
 				err := a.Submit(queued(t), func(*Session) error {
 					for b.SubmitAsync(op, nil) == nil {
 					}
@@ -526,7 +518,7 @@ func TestCompRoomWaitFromInsideOp(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				done = compWatch(t, "b.Sync")
+				done = stepWithin(t, "b.Sync", compLimit)
 				b.Sync()
 				done()
 			})
@@ -559,7 +551,7 @@ func TestCompCPUBoundOpIsNotDetected(t *testing.T) {
 		w, _ := rt.NewVMSession("waits")
 		const n = 8
 		for i := 0; i < n; i++ {
-			done := compWatch(t, fmt.Sprintf("CPU-bound op %d of %d, 30 monitor ticks, 1 worker, another op waiting", i+1, n))
+			done := stepWithin(t, fmt.Sprintf("CPU-bound op %d of %d, 30 monitor ticks, 1 worker, another op waiting", i+1, n), compLimit)
 			started := make(chan struct{})
 			res := make(chan error, 1)
 			go func() {
@@ -633,7 +625,7 @@ func TestCompHostWorkerYieldsItsP(t *testing.T) {
 			runtime.Gosched()
 		}
 	}()
-	done := compWatch(t, fmt.Sprintf("16 CPU-bound ops of %v, GOMAXPROCS=1, 1 worker", 2*yieldAfter))
+	done := stepWithin(t, fmt.Sprintf("16 CPU-bound ops of %v, GOMAXPROCS=1, 1 worker", 2*yieldAfter), compLimit)
 	all.Wait()
 	done()
 	close(stop)
@@ -671,7 +663,7 @@ func TestCompSessionBlockingCountsAtOnce(t *testing.T) {
 				return nil
 			})
 		}()
-		done := compWatch(t, "a's op inside s.Blocking")
+		done := stepWithin(t, "a's op inside s.Blocking", compLimit)
 		<-inside
 		done()
 		quickOp(t, b, "b's op while a's waits inside s.Blocking (1 worker, no monitor)")
@@ -716,7 +708,7 @@ func TestCompSessionBlockingIsNotDetected(t *testing.T) {
 		v, _ := rt.NewVMSession("v")
 		w, _ := rt.NewVMSession("w")
 		z, _ := rt.NewVMSession("z")
-		done := compWatch(t, "v's op inside s.Blocking")
+		done := stepWithin(t, "v's op inside s.Blocking", compLimit)
 		vIn, wIn, vDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 		vRes := make(chan error, 1)
 		go func() {
@@ -727,7 +719,7 @@ func TestCompSessionBlockingIsNotDetected(t *testing.T) {
 		}()
 		<-vIn
 		done()
-		done = compWatch(t, "w's op inside s.Blocking on the extra worker")
+		done = stepWithin(t, "w's op inside s.Blocking on the extra worker", compLimit)
 		wRes, zRes := make(chan error, 1), make(chan error, 1)
 		if err := w.SubmitAsync(func(s *Session) error {
 			s.Blocking(func() { close(wIn); <-vDone })
@@ -740,7 +732,7 @@ func TestCompSessionBlockingIsNotDetected(t *testing.T) {
 		if err := z.SubmitAsync(func(*Session) error { return nil }, func(err error) { zRes <- err }); err != nil {
 			t.Fatal(err)
 		}
-		done = compWatch(t, "v's op returns, then z's and w's")
+		done = stepWithin(t, "v's op returns, then z's and w's", compLimit)
 		err := <-vRes
 		close(vDone)
 		for _, e := range []error{err, <-zRes, <-wRes} {
@@ -788,7 +780,7 @@ func TestCompNestedSubmitCycleEndsByCtx(t *testing.T) {
 						})
 					})
 				}()
-				done := compWatch(t, "b's op inside the cycle")
+				done := stepWithin(t, "b's op inside the cycle", compLimit)
 				<-inCycle
 				done()
 				quickOp(t, c, "a third session's op while a and b wait on each other (1 worker)")
@@ -798,7 +790,7 @@ func TestCompNestedSubmitCycleEndsByCtx(t *testing.T) {
 				default:
 				}
 				cancel()
-				done = compWatch(t, "the cycle ends when the inner ctx is canceled")
+				done = stepWithin(t, "the cycle ends when the inner ctx is canceled", compLimit)
 				err := <-got
 				done()
 				if !errors.Is(err, context.Canceled) {

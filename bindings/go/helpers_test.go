@@ -43,6 +43,9 @@ func stepLong(t testing.TB, name string) (done func()) {
 	return stepWithin(t, name, 60*time.Second)
 }
 
+// stepWithin is the one watchdog of the package's tests: step and
+// stepLong with a limit of their own (and StepWithin, for the tests of
+// package accel_test).
 func stepWithin(t testing.TB, name string, limit time.Duration) (done func()) {
 	t.Helper()
 	tm := time.AfterFunc(limit, func() {
@@ -51,4 +54,12 @@ func stepWithin(t testing.TB, name string, limit time.Duration) (done func()) {
 		panic(fmt.Sprintf("%s: stuck at %q\n%s", t.Name(), name, buf))
 	})
 	return func() { tm.Stop() }
+}
+
+// StepWithin is stepWithin for the tests of the exported API alone
+// (package accel_test, public_api_test.go): defined in a _test.go file of
+// package accel, it exists only in the test binary.
+func StepWithin(t testing.TB, name string, limit time.Duration) (done func()) {
+	t.Helper()
+	return stepWithin(t, name, limit)
 }

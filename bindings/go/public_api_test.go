@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -22,18 +21,6 @@ import (
 
 	"accel"
 )
-
-// pubWatchdog dumps all stacks and fails loudly if the test is still
-// running after 10 s (a hang, not a slow machine).
-func pubWatchdog(t testing.TB, name string) func() {
-	tm := time.AfterFunc(10*time.Second, func() {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		os.Stderr.Write(buf)
-		panic(fmt.Sprintf("%s: stuck at %q", t.Name(), name))
-	})
-	return func() { tm.Stop() }
-}
 
 func pubRuntime(t testing.TB, workers int) *accel.Runtime {
 	rt, err := accel.NewRuntime(accel.RuntimeConfig{Workers: workers})
@@ -72,7 +59,7 @@ func pubBalanced(t *testing.T, what string, st accel.SessionStats) {
 // completion called once, with an error); the ops after it still run.
 // The same for SubmitAsyncBatch.
 func TestPublicGoexitInAsyncGroup(t *testing.T) {
-	defer pubWatchdog(t, "goexit group")()
+	defer accel.StepWithin(t, "goexit group", 10*time.Second)()
 	rt := pubRuntime(t, 1)
 	vs := pubOpen(t, rt, 2)
 	rel := make(chan struct{})
@@ -183,7 +170,7 @@ func TestPublicGoexitStats(t *testing.T) {
 		for _, withCtx := range []bool{false, true} {
 			name := fmt.Sprintf("w%d/ctx%v", w, withCtx)
 			t.Run(name, func(t *testing.T) {
-				defer pubWatchdog(t, name)()
+				defer accel.StepWithin(t, name, 10*time.Second)()
 				rt := pubRuntime(t, w)
 				v := pubOpen(t, rt, 1)[0]
 				mk := func() (context.Context, context.CancelFunc) {
@@ -225,7 +212,7 @@ func TestPublicGoexitStats(t *testing.T) {
 // A session whose backend is unavailable counts every refused op as
 // submitted and failed, SubmitAsyncBatch too.
 func TestPublicUnavailableBackendStats(t *testing.T) {
-	defer pubWatchdog(t, "unavailable")()
+	defer accel.StepWithin(t, "unavailable", 10*time.Second)()
 	v, err := accel.NewVMSession("gpu", accel.WithVMBackend(accel.BackendCUDA))
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +322,7 @@ func TestPublicPrometheusIDs(t *testing.T) {
 // A completion callback that Submits to its own session gets ErrDeadlock
 // (SubmitAsync's godoc).
 func TestPublicDoneSubmitsOwnSession(t *testing.T) {
-	defer pubWatchdog(t, "done submits")()
+	defer accel.StepWithin(t, "done submits", 10*time.Second)()
 	for _, w := range []int{1, 2} {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
 			rt := pubRuntime(t, w)
@@ -358,7 +345,7 @@ func TestPublicDoneSubmitsOwnSession(t *testing.T) {
 // ops without a completion (their outcomes are counted per group): every
 // op runs once and the counts add up.
 func TestPublicGoexitGroupPositions(t *testing.T) {
-	defer pubWatchdog(t, "goexit positions")()
+	defer accel.StepWithin(t, "goexit positions", 10*time.Second)()
 	for _, exits := range [][]int{{0}, {4}, {1, 3}, {0, 1, 2, 3, 4}} {
 		t.Run(fmt.Sprint(exits), func(t *testing.T) {
 			rt := pubRuntime(t, 1)
