@@ -416,6 +416,13 @@ void accel__compensate_thread_begin(accel__worker *w)
                           memory_order_relaxed);
 }
 
+void accel__compensate_thread_end(void)
+{
+    if (tls_schedstat_fd >= 0)
+        close(tls_schedstat_fd);
+    tls_schedstat_fd = -1;
+}
+
 void accel__compensate_visit_done(accel__worker *w)
 {
     if (__builtin_expect(w->block_depth != 0, 0)) {

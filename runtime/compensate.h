@@ -62,6 +62,10 @@ void accel__compensate_stop(accel_runtime *rt);
 /* A worker thread (base or extra) installs the block hook for itself. */
 void accel__compensate_thread_begin(struct accel__worker *w);
 
+/* A worker thread that leaves closes what it kept open for itself (its
+ * schedstat file, accel__compensate_self_schedstat). */
+void accel__compensate_thread_end(void);
+
 /* The wake path found no parked general worker for new work (park.c):
  * starts an extra if blocked workers are owed one, arms the monitor. Cold
  * unless a worker is blocked or the monitor sleeps. */

@@ -204,6 +204,7 @@ static void worker_loop(accel__worker *w)
         if (lanes && !(lanes & accel__lane_mask(w->lane)))
             accel__park_wake_lanes(rt, lanes);
     }
+    accel__compensate_thread_end();
 }
 
 /* Names a started worker's thread (accel-w<k>, accel-short<k>) and pins it

@@ -17,6 +17,7 @@
 #include <criterion/criterion.h>
 
 #include <pthread.h>
+#include <dirent.h>
 #include <sched.h>
 #include <time.h>
 
@@ -113,4 +114,41 @@ Test(preempted_visits, service_leaves_out_preemption, .timeout = 120)
                  "service %llu ns: ops' CPU %llu ns, off the CPU %llu ns",
                  (unsigned long long)st.service_ns, (unsigned long long)cpu_ns,
                  (unsigned long long)off);
+}
+
+/* Open file descriptors of the process (/proc/self/fd's entries). */
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    cr_assert_not_null(d);
+    int n = 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* A worker thread that measured a long visit keeps its schedstat file
+ * open while it lives, and closes it when it leaves: runtimes created and
+ * destroyed one after another leave no descriptor behind. */
+Test(preempted_visits, workers_leave_no_descriptor_open, .timeout = 120)
+{
+    int before = 0;
+    for (int round = 0; round < 21; round++) {
+        if (round == 1)
+            before = open_fds(); /* after one round: anything opened once */
+        unit_step("a runtime's long visits, then its destroy");
+        accel_runtime *rt = tu_runtime_nodetect(1);
+        accel_session *s = tu_open(rt, "burn", 64, 0);
+        for (int i = 0; i < 8; i++)
+            cr_assert_eq(accel_submit(s, &(accel_op){.fn = burn}, ACCEL_FOREVER),
+                         ACCEL_OK);
+        cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+        accel_session_release(s);
+        cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    }
+    unit_step("count the descriptors");
+    int after = open_fds();
+    cr_assert_eq(after, before, "%d descriptors open after 20 runtimes, %d before",
+                 after, before);
 }
