@@ -80,9 +80,8 @@
  * drops a detection: that credit is banked for the visit's end,
  * bank_detected). Before the monitor detects it no one runs in its place, and
  * past the cap on extras no one may: that time is charged. Time a thread
- * sat preempted (runnable) is not counted here: worker.c leaves it out of
- * a long visit by the thread's run delay (docs/scheduler.md,
- * "Preemption"), and charges it to a shorter one.
+ * sat preempted (runnable) is not credited: every visit is charged its
+ * preemption (docs/scheduler.md, "Preemption").
  */
 #include "compensate.h"
 
@@ -347,9 +346,9 @@ static void own_mark(accel__worker *w)
 /* The time asleep in w's open outermost wait, to now (its own thread):
  * the wall time less what the thread spent on a CPU and waiting for one.
  * An announcement around work that uses the CPU gets no credit for it,
- * nor for the time that work waited on a run queue: a long visit is
- * charged neither its run-queue waits nor its sleeps, only its CPU time
- * (worker.c), and a credit here is for a sleep. Without schedstat only
+ * nor for the time that work waited on a run queue: a visit that does
+ * not announce is charged its wall time, run-queue waits included, so
+ * the two stay comparable on a loaded machine. Without schedstat only
  * the CPU time is taken off. */
 static uint64_t off_cpu_since(accel__worker *w, uint64_t now)
 {

@@ -124,17 +124,6 @@ unsigned accel__sched_queued(accel__sched *s, accel__lane lane, unsigned max);
 uint32_t accel__sched_visit_ops(const accel__sched *s,
                                 const accel__sched_entity *e);
 
-/* Whether the coming visit of e measures the time its worker sits
- * preempted (runnable, off a CPU), so that its service leaves it out: a
- * visit predicted at least ACCEL__SCHED_PREEMPT_CHECK_NS long (its
- * session's visit cost). Reading the thread's CPU use costs two syscalls
- * (0.3-0.7 us each on a loaded VM), under 1% of such a visit; a
- * shorter visit is charged its preemption (docs/scheduler.md,
- * "Preemption"). Only the picking worker. */
-#define ACCEL__SCHED_PREEMPT_CHECK_NS 200000u
-bool accel__sched_visit_measures_cpu(const accel__sched *s,
-                                     const accel__sched_entity *e);
-
 /* Charges a finished visit with its measured service, of which
  * blocked_ns its worker spent blocked, compensated (compensate.h): the
  * share is charged only the rest (another worker ran other sessions in

@@ -421,13 +421,6 @@ uint32_t accel__sched_visit_ops(const accel__sched *s,
     return (uint32_t)q;
 }
 
-bool accel__sched_visit_measures_cpu(const accel__sched *s,
-                                     const accel__sched_entity *e)
-{
-    (void)s;
-    return e->seen && e->visit_cost_ns >= ACCEL__SCHED_PREEMPT_CHECK_NS;
-}
-
 static inline uint64_t ewma(uint64_t avg, uint64_t x, bool first)
 {
     return first ? x : avg - avg / 4 + x / 4;

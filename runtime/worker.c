@@ -79,12 +79,6 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
     accel__visit v;
     if (w)
         w->own_ns = 0;
-    /* A long visit: the time its thread waits on a run queue (other
-     * threads, other processes) is not service (docs/scheduler.md,
-     * "Preemption"): its schedstat's run delay, read around the visit. */
-    uint64_t cpu0 = 0, rd0 = 0;
-    bool measured = w && accel__sched_visit_measures_cpu(rt->sched, &s->se) &&
-                    accel__compensate_self_schedstat(&cpu0, &rd0);
     accel__visit_begin(&v, rt, s, *now);
     accel__visit_run(&v);
     if (w)
@@ -102,14 +96,6 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
                                               memory_order_relaxed),
                  0))
         v.blocked_ns = accel__compensate_visit_blocked_ns(w, v.t0);
-    /* Its service starts that much later: neither its share nor its op
-     * cost (quota, lane) pays for the time it sat preempted. What
-     * blocked_ns leaves out is time asleep only (compensate.c), so the
-     * two never overlap; a visit that only computed is charged its time
-     * on a CPU. */
-    uint64_t cpu1, rd1;
-    if (measured && accel__compensate_self_schedstat(&cpu1, &rd1) && rd1 > rd0)
-        v.t0 += rd1 - rd0;
     return accel__visit_end(&v, now);
 }
 

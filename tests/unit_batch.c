@@ -457,8 +457,8 @@ static int burn_fn(accel_ctx *ctx, void *arg)
 }
 
 /* CPU time spent inside batch calls, as the batch function's thread
- * sees it: what a visit that computes is charged at least (its wall time
- * less its time preempted, docs/scheduler.md). */
+ * sees it: what a visit that computes is charged at least (its wall
+ * time, docs/scheduler.md). */
 static _Atomic uint64_t batch_cpu_ns;
 
 static uint64_t thread_cpu_ns(void)
@@ -505,9 +505,9 @@ Test(batch, batch_time_charged_fair_share, .timeout = 120)
      * A's charged service; the scheduler keeps the two charges about
      * equal (the weights), so neither session takes the worker. A batch
      * left uncharged would let A take it (its virtual time would not
-     * move). A long visit is charged its wall time less its time
-     * preempted: the run lasts 1.5 s of charged service so that one
-     * uneven visit moves the ratio little. */
+     * move). Charged time is wall time, which other processes'
+     * preemption inflates at random: the run lasts 1.5 s of charged
+     * service so that one stalled visit moves the ratio little. */
     accel_runtime *rt = tu_runtime_nodetect(1);
     accel_session *a = tu_open(rt, "a", 4096, 0);
     accel_session *bs = tu_open(rt, "b", 4096, 0);

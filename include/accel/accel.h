@@ -687,9 +687,7 @@ typedef struct accel_session_stats {
     int64_t memory_used, memory_budget;
     uint64_t service_ns; /* total time its visits took (measured per
                             visit; blocked time included, which the
-                            share is not charged: "Ops that block"; a
-                            long visit leaves out the time its worker
-                            sat preempted) */
+                            share is not charged: "Ops that block") */
     uint64_t visits;     /* times a worker picked the session */
     uint32_t priority;
     /* Scheduler view (docs/scheduler.md): the session's virtual time and
