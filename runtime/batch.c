@@ -639,6 +639,7 @@ int accel_session_set_batch(accel_session *s, const accel_batch_config *ucfg)
     return ACCEL_OK;
 }
 
+
 /* The status of ops[i] of a run of k just taken at h0, decided now, as the
  * batch forms: an EX op is claimed (cancel, close, deadline), a plain one
  * sees close(CANCEL)'s flag, as in a one-by-one visit. 0: it runs. */
@@ -651,6 +652,29 @@ static int form_status(accel__visit *v, uint64_t h0, uint32_t i,
     if (atomic_load_explicit(&v->s->close_cancels, memory_order_relaxed))
         return ACCEL_ECLOSED;
     return 0;
+}
+
+/* Takes what is published now, up to max_ops, into ops[] with each op's
+ * unrun status (0: runs; form_status), a batch's forming for a worker's
+ * visit and for a host visit alike: the ops taken. */
+static uint32_t form_take(accel__visit *v, accel_op *ops, int *unrun,
+                          uint32_t max_ops)
+{
+    uint32_t n = 0;
+    while (n < max_ops) {
+        uint32_t max = max_ops - n;
+        if (max > ACCEL__TAKE_MAX)
+            max = ACCEL__TAKE_MAX;
+        uint32_t ex;
+        uint32_t k = accel__visit_take(v, ops + n, max, &ex);
+        uint64_t h0 = v->h - k;
+        for (uint32_t i = 0; i < k; i++)
+            unrun[n + i] = form_status(v, h0, i, &ex, k);
+        n += k;
+        if (k < max)
+            break; /* nothing more published */
+    }
+    return n;
 }
 
 static unsigned hist_bucket(uint32_t n)
@@ -708,20 +732,7 @@ bool accel__batch_visit_run(accel__visit *v)
             }
         }
         /* Form: what is published now, up to max_ops. */
-        uint32_t n = 0;
-        while (n < c.max_ops) {
-            uint32_t max = c.max_ops - n;
-            if (max > ACCEL__TAKE_MAX)
-                max = ACCEL__TAKE_MAX;
-            uint32_t ex;
-            uint32_t k = accel__visit_take(v, ops + n, max, &ex);
-            uint64_t h0 = v->h - k;
-            for (uint32_t i = 0; i < k; i++)
-                unrun[n + i] = form_status(v, h0, i, &ex, k);
-            n += k;
-            if (k < max)
-                break; /* nothing more published */
-        }
+        uint32_t n = form_take(v, ops, unrun, c.max_ops);
         if (n == 0)
             break;
         /* A batch formed: what is held from now on is the next one. */
@@ -820,20 +831,7 @@ bool accel__batch_host_form(accel__visit *v, uint32_t cap, accel_op *ops,
     if (!c.fn)
         return false;
     uint32_t max_ops = c.max_ops < cap ? c.max_ops : cap;
-    uint32_t n = 0;
-    while (n < max_ops) {
-        uint32_t max = max_ops - n;
-        if (max > ACCEL__TAKE_MAX)
-            max = ACCEL__TAKE_MAX;
-        uint32_t ex;
-        uint32_t k = accel__visit_take(v, ops + n, max, &ex);
-        uint64_t h0 = v->h - k;
-        for (uint32_t i = 0; i < k; i++)
-            unrun[n + i] = form_status(v, h0, i, &ex, k);
-        n += k;
-        if (k < max)
-            break; /* nothing more published */
-    }
+    uint32_t n = form_take(v, ops, unrun, max_ops);
     uint32_t m = 0;
     uint64_t gone = 0, expired = 0;
     for (uint32_t i = 0; i < n; i++) {
