@@ -507,7 +507,8 @@ static void *timer_main(void *arg)
         }
         accel__futex_wait(&tm->word, w, wait);
     }
-    /* Stopped (runtime destroy, every session closed): drop the nodes. */
+    /* Stopped (runtime destroy, every session closed): drop the nodes.
+     * acquire: pairs with the holders' push (hold_notify), as above. */
     hold_node *in =
         atomic_exchange_explicit(&tm->incoming, NULL, memory_order_acquire);
     while (in) {
@@ -563,6 +564,9 @@ static int timer_get(accel_runtime *rt)
 
 void accel__batch_timer_stop(accel_runtime *rt)
 {
+    /* acq_rel: acquire pairs with timer_get's release CAS that published
+     * the timer (its fields initialized); release orders nothing here
+     * beyond the exchange itself (destroy is the last caller). */
     struct accel__batch_timer *tm =
         atomic_exchange_explicit(&rt->batch_timer, NULL, memory_order_acq_rel);
     if (tm)
