@@ -64,10 +64,16 @@
  * sleep (Go takes the P from a goroutine inside a long op every 10 ms,
  * and its locked thread sleeps until the P comes back, hundreds of us on
  * a loaded machine), so a window of a CPU-bound op can hold only a few us
- * on a CPU. What the clock cannot tell there: a goroutine that waits for
- * a P a whole window looks blocked and is counted; its extra then waits
- * for a P too, and goes at the end of its visit once the detection is
- * dropped.
+ * on a CPU. What the thread's clock cannot tell there: a goroutine that
+ * waits for a P a whole window looks blocked. The process's clock can: a
+ * host that gives its workers host_cpus CPUs (Go: GOMAXPROCS) and used
+ * host_cpus - 1/2 of them or more over the window has no CPU for an extra
+ * worker either (host_saturated), so no wait is counted then; under that,
+ * a CPU sits idle and the wait is counted. Without host_cpus (0), or on a
+ * machine whose other processes leave the host less than that, a
+ * goroutine waiting a whole window for a P is counted; its extra then
+ * waits for a P too, and goes at the end of its visit once the detection
+ * is dropped.
  *
  * Charging: a visit's time its worker sat blocked while another ran in
  * its place is not charged to its session's share (sched_core.h): in its
@@ -765,10 +771,48 @@ static void bank_detected(accel__worker *w, uint64_t vis)
     atomic_store_explicit(&w->detected_bank_vis, vis, memory_order_release);
 }
 
-/* One worker at one tick; true while it is counted blocked by the
+uint64_t (*_Atomic accel__compensate_process_cpu_hook)(void);
+
+/* The process's CPU time in ns, its threads' sum (0 if unreadable). */
+static uint64_t process_cpu_ns(void)
+{
+    /* relaxed: a test's hook, set before the runtime it watches. */
+    uint64_t (*hook)(void) = atomic_load_explicit(
+        &accel__compensate_process_cpu_hook, memory_order_relaxed);
+    uint64_t ns;
+    if (hook)
+        return hook();
+    return accel__clock_ns(CLOCK_PROCESS_CPUTIME_ID, &ns) ? ns : 0;
+}
+
+/* A window of w's starts at this tick (now, proc: the tick's clock and
+ * the process's CPU time). */
+static void window_begin(accel__worker *w, uint64_t now, uint64_t proc)
+{
+    w->m_pt0 = now;
+    w->m_proc0 = proc;
+}
+
+/* Whether the host's CPUs were all in use over w's window (the top of
+ * this file): the process ran on host_cpus - 1/2 CPUs or more from the
+ * window's start to this tick. Then a host worker off its CPU waits for
+ * one of the host's (Go: a P), and an extra worker could run no sooner.
+ * false without host_cpus. */
+static bool host_saturated(const accel_runtime *rt, const accel__worker *w,
+                           uint64_t now, uint64_t proc)
+{
+    if (!rt->cfg.host_cpus || now <= w->m_pt0 || proc < w->m_proc0)
+        return false;
+    /* double: host_cpus x an hour's window would wrap 64 bits */
+    return 2.0 * (double)(proc - w->m_proc0) >=
+           (2.0 * rt->cfg.host_cpus - 1.0) * (double)(now - w->m_pt0);
+}
+
+/* One worker at one tick (now, and proc: the process's CPU time then,
+ * read when host_cpus is set); true while it is counted blocked by the
  * monitor or being sampled. */
 static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
-                  bool waits)
+                  uint64_t proc, bool waits)
 {
     accel__compensate *c = &rt->comp;
     /* relaxed: a heuristic view of the worker's own counters; the block
@@ -820,6 +864,7 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
             bank_detected(w, vis);
             w->m_busy0 = busy;
             w->m_t0 = t;
+            window_begin(w, now, proc);
             w->m_phase = ok ? 2 : 0;
             return true;
         }
@@ -852,6 +897,7 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
         w->m_busy0 = busy_ns(rt, w, &ok);
         w->m_t0 = accel__now_ns(); /* next to the read: the monitor may
                                       itself have waited for a CPU */
+        window_begin(w, now, proc);
         w->m_phase = ok ? 1 : 0;
         return true;
     }
@@ -861,6 +907,7 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
      * look a CPU-clock read, and a /proc read when it was preempted). */
     if (now - w->m_t0 < (w->m_phase == 1 ? c->detect_ns : 2 * c->detect_ns))
         return true;
+    uint64_t tick = now;
     uint64_t busy = busy_ns(rt, w, &ok);
     now = accel__now_ns();
     if (!ok || busy < w->m_busy0) { /* no clock, or another thread's */
@@ -869,10 +916,13 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     }
     busy -= w->m_busy0;
     uint64_t wall = now - w->m_t0;
-    if (busy * div >= wall || !waits || thread_runnable(w)) {
-        /* working (or nothing waits for it): a new window from here */
+    if (busy * div >= wall || !waits || host_saturated(rt, w, tick, proc) ||
+        thread_runnable(w)) {
+        /* working (or nothing waits for it, or it waits for one of the
+         * host's busy CPUs): a new window from here */
         w->m_busy0 += busy;
         w->m_t0 = now;
+        window_begin(w, tick, proc);
         w->m_phase = 2;
         return true;
     }
@@ -934,6 +984,9 @@ static void *monitor_main(void *arg)
         }
         accel__futex_wait(&c->monitor_stop, 0, (int64_t)c->detect_ns);
         uint64_t now = accel__now_ns();
+        /* Read once a tick, next to `now`, and only when host_saturated
+         * asks (a syscall that sums the process's threads). */
+        uint64_t proc = rt->cfg.host_cpus ? process_cpu_ns() : 0;
         bool waits = work_waits(rt);
         bool busy = false;
         pthread_mutex_lock(&c->lock); /* cold: one tick; extras stay put */
@@ -941,7 +994,7 @@ static void *monitor_main(void *arg)
             accel__worker *w = &rt->workers[i];
             if (i >= rt->nworkers && w->extra_state != ACCEL__EXTRA_RUN)
                 continue;
-            busy |= watch(rt, w, now, place_owed(rt, waits));
+            busy |= watch(rt, w, now, proc, place_owed(rt, waits));
         }
         pthread_mutex_unlock(&c->lock);
         if (busy || waits)

@@ -93,6 +93,11 @@ uint64_t accel__compensate_visit_blocked_ns(struct accel__worker *w, uint64_t t0
  * schedstat here. */
 bool accel__compensate_self_schedstat(uint64_t *cpu, uint64_t *rd);
 
+/* Test hook: when set, the monitor reads the process's CPU time (ns)
+ * from it instead of CLOCK_PROCESS_CPUTIME_ID (host_saturated), so that
+ * a test can show a host whose CPUs are all busy, or all idle. */
+extern uint64_t (*_Atomic accel__compensate_process_cpu_hook)(void);
+
 /* After an op's visit: an announcement the op left open is closed (accel.h). */
 void accel__compensate_visit_done(struct accel__worker *w);
 

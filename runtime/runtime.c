@@ -85,7 +85,7 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
     if ((c.flags & ACCEL_RUNTIME_HOST_WORKERS)
             ? !c.host_wake || c.worker_cpus_count
             : c.host_wake != NULL || c.host_wake_arg != NULL ||
-                  c.host_grow != NULL)
+                  c.host_grow != NULL || c.host_cpus != 0)
         return ACCEL_EINVAL;
 
     accel__fence_init();

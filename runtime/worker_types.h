@@ -77,6 +77,9 @@ typedef struct accel__worker {
     unsigned m_phase;
     int m_tid; /* the thread sampled (a host worker's visit may move) */
     uint64_t m_ops; /* ops at the sample: a host worker's op sampled */
+    /* The tick's time and the process's CPU time when the window began
+     * (host_cpus set: host_saturated). */
+    uint64_t m_pt0, m_proc0;
 } accel__worker;
 
 #endif

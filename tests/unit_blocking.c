@@ -23,6 +23,8 @@
 #include <accel/accel.h>
 #include <accel/host.h>
 
+#include "clock.h"
+#include "compensate.h"
 #include "core_util.h"
 #include "unit_watchdog.h"
 
@@ -879,6 +881,63 @@ Test(blocking, host_worker_waiting_with_none_parked_is_detected_unqueued,
     unit_step("destroy");
     accel_session_release(a);
     cr_expect_eq(accel_runtime_destroy(hrt), ACCEL_OK);
+}
+
+/* A host worker off its CPU while the host's CPUs are all busy (host_cpus
+ * set) waits for one of them, as a goroutine waits for a P, and is not
+ * counted: an extra worker could not run either. The process's CPU clock
+ * comes from the test hook: busy (host_cpus CPUs' worth of the wall
+ * time), then idle (flat); then the real clock, with nothing else of
+ * this process running. Only while a CPU sits idle is the nap counted.
+ * Planted (the monitor not asking host_saturated), the busy nap is
+ * counted. */
+static _Atomic uint64_t proc_busy_cpus;
+
+static uint64_t proc_cpu_busy(void)
+{
+    return accel__now_ns() * atomic_load(&proc_busy_cpus);
+}
+
+static uint64_t proc_cpu_idle(void) { return 12345; }
+
+Test(blocking, host_worker_waiting_for_a_busy_cpu_is_not_detected,
+     .timeout = 60)
+{
+    accel_runtime_config c = {.workers = 2,
+                              .struct_size = sizeof(c),
+                              .flags = ACCEL_RUNTIME_HOST_WORKERS,
+                              .block_detect_ns = OPW_TICK_NS,
+                              .host_wake = h_wake,
+                              .host_cpus = 2};
+    atomic_store(&proc_busy_cpus, 2);
+    atomic_store(&accel__compensate_process_cpu_hook, proc_cpu_busy);
+    cr_assert_eq(accel_runtime_create(&c, &hrt), ACCEL_OK);
+    accel_session *a = open_s(hrt, 0);
+    unit_step("the host's 2 CPUs busy: worker 0's nap");
+    cr_expect_eq(nap_on_slot_0(a, false), 0,
+                 "counted blocked while every host CPU was busy");
+    unit_step("the host's CPUs idle: worker 0's nap");
+    atomic_store(&accel__compensate_process_cpu_hook, proc_cpu_idle);
+    cr_expect_geq(nap_on_slot_0(a, false), 1,
+                  "not counted blocked with the host's CPUs idle");
+    unit_step("the real process clock, nothing else running: a nap");
+    atomic_store(&accel__compensate_process_cpu_hook, NULL);
+    uint64_t d0 = blocked_detected_now();
+    cr_expect_gt(nap_on_slot_0(a, false), d0,
+                 "not counted blocked by the process's real clock");
+    unit_step("destroy");
+    accel_session_release(a);
+    cr_expect_eq(accel_runtime_destroy(hrt), ACCEL_OK);
+}
+
+Test(blocking, host_cpus_only_with_host_workers, .timeout = 30)
+{
+    accel_runtime_config c = {.workers = 1,
+                              .struct_size = sizeof(c),
+                              .host_cpus = 1};
+    accel_runtime *rt = NULL;
+    cr_expect_eq(accel_runtime_create(&c, &rt), ACCEL_EINVAL);
+    cr_expect_null(rt);
 }
 
 /* ---- idle is idle: once the work is done, the monitor and the workers

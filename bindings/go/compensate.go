@@ -21,11 +21,15 @@ package accel
 //     host.h, "Blocked host workers"). Each f bumps its worker's op word
 //     (hostWorker.watchOps), so a wait in each op of a visit is judged on a
 //     window from the first tick that finds that op. A
-//     CPU-bound op, however long, is not counted. A goroutine waiting a
-//     whole tick for a P looks blocked to the clock (its locked thread
-//     sleeps): it is counted, its extra worker then waits for a P too,
-//     and goes at the end of its visit once the monitor sees the op on
-//     a CPU again. Host workers yield their P between visits (yielder), so Go
+//     CPU-bound op, however long, is not counted. A goroutine waiting
+//     for a P looks blocked to the thread's clock (its locked thread
+//     sleeps); NewRuntime gives C GOMAXPROCS as host_cpus, so while the
+//     process ran on GOMAXPROCS - 1/2 CPUs or more over the window no wait
+//     is counted (an extra worker would wait for a P too). A goroutine
+//     waiting a whole tick for a P while Ps sit idle, or while other
+//     processes leave this one fewer CPUs, is counted; its extra worker
+//     goes at the end of its visit once the monitor sees the op on a
+//     CPU again. Host workers yield their P between visits (yielder), so Go
 //     preempts one only inside an op over 10 ms.
 // Every number of it (the tick, the thresholds, the cap on extra workers,
 // how long an idle extra stays) is the C runtime's; the binding only

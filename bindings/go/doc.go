@@ -76,8 +76,8 @@
 // threads, asleep while nothing waits, reads the CPU clock and run state
 // of the thread a host worker runs f on (it is locked to it during
 // its visit): a CPU-bound op, however long, gets no extra worker; one
-// whose goroutine waits a whole millisecond for a P looks blocked and
-// may. Bounds: at most the C runtime's max_extra_workers extra worker
+// whose goroutine waits a whole millisecond for a P looks blocked, and
+// gets one only if the process used under GOMAXPROCS - 1/2 CPUs then. Bounds: at most the C runtime's max_extra_workers extra worker
 // goroutines (4 x its workers, at least 64); an extra one leaves once no
 // op needs it (surplus after its visit, or idle 50 ms). Per-session
 // order, priorities and exactly-once are unchanged.

@@ -110,6 +110,10 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	cc.short_lane_workers += C.uint(nhelp)
 	cc.max_extra_workers = C.uint(cfg.maxExtra)
 	cc.block_detect_ns = C.uint64_t(cfg.blockDetect)
+	// The host workers' goroutines share GOMAXPROCS Ps: a host worker that
+	// waits for a P while all of them are busy is not counted blocked (no
+	// extra worker could run either); one that waits while a P is idle is.
+	cc.host_cpus = C.uint(runtime.GOMAXPROCS(0))
 	if rc := int(C.goaccel_runtime_create(&cc, C.uintptr_t(id), &rt)); rc != C.ACCEL_OK {
 		return nil, statusErr(rc)
 	}

@@ -223,6 +223,15 @@ typedef struct accel_runtime_config {
      * accel_host_worker_add. Same rules as host_wake (it runs inside accel
      * calls, or on the monitor's thread; it must only signal). */
     void (*host_grow)(void *arg);
+    /* Host-driven workers only (optional; must be 0 otherwise): how many
+     * CPUs the host runs its workers' code on at once (Go: GOMAXPROCS).
+     * A host worker waiting for one of them (a goroutine waiting for a P)
+     * looks asleep to the monitor, as a blocked one does; with host_cpus
+     * set, a wait the host did not announce is counted only while the
+     * process ran on fewer than host_cpus - 1/2 CPUs over the monitor's
+     * window (a CPU sat idle that an extra worker could use). 0: judged
+     * on the thread alone. Read at create. */
+    unsigned host_cpus;
 } accel_runtime_config;
 
 /* accel_runtime_config.flags */
