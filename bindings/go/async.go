@@ -242,44 +242,31 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 		recs[i] = r
 		cids[i] = r.arg()
 	}
-	// Queue them, waiting for room: without limit if ctx cannot end, else
-	// in slices between which ctx is looked at. ctx's deadline goes with
-	// each op: the scheduler drops an op not started by then (as Submit's).
+	// Queue them, waiting for room in Go (room.go): without limit if ctx
+	// cannot end, else until it does. ctx's deadline goes with each op:
+	// the scheduler drops an op not started by then (as Submit's).
 	deadline := ctxDeadline(ctx)
 	queued := 0
 	var stop error
-	// First without waiting: a wait for room inside an op then counts
-	// its host worker blocked (compensate.go).
-	first, room := true, (*blockedWorker)(nil)
 	for queued < len(fs) {
-		timeout := C.int64_t(C.ACCEL_FOREVER)
-		if done != nil {
-			timeout = C.int64_t(roomSlice)
-		}
-		if first {
-			timeout = C.ACCEL_NO_WAIT
-		}
-		var got C.size_t
-		rc := int(C.goaccel_submit_batch(c, &cids[queued], C.size_t(len(fs)-queued), deadline, timeout, &got))
-		queued += int(got)
-		if rc == C.ACCEL_OK {
-			continue
-		}
-		if first && rc == C.ACCEL_EAGAIN {
-			first, room = false, blockBegin()
-			continue
-		}
-		if rc == C.ACCEL_ETIMEDOUT && !chanDone(done) {
-			continue
-		}
-		if rc == C.ACCEL_ETIMEDOUT {
+		rc, ended := v.room.wait(func() int {
+			var got C.size_t
+			rc := int(C.goaccel_submit_batch(c, &cids[queued], C.size_t(len(fs)-queued), deadline, C.ACCEL_NO_WAIT, &got))
+			queued += int(got)
+			if got > 0 && rc == C.ACCEL_EAGAIN {
+				return C.ACCEL_OK // progress: try the rest at once
+			}
+			return rc
+		}, done)
+		if ended {
 			stop = ctx.Err()
-		} else {
-			stop = statusErr(rc)
+			break
 		}
-		break
+		if rc != C.ACCEL_OK {
+			stop = statusErr(rc)
+			break
+		}
 	}
-	room.blockEnd()
 	v.h.exit()
 	if queued > 0 {
 		v.postClose()

@@ -92,7 +92,11 @@ func callGroupDone(done func(int, error), i int, err error, d *hostWorker) {
 // that goroutine.
 //
 //export goAccelRun
-func goAccelRun(arg C.uintptr_t) C.int { return runAside(recOf(arg)) }
+func goAccelRun(arg C.uintptr_t) C.int {
+	r := recOf(arg)
+	r.session().room.freed() // taken from the queue (room.go)
+	return runAside(r)
+}
 
 // runAside runs the op of record r on a new goroutine, locked to its
 // thread with the calling thread's C thread-locals (the op's session, for
@@ -344,6 +348,7 @@ func (s *VMSession) countOutcomes(ok, bad *uint64) {
 //export goAccelUnrun
 func goAccelUnrun(arg C.uintptr_t, status C.int) {
 	r := recOf(arg)
+	r.session().room.freed() // its queue position released (room.go)
 	if !r.take() {
 		r.reset()
 		freeRec(r)

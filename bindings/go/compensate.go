@@ -290,16 +290,3 @@ func syncBlocked(c *C.accel_session) int {
 	m.blockEnd()
 	return rc
 }
-
-// submitBlocked is the synchronous submit of r waiting for room without
-// limit, the wait counted blocked.
-func submitBlocked(c *C.accel_session, r *opRec, deadline C.int64_t, t *C.accel_ticket) int {
-	rc := int(C.goaccel_submit(c, r.arg(), deadline, C.ACCEL_NO_WAIT, 1, t))
-	if rc != C.ACCEL_EAGAIN {
-		return rc
-	}
-	m := blockBegin()
-	rc = int(C.goaccel_submit(c, r.arg(), deadline, C.ACCEL_FOREVER, 1, t))
-	m.blockEnd()
-	return rc
-}

@@ -381,6 +381,12 @@ func (d *hostWorker) loop() {
 
 // runVisit runs the open visit's ops from d.i on.
 func (d *hostWorker) runVisit() {
+	if d.i < d.n {
+		// C released these ops' queue positions when it took them: a
+		// Submit waiting for room may go on (room.go). One session per
+		// visit.
+		recOf(d.b.recs[d.i]).session().room.freed()
+	}
 	if r := d.rest; r != nil {
 		d.rest = nil
 		d.b.status[d.i] = 1 // an op of it failed (Goexit)

@@ -64,9 +64,8 @@ type VMSession struct {
 	blocks   map[*byte]int64
 	reserved int64
 	held     atomic.Int64
-	// roomTok: held by the one Submit with a ctx that waits in C for
-	// queue room (enqueue); the others wait for it in Go.
-	roomTok chan struct{}
+	// room: the goroutines waiting for room in the queue (room.go).
+	room roomWait
 
 	submitted atomic.Uint64 // accepted into the queue
 	// The counters below are written by the workers for each op, the
@@ -223,7 +222,7 @@ func (rt *Runtime) open(vmID string, cfg vmSessionConfig, internal bool) (*VMSes
 	if cfg.shared {
 		cc.flags = C.ACCEL_SESSION_SHARED_DEVICE
 	}
-	v := &VMSession{id: vmID, rt: rt, roomTok: make(chan struct{}, 1)}
+	v := &VMSession{id: vmID, rt: rt, room: newRoomWait()}
 	v.given.Store(int64(cfg.priority))
 	v.sess.v = v
 	v.groupCap.Store(rt.groupCap)
@@ -633,10 +632,6 @@ func (v *VMSession) submitOwn(r *opRec, deadline C.int64_t, t *C.accel_ticket) (
 	return queued, err
 }
 
-// roomSlice is how long one wait in C for queue room lasts while a ctx
-// may end it: Submit and SubmitBatch look at ctx between slices.
-const roomSlice = 200 * time.Microsecond
-
 // ctxDeadline is ctx's deadline on C's clock (accel_now_ns), 0 if none
 // (also for one past what that clock's int64 holds: cDeadline).
 func ctxDeadline(ctx context.Context) C.int64_t {
@@ -666,43 +661,20 @@ func cDeadline(now int64, left time.Duration) int64 {
 	return d
 }
 
-// enqueue hands r to C (deadline: ctx's, ticket into t): without a ctx
-// that can end it waits for room without limit, else in slices between
-// which it looks at ctx, one such Submit of the session at a time (the
-// others wait for roomTok, parked in Go with ctx: a slice in C costs a
-// yield, a cold fence and a futex sleep, and each op's freed room wakes
-// every C waiter). A wait in C holds nothing back: the wakes it needs go
-// to Go as they are asked for (shim.h).
+// enqueue hands r to C (deadline: ctx's, ticket into t), waiting for
+// room in Go (room.go) while the queue is full: without limit if ctx
+// cannot end (done nil), else until it does.
 func (v *VMSession) enqueue(r *opRec, deadline C.int64_t, ctx context.Context, done <-chan struct{}, t *C.accel_ticket) error {
 	c := v.h.enter()
 	if c == nil {
 		return ErrSessionClosed
 	}
 	defer v.h.exit()
-	if done == nil {
-		return statusErr(submitBlocked(c, r, deadline, t))
+	rc, ended := v.room.wait(func() int {
+		return int(C.goaccel_submit(c, r.arg(), deadline, C.ACCEL_NO_WAIT, 1, t))
+	}, done)
+	if ended {
+		return ctx.Err()
 	}
-	var m *blockedWorker // a wait for room inside an op: blocked (compensate.go)
-	defer func() { m.blockEnd() }()
-	wait := C.int64_t(C.ACCEL_NO_WAIT)
-	for {
-		rc := int(C.goaccel_submit(c, r.arg(), deadline, wait, 1, t))
-		if rc == C.ACCEL_EAGAIN && wait == C.ACCEL_NO_WAIT {
-			m = blockBegin()
-			select {
-			case v.roomTok <- struct{}{}:
-				defer func() { <-v.roomTok }()
-			case <-done:
-				return ctx.Err()
-			}
-			wait = C.int64_t(roomSlice)
-			continue
-		}
-		if rc != C.ACCEL_ETIMEDOUT {
-			return statusErr(rc)
-		}
-		if chanDone(done) {
-			return ctx.Err()
-		}
-	}
+	return statusErr(rc)
 }
