@@ -22,6 +22,7 @@
 //
 //	go run ./examples/node [-scenario all|steady|overload|blocking|blocking-hint]
 //	    [-reps 1] [-duration 4s] [-seed 42] [-load 0] [-detail] [-cpuprofile FILE]
+//	    [-trace FILE]
 //
 // docs/go.md ("The node example's numbers") says what each number means.
 package main
@@ -43,6 +44,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strconv"
 	"strings"
@@ -254,6 +256,9 @@ type op struct {
 	end   time.Duration // when f returned, from the start
 }
 
+// winCPU is the process's CPU time during drive's arrivals, ns.
+var winCPU atomic.Int64
+
 // announceWaits (-announce-waits): the blocking scenario runs as blocking-hint.
 var announceWaits bool
 
@@ -450,6 +455,9 @@ type detail struct {
 	startP50, startP99 [nClasses]time.Duration // Submit call to f's start, completed ops
 	counters           map[string]float64      // accel's runtime counters over the run (accel only)
 	waited             int                     // ops that ran with a wait (blocking scenarios)
+	span               time.Duration           // the arrivals
+	winCPU             time.Duration           // the process's CPU time during the arrivals
+	opWall             time.Duration           // f's start to return, summed over the ops counted in work
 }
 
 // rtCounters are the accel runtime's counters -detail prints.
@@ -554,6 +562,8 @@ func drive(vms []submitter, ops []*op, d, grace time.Duration, depth int64, sc s
 	defer cancelAll()
 	var wg sync.WaitGroup
 	start := time.Now().Add(10 * time.Millisecond)
+	time.Sleep(time.Until(start))
+	cpuStart := cpuTime()
 	for _, o := range ops {
 		time.Sleep(time.Until(start.Add(o.at)))
 		if outstanding[o.chain].Add(1) > depth {
@@ -587,6 +597,8 @@ func drive(vms []submitter, ops []*op, d, grace time.Duration, depth int64, sc s
 			}
 		}(o)
 	}
+	time.Sleep(time.Until(start.Add(d)))
+	winCPU.Store(int64(cpuTime() - cpuStart))
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
 	select {
@@ -609,6 +621,7 @@ func runSystem(name string, rt *accel.Runtime, vms []submitter, ops []*op, d tim
 	start := drive(vms, ops, d, time.Second, depth, sc, false)
 	r := result{system: name, cpu: cpuTime() - cpu0, wrong: wrong.Load() - wrong0}
 	r.det.since(snap0)
+	r.det.winCPU, r.det.span = time.Duration(winCPU.Load()), d
 	if c0 != nil {
 		r.det.counters = readCounters(rt)
 		for k, v := range c0 {
@@ -640,6 +653,7 @@ func runSystem(name string, rt *accel.Runtime, vms []submitter, ops []*op, d tim
 			r.workAll += o.work
 			if o.end < d {
 				r.work += o.work
+				r.det.opWall += o.end - o.begin
 			}
 			if o.end-o.at <= c.deadline {
 				r.ontime++
@@ -967,6 +981,8 @@ func printDetail(p pair) {
 		for k := 0; k < nClasses; k++ {
 			fmt.Printf(" %s %s/%s", className[k], lat(d.startP50[k]), lat(d.startP99[k]))
 		}
+		fmt.Printf(", CPU during the arrivals %.2f of GOMAXPROCS, f's wall per work credited %.3f",
+			d.winCPU.Seconds()/d.span.Seconds()/float64(runtime.GOMAXPROCS(0)), d.opWall.Seconds()/(x.work/1e9))
 		if d.waited > 0 {
 			fmt.Printf(", ops that waited %d", d.waited)
 		}
@@ -1105,10 +1121,11 @@ func main() {
 	depth := flag.Int64("depth", 1024, "ops a VM may have outstanding; more are dropped (both systems)")
 	reps := flag.Int("reps", 1, "interleaved pairs of runs (accel, old design) per scenario; above 1: a line per pair and a table of medians and ratios")
 	warmup := flag.Duration("warmup", time.Second, "a discarded steady pair of this duration per system first; 0: none")
-	flag.BoolVar(&showDetail, "detail", false, "after each pair, per system: wall and CPU time, context switches, Go's wait for a P (p50, p99), arrival to Submit p99, Submit to f's start by class")
+	flag.BoolVar(&showDetail, "detail", false, "after each pair, per system: wall and CPU time, context switches, Go's wait for a P (p50, p99), arrival to Submit p99, Submit to f's start by class, the CPU used during the arrivals, f's wall time per ns of work credited")
 	systems := flag.String("systems", "both", "both | accel | old: the systems run (one alone: to profile it)")
 	flag.BoolVar(&announceWaits, "announce-waits", false, "blocking runs as blocking-hint (accel's waiting ops wrap their wait in s.Blocking; the old design's just wait)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
+	tracef := flag.String("trace", "", "write an execution trace of the whole run to this file (go tool trace reads it)")
 	flag.Parse()
 	var list []scenario
 	for _, s := range scenarios {
@@ -1146,6 +1163,18 @@ func main() {
 		}
 		defer f.Close()
 		defer pprof.StopCPUProfile()
+	}
+	if *tracef != "" {
+		f, err := os.Create(*tracef)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "node: -trace:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		defer trace.Stop()
 	}
 	cfg := config{d: *d, seed: *seed, depth: *depth, reps: *reps, warmup: *warmup, print: true}
 	if _, err := run(list, cfg); err != nil {
