@@ -250,6 +250,9 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	var stop error
 	for queued < len(fs) {
 		rc, ended := v.room.wait(func() int {
+			if v.closed.Load() { // Close wakes the waiters (room.go)
+				return C.ACCEL_ECLOSED
+			}
 			var got C.size_t
 			rc := int(C.goaccel_submit_batch(c, &cids[queued], C.size_t(len(fs)-queued), deadline, C.ACCEL_NO_WAIT, &got))
 			queued += int(got)

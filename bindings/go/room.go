@@ -12,8 +12,8 @@ package accel
 // takes its ops (each then runs in a host worker's runVisit), or C
 // completes an op unrun (goAccelUnrun), or runs a device session's op
 // itself (goAccelRun). Each of those tells the session's roomWait
-// (freed), after the release; a close frees nothing, but a waiter's next
-// try finds the session closed once a drain visit wakes it.
+// (freed), after the release. Close wakes them too: each waiter's next
+// try finds the session closed and returns, waking the next.
 
 /*
 #include "shim.h"

@@ -2,6 +2,7 @@ package accel
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
@@ -189,4 +190,48 @@ func TestRoomWaitWokenByEveryRelease(t *testing.T) {
 	if n := roomFallbacks.Load() - fb0; n != 0 {
 		t.Fatalf("%d waits for room ended by the fallback timer, not by a wake", n)
 	}
+}
+
+// Close wakes the submitters waiting for room: each returns
+// ErrSessionClosed at once, while the drain still waits for the op that
+// holds the worker (the fallback timer is an hour here). Planted (Close
+// not waking them), the watchdog fires.
+func TestRoomWaitEndsAtClose(t *testing.T) {
+	old := roomFallback.Swap(int64(time.Hour))
+	t.Cleanup(func() { roomFallback.Store(old) })
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("room", WithQueueDepth(1))
+	release := blockWorker(t, v)
+	filled := make(chan error, 1)
+	if err := v.SubmitAsync(func(*Session) error { return nil }, func(err error) { filled <- err }); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- v.Submit(bg(), func(*Session) error { return nil }) }()
+	go func() {
+		errs <- v.SubmitBatch(bg(), []func(*Session) error{func(*Session) error { return nil }})[0]
+	}()
+	done := step(t, "a Submit and a SubmitBatch announce their wait for room")
+	for v.room.waiters.Load() < 2 {
+		time.Sleep(100 * time.Microsecond)
+	}
+	done()
+	closed := make(chan error, 1)
+	go func() { closed <- v.Close() }()
+	done = step(t, "the waiters return once Close began, the drain still waiting")
+	for i := 0; i < 2; i++ {
+		if err := <-errs; !errors.Is(err, ErrSessionClosed) {
+			t.Fatalf("a waiter for room returned %v, want ErrSessionClosed", err)
+		}
+	}
+	done()
+	release()
+	done = step(t, "Close drains the queued op")
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-filled; err != nil {
+		t.Fatalf("the queued op: %v", err)
+	}
+	done()
 }

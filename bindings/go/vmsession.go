@@ -456,6 +456,9 @@ func (v *VMSession) running() bool {
 // affects another session.
 func (v *VMSession) Close() error {
 	v.closed.Store(true)
+	// Submitters waiting for room find the session closed at their next
+	// try (room.go): wake one, which wakes the next.
+	v.room.freed()
 	// No append after this (the appenders that passed the closed check
 	// above before the store either reserved an op of the group before this seal, and
 	// their op runs in the drain below, or fail here and submit to C,
@@ -671,6 +674,9 @@ func (v *VMSession) enqueue(r *opRec, deadline C.int64_t, ctx context.Context, d
 	}
 	defer v.h.exit()
 	rc, ended := v.room.wait(func() int {
+		if v.closed.Load() { // Close wakes the waiters: none waits on
+			return C.ACCEL_ECLOSED
+		}
 		return int(C.goaccel_submit(c, r.arg(), deadline, C.ACCEL_NO_WAIT, 1, t))
 	}, done)
 	if ended {
