@@ -1,3 +1,4 @@
+// Promises: 1
 package accel
 
 import (
