@@ -87,7 +87,11 @@
  * bank_detected). Before the monitor detects it no one runs in its place, and
  * past the cap on extras no one may: that time is charged. Time a thread
  * sat preempted (runnable) is not credited: every visit is charged its
- * preemption (docs/scheduler.md, "Preemption").
+ * preemption (docs/scheduler.md, "Preemption"). A host worker's visit is
+ * credited its announced waits alone (host.c), by the CPU clock of the
+ * thread that drives it (a goroutine that, after its wait, waits for a P,
+ * its locked thread asleep until the P comes, is credited that too);
+ * its detected waits are charged (compensate.h says why).
  */
 #include "compensate.h"
 
@@ -339,11 +343,15 @@ bool accel__compensate_self_schedstat(uint64_t *cpu, uint64_t *rd)
 }
 
 /* Marks the start of w's outermost wait (its own thread): the clock, and
- * the thread's CPU and run-queue times (schedstat), else its CPU clock. */
+ * the thread's CPU and run-queue times (schedstat), else its CPU clock.
+ * A host's thread takes the CPU clock alone: it is the host's, and a
+ * schedstat file kept open for it would outlive the thread (accel's own
+ * threads close theirs at exit, accel__compensate_thread_end). */
 static void own_mark(accel__worker *w)
 {
     w->own_t0 = accel__now_ns();
-    if (!accel__compensate_self_schedstat(&w->own_cpu0, &w->own_rd0)) {
+    if ((w->rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) ||
+        !accel__compensate_self_schedstat(&w->own_cpu0, &w->own_rd0)) {
         w->own_cpu0 = thread_cpu_ns();
         w->own_rd0 = UINT64_MAX;
     }
@@ -354,8 +362,11 @@ static void own_mark(accel__worker *w)
  * An announcement around work that uses the CPU gets no credit for it,
  * nor for the time that work waited on a run queue: a visit that does
  * not announce is charged its wall time, run-queue waits included, so
- * the two stay comparable on a loaded machine. Without schedstat only
- * the CPU time is taken off. */
+ * the two stay comparable on a loaded machine. Without schedstat (and
+ * on a host's threads) only the CPU time is taken off. A host calls
+ * accel_host_blocking_begin/_end from the thread driving the visit
+ * (host.h), so both ends read one thread's clock; a pair a host split
+ * across threads reads two, and gets 0 or at most the wait's wall time. */
 static uint64_t off_cpu_since(accel__worker *w, uint64_t now)
 {
     uint64_t wall = now - w->own_t0, busy;
@@ -367,21 +378,12 @@ static uint64_t off_cpu_since(accel__worker *w, uint64_t now)
     return busy < wall ? wall - busy : 0;
 }
 
-/* Whether w's own waits are timed for its visit's charge: only accel's
- * own worker threads (a host worker's visit is charged whole, and
- * its begin and end may come from different threads of the host). */
-static inline bool own_timed(const accel__worker *w)
-{
-    return !(w->rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS);
-}
-
 static void own_begin(void *arg)
 {
     accel__worker *w = arg;
     if (w->block_depth++ != 0)
         return;
-    if (own_timed(w))
-        own_mark(w);
+    own_mark(w);
     accel_runtime *rt = w->rt;
     /* relaxed: counts (the top of this file): raised before the bit. */
     atomic_fetch_add_explicit(&rt->blocked, 1, memory_order_relaxed);
@@ -399,8 +401,7 @@ static void own_end(void *arg)
     accel__worker *w = arg;
     if (w->block_depth == 0 || --w->block_depth != 0)
         return;
-    if (own_timed(w))
-        w->own_ns += off_cpu_since(w, accel__now_ns());
+    w->own_ns += off_cpu_since(w, accel__now_ns());
     /* relaxed: counts; lowered after the word went back to 0. */
     if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_ANNOUNCED,
                                   memory_order_relaxed) == ACCEL__BLOCK_ANNOUNCED)
@@ -454,22 +455,42 @@ static uint64_t asleep_since(accel__worker *w, uint64_t ts, uint64_t cpu0,
     return used < now - ts ? now - ts - used : 0;
 }
 
-uint64_t accel__compensate_visit_blocked_ns(accel__worker *w, uint64_t t0)
+/* At the cap, with more workers blocked than extras running, some
+ * blocked worker has no one in its place: its visit is charged whole, as
+ * without compensation. relaxed: counts. */
+static bool extras_short(const accel_runtime *rt)
 {
-    accel_runtime *rt = w->rt;
-    /* relaxed: counts. At the cap, with more workers blocked than extras
-     * running, some blocked worker has no one in its place: the visit is
-     * charged whole, as without compensation. */
     uint32_t extras = atomic_load_explicit(&rt->extra_active,
                                            memory_order_relaxed);
-    if (extras >= rt->comp.extra_max &&
-        atomic_load_explicit(&rt->blocked, memory_order_relaxed) > extras)
-        return 0;
-    uint64_t now = accel__now_ns();
-    uint64_t span = now - t0;
+    return extras >= rt->comp.extra_max &&
+           atomic_load_explicit(&rt->blocked, memory_order_relaxed) > extras;
+}
+
+/* w's own and announced waits off a CPU in its visit, to now. */
+static uint64_t own_off_cpu(accel__worker *w, uint64_t now)
+{
     uint64_t own = w->own_ns;
     if (w->block_depth != 0)
         own += off_cpu_since(w, now); /* an announcement still open: to here */
+    return own;
+}
+
+uint64_t accel__compensate_visit_announced_ns(accel__worker *w, uint64_t t0)
+{
+    if (extras_short(w->rt))
+        return 0;
+    uint64_t now = accel__now_ns();
+    uint64_t own = own_off_cpu(w, now);
+    return own < now - t0 ? own : now - t0;
+}
+
+uint64_t accel__compensate_visit_blocked_ns(accel__worker *w, uint64_t t0)
+{
+    if (extras_short(w->rt))
+        return 0;
+    uint64_t now = accel__now_ns();
+    uint64_t span = now - t0;
+    uint64_t own = own_off_cpu(w, now);
     uint64_t seen = 0;
     /* Counts whose detection the monitor dropped in this visit (the worker
      * was found on a CPU again): their time asleep, banked (bank_detected),

@@ -111,6 +111,10 @@ int accel__host_create(accel_runtime *rt)
     rt->host = accel__calloc_aligned(
         64, ((size_t)rt->nworkers + rt->comp.extra_max) *
                 sizeof(accel__host_worker));
+    /* No thread of accel's sets a host worker's runtime: the visits'
+     * charge reads it (accel__compensate_visit_blocked_ns). */
+    for (unsigned i = 0; i < rt->nworkers + rt->comp.extra_max; i++)
+        rt->workers[i].rt = rt;
     return rt->host ? ACCEL_OK : ACCEL_ENOMEM;
 }
 
@@ -233,6 +237,7 @@ static int begin_session(accel_runtime *rt, unsigned worker,
                          bool watched)
 {
     accel__bump(&rt->workers[worker].visits, 1);
+    rt->workers[worker].own_ns = 0; /* this visit's announced waits */
     h->watched = watched;
     if (watched)
         watch_here(rt, worker);
@@ -355,6 +360,12 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
     if (h->k)
         accel__waiters_finished(&s->waiters, h->k);
     h->open = false;
+    /* The time the host worker sat in its announced waits off a CPU while
+     * another could run in its place is not charged, as for accel's own
+     * workers (worker.c); a detected wait is (compensate.h). */
+    accel__worker *w = &rt->workers[worker];
+    if (__builtin_expect((w->own_ns | w->block_depth) != 0, 0))
+        v->blocked_ns = accel__compensate_visit_announced_ns(w, v->t0);
     unsigned lanes = accel__visit_end(v, now);
     if (h->watched) /* relaxed: as watch_here */
         atomic_store_explicit(&rt->workers[worker].in_visit, 0,

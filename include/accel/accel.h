@@ -278,7 +278,9 @@ typedef struct accel_runtime_config {
  * session whose ops wait keeps its share of the CPU. Still charged: an
  * unannounced wait until it is detected, a wait for a CPU, and blocked visits
  * while the extras are at their cap with blocked workers left over.
- * Host-driven workers' visits are charged whole. */
+ * Host-driven workers' visits: the waits inside
+ * accel_host_blocking_begin/_end off a CPU (the thread's CPU clock) are
+ * not charged; a wait the monitor detected is. */
 
 /* Creates a runtime with its worker threads.
  * cfg NULL means all defaults. Returns ACCEL_OK and *out, or
