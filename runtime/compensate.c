@@ -68,12 +68,15 @@
  * waits for a P a whole window looks blocked. The process's clock can: a
  * host that gives its workers host_cpus CPUs (Go: GOMAXPROCS) and used
  * host_cpus - 1/2 of them or more over the window has no CPU for an extra
- * worker either (host_saturated), so no wait is counted then; under that,
- * a CPU sits idle and the wait is counted. Without host_cpus (0), or on a
- * machine whose other processes leave the host less than that, a
- * goroutine waiting a whole window for a P is counted; its extra then
- * waits for a P too, and goes at the end of its visit once the detection
- * is dropped.
+ * worker either (host_saturated), so no count begins after such a
+ * window; under that, a CPU sits idle and the wait is counted. A count
+ * is not dropped when the host later gets busy: the extra worker it
+ * started is what keeps the CPUs busy, and dropping it then would start
+ * and retire extras by turns. Without host_cpus (0), or on a machine
+ * whose other processes leave the host less than that, a goroutine
+ * waiting a whole window for a P is counted; its extra then waits for a
+ * P too, and goes at the end of its visit once the detection is
+ * dropped.
  *
  * Charging: a visit's time its worker sat blocked while another ran in
  * its place is not charged to its session's share (sched_core.h): in its

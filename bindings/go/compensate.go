@@ -23,9 +23,9 @@ package accel
 //     window from the first tick that finds that op. A
 //     CPU-bound op, however long, is not counted. A goroutine waiting
 //     for a P looks blocked to the thread's clock (its locked thread
-//     sleeps); NewRuntime gives C GOMAXPROCS as host_cpus, so while the
-//     process ran on GOMAXPROCS - 1/2 CPUs or more over the window no wait
-//     is counted (an extra worker would wait for a P too). A goroutine
+//     sleeps); NewRuntime gives C GOMAXPROCS as host_cpus, so after a
+//     window in which the process ran on GOMAXPROCS - 1/2 CPUs or more no
+//     count begins (an extra worker would wait for a P too). A goroutine
 //     waiting a whole tick for a P while Ps sit idle, or while other
 //     processes leave this one fewer CPUs, is counted; its extra worker
 //     goes at the end of its visit once the monitor sees the op on a

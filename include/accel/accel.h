@@ -227,10 +227,15 @@ typedef struct accel_runtime_config {
      * CPUs the host runs its workers' code on at once (Go: GOMAXPROCS).
      * A host worker waiting for one of them (a goroutine waiting for a P)
      * looks asleep to the monitor, as a blocked one does; with host_cpus
-     * set, a wait the host did not announce is counted only while the
-     * process ran on fewer than host_cpus - 1/2 CPUs over the monitor's
-     * window (a CPU sat idle that an extra worker could use). 0: judged
-     * on the thread alone. Read at create. */
+     * set, the monitor begins to count a wait the host did not announce
+     * only after a window in which the process ran on fewer than
+     * host_cpus - 1/2 CPUs (a CPU sat idle that an extra worker could
+     * use); once counted, the wait stays counted while the thread stays
+     * off a CPU. The process's CPU time includes its threads that run no
+     * host worker code (Go: cgo calls, the monitor), so such threads can
+     * make a host look busy. 0: judged on the thread alone. Read at
+     * create; the process's CPU clock is read once a tick (a sum over
+     * its threads). */
     unsigned host_cpus;
 } accel_runtime_config;
 

@@ -247,9 +247,9 @@ ACCEL_API int accel_host_idle_end(accel_runtime *rt, unsigned worker,
  *   at the first tick that finds the visit, or its next op when the host
  *   bumps the host worker's op word (accel_host_op_word); a host worker is counted
  *   while work is queued or no general-lane worker is parked, and, with
- *   accel_runtime_config.host_cpus set, only while the process ran on
- *   fewer than host_cpus - 1/2 CPUs over the window (else the thread
- *   waits for one of the host's busy CPUs, Go's P). Visits begun by
+ *   accel_runtime_config.host_cpus set, first counted only after a window
+ *   in which the process ran on fewer than host_cpus - 1/2 CPUs (else
+ *   the thread waits for one of the host's busy CPUs, Go's P). Visits begun by
  *   accel_host_submit_own(_ex) are the submitter's own op on its own
  *   thread, holding no worker: the monitor does not watch them;
  * - at once between accel_host_blocking_begin(rt, w) and
