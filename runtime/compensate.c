@@ -480,10 +480,13 @@ static uint64_t own_off_cpu(accel__worker *w, uint64_t now)
 
 uint64_t accel__compensate_visit_announced_ns(accel__worker *w, uint64_t t0)
 {
-    if (extras_short(w->rt))
-        return 0;
     uint64_t now = accel__now_ns();
-    uint64_t own = own_off_cpu(w, now);
+    uint64_t own = extras_short(w->rt) ? 0 : own_off_cpu(w, now);
+    /* An announcement still open goes on past this visit (a host may end
+     * it with no visit open: host.h): its mark moves to here, so that no
+     * later visit is credited this visit's part of it again. */
+    if (w->block_depth != 0)
+        own_mark(w);
     return own < now - t0 ? own : now - t0;
 }
 

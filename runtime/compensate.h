@@ -94,7 +94,8 @@ uint64_t accel__compensate_visit_blocked_ns(struct accel__worker *w, uint64_t t0
  * one of the host's CPUs (Go: a P), and crediting it cost the Go node
  * example's blocking scenario 7% of its work (0.731x of the old design's
  * against 0.786x). The caller zeroes own_ns at the visit's start and may
- * skip the call when own_ns and block_depth are 0. */
+ * skip the call when own_ns and block_depth are 0; an announcement left
+ * open is re-marked at the call, so each visit is credited its own part. */
 uint64_t accel__compensate_visit_announced_ns(struct accel__worker *w,
                                               uint64_t t0);
 
