@@ -90,13 +90,22 @@ func (w *roomWait) wait(try func() int, done <-chan struct{}) (rc int, ended boo
 		if rc != C.ACCEL_EAGAIN {
 			w.waiters.Add(-1)
 			// A release may have freed more than this one's room (a
-			// visit takes up to 32 ops) and sent one token: pass it on.
+			// visit takes several ops) and sent one token: pass it on.
 			w.freed()
 			return rc, false
 		}
 		if fb := time.Duration(roomFallback.Load()); tm == nil {
 			tm = time.NewTimer(fb)
 		} else {
+			// go.mod's go 1.21: the timer's channel is buffered, so a
+			// tick that fired while a wake won is drained first (else
+			// the next park would end at once, counted a fallback).
+			if !tm.Stop() {
+				select {
+				case <-tm.C:
+				default:
+				}
+			}
 			tm.Reset(fb)
 		}
 		select {
