@@ -52,14 +52,7 @@ func (v *VMSession) SubmitAsync(f func(*Session) error, done func(error)) error 
 	}
 	r := allocRec()
 	r.fillAsync(v, f, done)
-	if rc := v.submitRec(r); rc != C.ACCEL_OK {
-		r.reset()
-		freeRec(r)
-		return statusErr(rc)
-	}
-	v.postClose()
-	v.submitted.Add(1)
-	return nil
+	return v.queueAsync(r)
 }
 
 // submitRec queues r without waiting (an async op or group); the C status.

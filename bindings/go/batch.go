@@ -17,7 +17,6 @@ import "C"
 
 import (
 	"context"
-	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 )
@@ -62,11 +61,9 @@ func (b *batchCore) attach() error {
 // caller's goroutine), its wait and its cancel race.
 func (b *batchCore) submit(ctx context.Context, item any) error {
 	v := b.v
-	var done <-chan struct{}
-	if ctx != nil {
-		if done = ctx.Done(); done != nil && ctx.Err() != nil {
-			return ctx.Err()
-		}
+	done, err := ctxDone(ctx)
+	if err != nil {
+		return err
 	}
 	if v.closed.Load() {
 		return ErrSessionClosed
@@ -85,29 +82,7 @@ func (b *batchCore) submit(ctx context.Context, item any) error {
 	}
 	v.postClose()
 	v.submitted.Add(1)
-	// A wait inside an op counts its host worker blocked (compensate.go).
-	if done == nil {
-		waitRec(r.waitCh())
-	} else if !waitRecCtx(r.waitCh(), done) {
-		// LP of the cancel race (oprec.go): the CAS decides whether the
-		// item reaches fn.
-		if r.cancel() {
-			v.canceled.Add(1)
-			if c := v.h.enter(); c != nil {
-				C.accel_cancel(&t) // EALREADY: the host worker took it and frees it
-				v.h.exit()
-			}
-			return ctx.Err()
-		}
-		waitRec(r.waitCh()) // its batch took it: fn is not interrupted
-	}
-	err := r.outcome()
-	r.reset()
-	freeRec(r)
-	if err == errGoexit {
-		runtime.Goexit()
-	}
-	return err
+	return v.awaitRec(r, ctx, done, &t)
 }
 
 // submitAsync is Batcher.SubmitAsync: queued without waiting, done
@@ -122,14 +97,7 @@ func (b *batchCore) submitAsync(item any, done func(error)) error {
 	}
 	r := allocRec()
 	r.fillItem(v, b, item, done, nil, nil)
-	if rc := v.submitRec(r); rc != C.ACCEL_OK {
-		r.reset()
-		freeRec(r)
-		return statusErr(rc)
-	}
-	v.postClose()
-	v.submitted.Add(1)
-	return nil
+	return v.queueAsync(r)
 }
 
 // runItems runs the items from op d.i of the open visit on: the

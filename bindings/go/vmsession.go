@@ -533,11 +533,9 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	if f == nil {
 		return ErrInvalidArgument
 	}
-	var done <-chan struct{}
-	if ctx != nil {
-		if done = ctx.Done(); done != nil && ctx.Err() != nil {
-			return ctx.Err()
-		}
+	done, err := ctxDone(ctx)
+	if err != nil {
+		return err
 	}
 	if v.closed.Load() {
 		return ErrSessionClosed
@@ -577,37 +575,77 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	}
 	v.postClose()
 	v.submitted.Add(1)
-	// waitRec*: a wait inside an op counts its host worker blocked (compensate.go).
 	if r.inline {
 		// f ran on this goroutine (runOwn): its outcome is in r.
-	} else if done == nil {
-		waitRec(r.waitCh())
-	} else {
-		if !waitRecCtx(r.waitCh(), done) {
-			// LP of the cancel race: the CAS decides whether f runs.
-			if r.cancel() {
-				v.canceled.Add(1)
-				// The cancel keeps f from ever running, but the op keeps
-				// its room in the queue (and counts in Queued and Sync) until a
-				// worker reaches its place in the session's order; its
-				// done then frees the room and the record (goAccelUnrun).
-				// EALREADY: a worker took it and frees it.
-				if c := v.h.enter(); c != nil {
-					C.accel_cancel(&t)
-					v.h.exit()
-				}
-				return ctx.Err()
-			}
-			waitRec(r.waitCh()) // f started before ctx ended: it is not interrupted
-		}
+		return v.outcome(r)
 	}
-	err = r.outcome()
+	return v.awaitRec(r, ctx, done, &t)
+}
+
+// ctxDone is ctx.Done() of a submit's ctx (nil: none, or a ctx that
+// never ends), and ctx's error if it has ended already.
+func ctxDone(ctx context.Context) (<-chan struct{}, error) {
+	if ctx == nil {
+		return nil, nil
+	}
+	done := ctx.Done()
+	if done != nil && ctx.Err() != nil {
+		return done, ctx.Err()
+	}
+	return done, nil
+}
+
+// awaitRec is the submitter's side of queued r (Submit, Batcher.Submit):
+// it waits for r's outcome, or for done (then the cancel race: the CAS
+// decides whether r's op runs, and a canceled op is canceled in C by t),
+// frees r and returns the outcome. A wait inside an op counts its host
+// worker blocked (waitRec*, compensate.go).
+func (v *VMSession) awaitRec(r *opRec, ctx context.Context, done <-chan struct{}, t *C.accel_ticket) error {
+	if done == nil {
+		waitRec(r.waitCh())
+	} else if !waitRecCtx(r.waitCh(), done) {
+		// LP of the cancel race: the CAS decides whether f runs.
+		if r.cancel() {
+			v.canceled.Add(1)
+			// The cancel keeps f from ever running, but the op keeps
+			// its room in the queue (and counts in Queued and Sync) until a
+			// worker reaches its place in the session's order; its
+			// done then frees the room and the record (goAccelUnrun).
+			// EALREADY: a worker took it and frees it.
+			if c := v.h.enter(); c != nil {
+				C.accel_cancel(t)
+				v.h.exit()
+			}
+			return ctx.Err()
+		}
+		waitRec(r.waitCh()) // f started before ctx ended: it is not interrupted
+	}
+	return v.outcome(r)
+}
+
+// outcome frees r, done with, and returns its outcome; f's
+// runtime.Goexit goes on in the submitter's goroutine.
+func (v *VMSession) outcome(r *opRec) error {
+	err := r.outcome()
 	r.reset()
 	freeRec(r)
 	if err == errGoexit {
 		runtime.Goexit()
 	}
 	return err
+}
+
+// queueAsync queues r (an async op or group) without waiting and counts
+// it submitted; on failure r is freed.
+func (v *VMSession) queueAsync(r *opRec) error {
+	if rc := v.submitRec(r); rc != C.ACCEL_OK {
+		r.reset()
+		freeRec(r)
+		return statusErr(rc)
+	}
+	v.postClose()
+	v.submitted.Add(1)
+	return nil
 }
 
 // submitOwn is hostWorkers.submitOwn under the handle's guard, left also
