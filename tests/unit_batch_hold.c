@@ -147,17 +147,37 @@ static void sync_or_fail(accel_session *s, const char *what)
                  what, accel_strerror(rc));
 }
 
+/* The tests' runtime (one worker, no blocked-op detection) and a session
+ * "h" of a ring of `ring` ops holding back into the batch state hb. */
+static bstate hb;
+
+static accel_session *hold_open(accel_runtime **rt, uint32_t ring,
+                                uint32_t max_ops, uint64_t delay,
+                                uint64_t cost)
+{
+    memset(&hb, 0, sizeof(hb));
+    *rt = tu_runtime_nodetect(1);
+    accel_session *s = tu_open(*rt, "h", ring, 0);
+    accel_batch_config c = hold_cfg(&hb, max_ops, delay, cost);
+    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    return s;
+}
+
+/* Frees what hold_open made; the timer runs again. */
+static void hold_close(accel_runtime *rt, accel_session *s)
+{
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    stall_timer(false);
+}
+
 /* ------------------------------------------------- held until max_ops */
 
 Test(batch_hold, held_until_max_ops, .timeout = 60)
 {
     stall_timer(true); /* only the fill may release it */
-    accel_runtime *rt = tu_runtime_nodetect(1);
-    accel_session *s = tu_open(rt, "h", 64, 0);
-    static bstate b;
-    memset(&b, 0, sizeof(b));
-    accel_batch_config c = hold_cfg(&b, 8, ACCEL_BATCH_DELAY_MAX, 0);
-    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    accel_runtime *rt;
+    accel_session *s = hold_open(&rt, 64, 8, ACCEL_BATCH_DELAY_MAX, 0);
     static item it[8];
     memset(it, 0, sizeof(it));
     submit_held(s, &it[0], 0);
@@ -166,22 +186,20 @@ Test(batch_hold, held_until_max_ops, .timeout = 60)
         accel_op op = item_op(&it[i]);
         cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
     }
-    cr_assert_eq(atomic_load(&b.calls), 0, "held while under max_ops");
+    cr_assert_eq(atomic_load(&hb.calls), 0, "held while under max_ops");
     accel_op op = item_op(&it[7]);
     cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
     sync_or_fail(s, "the eighth op fills the batch");
-    cr_assert_eq(atomic_load(&b.calls), 1, "%d batch calls",
-                 atomic_load(&b.calls));
-    cr_assert_eq(atomic_load(&b.sizes[0]), 8, "one batch of max_ops, got %u",
-                 atomic_load(&b.sizes[0]));
+    cr_assert_eq(atomic_load(&hb.calls), 1, "%d batch calls",
+                 atomic_load(&hb.calls));
+    cr_assert_eq(atomic_load(&hb.sizes[0]), 8, "one batch of max_ops, got %u",
+                 atomic_load(&hb.sizes[0]));
     for (int i = 0; i < 8; i++)
         cr_assert_eq(atomic_load(&it[i].status), 0);
     accel_session_stats st = stats(s);
     cr_assert(st.batch_held_ns > 0, "held time counted");
     cr_assert_eq(st.batch_size_hist[3], 1);
-    accel_session_release(s);
-    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    stall_timer(false);
+    hold_close(rt, s);
 }
 
 Test(batch_hold, a_full_ring_fills_the_batch, .timeout = 60)
@@ -190,12 +208,8 @@ Test(batch_hold, a_full_ring_fills_the_batch, .timeout = 60)
      * releases the session (its producers would otherwise wait for room
      * until the delay ran out). */
     stall_timer(true);
-    accel_runtime *rt = tu_runtime_nodetect(1);
-    accel_session *s = tu_open(rt, "h", 8, 0);
-    static bstate b;
-    memset(&b, 0, sizeof(b));
-    accel_batch_config c = hold_cfg(&b, 64, ACCEL_BATCH_DELAY_MAX, 0);
-    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    accel_runtime *rt;
+    accel_session *s = hold_open(&rt, 8, 64, ACCEL_BATCH_DELAY_MAX, 0);
     static item it[8];
     memset(it, 0, sizeof(it));
     submit_held(s, &it[0], 0);
@@ -204,11 +218,9 @@ Test(batch_hold, a_full_ring_fills_the_batch, .timeout = 60)
         cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
     }
     sync_or_fail(s, "the full ring releases the batch");
-    cr_assert_eq(atomic_load(&b.calls), 1);
-    cr_assert_eq(atomic_load(&b.sizes[0]), 8);
-    accel_session_release(s);
-    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    stall_timer(false);
+    cr_assert_eq(atomic_load(&hb.calls), 1);
+    cr_assert_eq(atomic_load(&hb.sizes[0]), 8);
+    hold_close(rt, s);
 }
 
 /* ----------------------------------------------- held until max_delay */
@@ -216,13 +228,9 @@ Test(batch_hold, a_full_ring_fills_the_batch, .timeout = 60)
 Test(batch_hold, held_until_max_delay, .timeout = 60)
 {
     stall_timer(false);
-    accel_runtime *rt = tu_runtime_nodetect(1);
-    accel_session *s = tu_open(rt, "h", 64, 0);
-    static bstate b;
-    memset(&b, 0, sizeof(b));
+    accel_runtime *rt;
     uint64_t delay = 20 * MS;
-    accel_batch_config c = hold_cfg(&b, 64, delay, 0);
-    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    accel_session *s = hold_open(&rt, 64, 64, delay, 0);
     static item it[3];
     memset(it, 0, sizeof(it));
     for (int i = 0; i < 3; i++) {
@@ -231,14 +239,13 @@ Test(batch_hold, held_until_max_delay, .timeout = 60)
     }
     /* no fill, no close, no cancel, no deadline: only the delay */
     sync_or_fail(s, "the delay releases the batch");
-    cr_assert_eq(atomic_load(&b.calls), 1, "%d batch calls",
-                 atomic_load(&b.calls));
-    cr_assert_eq(atomic_load(&b.sizes[0]), 3);
+    cr_assert_eq(atomic_load(&hb.calls), 1, "%d batch calls",
+                 atomic_load(&hb.calls));
+    cr_assert_eq(atomic_load(&hb.sizes[0]), 3);
     accel_session_stats st = stats(s);
     cr_assert(st.batch_held_ns > 0);
     cr_assert_eq(st.completed, 3);
-    accel_session_release(s);
-    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    hold_close(rt, s);
 }
 
 /* ------------------------------------------ deadline less the cost */
@@ -249,12 +256,8 @@ Test(batch_hold, deadline_minus_cost_releases_early, .timeout = 60)
      * 300 ms, so the op starts before its deadline. Held for the delay
      * (the rule broken), it would start after it: ACCEL_EEXPIRED. */
     stall_timer(false);
-    accel_runtime *rt = tu_runtime_nodetect(1);
-    accel_session *s = tu_open(rt, "h", 64, 0);
-    static bstate b;
-    memset(&b, 0, sizeof(b));
-    accel_batch_config c = hold_cfg(&b, 64, ACCEL_BATCH_DELAY_MAX, 300 * MS);
-    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    accel_runtime *rt;
+    accel_session *s = hold_open(&rt, 64, 64, ACCEL_BATCH_DELAY_MAX, 300 * MS);
     static item it;
     memset(&it, 0, sizeof(it));
     accel_op op = item_op(&it);
@@ -265,8 +268,7 @@ Test(batch_hold, deadline_minus_cost_releases_early, .timeout = 60)
     cr_assert_eq(atomic_load(&it.status), 0, "ran in time, got %s",
                  accel_strerror(atomic_load(&it.status)));
     cr_assert_eq(atomic_load(&it.in_batch), 1);
-    accel_session_release(s);
-    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    hold_close(rt, s);
 }
 
 Test(batch_hold, deadline_of_an_op_arriving_while_held, .timeout = 60)
@@ -275,12 +277,8 @@ Test(batch_hold, deadline_of_an_op_arriving_while_held, .timeout = 60)
      * ms out and a cost of 300 ms: its submit moves the release up, and
      * both run, in time. */
     stall_timer(false);
-    accel_runtime *rt = tu_runtime_nodetect(1);
-    accel_session *s = tu_open(rt, "h", 64, 0);
-    static bstate b;
-    memset(&b, 0, sizeof(b));
-    accel_batch_config c = hold_cfg(&b, 64, ACCEL_BATCH_DELAY_MAX, 300 * MS);
-    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    accel_runtime *rt;
+    accel_session *s = hold_open(&rt, 64, 64, ACCEL_BATCH_DELAY_MAX, 300 * MS);
     static item it[2];
     memset(it, 0, sizeof(it));
     submit_held(s, &it[0], 0);
@@ -292,10 +290,9 @@ Test(batch_hold, deadline_of_an_op_arriving_while_held, .timeout = 60)
     cr_assert_eq(atomic_load(&it[1].status), 0, "ran in time, got %s",
                  accel_strerror(atomic_load(&it[1].status)));
     cr_assert_eq(atomic_load(&it[0].status), 0);
-    cr_assert_eq(atomic_load(&b.calls), 1);
-    cr_assert_eq(atomic_load(&b.sizes[0]), 2);
-    accel_session_release(s);
-    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    cr_assert_eq(atomic_load(&hb.calls), 1);
+    cr_assert_eq(atomic_load(&hb.sizes[0]), 2);
+    hold_close(rt, s);
 }
 
 Test(batch_hold, deadline_passed_while_held_expires_unrun, .timeout = 60)
@@ -303,12 +300,8 @@ Test(batch_hold, deadline_passed_while_held_expires_unrun, .timeout = 60)
     /* No cost: the release is due at the deadline itself. The timer is
      * stalled past it; once released, the op expires as its batch forms. */
     stall_timer(true);
-    accel_runtime *rt = tu_runtime_nodetect(1);
-    accel_session *s = tu_open(rt, "h", 64, 0);
-    static bstate b;
-    memset(&b, 0, sizeof(b));
-    accel_batch_config c = hold_cfg(&b, 64, ACCEL_BATCH_DELAY_MAX, 0);
-    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    accel_runtime *rt;
+    accel_session *s = hold_open(&rt, 64, 64, ACCEL_BATCH_DELAY_MAX, 0);
     static item it;
     memset(&it, 0, sizeof(it));
     int64_t dl = accel_now_ns() + 20 * MS;
@@ -323,10 +316,9 @@ Test(batch_hold, deadline_passed_while_held_expires_unrun, .timeout = 60)
     cr_assert_eq(atomic_load(&it.status), ACCEL_EEXPIRED, "got %s",
                  accel_strerror(atomic_load(&it.status)));
     cr_assert_eq(atomic_load(&it.in_batch), 0);
-    cr_assert_eq(atomic_load(&b.calls), 0);
+    cr_assert_eq(atomic_load(&hb.calls), 0);
     cr_assert_eq(stats(s).expired, 1);
-    accel_session_release(s);
-    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+    hold_close(rt, s);
 }
 
 /* -------------------------------- the session waits, not the worker */
@@ -375,12 +367,8 @@ Test(batch_hold, worker_runs_another_session_while_held, .timeout = 60)
 static void close_held(unsigned flags)
 {
     stall_timer(true); /* only the close may release it */
-    accel_runtime *rt = tu_runtime_nodetect(1);
-    accel_session *s = tu_open(rt, "h", 64, 0);
-    static bstate b;
-    memset(&b, 0, sizeof(b));
-    accel_batch_config c = hold_cfg(&b, 64, ACCEL_BATCH_DELAY_MAX, 0);
-    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    accel_runtime *rt;
+    accel_session *s = hold_open(&rt, 64, 64, ACCEL_BATCH_DELAY_MAX, 0);
     static item it[5];
     memset(it, 0, sizeof(it));
     static _Atomic int seq;
@@ -406,12 +394,10 @@ static void close_held(unsigned flags)
         }
     }
     if (!(flags & ACCEL_CLOSE_CANCEL)) {
-        cr_assert_eq(atomic_load(&b.calls), 1);
-        cr_assert_eq(atomic_load(&b.sizes[0]), 5);
+        cr_assert_eq(atomic_load(&hb.calls), 1);
+        cr_assert_eq(atomic_load(&hb.sizes[0]), 5);
     }
-    accel_session_release(s);
-    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    stall_timer(false);
+    hold_close(rt, s);
 }
 
 Test(batch_hold, close_drain_runs_held_ops, .timeout = 60)
@@ -430,12 +416,8 @@ Test(batch_hold, cancel_of_a_held_op, .timeout = 60)
      * session: the other two run as one batch, the second completes
      * ACCEL_ECANCELED unrun, the dones in FIFO order. */
     stall_timer(true);
-    accel_runtime *rt = tu_runtime_nodetect(1);
-    accel_session *s = tu_open(rt, "h", 64, 0);
-    static bstate b;
-    memset(&b, 0, sizeof(b));
-    accel_batch_config c = hold_cfg(&b, 64, ACCEL_BATCH_DELAY_MAX, 0);
-    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    accel_runtime *rt;
+    accel_session *s = hold_open(&rt, 64, 64, ACCEL_BATCH_DELAY_MAX, 0);
     static item it[3];
     memset(it, 0, sizeof(it));
     static _Atomic int seq;
@@ -452,7 +434,7 @@ Test(batch_hold, cancel_of_a_held_op, .timeout = 60)
                 tu_nap_us(50);
         }
     }
-    cr_assert_eq(atomic_load(&b.calls), 0);
+    cr_assert_eq(atomic_load(&hb.calls), 0);
     cr_assert_eq(accel_cancel(&t[1]), ACCEL_OK);
     sync_or_fail(s, "the cancel releases the session");
     cr_assert_eq(atomic_load(&it[1].status), ACCEL_ECANCELED);
@@ -463,23 +445,17 @@ Test(batch_hold, cancel_of_a_held_op, .timeout = 60)
     }
     cr_assert_eq(atomic_load(&it[0].status), 0);
     cr_assert_eq(atomic_load(&it[2].status), 0);
-    cr_assert_eq(atomic_load(&b.calls), 1);
-    cr_assert_eq(atomic_load(&b.sizes[0]), 2);
+    cr_assert_eq(atomic_load(&hb.calls), 1);
+    cr_assert_eq(atomic_load(&hb.sizes[0]), 2);
     cr_assert_eq(accel_cancel(&t[0]), ACCEL_EALREADY);
-    accel_session_release(s);
-    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    stall_timer(false);
+    hold_close(rt, s);
 }
 
 Test(batch_hold, clearing_the_batch_fn_releases_held_ops, .timeout = 60)
 {
     stall_timer(true);
-    accel_runtime *rt = tu_runtime_nodetect(1);
-    accel_session *s = tu_open(rt, "h", 64, 0);
-    static bstate b;
-    memset(&b, 0, sizeof(b));
-    accel_batch_config c = hold_cfg(&b, 64, ACCEL_BATCH_DELAY_MAX, 0);
-    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    accel_runtime *rt;
+    accel_session *s = hold_open(&rt, 64, 64, ACCEL_BATCH_DELAY_MAX, 0);
     static item it;
     memset(&it, 0, sizeof(it));
     submit_held(s, &it, 0);
@@ -487,9 +463,7 @@ Test(batch_hold, clearing_the_batch_fn_releases_held_ops, .timeout = 60)
     sync_or_fail(s, "cleared: the held op runs (one by one)");
     cr_assert_eq(atomic_load(&it.status), 0);
     cr_assert_eq(atomic_load(&it.in_batch), 0, "ran by its own fn");
-    accel_session_release(s);
-    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    stall_timer(false);
+    hold_close(rt, s);
 }
 
 /* ------------------------------------------------------ configuration */
