@@ -20,41 +20,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "batch_item.h"
 #include "core_util.h"
 #include "unit_watchdog.h"
 
 UNIT_WATCHDOG_SUITE(batch);
-
-/* One op's record. */
-typedef struct item {
-    int idx;          /* its place in its producer's order */
-    int want;         /* the status the batch fn writes for it */
-    int64_t alloc;    /* bytes the batch fn allocates for it (budget) */
-    _Atomic int fn_calls, in_batch, done_calls, status, done_seq;
-    _Atomic int *seq;
-} item;
-
-static int item_fn(accel_ctx *ctx, void *arg)
-{
-    (void)ctx;
-    item *it = arg;
-    atomic_fetch_add(&it->fn_calls, 1);
-    return it->want;
-}
-
-static void item_done(void *arg, int status)
-{
-    item *it = arg;
-    atomic_store(&it->status, status);
-    if (it->seq)
-        atomic_store(&it->done_seq, atomic_fetch_add(it->seq, 1));
-    atomic_fetch_add(&it->done_calls, 1);
-}
-
-static accel_op item_op(item *it)
-{
-    return (accel_op){.fn = item_fn, .done = item_done, .arg = it};
-}
 
 /* The batch function's state: the sizes of its calls, and a gate its
  * first call waits at when `gated`. */

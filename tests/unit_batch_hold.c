@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "batch.h"
+#include "batch_item.h"
 #include "core_util.h"
 #include "sched_core.h"
 #include "session.h"
@@ -42,31 +43,6 @@ UNIT_WATCHDOG_SUITE(batch_hold);
 #define MS INT64_C(1000000)
 
 /* ------------------------------------------------------------ helpers */
-
-typedef struct item {
-    _Atomic int in_batch, done_calls, status, done_seq;
-    _Atomic int *seq;
-} item;
-
-static int item_fn(accel_ctx *ctx, void *arg)
-{
-    (void)ctx, (void)arg;
-    return 0;
-}
-
-static void item_done(void *arg, int status)
-{
-    item *it = arg;
-    atomic_store(&it->status, status);
-    if (it->seq)
-        atomic_store(&it->done_seq, atomic_fetch_add(it->seq, 1));
-    atomic_fetch_add_explicit(&it->done_calls, 1, memory_order_release);
-}
-
-static accel_op item_op(item *it)
-{
-    return (accel_op){.fn = item_fn, .done = item_done, .arg = it};
-}
 
 /* The batch function: the sizes of its calls, and the order of its first
  * call against other events (ev). */

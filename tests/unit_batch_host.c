@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "batch_item.h"
 #include "core_util.h"
 #include <accel/host.h>
 #include "unit_watchdog.h"
@@ -45,35 +46,6 @@ static accel_runtime *host_runtime(unsigned workers)
     accel_runtime *rt = NULL;
     cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
     return rt;
-}
-
-typedef struct item {
-    int want; /* the status the host reports for it */
-    int producer, idx;
-    _Atomic int fn_calls, ran, done_calls, status, done_seq;
-    _Atomic int *seq;
-} item;
-
-static int item_fn(accel_ctx *ctx, void *arg)
-{
-    (void)ctx;
-    item *it = arg;
-    atomic_fetch_add(&it->fn_calls, 1);
-    return it->want;
-}
-
-static void item_done(void *arg, int status)
-{
-    item *it = arg;
-    atomic_store(&it->status, status);
-    if (it->seq)
-        atomic_store(&it->done_seq, atomic_fetch_add(it->seq, 1));
-    atomic_fetch_add(&it->done_calls, 1);
-}
-
-static accel_op item_op(item *it)
-{
-    return (accel_op){.fn = item_fn, .done = item_done, .arg = it};
 }
 
 static _Atomic int cfg_fn_calls;
