@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -399,12 +398,7 @@ func TestBatchFatalInFnFailsOnlyItsTest(t *testing.T) {
 		fmt.Println("SESSION-WENT-ON")
 		return
 	}
-	out, code := runChild(t, "^TestBatchFatalInFnFailsOnlyItsTest$", "ACCEL_TEST_BATCH_FATAL_CHILD=1")
-	if code != 1 || !strings.Contains(out, "--- FAIL: TestBatchFatalInFnFailsOnlyItsTest/fatal") ||
-		!strings.Contains(out, "from inside fn") || !strings.Contains(out, "SESSION-WENT-ON") ||
-		strings.Contains(out, "Submit returned after") {
-		t.Fatalf("child run (exit %d):\n%s", code, out)
-	}
+	checkFatalChild(t, "TestBatchFatalInFnFailsOnlyItsTest", "ACCEL_TEST_BATCH_FATAL_CHILD=1", "from inside fn")
 }
 
 // fn submits to another session and to another VM's Batcher (nested),

@@ -376,10 +376,18 @@ func TestFatalInOpFailsOnlyItsTest(t *testing.T) {
 		fmt.Println("SESSION-WENT-ON")
 		return
 	}
-	out, code := runChild(t, "^TestFatalInOpFailsOnlyItsTest$", "ACCEL_TEST_FATAL_CHILD=1")
-	// The subtest fails (exit 1), and only it: no panic, no crash (exit 2).
-	if code != 1 || !strings.Contains(out, "--- FAIL: TestFatalInOpFailsOnlyItsTest/fatal") ||
-		!strings.Contains(out, "from inside f") || !strings.Contains(out, "SESSION-WENT-ON") ||
+	checkFatalChild(t, "TestFatalInOpFailsOnlyItsTest", "ACCEL_TEST_FATAL_CHILD=1", "from inside f")
+}
+
+// checkFatalChild runs test name in a child (env set) whose subtest
+// "fatal" calls t.Fatal from inside an op: that subtest fails (exit 1),
+// and only it, with msg; no panic, no crash (exit 2); Submit did not
+// return in it; the session went on (the child prints SESSION-WENT-ON).
+func checkFatalChild(t *testing.T, name, env, msg string) {
+	t.Helper()
+	out, code := runChild(t, "^"+name+"$", env)
+	if code != 1 || !strings.Contains(out, "--- FAIL: "+name+"/fatal") ||
+		!strings.Contains(out, msg) || !strings.Contains(out, "SESSION-WENT-ON") ||
 		strings.Contains(out, "Submit returned after") {
 		t.Fatalf("child run (exit %d):\n%s", code, out)
 	}
