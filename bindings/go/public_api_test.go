@@ -95,17 +95,7 @@ func TestPublicGoexitInAsyncGroup(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatalf("SubmitAsync completions missing; stats %+v", vs[1].FullStats())
 	}
-	for i := 0; i < 5; i++ {
-		if !ran[i].Load() {
-			t.Errorf("op %d never ran: %v", i, errs[i])
-		}
-		if c := calls[i].Load(); c != 1 {
-			t.Errorf("op %d: done called %d times", i, c)
-		}
-		if (errs[i] != nil) != (i == 1) {
-			t.Errorf("op %d: err %v", i, errs[i])
-		}
-	}
+	pubRanOnce(t, "op", ran[:], calls[:], errs[:])
 	if err := vs[1].Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -141,17 +131,7 @@ func TestPublicGoexitInAsyncGroup(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatalf("SubmitAsyncBatch completions missing")
 	}
-	for i := 0; i < 4; i++ {
-		if !bran[i].Load() {
-			t.Errorf("batch op %d never ran: %v", i, berrs[i])
-		}
-		if c := bcalled[i].Load(); c != 1 {
-			t.Errorf("batch op %d: done called %d times", i, c)
-		}
-		if (berrs[i] != nil) != (i == 1) {
-			t.Errorf("batch op %d: err %v", i, berrs[i])
-		}
-	}
+	pubRanOnce(t, "batch op", bran[:], bcalled[:], berrs)
 	if err := vs[1].Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -398,5 +378,22 @@ func TestPublicGoexitGroupPositions(t *testing.T) {
 			}
 			pubBalanced(t, "SubmitAsync", st)
 		})
+	}
+}
+
+// pubRanOnce checks that each op ran, its done was called once, and only
+// op 1 (the one that called runtime.Goexit) got an error.
+func pubRanOnce(t *testing.T, what string, ran []atomic.Bool, calls []atomic.Int32, errs []error) {
+	t.Helper()
+	for i := range ran {
+		if !ran[i].Load() {
+			t.Errorf("%s %d never ran: %v", what, i, errs[i])
+		}
+		if c := calls[i].Load(); c != 1 {
+			t.Errorf("%s %d: done called %d times", what, i, c)
+		}
+		if (errs[i] != nil) != (i == 1) {
+			t.Errorf("%s %d: err %v", what, i, errs[i])
+		}
 	}
 }
