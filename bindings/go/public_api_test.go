@@ -60,15 +60,8 @@ func pubBalanced(t *testing.T, what string, st accel.SessionStats) {
 // The same for SubmitAsyncBatch.
 func TestPublicGoexitInAsyncGroup(t *testing.T) {
 	defer accel.StepWithin(t, "goexit group", 10*time.Second)()
-	rt := pubRuntime(t, 1)
-	vs := pubOpen(t, rt, 2)
-	rel := make(chan struct{})
-	in := make(chan struct{})
 	// The only worker is busy on vs[0], so vs[1]'s SubmitAsyncs combine.
-	if err := vs[0].SubmitAsync(func(*accel.Session) error { close(in); <-rel; return nil }, nil); err != nil {
-		t.Fatal(err)
-	}
-	<-in
+	vs, rel := pubHeldPair(t)
 	var ran [5]atomic.Bool
 	var errs [5]error
 	var calls [5]atomic.Int32
@@ -328,14 +321,7 @@ func TestPublicGoexitGroupPositions(t *testing.T) {
 	defer accel.StepWithin(t, "goexit positions", 10*time.Second)()
 	for _, exits := range [][]int{{0}, {4}, {1, 3}, {0, 1, 2, 3, 4}} {
 		t.Run(fmt.Sprint(exits), func(t *testing.T) {
-			rt := pubRuntime(t, 1)
-			vs := pubOpen(t, rt, 2)
-			rel := make(chan struct{})
-			in := make(chan struct{})
-			if err := vs[0].SubmitAsync(func(*accel.Session) error { close(in); <-rel; return nil }, nil); err != nil {
-				t.Fatal(err)
-			}
-			<-in
+			vs, rel := pubHeldPair(t)
 			exit := map[int]bool{}
 			for _, i := range exits {
 				exit[i] = true
@@ -396,4 +382,19 @@ func pubRanOnce(t *testing.T, what string, ran []atomic.Bool, calls []atomic.Int
 			t.Errorf("%s %d: err %v", what, i, errs[i])
 		}
 	}
+}
+
+// pubHeldPair opens two sessions on a runtime of one worker and holds
+// the worker in an op of vs[0] until rel is closed.
+func pubHeldPair(t *testing.T) ([]*accel.VMSession, chan struct{}) {
+	t.Helper()
+	rt := pubRuntime(t, 1)
+	vs := pubOpen(t, rt, 2)
+	rel := make(chan struct{})
+	in := make(chan struct{})
+	if err := vs[0].SubmitAsync(func(*accel.Session) error { close(in); <-rel; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	<-in
+	return vs, rel
 }
