@@ -545,6 +545,70 @@ uint64_t accel__compensate_visit_blocked_ns(accel__worker *w, uint64_t t0)
     return b < span ? b : span;
 }
 
+/* ---- sessions whose ops wait: counted blocked from a visit's begin
+ *
+ * The monitor finds an unannounced wait 1 to 3 ticks into it, and until
+ * then the worker's place sits idle. A session whose ops wait (a storage
+ * read, a remote signer before each op's work) would cost that at every
+ * op. So a visit whose session's last visit waited off a CPU begins
+ * counted blocked, as an announced wait (own_begin: its place goes on at
+ * once, the monitor does not judge it), and its time off a CPU is not
+ * charged. Its end judges it again: a visit that spent under half its
+ * time off a CPU clears the mark, so a session that stops waiting costs
+ * one visit beside an extra worker. */
+
+_Atomic bool accel__compensate_presume_off;
+
+void accel__compensate_visit_presume(accel__worker *w, accel_session *s)
+{
+    /* relaxed: the monitor's count, compared at the visit's end (a hint) */
+    w->detections_seen =
+        atomic_load_explicit(&w->detections, memory_order_relaxed);
+    /* relaxed: the visiting worker's own counter (visit.h, accel__bump) */
+    w->dispatched_seen =
+        atomic_load_explicit(&s->dispatched, memory_order_relaxed);
+    /* relaxed: written by the session's previous visit; the scheduler's
+     * re-queue and this worker's pick of the session order it (and it is
+     * a hint) */
+    w->presumed = atomic_load_explicit(&s->blocks, memory_order_relaxed) != 0 &&
+                  !atomic_load_explicit(&accel__compensate_presume_off,
+                                        memory_order_relaxed);
+    if (__builtin_expect(w->presumed, 0)) {
+        /* relaxed: a statistic */
+        atomic_fetch_add_explicit(&w->rt->comp.presumed, 1,
+                                  memory_order_relaxed);
+        own_begin(w);
+    }
+}
+
+void accel__compensate_visit_judge(accel__worker *w, accel_session *s,
+                                   uint64_t t0)
+{
+    bool blocks;
+    if (__builtin_expect(w->presumed, 0)) {
+        uint64_t now = accel__now_ns();
+        uint64_t off = own_off_cpu(w, now);
+        w->presumed = false;
+        own_end(w); /* the visit's own waits nest inside: it is outermost */
+        /* A visit that ran no op (its ops expired, were canceled or
+         * closed) says nothing of how they wait: the mark stays. relaxed:
+         * as at the begin. */
+        if (atomic_load_explicit(&s->dispatched, memory_order_relaxed) ==
+            w->dispatched_seen)
+            return;
+        blocks = 2 * off >= now - t0;
+    } else {
+        /* relaxed: as at the begin */
+        blocks = atomic_load_explicit(&w->detections, memory_order_relaxed) !=
+                 w->detections_seen;
+    }
+    /* relaxed: read by the session's next visit (see the begin); written
+     * only when it changes, so the line is not dirtied per visit */
+    if (blocks != (atomic_load_explicit(&s->blocks, memory_order_relaxed) != 0)) {
+        atomic_store_explicit(&s->blocks, blocks, memory_order_relaxed);
+    }
+}
+
 int accel_blocking_begin(void)
 {
     if (!accel__tls_current)
@@ -973,8 +1037,11 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     /* The window of the checks while counted (above) starts here. */
     w->m_busy0 += busy;
     w->m_t0 = now;
-    /* relaxed: a statistic. */
+    /* relaxed: a statistic; and the worker's own count, which its visit
+     * compares at its end (a hint: a detection that lands in the next
+     * visit marks that one's session, which costs one presumed visit). */
     atomic_fetch_add_explicit(&c->detected, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->detections, 1, memory_order_relaxed);
     pthread_mutex_unlock(&c->lock); /* hand_on may spawn: it takes it */
     hand_on(rt);
     pthread_mutex_lock(&c->lock); /* cold: back from a detection's hand-off */

@@ -96,6 +96,17 @@ uint64_t accel__compensate_visit_blocked_ns(struct accel__worker *w, uint64_t t0
  * against 0.786x). The caller zeroes own_ns at the visit's start and may
  * skip the call when own_ns and block_depth are 0; an announcement left
  * open is re-marked at the call, so each visit is credited its own part. */
+/* A visit of s on w begins: if s's last visit waited off a CPU, w counts
+ * blocked at once, as inside an announced wait, until
+ * accel__compensate_visit_judge (owner only). */
+void accel__compensate_visit_presume(struct accel__worker *w,
+                                     accel_session *s);
+/* The visit begun at t0 ends (before its charge is read): ends the count
+ * the begin made, and marks s for its next visit if this one waited off
+ * a CPU (detected by the monitor, or presumed and off a CPU half its
+ * time or more). */
+void accel__compensate_visit_judge(struct accel__worker *w,
+                                   accel_session *s, uint64_t t0);
 uint64_t accel__compensate_visit_announced_ns(struct accel__worker *w,
                                               uint64_t t0);
 
@@ -108,6 +119,10 @@ bool accel__compensate_self_schedstat(uint64_t *cpu, uint64_t *rd);
  * from it instead of CLOCK_PROCESS_CPUTIME_ID (host_saturated), so that
  * a test can show a host whose CPUs are all busy, or all idle. */
 extern uint64_t (*_Atomic accel__compensate_process_cpu_hook)(void);
+/* Tests of the monitor's detection set it before their runtime: no visit
+ * begins counted blocked (accel__compensate_visit_presume), so each wait
+ * of a session is the monitor's to find. */
+extern _Atomic bool accel__compensate_presume_off;
 
 /* After an op's visit: an announcement the op left open is closed (accel.h). */
 void accel__compensate_visit_done(struct accel__worker *w);

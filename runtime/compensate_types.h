@@ -44,7 +44,9 @@ typedef struct accel__compensate {
     bool monitor_started;
     pthread_t monitor;
     _Atomic uint32_t monitor_stop; /* futex word of the monitor's tick */
-    _Atomic uint64_t started, retired, detected; /* counters */
+    /* counters; presumed: visits begun counted blocked because their
+     * session's last visit waited (compensate.c) */
+    _Atomic uint64_t started, retired, detected, presumed;
 } accel__compensate;
 
 #endif

@@ -242,6 +242,8 @@ static int begin_session(accel_runtime *rt, unsigned worker,
     if (watched)
         watch_here(rt, worker);
     accel__visit_begin(&h->v, rt, s, accel__now_ns());
+    if (watched) /* a submitter's own visit holds no worker */
+        accel__compensate_visit_presume(&rt->workers[worker], s);
     h->open = true;
     h->in_line = (s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) != 0;
     if (!h->in_line) {
@@ -364,6 +366,8 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
      * another could run in its place is not charged, as for accel's own
      * workers (worker.c); a detected wait is (compensate.h). */
     accel__worker *w = &rt->workers[worker];
+    if (h->watched)
+        accel__compensate_visit_judge(w, s, v->t0);
     if (__builtin_expect((w->own_ns | w->block_depth) != 0, 0))
         v->blocked_ns = accel__compensate_visit_announced_ns(w, v->t0);
     unsigned lanes = accel__visit_end(v, now);

@@ -379,6 +379,10 @@ int accel_runtime_write_prometheus(accel_runtime *rt, char *buf, size_t cap,
                    "Workers the monitor found blocked in a wait accel "
                    "cannot see.",
                    st.blocked_detected);
+    runtime_metric(&o, "accel_runtime_blocked_presumed_total", "counter",
+                   "Visits begun counted blocked because their session's "
+                   "last visit waited off a CPU.",
+                   st.blocked_presumed);
 
     for (size_t f = 0; f < sizeof(sess_families) / sizeof(sess_families[0]);
          f++) {

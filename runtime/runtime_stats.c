@@ -50,6 +50,8 @@ int accel_runtime_get_stats(accel_runtime *rt, accel_runtime_stats *out,
         atomic_load_explicit(&rt->comp.started, memory_order_relaxed);
     st.blocked_detected =
         atomic_load_explicit(&rt->comp.detected, memory_order_relaxed);
+    st.blocked_presumed =
+        atomic_load_explicit(&rt->comp.presumed, memory_order_relaxed);
     pthread_mutex_lock(&rt->list_lock); /* cold path: stats */
     st.sessions = (uint32_t)rt->nsessions;
     pthread_mutex_unlock(&rt->list_lock);

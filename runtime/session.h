@@ -98,6 +98,12 @@ struct accel_session {
     /* Non-zero while the session has a batch function (batch.c): the
      * visit's one look at batching, on this line it loads anyway. */
     _Atomic uint8_t batched;
+    /* Non-zero while the session's ops wait off a CPU: its last visit was
+     * found blocked by the monitor, or began counted blocked and spent
+     * most of its time off a CPU. Its next visit begins counted blocked
+     * (compensate.c). Written by the visiting worker at a visit's end,
+     * read at the next visit's begin. */
+    _Atomic uint8_t blocks;
     /* ---- pair B, line 1: the scheduler entity (the visiting worker
      * charges and re-queues it), the visit count */
     alignas(64) accel__sched_entity se;

@@ -80,9 +80,13 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
     if (w)
         w->own_ns = 0;
     accel__visit_begin(&v, rt, s, *now);
-    accel__visit_run(&v);
     if (w)
+        accel__compensate_visit_presume(w, s);
+    accel__visit_run(&v);
+    if (w) {
         wake_for_queued(rt, &v);
+        accel__compensate_visit_judge(w, s, v.t0);
+    }
     /* relaxed: a look at whether the monitor detected w, or dropped a detection
      * back in this visit (the call reads what it published with either as
      * a seqlock: compensate.c). */

@@ -747,6 +747,72 @@ func TestCompSessionBlockingIsNotDetected(t *testing.T) {
 	})
 }
 
+// A session whose op the monitor found waiting begins its next visit
+// counted blocked (the C runtime's "sessions whose ops wait"), on a host
+// worker as on accel's own: a's op sleeps, unannounced, 20 ticks while b's
+// op waits for the one worker, and the monitor finds it; then a's next op
+// waits, unannounced, for b's next op, submitted once a's began. Counted
+// at its begin, a's worker hands its place on at once: b runs, and the
+// monitor finds nothing. Planted (host.c's visit begin not presuming),
+// b waits for the monitor to find a's wait: the detection count moves
+// and the presumed count does not.
+func TestCompSessionThatWaitedBeginsCounted(t *testing.T) {
+	compCases(t, func(t *testing.T) {
+		rt := newConfigRuntime(t, RuntimeConfig{Workers: 1, maxExtra: 2})
+		rt.setOwnForTest(false)
+		a, _ := rt.NewVMSession("a")
+		b, _ := rt.NewVMSession("b")
+		in := make(chan struct{})
+		res := make(chan error, 1)
+		done := stepWithin(t, "a's first wait, found by the monitor while b's op waits", compLimit)
+		if err := a.SubmitAsync(func(*Session) error {
+			close(in)
+			time.Sleep(20 * monitorTick)
+			return nil
+		}, func(err error) { res <- err }); err != nil {
+			t.Fatal(err)
+		}
+		<-in
+		quickOp(t, b, "b's op beside a's first wait")
+		if err := <-res; err != nil {
+			t.Fatal(err)
+		}
+		done()
+		if detections(rt) == 0 {
+			t.Fatal("the monitor did not find a's wait of 20 ticks")
+		}
+		done = stepWithin(t, "the monitor drops a's count, the extra workers retire", compLimit)
+		for blocked, _ := rt.cBlockedForTest(); blocked != 0 || rt.host.comp.extras.Load() != 0; blocked, _ = rt.cBlockedForTest() {
+			time.Sleep(time.Millisecond)
+		}
+		done()
+		det, pre := detections(rt), rt.cPresumedForTest()
+		done = stepWithin(t, "a's next op waits for b's, submitted once a's began", compLimit)
+		in, gate := make(chan struct{}), make(chan struct{})
+		if err := a.SubmitAsync(func(*Session) error {
+			close(in)
+			<-gate
+			return nil
+		}, func(err error) { res <- err }); err != nil {
+			t.Fatal(err)
+		}
+		<-in
+		if err := b.Submit(queued(t), func(*Session) error { close(gate); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-res; err != nil {
+			t.Fatal(err)
+		}
+		done()
+		if p := rt.cPresumedForTest(); p != pre+1 {
+			t.Errorf("a's visit after a wait: %d visits begun counted blocked, want 1", p-pre)
+		}
+		if d := detections(rt); d != det {
+			t.Errorf("a's second wait was left for the monitor to find (%d detections)", d-det)
+		}
+	})
+}
+
 // A cycle of nested Submits: a's f submits to b, b's f submits back to a.
 // a's second op waits behind a's running op, which waits for b: as with
 // the old type (its per-session mutex), nothing but a ctx ends it. Here

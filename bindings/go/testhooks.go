@@ -142,3 +142,14 @@ func (rt *Runtime) cBlockedForTest() (blocked uint32, detected uint64) {
 	}
 	return uint32(st.blocked), uint64(st.blocked_detected)
 }
+
+// cPresumedForTest is the C runtime's count of visits begun counted
+// blocked because their session's last visit waited (accel_runtime_stats
+// blocked_presumed).
+func (rt *Runtime) cPresumedForTest() uint64 {
+	var st C.accel_runtime_stats
+	if C.accel_runtime_get_stats(rt.c, &st, C.sizeof_accel_runtime_stats) != C.ACCEL_OK {
+		return 0
+	}
+	return uint64(st.blocked_presumed)
+}

@@ -324,6 +324,8 @@ typedef struct accel_runtime_stats {
     uint64_t extra_started;      /* extra workers started */
     uint64_t blocked_detected;   /* times the monitor found a worker
                                     blocked in a wait accel cannot see */
+    uint64_t blocked_presumed;   /* visits begun counted blocked: their
+                                    session's last visit waited */
 } accel_runtime_stats;
 
 /* Fills the first min(size, sizeof) bytes of *out with a snapshot of rt's

@@ -461,7 +461,7 @@ type detail struct {
 }
 
 // rtCounters are the accel runtime's counters -detail prints.
-var rtCounters = []string{"accel_runtime_blocked_detected_total", "accel_runtime_extra_workers_started_total",
+var rtCounters = []string{"accel_runtime_blocked_detected_total", "accel_runtime_blocked_presumed_total", "accel_runtime_extra_workers_started_total",
 	"accel_runtime_parks_total", "accel_runtime_visits_total"}
 
 // readCounters reads rtCounters from rt's Prometheus text.

@@ -1,0 +1,267 @@
+/*
+ * A session whose ops wait (compensate.c, "sessions whose ops wait"): once
+ * a visit of it was found blocked, its next visit begins counted blocked,
+ * so that its worker's place goes on at once instead of a monitor tick or
+ * two into each wait; a visit of it that computes clears the mark, and a
+ * visit that ran no op keeps it.
+ *
+ * Counts, not times: each step checks which of the runtime's counters
+ * moved (blocked_detected: the monitor found the wait; blocked_presumed:
+ * the visit began counted). The monitor's tick is 20 ms and the waits
+ * are its to find only where a step says so; a wait the monitor could
+ * find but must not (the presumed one) ends as soon as another session's
+ * op ran beside it, which only a worker sent in its place can run while
+ * it waits (one worker, a CPU-bound op holds nothing else). A watchdog
+ * names the step a hang is stuck in.
+ *
+ * Promises: 7
+ */
+#define _GNU_SOURCE /* nanosleep, CLOCK_THREAD_CPUTIME_ID */
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <time.h>
+
+#include <accel/accel.h>
+
+#include "core_util.h"
+#include "unit_watchdog.h"
+
+UNIT_WATCHDOG_SUITE(presume);
+
+#define TICK_NS UINT64_C(20000000) /* block_detect_ns */
+
+static accel_runtime_stats stats_of(accel_runtime *rt)
+{
+    accel_runtime_stats st;
+    cr_assert_eq(accel_runtime_get_stats(rt, &st, sizeof(st)), ACCEL_OK);
+    return st;
+}
+
+static accel_session *open_s(accel_runtime *rt, const char *id)
+{
+    accel_session_config c = {.id = id};
+    accel_session *s = NULL;
+    cr_assert_eq(accel_session_open(rt, &c, &s), ACCEL_OK);
+    return s;
+}
+
+/* Runs one op of fn(arg) on s and waits for it. */
+static void run_one(accel_session *s, accel_op_fn fn, void *arg)
+{
+    accel_op op = {.fn = fn, .arg = arg};
+    cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+}
+
+/* An unannounced wait of 10 ticks, once *arg is set: the monitor finds it
+ * while work waits (1 to 3 ticks in, and late by up to 7 ticks). */
+static int nap(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    atomic_store((_Atomic int *)arg, 1); /* begun */
+    struct timespec ts = {0, (long)(TICK_NS * 10)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    return 0;
+}
+
+/* An unannounced wait until *arg is set (by another session's op), then
+ * a tick more: a visit mostly off a CPU, however soon the flag came. */
+struct gate {
+    _Atomic int in, flag;
+};
+
+static int wait_for(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    struct gate *g = arg;
+    atomic_store(&g->in, 1);
+    while (!atomic_load(&g->flag))
+        tu_nap_us(200);
+    tu_nap_us((long)(TICK_NS / 1000));
+    return 0;
+}
+
+static int open_gate(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    atomic_store(&((struct gate *)arg)->flag, 1);
+    return 0;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static _Atomic uint64_t sink;
+
+/* 20 ms of this thread's CPU and no wait. */
+static int compute(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    uint64_t t0 = thread_cpu_ns();
+    volatile uint64_t x = 0;
+    while (thread_cpu_ns() - t0 < 20000000u)
+        for (int i = 0; i < 1000; i++)
+            x += (uint64_t)i;
+    atomic_fetch_add(&sink, x);
+    return 0;
+}
+
+static int quick(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    return 0;
+}
+
+/* Holds the worker, on its CPU, from `in` until `release`: nothing the
+ * monitor counts. */
+struct hold {
+    _Atomic int in, release;
+};
+
+static int hold(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    struct hold *g = arg;
+    atomic_store(&g->in, 1);
+    volatile uint64_t x = 0;
+    while (!atomic_load_explicit(&g->release, memory_order_relaxed))
+        for (int i = 0; i < 1000; i++)
+            x += (uint64_t)i;
+    atomic_fetch_add(&sink, x);
+    return 0;
+}
+
+/* One worker, extras allowed. Session a waits once (found by the monitor);
+ * its next op waits for b's op, queued behind it: with a's visit counted
+ * at its begin, a worker runs b at once and the monitor finds nothing.
+ * Planted (no visit presumed), b waits for the monitor to find a's wait:
+ * blocked_detected moves, and the test fails on it. */
+Test(presume, a_session_that_waited_begins_its_next_visit_counted,
+     .timeout = 60)
+{
+    accel_runtime_config c = {.workers = 1, .struct_size = sizeof(c),
+                              .max_extra_workers = 2,
+                              .block_detect_ns = TICK_NS};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_session *a = open_s(rt, "a"), *b = open_s(rt, "b");
+    accel_session *h = open_s(rt, "h");
+
+    unit_step("a's first wait, with work queued: the monitor finds it");
+    _Atomic int in = 0;
+    accel_op oh = {.fn = quick};
+    accel_op on = {.fn = nap, .arg = &in};
+    cr_assert_eq(accel_submit(a, &on, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&in))
+        tu_nap_us(100);
+    cr_assert_eq(accel_submit(h, &oh, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(h, ACCEL_FOREVER), ACCEL_OK);
+    accel_runtime_stats s1 = stats_of(rt);
+    cr_assert_geq(s1.blocked_detected, 1,
+                  "the monitor did not find a's wait of 10 ticks");
+
+    unit_step("the monitor drops a's count, the extra worker retires");
+    for (accel_runtime_stats q = stats_of(rt);
+         q.blocked != 0 || q.extra_workers != 0; q = stats_of(rt))
+        tu_nap_us(1000);
+
+    unit_step("a's next op waits for b's, queued once a's began");
+    struct gate g = {0};
+    accel_op ow = {.fn = wait_for, .arg = &g};
+    accel_op ob = {.fn = open_gate, .arg = &g};
+    cr_assert_eq(accel_submit(a, &ow, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&g.in))
+        tu_nap_us(100);
+    cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
+    accel_runtime_stats s2 = stats_of(rt);
+    cr_expect_eq(s2.blocked_presumed, s1.blocked_presumed + 1,
+                 "a's visit after a wait was not begun counted blocked "
+                 "(%llu presumed before, %llu after)",
+                 (unsigned long long)s1.blocked_presumed,
+                 (unsigned long long)s2.blocked_presumed);
+    cr_expect_eq(s2.blocked_detected, s1.blocked_detected,
+                 "a's second wait was left for the monitor to find");
+
+    unit_step("a computes: its visit, begun counted, clears the mark");
+    run_one(a, compute, NULL);
+    accel_runtime_stats s3 = stats_of(rt);
+    cr_expect_eq(s3.blocked_presumed, s2.blocked_presumed + 1,
+                 "a's visit after a second wait was not begun counted");
+    unit_step("a's next visit begins as any other");
+    run_one(a, quick, NULL);
+    cr_expect_eq(stats_of(rt).blocked_presumed, s3.blocked_presumed,
+                 "a's visit after one that computed was begun counted");
+
+    unit_step("destroy");
+    accel_session_release(a);
+    accel_session_release(b);
+    accel_session_release(h);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* The mark stays through a visit that ran no op: a's marked op is
+ * canceled while another session's CPU-bound op holds the one worker, so
+ * a's visit only completes it unrun; a's next op is still presumed.
+ * Planted (any visit judged), the empty visit clears the mark and the
+ * next op's visit is not presumed. */
+Test(presume, a_visit_that_ran_no_op_keeps_the_mark, .timeout = 60)
+{
+    accel_runtime_config c = {.workers = 1, .struct_size = sizeof(c),
+                              .max_extra_workers = 2,
+                              .block_detect_ns = TICK_NS};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_session *a = open_s(rt, "a"), *h = open_s(rt, "h");
+
+    unit_step("a's wait, with work queued: the monitor finds it");
+    _Atomic int in = 0;
+    accel_op on = {.fn = nap, .arg = &in}, oq = {.fn = quick};
+    cr_assert_eq(accel_submit(a, &on, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&in))
+        tu_nap_us(100);
+    cr_assert_eq(accel_submit(h, &oq, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(h, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_geq(stats_of(rt).blocked_detected, 1,
+                  "the monitor did not find a's wait of 10 ticks");
+
+    unit_step("h holds the worker on its CPU; a's op is canceled queued");
+    struct hold g = {0};
+    accel_op oh = {.fn = hold, .arg = &g};
+    cr_assert_eq(accel_submit(h, &oh, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&g.in))
+        tu_nap_us(100);
+    accel_ticket t;
+    accel_op ox = {.fn = quick};
+    cr_assert_eq(accel_submit_ex(a, &ox, 0, ACCEL_FOREVER, &t), ACCEL_OK);
+    cr_assert_eq(accel_cancel(&t), ACCEL_OK);
+    accel_runtime_stats s1 = stats_of(rt);
+    atomic_store(&g.release, 1);
+    cr_assert_eq(accel_session_sync(h, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+
+    unit_step("a's next op: still presumed");
+    run_one(a, quick, NULL);
+    accel_runtime_stats s2 = stats_of(rt);
+    cr_expect_eq(s2.blocked_presumed, s1.blocked_presumed + 2,
+                 "%llu visits of a begun counted after the empty one "
+                 "(2: the empty one and the next)",
+                 (unsigned long long)(s2.blocked_presumed -
+                                      s1.blocked_presumed));
+
+    unit_step("destroy");
+    accel_session_release(a);
+    accel_session_release(h);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
