@@ -20,6 +20,10 @@
  * one there). models/blocked.pml checks this hand-off with the park/wake
  * protocol of park.c.
  *
+ * A presumed visit (a session whose last visit waited: "sessions whose
+ * ops wait" below) is an announced wait from its begin to its end: the
+ * same hand-off, the same count and the same credit.
+ *
  * Counting: `blocked` is raised before a worker's block word goes from 0
  * to non-zero and lowered after it goes back to 0, by whoever made that
  * transition (the worker for ANNOUNCED, the monitor for DETECTED; a raise that did
@@ -91,7 +95,8 @@
  * past the cap on extras no one may: that time is charged. Time a thread
  * sat preempted (runnable) is not credited: every visit is charged its
  * preemption (docs/scheduler.md, "Preemption"). A host worker's visit is
- * credited its announced waits alone (host.c), by the CPU clock of the
+ * credited its announced waits (and a presumed visit's time off a CPU,
+ * below) alone (host.c), by the CPU clock of the
  * thread that drives it (a goroutine that, after its wait, waits for a P,
  * its locked thread asleep until the P comes, is credited that too);
  * its detected waits are charged (compensate.h says why).
@@ -596,6 +601,13 @@ void accel__compensate_visit_judge(accel__worker *w, accel_session *s,
         if (atomic_load_explicit(&s->dispatched, memory_order_relaxed) ==
             w->dispatched_seen)
             return;
+        /* A host thread's time off its CPU may also be a wait for one of
+         * the host's CPUs (Go: a P), which its clock cannot tell from a
+         * wait; clearing the mark over a visit in which the host's CPUs
+         * were all busy (host_saturated's rule) took back nearly all of
+         * the gain in the Go node example's blocking scenario (work
+         * against the old design 0.79x, as without marks), so it is not
+         * done: the mark rests on a detection, which that rule gates. */
         blocks = 2 * off >= now - t0;
     } else {
         /* relaxed: as at the begin */
@@ -642,7 +654,9 @@ int accel__compensate_host_block(accel_runtime *rt, accel__worker *w, bool begin
         own_begin(w);
         return ACCEL_OK;
     }
-    if (w->block_depth == 0)
+    /* A presumed visit's count is the outermost and the visit's own: an
+     * end with none of the host's begins open is refused. */
+    if (w->block_depth <= (w->presumed ? 1u : 0u))
         return ACCEL_EINVAL;
     own_end(w);
     return ACCEL_OK;

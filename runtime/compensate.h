@@ -9,8 +9,11 @@
  * or from the tick at which the monitor has found it inside one visit at
  * two ticks with most of that time off a CPU (its thread's CPU clock)
  * and neither running nor runnable then (its /proc stat state), to the
- * tick that finds it on a CPU again or in another visit. Each worker's
- * `block` word has a bit for each of the two ways; `blocked` counts the
+ * tick that finds it on a CPU again or in another visit, or through a
+ * visit whose session's last visit waited (presumed: counted as inside
+ * accel_blocking_begin/_end). Each worker's
+ * `block` word has a bit for each of the two ways (a presumed visit's is
+ * ANNOUNCED); `blocked` counts the
  * workers with any bit set. A blocked worker's place goes to a parked general worker,
  * or to an extra worker started for it (at most max_extra_workers, and
  * never more active extras than blocked workers): so at most `workers`

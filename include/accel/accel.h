@@ -199,7 +199,10 @@ typedef struct accel_runtime_config {
      * called with (host_wake_arg, lane) when a parked host worker of that
      * lane (ACCEL_HOST_LANE_*) must be woken. It runs inside the call that
      * made the work runnable (a submit, accel_host_visit_end,
-     * accel_host_idle_end), on that caller's thread, or on the blocked-op
+     * accel_host_idle_end), inside a call that counts a host worker blocked
+     * (accel_host_blocking_begin; accel_host_visit_begin and
+     * accel_host_submit_begin for a visit begun counted, "Ops that
+     * block"), on that caller's thread, or on the blocked-op
      * monitor's thread when it hands a blocked host worker's place on: it must
      * only signal (set a flag, post a semaphore) and must not call into
      * accel. */
@@ -218,7 +221,8 @@ typedef struct accel_runtime_config {
     uint64_t block_detect_ns;
     /* Host-driven workers only (optional; NULL: a blocked host worker keeps
      * its place): called with (host_wake_arg) when a host worker counted
-     * blocked (accel_host_blocking_begin, or by the monitor) is owed
+     * blocked (accel_host_blocking_begin, a visit begun counted, or by the
+     * monitor; or a submit that finds none parked then) is owed
      * another host worker: the host starts one, which calls
      * accel_host_worker_add. Same rules as host_wake (it runs inside accel
      * calls, or on the monitor's thread; it must only signal). */
@@ -263,13 +267,26 @@ typedef struct accel_runtime_config {
  *   begins later in a visit (plus any lateness of the monitor).
  *   It counts no more from the first tick that finds it on a CPU again
  *   (half the time since the last tick, or over 1/64 of it and running
- *   or runnable now), or in another visit.
- *   A CPU-bound long op is never counted: more threads than CPUs would
- *   only slow everyone (the short lane is its latency answer).
+ *   or runnable now), or in another visit;
+ * - at once from the begin of a visit whose session's last visit waited
+ *   (the monitor counted it, or it began so and spent half its time or
+ *   more off a CPU), as an announced wait, to the visit's end: a session
+ *   whose ops wait (a storage read, a remote signer) hands its worker's
+ *   place on at once at each visit, not a tick or two into each wait. A
+ *   visit of it that computes (under half its time off a CPU) clears the
+ *   mark, so a session that stops waiting costs one visit beside an
+ *   extra worker; a visit that ran no op keeps it
+ *   (accel_runtime_stats.blocked_presumed counts these visits).
+ *   A CPU-bound long op is never counted by the monitor: more threads
+ *   than CPUs would only slow everyone (the short lane is its latency
+ *   answer). A visit begun counted (below) stays counted through the CPU
+ *   work after its waits: the CPU work of a session whose visits spend
+ *   half their time or more off a CPU runs beside the extra worker sent
+ *   for it.
  * Bounds: at most max_extra_workers extra threads; never more extra
  * workers active than workers blocked (a surplus one leaves at the end of
  * its visit, an idle one after 50 ms), so at most `workers` workers run
- * ops that are not blocked; FIFO per session, weighted shares, the short
+ * ops that are not counted blocked; FIFO per session, weighted shares, the short
  * lane (extras are general workers) and exactly-once are unchanged. The
  * monitor sleeps while nothing waits for a worker: an idle runtime uses
  * no CPU. If a thread cannot be started, the op waits as it would
@@ -278,14 +295,16 @@ typedef struct accel_runtime_config {
  * workers (see accel_host_blocking_begin).
  * Shares: a session is not charged for the time its worker sat blocked
  * in its ops while another worker could run in its place (the time off a
- * CPU inside accel's own waits and announced waits: CPU work inside the announced wait is
- * charged; the time asleep while the monitor detected it), so a
+ * CPU inside accel's own waits, announced waits and visits begun counted:
+ * CPU work inside them is charged; the time asleep while the monitor
+ * detected it), so a
  * session whose ops wait keeps its share of the CPU. Still charged: an
  * unannounced wait until it is detected, a wait for a CPU, and blocked visits
  * while the extras are at their cap with blocked workers left over.
  * Host-driven workers' visits: the waits inside
- * accel_host_blocking_begin/_end off a CPU (the thread's CPU clock) are
- * not charged; a wait the monitor detected is. */
+ * accel_host_blocking_begin/_end, and in visits begun counted, off a CPU
+ * (the thread's CPU clock) are not charged; a wait the monitor detected
+ * is. */
 
 /* Creates a runtime with its worker threads.
  * cfg NULL means all defaults. Returns ACCEL_OK and *out, or

@@ -257,7 +257,16 @@ ACCEL_API int accel_host_idle_end(accel_runtime *rt, unsigned worker,
  *   driving the host worker, with its visit open, around the waits it knows of
  *   (Go: the binding's own waits, a nested Submit or Sync, a blocking
  *   call an op announces); pairs nest. The monitor does not judge a host worker
- *   inside such a pair.
+ *   inside such a pair;
+ * - at once for the whole of a visit begun by accel_host_visit_begin or
+ *   accel_host_submit_begin whose session's last visit waited, as
+ *   accel's own workers are (accel.h, "Ops that block"): the begin
+ *   counts it, as a pair around the visit would (host_wake or host_grow
+ *   may run inside the begin), and the end judges it; the host does
+ *   nothing. An accel_host_blocking_end with none of the host's begins
+ *   open stays ACCEL_EINVAL inside such a visit. A host thread's wait for
+ *   a CPU of the host's (Go: a P) reads as off a CPU to the end's
+ *   judgement too.
  * A host worker counted blocked hands its place on: a parked host worker is woken
  * (host_wake), else, when work is queued and fewer extra workers are
  * active than host workers blocked (and under max_extra_workers), host_grow is
