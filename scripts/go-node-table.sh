@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The node example's table (docs/go.md, "The node example's numbers"):
 # bindings/go/examples/node run with -reps, every scenario (steady 0.9,
-# overload 1.2, blocking 0.9, blocking-hint 0.9) as REPS interleaved pairs
+# overload 1.2, blocking 0.9, blocking-hint 0.9, batch-low 0.5, batch 0.9)
+# as REPS interleaved pairs
 # (accel and the old design on the same arrivals, the order alternating,
 # a capacity probe with the submitters running before each pair, a
 # discarded warm-up pair first, fixed seeds), then the medians, the work
@@ -14,9 +15,10 @@
 #   REPS=5 DURATION=4s SEED=42 PROFILE=1 scripts/go-node-table.sh
 #   NODE_ARGS='-scenario overload' scripts/go-node-table.sh /tmp/o.txt
 #
-# About 4 minutes on 2 cores with the defaults (per pair: a 1.3 s probe
-# and 2 x (DURATION + up to 1 s of backlog); 218 s for the table on a
-# loaded 2-vCPU machine), plus 12 s per missed target with PROFILE=1. Run it on a machine with nothing else running:
+# About 6 minutes on 2 cores with the defaults (per pair: a 1.3 s probe
+# and 2 x (DURATION + up to 1 s of backlog); 263 s for the four scenarios
+# before the batch ones on a loaded 2-vCPU machine), plus 12 s per missed
+# target with PROFILE=1. Run it on a machine with nothing else running:
 # the ratios come from pairs in one process, but a neighbour's load still
 # lands on one run of a pair more than on the other.
 set -euo pipefail
@@ -64,9 +66,10 @@ if [ "$profile" = 1 ]; then
                     sed -n '/^Duration/,$p'
                 # What the system spends outside the op bodies (submit
                 # paths, scheduling, timers, GC): the samples with neither
-                # main.(*op).run nor the start-up's checks in their stack.
-                echo "-- outside the op bodies (samples without main.(*op).run or main.prepare):"
-                go tool pprof -top -nodecount=20 -ignore 'main\.\(\*op\)\.run|main\.prepare' \
+                # main.(*op).run, main.verifyBatch nor the start-up's checks
+                # in their stack.
+                echo "-- outside the op bodies (samples without main.(*op).run, main.verifyBatch or main.prepare):"
+                go tool pprof -top -nodecount=20 -ignore 'main\.\(\*op\)\.run|main\.verifyBatch|main\.prepare' \
                     "$tmp/node" "$tmp/$s-$sys.prof" 2>/dev/null | sed -n '/^Showing nodes/,$p'
                 echo
             } >> "$tmp/out"

@@ -20,7 +20,7 @@
 // one in 16 is corrupted, so every check must sometimes say "invalid"; a
 // wrong answer fails the run.
 //
-//	go run ./examples/node [-scenario all|steady|overload|blocking|blocking-hint]
+//	go run ./examples/node [-scenario all|steady|overload|blocking|blocking-hint|batch-low|batch]
 //	    [-reps 1] [-duration 4s] [-seed 42] [-load 0] [-detail] [-cpuprofile FILE]
 //	    [-trace FILE]
 //
@@ -305,14 +305,28 @@ func batch(c *chain, costNs float64) int {
 	return max(n, 1)
 }
 
+// blsIndex is the batchable chain's index in chains (batch.go): its ops
+// arrive in the batch scenarios only.
+var blsIndex = func() int { chains = append(chains, blsChain); return len(chains) - 1 }()
+
 // arrivals makes one system's ops: Poisson gaps or batches on the chain's
-// cadence, the same for every system (same seed).
-func arrivals(seed uint64, load, capacity float64, d time.Duration) []*op {
+// cadence, the same for every system (same seed); bls: the batchable
+// chain too, the shares renormalised over the chains that run.
+func arrivals(seed uint64, load, capacity float64, d time.Duration, bls bool) []*op {
 	var ops []*op
+	total := 0.0
 	for i := range chains {
+		if i != blsIndex || bls {
+			total += chains[i].share
+		}
+	}
+	for i := range chains {
+		if i == blsIndex && !bls {
+			continue
+		}
 		c := &chains[i]
 		rng := rand.New(rand.NewSource(int64(seed)*1000 + int64(i) + 1))
-		rate := load * capacity * c.share / meanWork(c) // ops per ns
+		rate := load * capacity * c.share / total / meanWork(c) // ops per ns
 		t, carry := 0.0, 0.0
 		if c.period > 0 {
 			t = rng.Float64() * float64(c.period)
@@ -443,6 +457,8 @@ type result struct {
 	cpu                                               time.Duration
 	wrong                                             uint64
 	det                                               detail
+	batches, batchOps                                 int64         // batch calls, votes in them (batch scenarios)
+	blsP99                                            time.Duration // the batchable chain's p99, arrival to return
 }
 
 // detail is what -detail prints per run: where an op's time went and
@@ -562,6 +578,7 @@ func drive(vms []submitter, ops []*op, d, grace time.Duration, depth int64, sc s
 	defer cancelAll()
 	var wg sync.WaitGroup
 	start := time.Now().Add(10 * time.Millisecond)
+	runStart.Store(&start)
 	time.Sleep(time.Until(start))
 	cpuStart := cpuTime()
 	for _, o := range ops {
@@ -581,12 +598,17 @@ func drive(vms []submitter, ops []*op, d, grace time.Duration, depth int64, sc s
 			}
 			defer cancel()
 			o.call = time.Since(start)
-			err := vms[o.chain].Submit(ctx, func(s *accel.Session) error {
-				o.begin = time.Since(start)
-				o.run(sc.blocking, sc.announce, s)
-				o.end = time.Since(start)
-				return nil
-			})
+			var err error
+			if is, ok := vms[o.chain].(itemSubmitter); ok && sc.batch {
+				err = is.SubmitItem(ctx, o) // a vote: its batch stamps begin and end
+			} else {
+				err = vms[o.chain].Submit(ctx, func(s *accel.Session) error {
+					o.begin = time.Since(start)
+					o.run(sc.blocking, sc.announce, s)
+					o.end = time.Since(start)
+					return nil
+				})
+			}
 			switch {
 			case err == nil:
 				o.out.Store(int32(done))
@@ -618,8 +640,10 @@ func runSystem(name string, rt *accel.Runtime, vms []submitter, ops []*op, d tim
 		c0 = readCounters(rt)
 	}
 	wrong0, cpu0, snap0 := wrong.Load(), cpuTime(), snap()
+	runs0, items0 := batchRuns.Load(), batchItems.Load()
 	start := drive(vms, ops, d, time.Second, depth, sc, false)
-	r := result{system: name, cpu: cpuTime() - cpu0, wrong: wrong.Load() - wrong0}
+	r := result{system: name, cpu: cpuTime() - cpu0, wrong: wrong.Load() - wrong0,
+		batches: batchRuns.Load() - runs0, batchOps: batchItems.Load() - items0}
 	r.det.since(snap0)
 	r.det.winCPU, r.det.span = time.Duration(winCPU.Load()), d
 	if c0 != nil {
@@ -629,7 +653,7 @@ func runSystem(name string, rt *accel.Runtime, vms []submitter, ops []*op, d tim
 		}
 	}
 	lat := make([][]time.Duration, nClasses)
-	var calls []time.Duration
+	var calls, bls []time.Duration
 	starts := make([][]time.Duration, nClasses)
 	for _, o := range ops {
 		c := &chains[o.chain]
@@ -646,6 +670,9 @@ func runSystem(name string, rt *accel.Runtime, vms []submitter, ops []*op, d tim
 		switch out {
 		case done:
 			lat[c.class] = append(lat[c.class], o.end-o.at)
+			if o.chain == blsIndex {
+				bls = append(bls, o.end-o.at)
+			}
 			starts[c.class] = append(starts[c.class], o.begin-o.call)
 			if sc.blocking && o.wait > 0 {
 				r.det.waited++
@@ -675,6 +702,7 @@ func runSystem(name string, rt *accel.Runtime, vms []submitter, ops []*op, d tim
 		r.det.startP50[k], r.det.startP99[k] = q99(starts[k], 0.5), q99(starts[k], 0.99)
 	}
 	r.det.callP99 = q99(calls, 0.99)
+	r.blsP99 = q99(bls, 0.99)
 	return r
 }
 
@@ -692,7 +720,7 @@ const (
 // each op credited for the part of its run inside that span. A probe
 // that finds less than a quarter CPU per P (the machine taken by other
 // processes) probes again, at most twice, and keeps the best.
-func capacity(seed uint64, depth int64) float64 {
+func capacity(seed uint64, depth int64, bls bool) float64 {
 	p := newPool()
 	defer close(p.jobs)
 	vms := make([]submitter, len(chains))
@@ -703,7 +731,7 @@ func capacity(seed uint64, depth int64) float64 {
 	best := 0.0
 	for try := 0; try < 3 && best < 0.25*procs; try++ {
 		d := probeWarm + probeSpan
-		ops := arrivals(seed^0xcafe+uint64(try), 2, procs, d)
+		ops := arrivals(seed^0xcafe+uint64(try), 2, procs, d, bls)
 		drive(vms, ops, d, 0, depth, scenario{}, true)
 		work := 0.0
 		for _, o := range ops {
@@ -727,13 +755,16 @@ type scenario struct {
 	load     float64
 	blocking bool // 3 VMs' ops wait 1-5 ms before their body
 	announce bool // accel's ops wrap that wait in s.Blocking
+	batch    bool // + the batchable chain (batch.go)
 }
 
 var scenarios = []scenario{
-	{"steady", 0.9, false, false},
-	{"overload", 1.2, false, false},
-	{"blocking", 0.9, true, false},
-	{"blocking-hint", 0.9, true, true},
+	{"steady", 0.9, false, false, false},
+	{"overload", 1.2, false, false, false},
+	{"blocking", 0.9, true, false, false},
+	{"blocking-hint", 0.9, true, true, false},
+	{"batch-low", 0.5, false, false, true},
+	{"batch", 0.9, false, false, true},
 }
 
 // config is one invocation's settings.
@@ -833,10 +864,10 @@ func run(list []scenario, cfg config) ([][]pair, error) {
 // runPair probes the capacity, then runs sc's arrivals (seed) through
 // both systems, accel first when si+r is even.
 func runPair(rt *accel.Runtime, sc scenario, si, r int, seed uint64, d time.Duration, depth int64) (pair, error) {
-	p := pair{seed: seed, capNs: capacity(seed, depth)}
+	p := pair{seed: seed, capNs: capacity(seed, depth, sc.batch)}
 	ops := [2][]*op{}
 	for k := range ops {
-		ops[k] = arrivals(seed, sc.load, p.capNs, d)
+		ops[k] = arrivals(seed, sc.load, p.capNs, d, sc.batch)
 	}
 	vmsAccel := make([]submitter, len(chains))
 	vmsOld := make([]submitter, len(chains))
@@ -847,6 +878,14 @@ func runPair(rt *accel.Runtime, sc scenario, si, r int, seed uint64, d time.Dura
 			return p, err
 		}
 		vmsAccel[i], vmsOld[i] = vm, &oldVM{}
+		if sc.batch && i == blsIndex {
+			if vmsAccel[i], err = newAccelBLS(vm); err != nil {
+				return p, err
+			}
+			h := newHandBLS()
+			defer h.stop()
+			vmsOld[i] = h
+		}
 	}
 	// Alternate which system goes first, so that a drift of the machine
 	// falls on both alike.
@@ -865,7 +904,11 @@ func runPair(rt *accel.Runtime, sc scenario, si, r int, seed uint64, d time.Dura
 		}
 	}
 	for _, vm := range vmsAccel {
-		if err := vm.(*accel.VMSession).Close(); err != nil {
+		v, ok := vm.(*accel.VMSession)
+		if !ok {
+			v = vm.(*accelBLS).VMSession
+		}
+		if err := v.Close(); err != nil {
 			return p, err
 		}
 	}
@@ -918,8 +961,20 @@ func scenarioNote(sc scenario) string {
 		return " (3 VMs' ops wait 1-5 ms on storage or a signer; accel's ops wrap the wait in s.Blocking)"
 	case sc.blocking:
 		return " (3 VMs' ops wait 1-5 ms on storage or a signer)"
+	case sc.batch:
+		return fmt.Sprintf(" (+ %s, modelled BLS votes: accel's Batcher against the old design with a hand batcher of %v or %d votes)",
+			blsChain.name, blsWindow, blsMax)
 	}
 	return ""
+}
+
+// batchLine is a result's batch figures (batch scenarios; "" else).
+func batchLine(x result) string {
+	if x.batches == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" %s p99 %s, %.1f votes per batch, work per CPU-s %.3f;", blsChain.name,
+		lat(x.blsP99), float64(x.batchOps)/float64(x.batches), perCPU(x))
 }
 
 func printTable(sc scenario, capNs float64, d time.Duration, res [2]result) {
@@ -938,6 +993,11 @@ func printTable(sc scenario, capNs float64, d time.Duration, res [2]result) {
 			pct(r.classOn[2], r.classAll[2]), pct(r.classOn[3], r.classAll[3]),
 			pct(r.dropped+r.expired+r.late, judged), lat(r.p99[critical]), lat(r.p99[high]),
 			r.work/float64(d)/capNs, perCPU(r))
+	}
+	for _, r := range res {
+		if b := batchLine(r); b != "" {
+			fmt.Printf("%-14s%s\n", r.system, strings.TrimSuffix(b, ";"))
+		}
 	}
 }
 
@@ -1002,9 +1062,10 @@ func printRunLine(r int, p pair, d time.Duration) {
 		if x.offered == 0 {
 			continue
 		}
-		fmt.Printf("  %s work %.3fx, on time %s (crit %s high %s normal %s low %s), crit p99 %s;",
+		fmt.Printf("  %s work %.3fx, on time %s (crit %s high %s normal %s low %s), crit p99 %s;%s",
 			x.system, x.work/float64(d)/p.capNs, pctF(ontime(x, nClasses)), pctF(ontime(x, critical)),
-			pctF(ontime(x, high)), pctF(ontime(x, normal)), pctF(ontime(x, low)), lat(x.p99[critical]))
+			pctF(ontime(x, high)), pctF(ontime(x, normal)), pctF(ontime(x, low)), lat(x.p99[critical]),
+			batchLine(x))
 	}
 	if p.res[0].offered > 0 && p.res[1].offered > 0 {
 		fmt.Printf("  work accel/old %.3f", ratio(p))
@@ -1076,6 +1137,9 @@ func printSummary(list []scenario, all [][]pair, cfg config) {
 			rm := med(rs)
 			rcol = fmt.Sprintf("**%.3fx** (%s)", rm, each[1:])
 			tcol = target(sc, rm, on)
+			if sc.batch {
+				tcol = batchTarget(sc, ps, on)
+			}
 		}
 		name := fmt.Sprintf("%s %.1f", sc.name, sc.load)
 		for k, sys := range [2]string{"accel", "old design"} {
@@ -1113,8 +1177,42 @@ func target(sc scenario, work float64, on [2][nClasses + 1]float64) string {
 	return verdict(work >= 1.00 && on[0][critical] >= 100, "work >= 1.00x, Critical 100%")
 }
 
+// batchTarget is a batch scenario's target, with its figures: at load
+// 0.7 or more, accel's work per CPU-second (median of the pairs' ratios)
+// at least the old design's with its hand batcher, and Critical on time
+// at least its; below, the batchable chain's p99 under half the hand
+// batcher's window.
+func batchTarget(sc scenario, ps []pair, on [2][nClasses + 1]float64) string {
+	var cpu, p99a, p99o []float64
+	var per [2][]float64
+	for _, p := range ps {
+		cpu = append(cpu, perCPU(p.res[0])/perCPU(p.res[1]))
+		p99a = append(p99a, float64(p.res[0].blsP99))
+		p99o = append(p99o, float64(p.res[1].blsP99))
+		for k, r := range p.res {
+			if r.batches > 0 {
+				per[k] = append(per[k], float64(r.batchOps)/float64(r.batches))
+			}
+		}
+	}
+	fig := fmt.Sprintf("work per CPU-s accel/old %.3fx, %s p99 %s against %s, votes per batch %.1f (accel) and %.1f (old)",
+		med(cpu), blsChain.name, lat(time.Duration(med(p99a))), lat(time.Duration(med(p99o))),
+		med(per[0]), med(per[1]))
+	verdict := func(ok bool, what string) string {
+		if ok {
+			return fig + "; " + what + ": met"
+		}
+		return fig + "; " + what + ": **missed**"
+	}
+	if sc.load >= 0.7 {
+		return verdict(med(cpu) >= 1 && on[0][critical] >= on[1][critical],
+			"work per CPU-s >= the old design's with its hand batcher, Critical on time >= its")
+	}
+	return verdict(time.Duration(med(p99a)) < blsWindow/2, fmt.Sprintf("%s p99 < %v", blsChain.name, blsWindow/2))
+}
+
 func main() {
-	name := flag.String("scenario", "all", "all | steady (load 0.9) | overload (1.2) | blocking (0.9, 3 VMs' ops wait 1-5 ms) | blocking-hint (blocking, accel's ops wrap the wait in s.Blocking); all is the four")
+	name := flag.String("scenario", "all", "all | steady (load 0.9) | overload (1.2) | blocking (0.9, 3 VMs' ops wait 1-5 ms) | blocking-hint (blocking, accel's ops wrap the wait in s.Blocking) | batch-low (0.5) | batch (0.9): + a chain of BLS votes through a Batcher, against the old design with a hand batcher; all is the six")
 	load := flag.Float64("load", 0, "offered load as a fraction of the measured capacity; 0: the scenario's")
 	d := flag.Duration("duration", 4*time.Second, "arrivals per system per run")
 	seed := flag.Uint64("seed", 42, "seed of the arrivals and inputs (pair r of scenario i uses seed+i+1000r)")

@@ -15,7 +15,7 @@ import (
 // on-time figures mean nothing, the accounting must hold anyway.
 func TestNodeExample(t *testing.T) {
 	before := checked.Load()
-	res, err := run([]scenario{{"steady", 0.5, false, false}, {"blocking", 0.5, true, false}},
+	res, err := run([]scenario{{"steady", 0.5, false, false, false}, {"blocking", 0.5, true, false, false}},
 		config{d: 400 * time.Millisecond, seed: 7, depth: 1024, reps: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestNodeExample(t *testing.T) {
 func TestNodeExampleWrongAnswerFails(t *testing.T) {
 	sabotage = true
 	defer func() { sabotage = false }()
-	_, err := run([]scenario{{"steady", 0.5, false, false}}, config{d: 300 * time.Millisecond, seed: 7, depth: 1024, reps: 1})
+	_, err := run([]scenario{{"steady", 0.5, false, false, false}}, config{d: 300 * time.Millisecond, seed: 7, depth: 1024, reps: 1})
 	if err == nil || !strings.Contains(err.Error(), "wrong answer") {
 		t.Fatalf("run with a flipped expected answer returned %v, want a wrong-answer error", err)
 	}
@@ -60,7 +60,7 @@ func TestOnlyWaitingChainsWait(t *testing.T) {
 	if err := prepare(7); err != nil { // the bodies' measured costs
 		t.Fatal(err)
 	}
-	ops := arrivals(7, 0.9, 2, time.Second)
+	ops := arrivals(7, 0.9, 2, time.Second, false)
 	var waiting, still int
 	for _, o := range ops {
 		switch {
@@ -82,7 +82,7 @@ func TestOnlyWaitingChainsWait(t *testing.T) {
 // blocking-hint: accel's waiting ops run their wait inside s.Blocking;
 // the run still accounts for every op and checks every answer.
 func TestNodeExampleAnnouncedWaits(t *testing.T) {
-	res, err := run([]scenario{{"blocking-hint", 0.5, true, true}}, config{d: 300 * time.Millisecond, seed: 9, depth: 1024, reps: 1})
+	res, err := run([]scenario{{"blocking-hint", 0.5, true, true, false}}, config{d: 300 * time.Millisecond, seed: 9, depth: 1024, reps: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestCapacityProbe(t *testing.T) {
 	if err := prepare(7); err != nil {
 		t.Fatal(err)
 	}
-	c := capacity(7, 1024)
+	c := capacity(7, 1024, false)
 	if procs := float64(runtime.GOMAXPROCS(0)); !(c > 0) || c > 2*procs {
 		t.Fatalf("capacity %.3f CPUs, want in (0, %v]", c, 2*procs)
 	}
@@ -109,7 +109,7 @@ func TestCapacityProbe(t *testing.T) {
 // -reps: each scenario runs that many pairs, each pair both systems on
 // the same arrivals, the pairs on different seeds; a warm-up pair first.
 func TestNodeExampleReps(t *testing.T) {
-	res, err := run([]scenario{{"steady", 0.5, false, false}},
+	res, err := run([]scenario{{"steady", 0.5, false, false, false}},
 		config{d: 300 * time.Millisecond, seed: 11, depth: 1024, reps: 2, warmup: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func TestTargets(t *testing.T) {
 func TestNodeExampleDetail(t *testing.T) {
 	showDetail = true
 	defer func() { showDetail = false }()
-	res, err := run([]scenario{{"steady", 0.5, false, false}}, config{d: 300 * time.Millisecond, seed: 13, depth: 1024, reps: 1})
+	res, err := run([]scenario{{"steady", 0.5, false, false, false}}, config{d: 300 * time.Millisecond, seed: 13, depth: 1024, reps: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,6 +194,54 @@ func TestNodeExampleDetail(t *testing.T) {
 	for _, r := range p.res {
 		if r.det.wall <= 0 {
 			t.Errorf("%s: wall %v", r.system, r.det.wall)
+		}
+	}
+}
+
+// The batchable chain's votes arrive in the batch scenarios only, and the
+// other chains' arrivals are the same either way but for their rate (the
+// shares renormalised over one more chain): each chain's ops come from a
+// generator of its own.
+func TestBatchChainOnlyInBatchScenarios(t *testing.T) {
+	if err := prepare(7); err != nil {
+		t.Fatal(err)
+	}
+	count := func(bls bool) (n, votes int) {
+		for _, o := range arrivals(7, 0.9, 2, time.Second, bls) {
+			if o.chain == blsIndex {
+				votes++
+			} else {
+				n++
+			}
+		}
+		return n, votes
+	}
+	n0, v0 := count(false)
+	n1, v1 := count(true)
+	if v0 != 0 || v1 == 0 {
+		t.Fatalf("votes without the batch scenario %d, with it %d: want 0 and some", v0, v1)
+	}
+	if n1 >= n0 {
+		t.Fatalf("the other chains offered %d ops beside the votes, %d without: want fewer (same load)", n1, n0)
+	}
+}
+
+// A short batch run through both systems: every op and vote is accounted
+// for (run checks it), both systems ran the votes in batches (accel's
+// Batcher, the hand batcher), and every vote's batch stamped its begin
+// and end. Timing is not asserted.
+func TestBatchScenario(t *testing.T) {
+	res, err := run([]scenario{{"batch", 0.5, false, false, true}},
+		config{d: 400 * time.Millisecond, seed: 7, depth: 1024, reps: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res[0][0].res {
+		if r.batches == 0 || r.batchOps < r.batches {
+			t.Errorf("%s: %d batches of %d votes: want batches of one or more", r.system, r.batches, r.batchOps)
+		}
+		if r.blsP99 <= 0 {
+			t.Errorf("%s: no vote completed", r.system)
 		}
 	}
 }
