@@ -139,6 +139,45 @@ static int hold(accel_ctx *ctx, void *arg)
     return 0;
 }
 
+/* One worker, extras allowed, the tick TICK_NS. */
+static accel_runtime *make_rt(void)
+{
+    accel_runtime_config c = {.workers = 1, .struct_size = sizeof(c),
+                              .max_extra_workers = 2,
+                              .block_detect_ns = TICK_NS};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    return rt;
+}
+
+/* Marks a: its op naps while h's op waits for the one worker, so the
+ * monitor finds the nap; then waits until the monitor has dropped the
+ * count and the extra worker it sent has retired, so that nothing but a
+ * presumed visit can send one again. Returns the stats then. */
+static accel_runtime_stats mark_by_a_found_wait(accel_runtime *rt,
+                                                accel_session *a,
+                                                accel_session *h)
+{
+    unit_step("a's first wait, with work queued: the monitor finds it");
+    _Atomic int in = 0;
+    accel_op on = {.fn = nap, .arg = &in}, oq = {.fn = quick};
+    cr_assert_eq(accel_submit(a, &on, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&in))
+        tu_nap_us(100);
+    cr_assert_eq(accel_submit(h, &oq, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(h, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_geq(stats_of(rt).blocked_detected, 1,
+                  "the monitor did not find a's wait of 10 ticks");
+    unit_step("the monitor drops a's count, the extra worker retires");
+    accel_runtime_stats q = stats_of(rt);
+    while (q.blocked != 0 || q.extra_workers != 0) {
+        tu_nap_us(1000);
+        q = stats_of(rt);
+    }
+    return q;
+}
+
 /* One worker, extras allowed. Session a waits once (found by the monitor);
  * its next op waits for b's op, queued behind it: with a's visit counted
  * at its begin, a worker runs b at once and the monitor finds nothing.
@@ -147,32 +186,10 @@ static int hold(accel_ctx *ctx, void *arg)
 Test(presume, a_session_that_waited_begins_its_next_visit_counted,
      .timeout = 60)
 {
-    accel_runtime_config c = {.workers = 1, .struct_size = sizeof(c),
-                              .max_extra_workers = 2,
-                              .block_detect_ns = TICK_NS};
-    accel_runtime *rt = NULL;
-    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_runtime *rt = make_rt();
     accel_session *a = open_s(rt, "a"), *b = open_s(rt, "b");
     accel_session *h = open_s(rt, "h");
-
-    unit_step("a's first wait, with work queued: the monitor finds it");
-    _Atomic int in = 0;
-    accel_op oh = {.fn = quick};
-    accel_op on = {.fn = nap, .arg = &in};
-    cr_assert_eq(accel_submit(a, &on, ACCEL_FOREVER), ACCEL_OK);
-    while (!atomic_load(&in))
-        tu_nap_us(100);
-    cr_assert_eq(accel_submit(h, &oh, ACCEL_FOREVER), ACCEL_OK);
-    cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
-    cr_assert_eq(accel_session_sync(h, ACCEL_FOREVER), ACCEL_OK);
-    accel_runtime_stats s1 = stats_of(rt);
-    cr_assert_geq(s1.blocked_detected, 1,
-                  "the monitor did not find a's wait of 10 ticks");
-
-    unit_step("the monitor drops a's count, the extra worker retires");
-    for (accel_runtime_stats q = stats_of(rt);
-         q.blocked != 0 || q.extra_workers != 0; q = stats_of(rt))
-        tu_nap_us(1000);
+    accel_runtime_stats s1 = mark_by_a_found_wait(rt, a, h);
 
     unit_step("a's next op waits for b's, queued once a's began");
     struct gate g = {0};
@@ -217,29 +234,9 @@ Test(presume, a_session_that_waited_begins_its_next_visit_counted,
  * next op's visit is not presumed. */
 Test(presume, a_visit_that_ran_no_op_keeps_the_mark, .timeout = 60)
 {
-    accel_runtime_config c = {.workers = 1, .struct_size = sizeof(c),
-                              .max_extra_workers = 2,
-                              .block_detect_ns = TICK_NS};
-    accel_runtime *rt = NULL;
-    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_runtime *rt = make_rt();
     accel_session *a = open_s(rt, "a"), *h = open_s(rt, "h");
-
-    unit_step("a's wait, with work queued: the monitor finds it");
-    _Atomic int in = 0;
-    accel_op on = {.fn = nap, .arg = &in}, oq = {.fn = quick};
-    cr_assert_eq(accel_submit(a, &on, ACCEL_FOREVER), ACCEL_OK);
-    while (!atomic_load(&in))
-        tu_nap_us(100);
-    cr_assert_eq(accel_submit(h, &oq, ACCEL_FOREVER), ACCEL_OK);
-    cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
-    cr_assert_eq(accel_session_sync(h, ACCEL_FOREVER), ACCEL_OK);
-    cr_assert_geq(stats_of(rt).blocked_detected, 1,
-                  "the monitor did not find a's wait of 10 ticks");
-
-    unit_step("the monitor drops a's count, the extra worker retires");
-    for (accel_runtime_stats q = stats_of(rt);
-         q.blocked != 0 || q.extra_workers != 0; q = stats_of(rt))
-        tu_nap_us(1000);
+    mark_by_a_found_wait(rt, a, h);
 
     unit_step("h holds the one worker on its CPU; a's op is canceled queued");
     struct hold g = {0};
