@@ -604,10 +604,10 @@ int accel_session_set_batch(accel_session *s, const accel_batch_config *ucfg)
      * worker hands a batch to its host (accel__batch_host_form). */
     if (!((s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) || s->bops->run_batch))
         return ACCEL_ENOTSUP;
-    /* The hold-back holds what accel's own worker runs inline; a device
-     * backend's batches and a host worker's go out as soon as they form. */
-    if (c.max_delay_ns &&
-        (s->bops->run_batch || (s->rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS)))
+    /* The hold-back holds what a worker runs inline (accel's own, or a
+     * host's: accel__batch_host_form); a device backend's batches go out
+     * as soon as they form. */
+    if (c.max_delay_ns && s->bops->run_batch)
         return ACCEL_ENOTSUP;
     /* The hold-back's timer, before anything changes: its failure leaves
      * the session as it was. */
@@ -834,8 +834,27 @@ bool accel__batch_host_form(accel__visit *v, uint32_t cap, accel_op *ops,
     cfg_read(b, &c);
     if (!c.fn)
         return false;
+    if (c.max_delay_ns) {
+        /* Hold back as accel's own worker does (accel__batch_visit_run):
+         * the visit hands out nothing, and its end (accel__visit_end,
+         * through hold_end) holds the session until the release. */
+        uint64_t now = accel__now_ns(), r;
+        int d = hold_decide(s, v->h, &c, now, b->form_t0, &r);
+        if (d == HOLD_EMPTY)
+            return true;
+        if (d == HOLD_KEEP) {
+            if (!b->form_t0)
+                b->form_t0 = now;
+            v->hold_end = hold_end;
+            v->release_at = r;
+            return true;
+        }
+    }
     uint32_t max_ops = c.max_ops < cap ? c.max_ops : cap;
     uint32_t n = form_take(v, ops, unrun, max_ops);
+    /* A batch formed: what is held from now on is the next one. */
+    b->form_t0 = 0;
+    b->held_batch_ns = 0;
     uint32_t m = 0;
     uint64_t gone = 0, expired = 0;
     for (uint32_t i = 0; i < n; i++) {

@@ -465,14 +465,15 @@ Test(batch_hold, configuration, .timeout = 60)
     cr_assert_eq(accel_session_set_batch(s, &nofn), ACCEL_EINVAL);
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
-    /* a runtime of host-driven workers: no batching, no hold-back */
+    /* a runtime of host-driven workers: batching and hold-back too
+     * (unit_batch_host.c holds on a host visit) */
     accel_runtime_config hc = {.workers = 1,
                                .struct_size = sizeof(hc),
                                .flags = ACCEL_RUNTIME_HOST_WORKERS,
                                .host_wake = host_wake};
     cr_assert_eq(accel_runtime_create(&hc, &rt), ACCEL_OK);
     s = tu_open(rt, "h", 64, 0);
-    cr_assert_eq(accel_session_set_batch(s, &ok), ACCEL_ENOTSUP);
+    cr_assert_eq(accel_session_set_batch(s, &ok), ACCEL_OK);
     cr_assert_eq(accel_session_close(s, ACCEL_CLOSE_DRAIN), ACCEL_OK);
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);

@@ -143,6 +143,62 @@ Test(batch_host, a_visit_hands_out_one_batch, .timeout = 60)
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+/* Holding back (max_delay_ns) on a host visit, as accel's own worker
+ * holds: a visit that finds fewer than max_ops ops hands out none and the
+ * session is held, in no queue (the next visit finds nothing), until the
+ * batch fills (a submit releases it) or the delay passes (the runtime's
+ * timer releases it). Planted (the host's form ignoring the delay), the
+ * first visit hands out the 2 ops queued. */
+Test(batch_host, held_back_until_the_batch_fills_or_the_delay_passes,
+     .timeout = 60)
+{
+    accel_runtime *rt = host_runtime(1);
+    accel_session *s = tu_open(rt, "h", 1024, 0);
+    accel_batch_config c = {.fn = cfg_batch_fn, .max_ops = 4,
+                            .max_delay_ns = ACCEL_BATCH_DELAY_MAX};
+    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK,
+                 "a host-driven runtime's session takes a delay");
+    static item it[5];
+    memset(it, 0, sizeof(it));
+    unsigned n;
+    unit_step("2 of 4 queued: the visit holds the session");
+    for (int i = 0; i < 2; i++) {
+        accel_op op = item_op(&it[i]);
+        cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    }
+    cr_assert_eq(host_visit(rt, 0, ACCEL_BATCH_MAX, &n), ACCEL_OK);
+    cr_assert_eq(n, 0, "a batch of %u handed out before it filled", n);
+    cr_assert_eq(host_visit(rt, 0, ACCEL_BATCH_MAX, &n), ACCEL_EAGAIN,
+                 "a held session was visited again");
+    unit_step("2 more: the batch fills, the session comes back");
+    for (int i = 2; i < 4; i++) {
+        accel_op op = item_op(&it[i]);
+        cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    }
+    cr_assert_eq(host_visit(rt, 0, ACCEL_BATCH_MAX, &n), ACCEL_OK);
+    cr_assert_eq(n, 4, "%u", n);
+    unit_step("a short delay: the timer releases a batch of one");
+    c.max_delay_ns = 20000000; /* 20 ms */
+    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    accel_op op = item_op(&it[4]);
+    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_eq(host_visit(rt, 0, ACCEL_BATCH_MAX, &n), ACCEL_OK);
+    cr_assert_eq(n, 0, "a batch of %u handed out before the delay", n);
+    while (host_visit(rt, 0, ACCEL_BATCH_MAX, &n) == ACCEL_EAGAIN)
+        tu_nap_us(1000);
+    cr_assert_eq(n, 1, "%u", n);
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(atomic_load(&it[i].ran), 1, "op %d ran once", i);
+        cr_assert_eq(atomic_load(&it[i].done_calls), 1);
+    }
+    accel_session_stats st = stats(s);
+    cr_assert_eq(st.batches, 2);
+    cr_assert_eq(st.batch_ops, 5);
+    cr_assert_gt(st.batch_held_ns, 0, "no time held back counted");
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
 static void nap_past(int64_t deadline)
 {
     while (accel_now_ns() <= deadline) {

@@ -19,12 +19,18 @@ import (
 	"context"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 )
+
+// The Go bound on WithMaxDelay is the C runtime's.
+var _ = [1]struct{}{}[maxDelay-time.Duration(C.ACCEL_BATCH_DELAY_MAX)]
 
 // batchCore is a Batcher without its item type.
 type batchCore struct {
 	v   *VMSession
 	max int
+	// delay, fixed, perItem: WithMaxDelay and WithBatchCost (0: none).
+	delay, fixed, perItem time.Duration
 	// call runs fn on the items of run (records taken, ctx checked),
 	// errs zeroed, one per item (batcher.go).
 	call func(s *Session, run []*opRec, errs []error)
@@ -47,7 +53,8 @@ func (b *batchCore) attach() error {
 	if c == nil {
 		return ErrSessionClosed
 	}
-	rc := int(C.goaccel_set_batch(c, C.uint(b.max)))
+	rc := int(C.goaccel_set_batch(c, C.uint(b.max), C.uint64_t(b.delay),
+		C.uint64_t(b.fixed), C.uint64_t(b.perItem)))
 	v.h.exit()
 	if rc != C.ACCEL_OK {
 		v.batching.Store(false)

@@ -656,6 +656,10 @@ func TestBatchBadConfiguration(t *testing.T) {
 		{v, fn, []BatchOption{WithMaxBatch(0)}, "max 0"},
 		{v, fn, []BatchOption{WithMaxBatch(257)}, "max 257"},
 		{v, fn, []BatchOption{WithMaxBatch(-1)}, "max -1"},
+		{v, fn, []BatchOption{WithMaxDelay(-time.Millisecond)}, "a negative delay"},
+		{v, fn, []BatchOption{WithMaxDelay(time.Second + 1)}, "a delay over a second"},
+		{v, fn, []BatchOption{WithBatchCost(time.Millisecond, 0)}, "a cost without a delay"},
+		{v, fn, []BatchOption{WithMaxDelay(time.Millisecond), WithBatchCost(-1, 0)}, "a negative cost"},
 	} {
 		if b, err := NewBatcher(c.v, c.fn, c.opts...); b != nil || !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("%s: %v", c.what, err)
@@ -739,5 +743,75 @@ func TestBatchMoreItemsThanQueueDepth(t *testing.T) {
 	}
 	if n := p.seen[[2]int{100, full}]; n != 0 {
 		t.Errorf("the refused async item reached fn %d times", n)
+	}
+}
+
+// WithMaxDelay holds the session back to fill a batch: an item queued
+// alone waits (no batch of one runs while the session is idle 20 ms),
+// and the batch forms when the max is queued; a lone item goes when the
+// delay passes (the runtime's timer releases it: the watchdog names the
+// step if none does); an item with a deadline goes by its deadline less
+// the batch's cost (WithBatchCost), long before the delay, and so runs in
+// time. Planted (the delay not passed to C), the first step runs a batch
+// of one and a batch of three; without the cost, the deadline step
+// expires its item.
+func TestBatchHoldBack(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("held")
+	p := newProbe()
+	b, err := NewBatcher(v, p.fn, WithMaxBatch(4), WithMaxDelay(time.Second),
+		WithBatchCost(200*time.Millisecond, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan error, 8)
+	done := stepWithin(t, "an item alone, then 3 more: one batch of 4", 20*time.Second)
+	if err := b.SubmitAsync(bItem{sub: 1, seq: 1}, func(err error) { res <- err }); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // an idle session: a batch of one would run now
+	for i := 2; i <= 4; i++ {
+		if err := b.SubmitAsync(bItem{sub: 1, seq: i}, func(err error) { res <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 4; i++ {
+		<-res
+	}
+	done()
+	p.mu.Lock()
+	sizes := append([]int(nil), p.sizes...)
+	p.mu.Unlock()
+	if len(sizes) != 1 || sizes[0] != 4 {
+		t.Fatalf("batches %v, want one of 4 (held back until it filled)", sizes)
+	}
+	// A deadline 600 ms out with a cost of 200 ms: released at 400 ms, not
+	// at the delay (1 s), so the item runs before its deadline.
+	done = stepWithin(t, "an item with a deadline: released by it", 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	if err := b.Submit(ctx, bItem{sub: 2, seq: 1}); err != nil {
+		t.Fatalf("an item held past its deadline less the cost: %v", err)
+	}
+	done()
+}
+
+// A lone item of a Batcher with a short delay is released by the
+// runtime's timer: Submit returns (the watchdog names the step if not).
+func TestBatchHoldReleasedByTheDelay(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("held")
+	p := newProbe()
+	b, err := NewBatcher(v, p.fn, WithMaxBatch(8), WithMaxDelay(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := stepWithin(t, "a lone item, released by the delay", 20*time.Second)
+	if err := b.Submit(bg(), bItem{sub: 1, seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	if n, held := v.cBatchForTest(); n != 1 || held <= 0 {
+		t.Fatalf("batches %d, held %v: want one batch, held back", n, held)
 	}
 }

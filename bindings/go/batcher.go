@@ -5,6 +5,7 @@ package accel
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Batcher gives many goroutines' items of one VMSession to one call of a
@@ -15,9 +16,15 @@ import (
 // Forming a batch: items are the session's ops, in its FIFO order with
 // its other ops. A runtime worker goroutine that visits the session takes
 // what is queued at that moment, up to the Batcher's max (WithMaxBatch),
-// and calls fn once with those items: there is no added wait, so an idle
-// session runs batches of one and batches grow only as items queue up
-// (the runtime's C batch core forms them, docs/batching.md). An item
+// and calls fn once with those items: by default there is no added wait,
+// so an idle session runs batches of one and batches grow only as items
+// queue up (the runtime's C batch core forms them, docs/batching.md).
+// WithMaxDelay holds the session back to fill a batch instead: a visit
+// that finds fewer than the max queued takes none, and the session waits
+// in no queue (no worker waits for it; other sessions run) until the max
+// are queued, the delay has passed since that visit, or the earliest
+// deadline of its queued items less a full batch's cost (WithBatchCost)
+// has come, whichever is first. An item
 // whose ctx ended before its batch formed never reaches fn and gets
 // ctx.Err() (context.DeadlineExceeded past its deadline); the others of
 // the batch run without it.
@@ -61,13 +68,35 @@ const (
 type BatchOption func(*batchConfig)
 
 type batchConfig struct {
-	max int
+	max                   int
+	delay, fixed, perItem time.Duration
 }
 
 // WithMaxBatch sets the most items one call of fn takes: 1..256
 // (NewBatcher refuses others with ErrInvalidArgument); 64 without it.
 func WithMaxBatch(n int) BatchOption {
 	return func(c *batchConfig) { c.max = n }
+}
+
+// maxDelay is the longest WithMaxDelay: the C runtime's
+// ACCEL_BATCH_DELAY_MAX (batch.go checks that they agree).
+const maxDelay = time.Second
+
+// WithMaxDelay holds the session back up to d to fill a batch (see
+// Batcher): 0 (the default) adds no wait; at most a second (NewBatcher
+// refuses more, or a negative d, with ErrInvalidArgument).
+func WithMaxDelay(d time.Duration) BatchOption {
+	return func(c *batchConfig) { c.delay = d }
+}
+
+// WithBatchCost is fn's expected cost for a batch of n items, fixed + n x
+// perItem, which a held session subtracts from its earliest deadline to
+// release in time (WithMaxDelay; NewBatcher refuses it without a delay,
+// or negative, with ErrInvalidArgument). An item whose deadline passes
+// while held anyway (no free worker, a cost set too small) gets
+// context.DeadlineExceeded and never reaches fn.
+func WithBatchCost(fixed, perItem time.Duration) BatchOption {
+	return func(c *batchConfig) { c.fixed, c.perItem = fixed, perItem }
 }
 
 // errBatcherTaken: NewBatcher on a VMSession that has a Batcher.
@@ -87,10 +116,11 @@ func NewBatcher[T any](v *VMSession, fn func(s *Session, items []T, errs []error
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.max < 1 || cfg.max > maxBatch {
+	if cfg.max < 1 || cfg.max > maxBatch || cfg.delay < 0 || cfg.delay > maxDelay ||
+		cfg.fixed < 0 || cfg.perItem < 0 || (cfg.delay == 0 && cfg.fixed+cfg.perItem != 0) {
 		return nil, ErrInvalidArgument
 	}
-	b := &Batcher[T]{c: batchCore{v: v, max: cfg.max}}
+	b := &Batcher[T]{c: batchCore{v: v, max: cfg.max, delay: cfg.delay, fixed: cfg.fixed, perItem: cfg.perItem}}
 	b.c.call = func(s *Session, run []*opRec, errs []error) {
 		items := make([]T, len(run))
 		for i, r := range run {

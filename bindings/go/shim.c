@@ -162,10 +162,14 @@ static void goaccel_batch_fn(accel_ctx *ctx, void *const *args, uint32_t n,
         status[i] = goaccel_op_fn(ctx, args[i]);
 }
 
-int goaccel_set_batch(accel_session *s, unsigned max_ops)
+int goaccel_set_batch(accel_session *s, unsigned max_ops, uint64_t delay_ns,
+                      uint64_t cost_fixed_ns, uint64_t cost_per_op_ns)
 {
     accel_batch_config c = {.fn = goaccel_batch_fn,
                             .max_ops = max_ops,
+                            .max_delay_ns = delay_ns,
+                            .cost_fixed_ns = cost_fixed_ns,
+                            .cost_per_op_ns = cost_per_op_ns,
                             .struct_size = sizeof(c)};
     return accel_session_set_batch(s, &c);
 }

@@ -66,7 +66,8 @@ int goaccel_in_visit(accel_runtime *rt);
  * in Go (batch.go). The config's C function runs a batch only where C
  * runs one itself (accel_runtime_destroy's thread): each op through the
  * op trampoline, a batch item as a batch of one. */
-int goaccel_set_batch(accel_session *s, unsigned max_ops);
+int goaccel_set_batch(accel_session *s, unsigned max_ops, uint64_t delay_ns,
+                      uint64_t cost_fixed_ns, uint64_t cost_per_op_ns);
 
 /* The mode bits of goaccel_host_step and goaccel_extra_step. */
 #define GOACCEL_STEP_END 1u

@@ -9,7 +9,10 @@ package accel
 // #include "shim.h"
 import "C"
 
-import "runtime"
+import (
+	"runtime"
+	"time"
+)
 
 // closeCancelForTest closes v as Close does, but with ACCEL_CLOSE_CANCEL
 // (queued ops complete unrun), without waiting when called from inside
@@ -152,4 +155,20 @@ func (rt *Runtime) cPresumedForTest() uint64 {
 		return 0
 	}
 	return uint64(st.blocked_presumed)
+}
+
+// cBatchForTest is the C runtime's batch counters of v's session: batches
+// run and the time held back (accel_session_stats batches,
+// batch_held_ns); zeros once closed.
+func (v *VMSession) cBatchForTest() (batches uint64, held time.Duration) {
+	c := v.sess.enter()
+	if c == nil {
+		return 0, 0
+	}
+	defer v.h.exit()
+	var cs C.accel_session_stats
+	if C.accel_session_get_stats_ex(c, &cs, C.sizeof_accel_session_stats) != C.ACCEL_OK {
+		return 0, 0
+	}
+	return uint64(cs.batches), time.Duration(cs.batch_held_ns)
 }

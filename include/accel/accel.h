@@ -606,8 +606,8 @@ typedef struct accel_batch_config {
  * above ACCEL_BATCH_MAX, max_delay_ns above ACCEL_BATCH_DELAY_MAX, a cost
  * without a delay, a bad struct_size or unknown fields set);
  * ACCEL_ENOTSUP (a session whose backend has no batch path: the CPU and
- * CUDA backends have one; max_delay_ns > 0 on a CUDA session or on a
- * runtime with ACCEL_RUNTIME_HOST_WORKERS); ACCEL_ECLOSED (close has
+ * CUDA backends have one; max_delay_ns > 0 on a CUDA session);
+ * ACCEL_ECLOSED (close has
  * begun; also a parent's session in a fork() child); ACCEL_ENOMEM (also:
  * the runtime's hold-back timer thread could not be started). Any error
  * changes nothing. Setting or clearing releases a held session (its ops

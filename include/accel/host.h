@@ -73,7 +73,10 @@ extern "C" {
  * way as one batch (the config's fn is not called: the host knows its
  * ops by arg), reports each op's status in end, and the visit counts as
  * one op to the scheduler and as one batch in the session's statistics
- * and the batch probe (ns from begin's hand-out to end). Whatever waits
+ * and the batch probe (ns from begin's hand-out to end). A session with
+ * a hold-back (max_delay_ns) whose batch may still fill is held as
+ * accel's own worker holds it: begin hands out nothing (n = 0) and end
+ * holds the session (in no queue) until its release. Whatever waits
  * for ops (accel_session_sync, _close and _release with DRAIN, a submit
  * waiting for room) needs a host worker driving the host workers
  * meanwhile.
