@@ -879,7 +879,7 @@ func runPair(rt *accel.Runtime, sc scenario, si, r int, seed uint64, d time.Dura
 		}
 		vmsAccel[i], vmsOld[i] = vm, &oldVM{}
 		if sc.batch && i == blsIndex {
-			if vmsAccel[i], err = newAccelBLS(vm); err != nil {
+			if vmsAccel[i], err = newAccelBLS(vm, sc.load >= 0.7); err != nil {
 				return p, err
 			}
 			h := newHandBLS()
