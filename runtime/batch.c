@@ -255,6 +255,12 @@ static int hold_decide(accel_session *s, uint64_t h, const batch_cfg *c,
     uint64_t t = atomic_load_explicit(&s->rp.tail, memory_order_relaxed);
     if (t & ACCEL__RING_CLOSED)
         return HOLD_RUN;
+    /* A runtime being destroyed holds nothing: on a host-driven one its
+     * destroy runs what is left on its own thread, and a hold would
+     * wait for a worker that never comes. relaxed: set before destroy
+     * runs anything (runtime.c), on the thread that runs it. */
+    if (atomic_load_explicit(&s->rt->stopping, memory_order_relaxed))
+        return HOLD_RUN;
     uint64_t pos = t & ACCEL__RING_POS;
     if (pos - h >= fill_of(s, c))
         return HOLD_RUN;
@@ -852,9 +858,9 @@ bool accel__batch_host_form(accel__visit *v, uint32_t cap, accel_op *ops,
     }
     uint32_t max_ops = c.max_ops < cap ? c.max_ops : cap;
     uint32_t n = form_take(v, ops, unrun, max_ops);
-    /* A batch formed: what is held from now on is the next one. */
+    /* A batch formed: what is held from now on is the next one (the
+     * batch's held time goes to its probe, accel__batch_host_ran). */
     b->form_t0 = 0;
-    b->held_batch_ns = 0;
     uint32_t m = 0;
     uint64_t gone = 0, expired = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -872,6 +878,8 @@ bool accel__batch_host_form(accel__visit *v, uint32_t cap, accel_op *ops,
     if (m) {
         accel__bump(&s->dispatched, m);
         *t0 = accel__now_ns();
+    } else {
+        b->held_batch_ns = 0; /* no batch runs: no probe to carry it */
     }
     v->n = n ? 1 : 0;
     *taken = n;
@@ -890,8 +898,10 @@ void accel__batch_host_ran(accel__visit *v, uint32_t m, uint64_t t0)
     struct accel__batch *b =
         atomic_load_explicit(accel__session_batch_word(s), memory_order_acquire);
     uint64_t t1 = accel__now_ns();
-    /* batch(session, ops, ns from hand-out to the host's report) */
-    ACCEL_TRACE3(batch, s, m, t1 - t0);
+    /* batch(session, ops, ns from hand-out to the host's report, ns it
+     * was held back) */
+    ACCEL_TRACE4(batch, s, m, t1 - t0, b->held_batch_ns);
+    b->held_batch_ns = 0;
     accel__bump(&b->batches, 1);
     accel__bump(&b->ops, m);
     accel__bump(&b->hist[hist_bucket(m)], 1);

@@ -182,9 +182,25 @@ int accel_runtime_destroy(accel_runtime *rt)
 
     /* Host-driven: the host's workers have stopped (accel.h); run what
      * is still queued here, so the closes below find nothing to wait
-     * for. */
-    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS)
+     * for. Held sessions (a batch hold-back) go back to the queue first,
+     * and `stopping` keeps any from being held again (batch.c,
+     * hold_decide): no worker would come for them. */
+    if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
+        /* relaxed: read by hold_decide on this thread, or by a host
+         * thread out of contract (the host stopped calling). */
+        atomic_store_explicit(&rt->stopping, 1, memory_order_relaxed);
+        accel_session *cur = NULL;
+        for (;;) {
+            accel_session *next = next_live_session(rt, cur);
+            if (cur)
+                accel__session_unref(cur);
+            if (!next)
+                break;
+            accel__batch_kick(next, ACCEL__BATCH_KICK_FORCE);
+            cur = next;
+        }
         accel__worker_run_queued(rt);
+    }
 
     /* Close every session, walking the list with a reference on the
      * current one (so it stays linked while we wait on it). No allocation:

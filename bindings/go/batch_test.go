@@ -747,7 +747,7 @@ func TestBatchMoreItemsThanQueueDepth(t *testing.T) {
 }
 
 // WithMaxDelay holds the session back to fill a batch: an item queued
-// alone waits (no batch of one runs while the session is idle 20 ms),
+// alone waits (the worker's visit of the session runs no batch of one),
 // and the batch forms when the max is queued; a lone item goes when the
 // delay passes (the runtime's timer releases it: the watchdog names the
 // step if none does); an item with a deadline goes by its deadline less
@@ -769,7 +769,11 @@ func TestBatchHoldBack(t *testing.T) {
 	if err := b.SubmitAsync(bItem{sub: 1, seq: 1}, func(err error) { res <- err }); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond) // an idle session: a batch of one would run now
+	// Until a worker has visited the session: without the hold that visit
+	// would have run the item, alone.
+	for v.FullStats().Visits == 0 {
+		time.Sleep(time.Millisecond)
+	}
 	for i := 2; i <= 4; i++ {
 		if err := b.SubmitAsync(bItem{sub: 1, seq: i}, func(err error) { res <- err }); err != nil {
 			t.Fatal(err)

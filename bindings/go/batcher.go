@@ -24,7 +24,9 @@ import (
 // in no queue (no worker waits for it; other sessions run) until the max
 // are queued, the delay has passed since that visit, or the earliest
 // deadline of its queued items less a full batch's cost (WithBatchCost)
-// has come, whichever is first. An item
+// has come, whichever is first. The hold is the session's: while it is
+// held, its other ops (Submit, SubmitAsync, ...) wait too, and count
+// toward the fill, as its items do. An item
 // whose ctx ended before its batch formed never reaches fn and gets
 // ctx.Err() (context.DeadlineExceeded past its deadline); the others of
 // the batch run without it.
@@ -46,7 +48,8 @@ import (
 //
 // A VMSession has at most one Batcher, for as long as it is open. Its
 // other ops (Submit, SubmitAsync, ...) still run one by one, each in its
-// place in the session's order between batches (the session's C batch
+// place in the session's order between batches (held with its items
+// under WithMaxDelay; the session's C batch
 // statistics count them in the batch they were handed out with). Close
 // the VMSession to stop: Close runs the items accepted before it (in
 // batches) before it returns, and Submit after it returns

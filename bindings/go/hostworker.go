@@ -516,7 +516,9 @@ func (h *hostWorkers) runOwn(hs *helperWorker, own *opRec) {
 		// own was handed out (the visit's one op): f runs here, and its
 		// outcome is read here, not sent (opRec.wake). Not when none was
 		// (n 0): a device session's begin ran it and sent its outcome
-		// already, or it was refused and the end completes it unrun:
+		// already, it was refused and the end completes it unrun, or a
+		// batched session's hold-back holds it (the end holds the
+		// session; the held batch runs it on a host worker later):
 		// then it comes through wch as for a queued op.
 		own.inline = true
 	}

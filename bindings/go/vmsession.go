@@ -554,7 +554,9 @@ func (v *VMSession) Submit(ctx context.Context, f func(*Session) error) error {
 	// queue full). With a ctx that can end, the op carries ctx's deadline
 	// and t names it, so that one left queued is canceled below as an
 	// enqueued one is; a begun one has run, or was refused (runRec) or
-	// dropped at its deadline, by the time submitOwn returns.
+	// dropped at its deadline, by the time submitOwn returns, or is held
+	// by a Batcher's hold-back (WithMaxDelay) and is canceled as a
+	// queued one.
 	deadline := ctxDeadline(ctx) // also from a ctx whose Done is nil
 	var tp *C.accel_ticket
 	if done != nil {
