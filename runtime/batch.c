@@ -401,6 +401,28 @@ static unsigned hold_end(accel__visit *v, uint64_t service_ns)
     return 0;
 }
 
+/* A visit's look at holding back, before it forms a batch (c: the
+ * configuration it read): HOLD_RUN (form now; also without a delay),
+ * HOLD_EMPTY (nothing published), or HOLD_KEEP: the visit ends taking
+ * nothing and its end (hold_end, through accel__visit_end) holds the
+ * session until the release time, kept in v. The visiting worker's (or
+ * host worker's) own call. */
+static int hold_start(accel__visit *v, struct accel__batch *b,
+                      const batch_cfg *c)
+{
+    if (!c->max_delay_ns)
+        return HOLD_RUN;
+    uint64_t now = accel__now_ns(), r;
+    int d = hold_decide(v->s, v->h, c, now, b->form_t0, &r);
+    if (d == HOLD_KEEP) {
+        if (!b->form_t0)
+            b->form_t0 = now;
+        v->hold_end = hold_end;
+        v->release_at = r;
+    }
+    return d;
+}
+
 void accel__batch_kick(accel_session *s, int64_t deadline)
 {
     /* acquire: pairs with set_batch's release CAS of the batch word. */
@@ -726,21 +748,13 @@ bool accel__batch_visit_run(accel__visit *v)
             if (room < c.max_ops)
                 c.max_ops = room;
         }
-        if (c.max_delay_ns) {
-            /* Hold back while the batch may still fill (the top of the
-             * file): the visit ends here, taking nothing. */
-            uint64_t now = accel__now_ns(), r;
-            int d = hold_decide(s, v->h, &c, now, b->form_t0, &r);
-            if (d == HOLD_EMPTY)
-                break;
-            if (d == HOLD_KEEP) {
-                if (!b->form_t0)
-                    b->form_t0 = now;
-                v->hold_end = hold_end;
-                v->release_at = r;
-                return true;
-            }
-        }
+        /* Hold back while the batch may still fill (the top of the
+         * file): the visit ends here, taking nothing. */
+        int d = hold_start(v, b, &c);
+        if (d == HOLD_EMPTY)
+            break;
+        if (d == HOLD_KEEP)
+            return true;
         /* Form: what is published now, up to max_ops. */
         uint32_t n = form_take(v, ops, unrun, c.max_ops);
         if (n == 0)
@@ -840,22 +854,11 @@ bool accel__batch_host_form(accel__visit *v, uint32_t cap, accel_op *ops,
     cfg_read(b, &c);
     if (!c.fn)
         return false;
-    if (c.max_delay_ns) {
-        /* Hold back as accel's own worker does (accel__batch_visit_run):
-         * the visit hands out nothing, and its end (accel__visit_end,
-         * through hold_end) holds the session until the release. */
-        uint64_t now = accel__now_ns(), r;
-        int d = hold_decide(s, v->h, &c, now, b->form_t0, &r);
-        if (d == HOLD_EMPTY)
-            return true;
-        if (d == HOLD_KEEP) {
-            if (!b->form_t0)
-                b->form_t0 = now;
-            v->hold_end = hold_end;
-            v->release_at = r;
-            return true;
-        }
-    }
+    /* Hold back as accel's own worker does (accel__batch_visit_run):
+     * the visit hands out nothing, and its end (accel__visit_end, through
+     * hold_end) holds the session until the release. */
+    if (hold_start(v, b, &c) != HOLD_RUN)
+        return true;
     uint32_t max_ops = c.max_ops < cap ? c.max_ops : cap;
     uint32_t n = form_take(v, ops, unrun, max_ops);
     /* A batch formed: what is held from now on is the next one (the

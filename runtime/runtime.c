@@ -163,6 +163,39 @@ static accel_session *next_live_session(accel_runtime *rt, accel_session *from)
     return found;
 }
 
+/* Calls fn on each live session of rt in list order, walking the list
+ * with a reference on the current one (so it stays linked while fn waits
+ * on it); returns whether any call returned true. */
+static bool each_live_session(accel_runtime *rt, bool (*fn)(accel_session *s))
+{
+    bool any = false;
+    accel_session *cur = NULL;
+    for (;;) {
+        accel_session *next = next_live_session(rt, cur);
+        if (cur)
+            accel__session_unref(cur);
+        if (!next)
+            return any;
+        any |= fn(next);
+        cur = next;
+    }
+}
+
+/* A held session (a batch hold-back) goes back to the queue. */
+static bool release_hold(accel_session *s)
+{
+    accel__batch_kick(s, ACCEL__BATCH_KICK_FORCE);
+    return false;
+}
+
+/* Closes s, draining; true if it was still open. */
+static bool close_draining(accel_session *s)
+{
+    bool open = !accel_session_is_closed(s);
+    accel_session_close(s, ACCEL_CLOSE_DRAIN);
+    return open;
+}
+
 int accel_runtime_destroy(accel_runtime *rt)
 {
     if (!rt)
@@ -189,39 +222,16 @@ int accel_runtime_destroy(accel_runtime *rt)
         /* relaxed: read by hold_decide on this thread, or by a host
          * thread out of contract (the host stopped calling). */
         atomic_store_explicit(&rt->stopping, 1, memory_order_relaxed);
-        accel_session *cur = NULL;
-        for (;;) {
-            accel_session *next = next_live_session(rt, cur);
-            if (cur)
-                accel__session_unref(cur);
-            if (!next)
-                break;
-            accel__batch_kick(next, ACCEL__BATCH_KICK_FORCE);
-            cur = next;
-        }
+        each_live_session(rt, release_hold);
         accel__worker_run_queued(rt);
     }
 
-    /* Close every session, walking the list with a reference on the
-     * current one (so it stays linked while we wait on it). No allocation:
-     * destroy cannot fail half-way. An op drained meanwhile may open a
-     * session, which is linked at the head, behind the walk: walk again
-     * until a pass finds every session already closed. */
-    for (bool again = true; again;) {
-        again = false;
-        accel_session *cur = NULL;
-        for (;;) {
-            accel_session *next = next_live_session(rt, cur);
-            if (cur)
-                accel__session_unref(cur);
-            if (!next)
-                break;
-            if (!accel_session_is_closed(next))
-                again = true;
-            accel_session_close(next, ACCEL_CLOSE_DRAIN);
-            cur = next;
-        }
-    }
+    /* Close every session. No allocation: destroy cannot fail half-way.
+     * An op drained meanwhile may open a session, which is linked at the
+     * head, behind the walk: walk again until a pass finds every session
+     * already closed. */
+    while (each_live_session(rt, close_draining))
+        ;
     accel__block_begin(); /* inside an op of another runtime: joins */
     accel__worker_stop(rt);
     accel__batch_timer_stop(rt); /* no hold is left: every session closed */

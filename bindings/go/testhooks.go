@@ -123,52 +123,51 @@ func (rt *Runtime) destroyForTest() error {
 // by accel_cancel (a ticket) and by their deadline: which of the two
 // stopped an op tells whether its ticket reached C.
 func (v *VMSession) cUnrunForTest() (canceled, expired uint64) {
+	cs := v.cStatsForTest()
+	return uint64(cs.cancelled), uint64(cs.expired)
+}
+
+// cStatsForTest is the C runtime's stats of v's session (zeros once
+// closed).
+func (v *VMSession) cStatsForTest() (cs C.accel_session_stats) {
 	c := v.sess.enter()
 	if c == nil {
-		return 0, 0
+		return cs
 	}
 	defer v.h.exit()
-	var cs C.accel_session_stats
 	if C.accel_session_get_stats_ex(c, &cs, C.sizeof_accel_session_stats) != C.ACCEL_OK {
-		return 0, 0
+		return C.accel_session_stats{}
 	}
-	return uint64(cs.cancelled), uint64(cs.expired)
+	return cs
 }
 
 // cBlockedForTest is the C runtime's count of rt's workers blocked now and
 // of the times its monitor detected a worker blocked (accel_runtime_stats:
 // blocked, blocked_detected).
 func (rt *Runtime) cBlockedForTest() (blocked uint32, detected uint64) {
-	var st C.accel_runtime_stats
-	if C.accel_runtime_get_stats(rt.c, &st, C.sizeof_accel_runtime_stats) != C.ACCEL_OK {
-		return 0, 0
-	}
+	st := rt.cStatsForTest()
 	return uint32(st.blocked), uint64(st.blocked_detected)
+}
+
+// cStatsForTest is the C runtime's stats of rt.
+func (rt *Runtime) cStatsForTest() (st C.accel_runtime_stats) {
+	if C.accel_runtime_get_stats(rt.c, &st, C.sizeof_accel_runtime_stats) != C.ACCEL_OK {
+		return C.accel_runtime_stats{}
+	}
+	return st
 }
 
 // cPresumedForTest is the C runtime's count of visits begun counted
 // blocked because their session's last visit waited (accel_runtime_stats
 // blocked_presumed).
 func (rt *Runtime) cPresumedForTest() uint64 {
-	var st C.accel_runtime_stats
-	if C.accel_runtime_get_stats(rt.c, &st, C.sizeof_accel_runtime_stats) != C.ACCEL_OK {
-		return 0
-	}
-	return uint64(st.blocked_presumed)
+	return uint64(rt.cStatsForTest().blocked_presumed)
 }
 
 // cBatchForTest is the C runtime's batch counters of v's session: batches
 // run and the time held back (accel_session_stats batches,
 // batch_held_ns); zeros once closed.
 func (v *VMSession) cBatchForTest() (batches uint64, held time.Duration) {
-	c := v.sess.enter()
-	if c == nil {
-		return 0, 0
-	}
-	defer v.h.exit()
-	var cs C.accel_session_stats
-	if C.accel_session_get_stats_ex(c, &cs, C.sizeof_accel_session_stats) != C.ACCEL_OK {
-		return 0, 0
-	}
+	cs := v.cStatsForTest()
 	return uint64(cs.batches), time.Duration(cs.batch_held_ns)
 }
