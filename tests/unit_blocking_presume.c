@@ -38,12 +38,18 @@ static accel_runtime_stats stats_of(accel_runtime *rt)
     return st;
 }
 
-static accel_session *open_s(accel_runtime *rt, const char *id)
+static accel_session *open_prio(accel_runtime *rt, const char *id,
+                                uint32_t priority)
 {
-    accel_session_config c = {.id = id};
+    accel_session_config c = {.id = id, .priority = priority};
     accel_session *s = NULL;
     cr_assert_eq(accel_session_open(rt, &c, &s), ACCEL_OK);
     return s;
+}
+
+static accel_session *open_s(accel_runtime *rt, const char *id)
+{
+    return open_prio(rt, id, 0);
 }
 
 /* Runs one op of fn(arg) on s and waits for it. */
@@ -70,6 +76,7 @@ static int nap(accel_ctx *ctx, void *arg)
  * a tick more: a visit mostly off a CPU, however soon the flag came. */
 struct gate {
     _Atomic int in, flag;
+    _Atomic int order; /* open_gate_after: 1 if the waiter had begun */
 };
 
 static int wait_for(accel_ctx *ctx, void *arg)
@@ -80,6 +87,16 @@ static int wait_for(accel_ctx *ctx, void *arg)
     while (!atomic_load(&g->flag))
         tu_nap_us(200);
     tu_nap_us((long)(TICK_NS / 1000));
+    return 0;
+}
+
+/* open_gate, noting whether the waiter had begun. */
+static int open_gate_after(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    struct gate *g = arg;
+    atomic_store(&g->order, atomic_load(&g->in) ? 1 : 2);
+    atomic_store(&g->flag, 1);
     return 0;
 }
 
@@ -264,6 +281,55 @@ Test(presume, a_visit_that_ran_no_op_keeps_the_mark, .timeout = 60)
 
     unit_step("destroy");
     accel_session_release(a);
+    accel_session_release(h);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* The hand-off at a presumed visit's begin: b's op is queued before a's
+ * marked visit begins (both wait behind h's CPU-bound op on the one
+ * worker), so no submit comes after the begin to send an extra worker;
+ * a's op waits, unannounced, for b's. The begin itself must send one (a
+ * weight of 1000 against b's 1, b's visits known to cost 20 ms, puts
+ * a's visit first; b's op checks that a's had begun). Planted (the begin counting the worker blocked without
+ * handing its place on), b's op never runs: the watchdog names the
+ * step. */
+Test(presume, a_presumed_visit_hands_its_place_on_at_its_begin,
+     .timeout = 60)
+{
+    accel_runtime *rt = make_rt();
+    accel_session *a = open_prio(rt, "a", 1000), *b = open_prio(rt, "b", 1);
+    accel_session *h = open_s(rt, "h");
+    unit_step("b computes once: its visits cost 20 ms at weight 1");
+    run_one(b, compute, NULL);
+    mark_by_a_found_wait(rt, a, h);
+
+    unit_step("h holds the one worker; a's op and then b's are queued");
+    struct hold g = {0};
+    accel_op oh = {.fn = hold, .arg = &g};
+    cr_assert_eq(accel_submit(h, &oh, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&g.in))
+        tu_nap_us(100);
+    struct gate gt = {0};
+    accel_op ow = {.fn = wait_for, .arg = &gt};
+    accel_op ob = {.fn = open_gate_after, .arg = &gt};
+    cr_assert_eq(accel_submit(a, &ow, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
+    accel_runtime_stats s1 = stats_of(rt);
+
+    unit_step("h's op ends: a's visit begins counted, and b's op runs");
+    atomic_store(&g.release, 1);
+    cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
+    cr_expect_eq(atomic_load(&gt.order), 1, "b's op ran before a's began");
+    accel_runtime_stats s2 = stats_of(rt);
+    cr_expect_eq(s2.blocked_presumed, s1.blocked_presumed + 1,
+                 "a's visit was not begun counted");
+    cr_expect_eq(s2.blocked_detected, s1.blocked_detected,
+                 "a's wait was left for the monitor to find");
+
+    unit_step("destroy");
+    accel_session_release(a);
+    accel_session_release(b);
     accel_session_release(h);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
