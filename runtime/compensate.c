@@ -592,9 +592,12 @@ void accel__compensate_visit_judge(accel__worker *w, accel_session *s,
     bool blocks;
     if (__builtin_expect(w->presumed, 0)) {
         uint64_t now = accel__now_ns();
-        uint64_t off = own_off_cpu(w, now);
         w->presumed = false;
-        own_end(w); /* the visit's own waits nest inside: it is outermost */
+        /* Outermost (the visit's own waits nest inside): its end adds its
+         * time off a CPU to own_ns, unless an announcement the op left
+         * open keeps it open; own_off_cpu then reads that one's to now. */
+        own_end(w);
+        uint64_t off = own_off_cpu(w, now);
         /* A visit that ran no op (its ops expired, were canceled or
          * closed) says nothing of how they wait: the mark stays. relaxed:
          * as at the begin. */
@@ -616,9 +619,8 @@ void accel__compensate_visit_judge(accel__worker *w, accel_session *s,
     }
     /* relaxed: read by the session's next visit (see the begin); written
      * only when it changes, so the line is not dirtied per visit */
-    if (blocks != (atomic_load_explicit(&s->blocks, memory_order_relaxed) != 0)) {
+    if (blocks != (atomic_load_explicit(&s->blocks, memory_order_relaxed) != 0))
         atomic_store_explicit(&s->blocks, blocks, memory_order_relaxed);
-    }
 }
 
 int accel_blocking_begin(void)

@@ -99,6 +99,9 @@ uint64_t accel__compensate_visit_blocked_ns(struct accel__worker *w, uint64_t t0
  * against 0.786x). The caller zeroes own_ns at the visit's start and may
  * skip the call when own_ns and block_depth are 0; an announcement left
  * open is re-marked at the call, so each visit is credited its own part. */
+uint64_t accel__compensate_visit_announced_ns(struct accel__worker *w,
+                                              uint64_t t0);
+
 /* A visit of s on w begins: if s's last visit waited off a CPU, w counts
  * blocked at once, as inside an announced wait, until
  * accel__compensate_visit_judge (owner only). */
@@ -110,8 +113,6 @@ void accel__compensate_visit_presume(struct accel__worker *w,
  * time or more). */
 void accel__compensate_visit_judge(struct accel__worker *w,
                                    accel_session *s, uint64_t t0);
-uint64_t accel__compensate_visit_announced_ns(struct accel__worker *w,
-                                              uint64_t t0);
 
 /* The calling thread's time on a CPU and waiting on a run queue, in ns
  * (its /proc schedstat: one pread of a file it keeps open). false: no
