@@ -31,6 +31,27 @@ static inline void tu_nap_us(long us)
     nanosleep(&ts, NULL);
 }
 
+/* This thread's CPU time in ns. */
+static inline uint64_t tu_thread_cpu_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Burns ns of this thread's CPU: work on a CPU, no wait, however long a
+ * loaded machine makes it take. */
+static inline void tu_burn_cpu_ns(uint64_t ns)
+{
+    static _Atomic uint64_t sink; /* the loop's result, kept */
+    uint64_t t0 = tu_thread_cpu_ns();
+    volatile uint64_t x = 0;
+    while (tu_thread_cpu_ns() - t0 < ns)
+        for (int i = 0; i < 1000; i++)
+            x += (uint64_t)i;
+    atomic_fetch_add_explicit(&sink, x, memory_order_relaxed);
+}
+
 /* A one-shot gate. acquire/release: what the opener did before opening is
  * visible to whoever passes. */
 typedef struct tu_latch {

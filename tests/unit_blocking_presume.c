@@ -107,13 +107,6 @@ static int open_gate(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static _Atomic uint64_t sink;
 
 /* 20 ms of this thread's CPU and no wait. */
@@ -121,12 +114,7 @@ static int compute(accel_ctx *ctx, void *arg)
 {
     (void)ctx;
     (void)arg;
-    uint64_t t0 = thread_cpu_ns();
-    volatile uint64_t x = 0;
-    while (thread_cpu_ns() - t0 < 20000000u)
-        for (int i = 0; i < 1000; i++)
-            x += (uint64_t)i;
-    atomic_fetch_add(&sink, x);
+    tu_burn_cpu_ns(20000000u);
     return 0;
 }
 

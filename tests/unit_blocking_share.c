@@ -36,34 +36,17 @@
 static _Atomic int high_done, low_done, stop;
 static _Atomic int high_at_low[64];
 
-static uint64_t cpu_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static _Atomic uint64_t sink;
 
-/* Burns ms of this thread's CPU. */
-static void burn_cpu_ms(int ms)
-{
-    uint64_t t0 = cpu_now_ns();
-    volatile uint64_t x = 0;
-    while (cpu_now_ns() - t0 < (uint64_t)ms * 1000000u)
-        for (int i = 0; i < 1000; i++)
-            x += (uint64_t)i;
-    atomic_fetch_add(&sink, x);
-}
 
 /* The High session's op: 1 ms of this thread's CPU (less: stopping). */
 static int high_op(accel_ctx *ctx, void *arg)
 {
     (void)ctx;
     (void)arg;
-    uint64_t t0 = cpu_now_ns();
+    uint64_t t0 = tu_thread_cpu_ns();
     volatile uint64_t x = 0;
-    while (!atomic_load(&stop) && cpu_now_ns() - t0 < 1000000u)
+    while (!atomic_load(&stop) && tu_thread_cpu_ns() - t0 < 1000000u)
         for (int i = 0; i < 1000; i++)
             x += (uint64_t)i;
     atomic_fetch_add(&sink, x);
@@ -87,13 +70,13 @@ static int low_op(accel_ctx *ctx, void *arg)
     if (a->announce)
         cr_assert_eq(accel_blocking_begin(), ACCEL_OK);
     if (a->cpu)
-        burn_cpu_ms(a->wait_ms);
+        tu_burn_cpu_ns((uint64_t)a->wait_ms * 1000000u);
     else
         tu_nap_us(a->wait_ms * 1000L);
     if (a->announce)
         cr_assert_eq(accel_blocking_end(), ACCEL_OK);
     if (a->cpu_after_ms)
-        burn_cpu_ms(a->cpu_after_ms);
+        tu_burn_cpu_ns((uint64_t)a->cpu_after_ms * 1000000u);
     int k = atomic_fetch_add(&low_done, 1);
     if (k < 64)
         atomic_store(&high_at_low[k], atomic_load(&high_done));
