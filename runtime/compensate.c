@@ -564,61 +564,49 @@ uint64_t accel__compensate_visit_blocked_ns(accel__worker *w, uint64_t t0)
 
 _Atomic bool accel__compensate_presume_off;
 
-void accel__compensate_visit_presume(accel__worker *w, accel_session *s)
+/* presume.h: s is marked. */
+void accel__compensate_presume_begin(accel__worker *w, accel_session *s)
 {
-    /* relaxed: the monitor's count, compared at the visit's end (a hint) */
-    w->detections_seen =
-        atomic_load_explicit(&w->detections, memory_order_relaxed);
+    /* relaxed: a test's switch, set before its runtime */
+    if (atomic_load_explicit(&accel__compensate_presume_off,
+                             memory_order_relaxed))
+        return;
+    w->presumed = true;
     /* relaxed: the visiting worker's own counter (visit.h, accel__bump) */
     w->dispatched_seen =
         atomic_load_explicit(&s->dispatched, memory_order_relaxed);
-    /* relaxed: written by the session's previous visit; the scheduler's
-     * re-queue and this worker's pick of the session order it (and it is
-     * a hint) */
-    w->presumed = atomic_load_explicit(&s->blocks, memory_order_relaxed) != 0 &&
-                  !atomic_load_explicit(&accel__compensate_presume_off,
-                                        memory_order_relaxed);
-    if (__builtin_expect(w->presumed, 0)) {
-        /* relaxed: a statistic */
-        atomic_fetch_add_explicit(&w->rt->comp.presumed, 1,
-                                  memory_order_relaxed);
-        own_begin(w);
-    }
+    /* relaxed: a statistic */
+    atomic_fetch_add_explicit(&w->rt->comp.presumed, 1, memory_order_relaxed);
+    own_begin(w);
 }
 
-void accel__compensate_visit_judge(accel__worker *w, accel_session *s,
-                                   uint64_t t0)
+/* presume.h: the end of a visit that began counted blocked. */
+void accel__compensate_presume_judge(accel__worker *w, accel_session *s,
+                                     uint64_t t0)
 {
-    bool blocks;
-    if (__builtin_expect(w->presumed, 0)) {
-        uint64_t now = accel__now_ns();
-        w->presumed = false;
-        /* Outermost (the visit's own waits nest inside): its end adds its
-         * time off a CPU to own_ns, unless an announcement the op left
-         * open keeps it open; own_off_cpu then reads that one's to now. */
-        own_end(w);
-        uint64_t off = own_off_cpu(w, now);
-        /* A visit that ran no op (its ops expired, were canceled or
-         * closed) says nothing of how they wait: the mark stays. relaxed:
-         * as at the begin. */
-        if (atomic_load_explicit(&s->dispatched, memory_order_relaxed) ==
-            w->dispatched_seen)
-            return;
-        /* A host thread's time off its CPU may also be a wait for one of
-         * the host's CPUs (Go: a P), which its clock cannot tell from a
-         * wait; clearing the mark over a visit in which the host's CPUs
-         * were all busy (host_saturated's rule) took back nearly all of
-         * the gain in the Go node example's blocking scenario (work
-         * against the old design 0.79x, as without marks), so it is not
-         * done: the mark rests on a detection, which that rule gates. */
-        blocks = 2 * off >= now - t0;
-    } else {
-        /* relaxed: as at the begin */
-        blocks = atomic_load_explicit(&w->detections, memory_order_relaxed) !=
-                 w->detections_seen;
-    }
-    /* relaxed: read by the session's next visit (see the begin); written
-     * only when it changes, so the line is not dirtied per visit */
+    uint64_t now = accel__now_ns();
+    w->presumed = false;
+    /* Outermost (the visit's own waits nest inside): its end adds its
+     * time off a CPU to own_ns, unless an announcement the op left
+     * open keeps it open; own_off_cpu then reads that one's to now. */
+    own_end(w);
+    uint64_t off = own_off_cpu(w, now);
+    /* A visit that ran no op (its ops expired, were canceled or closed)
+     * says nothing of how they wait: the mark stays. relaxed: the
+     * visiting worker's own counter. */
+    if (atomic_load_explicit(&s->dispatched, memory_order_relaxed) ==
+        w->dispatched_seen)
+        return;
+    /* A host thread's time off its CPU may also be a wait for one of the
+     * host's CPUs (Go: a P), which its clock cannot tell from a wait;
+     * clearing the mark over a visit in which the host's CPUs were all
+     * busy (host_saturated's rule) took back nearly all of the gain in
+     * the Go node example's blocking scenario (work against the old
+     * design 0.79x, as without marks), so it is not done: the mark rests
+     * on a detection, which that rule gates. */
+    bool blocks = 2 * off >= now - t0;
+    /* relaxed: read by the session's next visit (presume.h);
+     * written only when it changes */
     if (blocks != (atomic_load_explicit(&s->blocks, memory_order_relaxed) != 0))
         atomic_store_explicit(&s->blocks, blocks, memory_order_relaxed);
 }
@@ -1053,11 +1041,12 @@ static bool watch(accel_runtime *rt, accel__worker *w, uint64_t now,
     /* The window of the checks while counted (above) starts here. */
     w->m_busy0 += busy;
     w->m_t0 = now;
-    /* relaxed: a statistic; and the worker's own count, which its visit
-     * compares at its end (a hint: a detection that lands in the next
-     * visit marks that one's session, which costs one presumed visit). */
+    /* relaxed: a statistic; and the visit found, which that visit
+     * compares with its own number at its end (presume.h: a hint). vis
+     * is the visit sampled (same above), so a detection that lands after
+     * the visit ended names a number no later visit has. */
     atomic_fetch_add_explicit(&c->detected, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&w->detections, 1, memory_order_relaxed);
+    atomic_store_explicit(&w->detected_visit, vis, memory_order_relaxed);
     pthread_mutex_unlock(&c->lock); /* hand_on may spawn: it takes it */
     hand_on(rt);
     pthread_mutex_lock(&c->lock); /* cold: back from a detection's hand-off */

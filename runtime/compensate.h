@@ -102,17 +102,13 @@ uint64_t accel__compensate_visit_blocked_ns(struct accel__worker *w, uint64_t t0
 uint64_t accel__compensate_visit_announced_ns(struct accel__worker *w,
                                               uint64_t t0);
 
-/* A visit of s on w begins: if s's last visit waited off a CPU, w counts
- * blocked at once, as inside an announced wait, until
- * accel__compensate_visit_judge (owner only). */
-void accel__compensate_visit_presume(struct accel__worker *w,
+/* The uncommon halves of a visit's presumption hooks (presume.h, which
+ * inlines the common path): s is marked (its last visit waited), and the
+ * end of a visit that began counted blocked. */
+void accel__compensate_presume_begin(struct accel__worker *w,
                                      accel_session *s);
-/* The visit begun at t0 ends (before its charge is read): ends the count
- * the begin made, and marks s for its next visit if this one waited off
- * a CPU (detected by the monitor, or presumed and off a CPU half its
- * time or more). */
-void accel__compensate_visit_judge(struct accel__worker *w,
-                                   accel_session *s, uint64_t t0);
+void accel__compensate_presume_judge(struct accel__worker *w,
+                                     accel_session *s, uint64_t t0);
 
 /* The calling thread's time on a CPU and waiting on a run queue, in ns
  * (its /proc schedstat: one pread of a file it keeps open). false: no
@@ -124,7 +120,7 @@ bool accel__compensate_self_schedstat(uint64_t *cpu, uint64_t *rd);
  * a test can show a host whose CPUs are all busy, or all idle. */
 extern uint64_t (*_Atomic accel__compensate_process_cpu_hook)(void);
 /* Tests of the monitor's detection set it before their runtime: no visit
- * begins counted blocked (accel__compensate_visit_presume), so each wait
+ * begins counted blocked (accel__presume_begin), so each wait
  * of a session is the monitor's to find. */
 extern _Atomic bool accel__compensate_presume_off;
 

@@ -36,6 +36,7 @@
 #include "cpu_limits.h"
 #include "host.h"
 #include "park.h"
+#include "presume.h"
 #include "waiters.h"
 #include "rcu.h"
 #include "runtime_types.h"
@@ -243,7 +244,7 @@ static int begin_session(accel_runtime *rt, unsigned worker,
         watch_here(rt, worker);
     accel__visit_begin(&h->v, rt, s, accel__now_ns());
     if (watched) /* a submitter's own visit holds no worker */
-        accel__compensate_visit_presume(&rt->workers[worker], s);
+        accel__presume_begin(&rt->workers[worker], s);
     h->open = true;
     h->in_line = (s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) != 0;
     if (!h->in_line) {
@@ -367,7 +368,7 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
      * workers (worker.c); a detected wait is (compensate.h). */
     accel__worker *w = &rt->workers[worker];
     if (h->watched)
-        accel__compensate_visit_judge(w, s, v->t0);
+        accel__presume_judge(w, s, v->t0);
     if (__builtin_expect((w->own_ns | w->block_depth) != 0, 0))
         v->blocked_ns = accel__compensate_visit_announced_ns(w, v->t0);
     unsigned lanes = accel__visit_end(v, now);

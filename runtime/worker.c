@@ -17,6 +17,7 @@
 #include "fault.h"
 #include "futex.h"
 #include "park.h"
+#include "presume.h"
 #include "rcu.h"
 #include "runtime_types.h"
 #include "session.h"
@@ -81,11 +82,11 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
         w->own_ns = 0;
     accel__visit_begin(&v, rt, s, *now);
     if (w)
-        accel__compensate_visit_presume(w, s);
+        accel__presume_begin(w, s);
     accel__visit_run(&v);
     if (w) {
         wake_for_queued(rt, &v);
-        accel__compensate_visit_judge(w, s, v.t0);
+        accel__presume_judge(w, s, v.t0);
     }
     /* relaxed: a look at whether the monitor detected w, or dropped a detection
      * back in this visit (the call reads what it published with either as

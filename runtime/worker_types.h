@@ -48,10 +48,11 @@ typedef struct accel__worker {
      * CPU and waiting for one (/proc schedstat) then; detected_t 0 while being
      * written (a seqlock, compensate.c). */
     alignas(64) _Atomic uint64_t detected_t;
-    /* Detections of this worker so far (the monitor's count): a visit
-     * that sees it move was detected (compensate.c, its session's
-     * `blocks`). */
-    _Atomic uint64_t detections;
+    /* The number (`visits`) of the visit the monitor last detected: a
+     * visit that finds its own number here at its end was detected
+     * (presume.h, its session's `blocks`); a detection that lands after
+     * its visit ended marks no other. */
+    _Atomic uint64_t detected_visit;
     _Atomic uint64_t detected_cpu, detected_rd;
     /* The time asleep between a count and the tick at which the monitor
      * found the worker on a CPU again and took the mark back, summed over
@@ -72,10 +73,10 @@ typedef struct accel__worker {
      * CPU clock). */
     uint64_t own_t0, own_cpu0, own_rd0;
     /* The running visit's look at its session's `blocks` (owner only):
-     * whether it began counted blocked, and `detections` and the
-     * session's ops dispatched then. */
+     * whether it began counted blocked, and the session's ops dispatched
+     * then. */
     bool presumed;
-    uint64_t detections_seen, dispatched_seen;
+    uint64_t dispatched_seen;
     /* ---- the monitor's sample of this worker (monitor thread only,
      * written every tick that finds it in a visit). */
     alignas(64) uint64_t m_visits;

@@ -25,6 +25,7 @@
 #include <accel/accel.h>
 
 #include "core_util.h"
+#include "presume.h" /* the white-box test at the end */
 #include "unit_watchdog.h"
 
 UNIT_WATCHDOG_SUITE(presume);
@@ -332,4 +333,33 @@ Test(presume, a_presumed_visit_hands_its_place_on_at_its_begin,
     accel_session_release(b);
     accel_session_release(h);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* White-box (presume.h): the judge at a visit's end marks its session
+ * only for a detection of that visit. The monitor notes the visit it
+ * found; one that lands after its visit ended (here: visit 6's, noted
+ * while visit 7 runs) marks nothing, and one of the running visit marks
+ * its session. Planted (the judge taking any detection noted since the
+ * begin, as a count of detections did), visit 7 marks its session for
+ * visit 6's wait. */
+Test(presume, a_late_detection_marks_no_other_session, .timeout = 60)
+{
+    static accel__worker w;
+    static struct accel_session s; /* blocks 0: the begin stays inline */
+    unit_step("visit 7 begins; visit 6's detection lands; visit 7 ends");
+    atomic_store(&w.visits, 7);
+    accel__presume_begin(&w, &s);
+    atomic_store(&w.detected_visit, 6);
+    accel__presume_judge(&w, &s, 0);
+    cr_expect_eq(atomic_load(&s.blocks), 0,
+                 "visit 7's session was marked for visit 6's wait");
+    unit_step("visit 8 begins and is found; it ends");
+    atomic_store(&s.blocks, 0); /* unmarked, whatever visit 7 left: the
+                                   begin stays inline (w has no runtime) */
+    atomic_store(&w.visits, 8);
+    accel__presume_begin(&w, &s);
+    atomic_store(&w.detected_visit, 8);
+    accel__presume_judge(&w, &s, 0);
+    cr_expect_eq(atomic_load(&s.blocks), 1,
+                 "visit 8's session was not marked for its own wait");
 }
