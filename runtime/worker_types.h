@@ -49,9 +49,10 @@ typedef struct accel__worker {
      * written (a seqlock, compensate.c). */
     alignas(64) _Atomic uint64_t detected_t;
     /* The number (`visits`) of the visit the monitor last detected: a
-     * visit that finds its own number here at its end was detected
-     * (presume.h, its session's `blocks`); a detection that lands after
-     * its visit ended marks no other. */
+     * visit that finds its own number here when its worker judges it
+     * (presume.h, its session's `blocks`) was detected. A detection that
+     * lands after that judgement marks no session, its own visit's
+     * included (a hint: that session's next found wait marks it). */
     _Atomic uint64_t detected_visit;
     _Atomic uint64_t detected_cpu, detected_rd;
     /* The time asleep between a count and the tick at which the monitor
