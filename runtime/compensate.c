@@ -580,8 +580,9 @@ void accel__compensate_presume_begin(accel__worker *w, accel_session *s)
     own_begin(w);
 }
 
-/* presume.h: the end of a visit that began counted blocked. */
-void accel__compensate_presume_judge(accel__worker *w, accel_session *s,
+/* presume.h: the end of a visit that began counted blocked; returns
+ * whether its session stays marked. */
+bool accel__compensate_presume_judge(accel__worker *w, accel_session *s,
                                      uint64_t t0)
 {
     uint64_t now = accel__now_ns();
@@ -596,7 +597,7 @@ void accel__compensate_presume_judge(accel__worker *w, accel_session *s,
      * visiting worker's own counter. */
     if (atomic_load_explicit(&s->dispatched, memory_order_relaxed) ==
         w->dispatched_seen)
-        return;
+        return true;
     /* A host thread's time off its CPU may also be a wait for one of the
      * host's CPUs (Go: a P), which its clock cannot tell from a wait;
      * clearing the mark over a visit in which the host's CPUs were all
@@ -604,11 +605,7 @@ void accel__compensate_presume_judge(accel__worker *w, accel_session *s,
      * the Go node example's blocking scenario (work against the old
      * design 0.79x, as without marks), so it is not done: the mark rests
      * on a detection, which that rule gates. */
-    bool blocks = 2 * off >= now - t0;
-    /* relaxed: read by the session's next visit (presume.h);
-     * written only when it changes */
-    if (blocks != (atomic_load_explicit(&s->blocks, memory_order_relaxed) != 0))
-        atomic_store_explicit(&s->blocks, blocks, memory_order_relaxed);
+    return 2 * off >= now - t0;
 }
 
 int accel_blocking_begin(void)

@@ -104,10 +104,11 @@ uint64_t accel__compensate_visit_announced_ns(struct accel__worker *w,
 
 /* The uncommon halves of a visit's presumption hooks (presume.h, which
  * inlines the common path): s is marked (its last visit waited), and the
- * end of a visit that began counted blocked. */
+ * end of a visit that began counted blocked (returns whether s stays
+ * marked). */
 void accel__compensate_presume_begin(struct accel__worker *w,
                                      accel_session *s);
-void accel__compensate_presume_judge(struct accel__worker *w,
+bool accel__compensate_presume_judge(struct accel__worker *w,
                                      accel_session *s, uint64_t t0);
 
 /* The calling thread's time on a CPU and waiting on a run queue, in ns

@@ -38,15 +38,13 @@ static inline void accel__presume_begin(accel__worker *w, accel_session *s)
 static inline void accel__presume_judge(accel__worker *w, accel_session *s,
                                         uint64_t t0)
 {
-    if (__builtin_expect(w->presumed, 0)) {
-        accel__compensate_presume_judge(w, s, t0);
-        return;
-    }
     /* relaxed: the monitor's note of the visit it found (a hint), and
      * this worker's own count of its visits */
     bool blocks =
-        atomic_load_explicit(&w->detected_visit, memory_order_relaxed) ==
-        atomic_load_explicit(&w->visits, memory_order_relaxed);
+        __builtin_expect(w->presumed, 0)
+            ? accel__compensate_presume_judge(w, s, t0)
+            : atomic_load_explicit(&w->detected_visit, memory_order_relaxed) ==
+                  atomic_load_explicit(&w->visits, memory_order_relaxed);
     /* relaxed: read by the session's next visit (see the begin); written
      * only when it changes, so the line is not dirtied per visit */
     if (__builtin_expect(
