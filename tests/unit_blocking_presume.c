@@ -156,6 +156,16 @@ static int hold(accel_ctx *ctx, void *arg)
     return 0;
 }
 
+/* h's op takes the one worker and holds it on its CPU until g->release;
+ * returns once it runs. */
+static void hold_the_worker(accel_session *h, struct hold *g)
+{
+    accel_op oh = {.fn = hold, .arg = g};
+    cr_assert_eq(accel_submit(h, &oh, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&g->in))
+        tu_nap_us(100);
+}
+
 /* One worker, extras allowed, the tick TICK_NS. */
 static accel_runtime *make_rt(void)
 {
@@ -257,10 +267,7 @@ Test(presume, a_visit_that_ran_no_op_keeps_the_mark, .timeout = 60)
 
     unit_step("h holds the one worker on its CPU; a's op is canceled queued");
     struct hold g = {0};
-    accel_op oh = {.fn = hold, .arg = &g};
-    cr_assert_eq(accel_submit(h, &oh, ACCEL_FOREVER), ACCEL_OK);
-    while (!atomic_load(&g.in))
-        tu_nap_us(100);
+    hold_the_worker(h, &g);
     accel_runtime_stats s1 = stats_of(rt);
     accel_ticket t;
     accel_op ox = {.fn = quick};
@@ -305,10 +312,7 @@ Test(presume, a_presumed_visit_hands_its_place_on_at_its_begin,
 
     unit_step("h holds the one worker; a's op and then b's are queued");
     struct hold g = {0};
-    accel_op oh = {.fn = hold, .arg = &g};
-    cr_assert_eq(accel_submit(h, &oh, ACCEL_FOREVER), ACCEL_OK);
-    while (!atomic_load(&g.in))
-        tu_nap_us(100);
+    hold_the_worker(h, &g);
     accel_runtime_stats s1 = stats_of(rt);
     struct gate gt = {.rt = rt, .presumed0 = s1.blocked_presumed};
     accel_op ow = {.fn = wait_for, .arg = &gt};
