@@ -338,14 +338,14 @@ static int gen_arrivals(ns_run *r, ns_chain_run *cr)
     return 0;
 }
 
-/* Work of each chain the fluid server (fluid.h) completes in the window
- * at `capacity` CPUs (and how its ops fared, if out); returns the total,
- * or -1 (out of memory). */
-static double fluid_at(ns_run *r, const ns_fluid_chain *fc, double capacity, double *done,
-                       uint64_t *lost, ns_fluid_outcome *out)
+/* Work of each chain the fluid server (fluid.h) completes in the first
+ * horizon_ns of the slice at `capacity` CPUs (and how its ops fared, if
+ * out); returns the total, or -1 (out of memory). */
+static double fluid_at(ns_run *r, const ns_fluid_chain *fc, double capacity, double horizon_ns,
+                       double *done, uint64_t *lost, ns_fluid_outcome *out)
 {
-    if (ns_fluid_serve(fc, r->nchains, capacity, r->workers, r->depth, (double)r->duration_ns,
-                       done, lost, out) != 0)
+    if (ns_fluid_serve(fc, r->nchains, capacity, r->workers, r->depth, horizon_ns, done, lost,
+                       out) != 0)
         return -1;
     double t = 0;
     for (unsigned i = 0; i < r->nchains; i++)
@@ -397,7 +397,8 @@ static int fair_reference(ns_run *r)
         }
         fc[i] = (ns_fluid_chain){ops, cr->nops, (double)cr->cfg->priority};
     }
-    double cap = r->capacity / 1e9, got = rc ? -1 : fluid_at(r, fc, cap, done, &lost, NULL);
+    double win_ns = (double)r->duration_ns, cut_ns = (double)(r->t_cut - r->t_start);
+    double cap = r->capacity / 1e9, got = rc ? -1 : fluid_at(r, fc, cap, win_ns, done, &lost, NULL);
     if (got > 0 && did > 0) {
         /* The capacity at which the fluid server completes in the window
          * what the system did: bracket, then bisect (its work grows with
@@ -407,10 +408,10 @@ static int fair_reference(ns_run *r)
         for (int k = 0; k < 8 && got >= 0 && got < did; k++) {
             lo = hi;
             hi *= 1.25;
-            got = fluid_at(r, fc, hi, done, NULL, NULL);
+            got = fluid_at(r, fc, hi, win_ns, done, NULL, NULL);
         }
         for (int it = 0; it < 16 && got >= did; it++) {
-            double mid = (lo + hi) / 2, g = fluid_at(r, fc, mid, done, NULL, NULL);
+            double mid = (lo + hi) / 2, g = fluid_at(r, fc, mid, win_ns, done, NULL, NULL);
             if (g < 0) {
                 got = -1;
                 break;
@@ -421,8 +422,15 @@ static int fair_reference(ns_run *r)
                 hi = mid;
         }
         cap = hi;
-        got = got < 0 ? -1 : fluid_at(r, fc, cap, done, &lost, out);
+        got = got < 0 ? -1 : fluid_at(r, fc, cap, win_ns, done, &lost, NULL);
     }
+    /* How its ops fared: served on to the system's cut, as the system's
+     * were (the drain after the arrivals, ns_slice_finish), and counted
+     * as the system's are (an op unfinished at the cut is a miss if its
+     * deadline passed, else not counted). */
+    double drained[NS_MAX_CHAINS];
+    if (got >= 0 && fluid_at(r, fc, cap, cut_ns, drained, NULL, out) < 0)
+        got = -1;
     bool below = got >= 0 && lost == 0;
     if (below)
         for (unsigned i = 0; i < r->nchains; i++) {
@@ -437,6 +445,7 @@ static int fair_reference(ns_run *r)
             r->chain[i].measured_ns += below ? all[i] : win[i];
             r->chain[i].fair_ontime += out[i].ontime;
             r->chain[i].fair_missed += out[i].missed;
+            r->chain[i].fair_late += out[i].late;
         }
     }
     if (got < 0)

@@ -109,6 +109,7 @@ typedef struct ns_chain_run {
      * capacity this system had: what an ideal weighted-fair server with
      * the chains' weights would have kept on time. */
     uint64_t fair_ontime, fair_missed;
+    uint64_t fair_late; /* of fair_missed: started in time, completed late */
     double maxmin_ns; /* per-phase weighted max-min op work (earlier reference) */
     _Atomic size_t next; /* submitter's cursor (read by the idle check) */
     bench_hist latency; /* arrival -> finish, completed ops */

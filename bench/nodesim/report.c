@@ -223,6 +223,21 @@ static void fair_class_ontime(const ns_run *r, double pct[NS_NCLASS])
         pct[k] = all[k] ? 100.0 * (double)ok[k] / (double)all[k] : -1;
 }
 
+/* Of the same ops, those the fair reference started in time and completed
+ * late (fluid.h, ns_fluid_outcome.late): a server that runs an op at a
+ * CPU's speed once it starts completes many of them in time. */
+static void fair_class_late(const ns_run *r, double pct[NS_NCLASS])
+{
+    uint64_t late[NS_NCLASS] = {0}, all[NS_NCLASS] = {0};
+    for (unsigned i = 0; i < r->nchains; i++) {
+        int k = ns_class(r->chain[i].cfg->priority);
+        late[k] += r->chain[i].fair_late;
+        all[k] += r->chain[i].fair_ontime + r->chain[i].fair_missed;
+    }
+    for (int k = 0; k < NS_NCLASS; k++)
+        pct[k] = all[k] ? 100.0 * (double)late[k] / (double)all[k] : -1;
+}
+
 /* One JSON field per class: key_fmt with the class's name, its value. */
 static void emit_per_class(bench_result *res, const char *key_fmt, const double v[NS_NCLASS])
 {
@@ -261,6 +276,8 @@ void ns_emit_json(const ns_run *r, const char *scenario)
     emit_per_class(&res, "%s_ontime_pct", s.class_ontime);
     emit_per_class(&res, "%s_p99_us", p99_us);
     emit_per_class(&res, "fair_%s_ontime_pct", fair);
+    fair_class_late(r, fair);
+    emit_per_class(&res, "fair_%s_late_pct", fair);
     if (r->burst.factor > 1) {
         double pct[NS_BURST_GROUPS];
         burst_ontime(r, pct);
@@ -307,6 +324,11 @@ void ns_emit_json(const ns_run *r, const char *scenario)
         bench_result_u64(&res, "censored", ld(&cr->censored));
         bench_result_f64(&res, "ontime_pct", ns_chain_ontime(r, i));
         bench_result_f64(&res, "share_pct", 100 * ns_share(r, i));
+        uint64_t fall = cr->fair_ontime + cr->fair_missed;
+        bench_result_f64(&res, "fair_ontime_pct",
+                         fall ? 100.0 * (double)cr->fair_ontime / (double)fall : -1);
+        bench_result_f64(&res, "fair_late_pct",
+                         fall ? 100.0 * (double)cr->fair_late / (double)fall : -1);
         bench_result_f64(&res, "fair_pct", 100 * r->ideal[i]);
         bench_result_f64(&res, "run_share_pct", 100 * share_run(r, i));
         bench_result_f64(&res, "maxmin_pct", 100 * r->ideal_maxmin[i]);
@@ -352,13 +374,16 @@ void ns_print_comparison(ns_run *const *runs, size_t n, const char *title)
                s.work_per_s / runs[k]->capacity, s.work_per_cpu_s, s.share_error);
     }
     printf("\nThe fair reference on each system's capacity (an ideal weighted-fair server with the"
-           "\nchains' weights, fed the same arrivals): on time by class\n");
+           "\nchains' weights, fed the same arrivals and served on to the same cut): on time by"
+           "\nclass, and (late) the ops it started in time and completed late\n");
     printf("%-16s %9s %8s %8s %8s\n", "system", "critical", "high", "normal", "low");
     static const int fair_width[NS_NCLASS] = {9, 8, 8, 8};
     for (size_t k = 0; k < n; k++) {
         double fair[NS_NCLASS];
         fair_class_ontime(runs[k], fair);
         print_pct_row(ns_system_name[runs[k]->sys], fair, fair_width, NS_NCLASS);
+        fair_class_late(runs[k], fair);
+        print_pct_row("  late", fair, fair_width, NS_NCLASS);
     }
     const ns_run *r0 = runs[0];
     printf("\nPer chain: on time %% (missed = dropped + expired + late) and p99 of completed "
