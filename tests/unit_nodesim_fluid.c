@@ -165,3 +165,39 @@ Test(nodesim_fluid, outcomes_count_as_the_systems_do, .timeout = 10)
     free(b);
     free(d);
 }
+
+Test(nodesim_fluid, the_reference_serves_on_to_the_cut, .timeout = 10)
+{
+    /* 100 ops of 1 ms at t = 0, deadline 1 s, on one CPU; the system did
+     * 50 ms of their work in a 50 ms window and drained on to 200 ms. The
+     * reference's capacity is the one that does that work in the window
+     * (1 CPU), and its ops are counted at the cut, as the system's: all
+     * 100 on time (counted at the window's end, 50 would be on time and
+     * 50 censored). */
+    ns_fluid_op *a = stream(100, 0, 0, 1 * MS, 1000 * MS);
+    ns_fluid_chain c[1] = {{a, 100, 1}};
+    double done[1];
+    uint64_t lost = 99;
+    ns_fluid_outcome out[1];
+    double cap = ns_fluid_reference(c, 1, 2.0, 1, 1024, 50 * MS, 200 * MS, 50 * MS, done, &lost,
+                                    out);
+    cr_assert_float_eq(cap, 1.0, 1e-3, "capacity %f", cap);
+    cr_assert_float_eq(done[0], 50 * MS, 1e4, "the window's work: %f", done[0]);
+    cr_assert_eq(lost, 0);
+    cr_assert_eq(out[0].ontime, 100, "on time at the cut: %lu", (unsigned long)out[0].ontime);
+    cr_assert_eq(out[0].missed, 0);
+    /* A cut before every op is done: those left with their deadline
+     * ahead are not counted; with it past, they are misses. */
+    cr_assert_geq(ns_fluid_reference(c, 1, 1.0, 1, 1024, 50 * MS, 80 * MS, 50 * MS, done, NULL,
+                                     out), 0);
+    cr_assert_eq(out[0].ontime, 80);
+    cr_assert_eq(out[0].missed, 0);
+    free(a);
+    a = stream(100, 0, 0, 1 * MS, 70 * MS);
+    c[0].ops = a;
+    cr_assert_geq(ns_fluid_reference(c, 1, 1.0, 1, 1024, 50 * MS, 80 * MS, 50 * MS, done, NULL,
+                                     out), 0);
+    cr_assert_eq(out[0].ontime, 70);
+    cr_assert_eq(out[0].missed, 30, "deadline 70 ms: missed %lu", (unsigned long)out[0].missed);
+    free(a);
+}

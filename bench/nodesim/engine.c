@@ -338,21 +338,6 @@ static int gen_arrivals(ns_run *r, ns_chain_run *cr)
     return 0;
 }
 
-/* Work of each chain the fluid server (fluid.h) completes in the first
- * horizon_ns of the slice at `capacity` CPUs (and how its ops fared, if
- * out); returns the total, or -1 (out of memory). */
-static double fluid_at(ns_run *r, const ns_fluid_chain *fc, double capacity, double horizon_ns,
-                       double *done, uint64_t *lost, ns_fluid_outcome *out)
-{
-    if (ns_fluid_serve(fc, r->nchains, capacity, r->workers, r->depth, horizon_ns, done, lost,
-                       out) != 0)
-        return -1;
-    double t = 0;
-    for (unsigned i = 0; i < r->nchains; i++)
-        t += done[i];
-    return t;
-}
-
 /* The fair reference of the share error, after a slice; the measured side
  * is chosen with it (both summed over slices, ns_share).
  *
@@ -397,41 +382,15 @@ static int fair_reference(ns_run *r)
         }
         fc[i] = (ns_fluid_chain){ops, cr->nops, (double)cr->cfg->priority};
     }
-    double win_ns = (double)r->duration_ns, cut_ns = (double)(r->t_cut - r->t_start);
-    double cap = r->capacity / 1e9, got = rc ? -1 : fluid_at(r, fc, cap, win_ns, done, &lost, NULL);
-    if (got > 0 && did > 0) {
-        /* The capacity at which the fluid server completes in the window
-         * what the system did: bracket, then bisect (its work grows with
-         * the capacity). Work no capacity reaches (the pools may run two
-         * ops of one chain at once) takes the bracket's top. */
-        double lo = 0, hi = cap;
-        for (int k = 0; k < 8 && got >= 0 && got < did; k++) {
-            lo = hi;
-            hi *= 1.25;
-            got = fluid_at(r, fc, hi, win_ns, done, NULL, NULL);
-        }
-        for (int it = 0; it < 16 && got >= did; it++) {
-            double mid = (lo + hi) / 2, g = fluid_at(r, fc, mid, win_ns, done, NULL, NULL);
-            if (g < 0) {
-                got = -1;
-                break;
-            }
-            if (g < did)
-                lo = mid;
-            else
-                hi = mid;
-        }
-        cap = hi;
-        got = got < 0 ? -1 : fluid_at(r, fc, cap, win_ns, done, &lost, NULL);
-    }
-    /* How its ops fared: served on to the system's cut, as the system's
-     * were (the drain after the arrivals, ns_slice_finish), and counted
-     * as the system's are (an op unfinished at the cut is a miss if its
-     * deadline passed, else not counted). */
-    double drained[NS_MAX_CHAINS];
-    if (got >= 0 && fluid_at(r, fc, cap, cut_ns, drained, NULL, out) < 0)
-        got = -1;
-    bool below = got >= 0 && lost == 0;
+    /* On the capacity at which the fluid server completes in the window
+     * what the system did: the capacity the system actually had. Its
+     * outcome is served on to the system's cut, as the system's ops were
+     * (the drain after the arrivals, ns_slice_finish). */
+    double cap = rc ? -1
+                    : ns_fluid_reference(fc, r->nchains, r->capacity / 1e9, r->workers, r->depth,
+                                         (double)r->duration_ns, (double)(r->t_cut - r->t_start),
+                                         did, done, &lost, out);
+    bool ok = cap >= 0, below = ok && lost == 0;
     if (below)
         for (unsigned i = 0; i < r->nchains; i++) {
             done[i] = 0;
@@ -440,7 +399,7 @@ static int fair_reference(ns_run *r)
         }
     for (unsigned i = 0; i < r->nchains; i++) {
         free((void *)fc[i].ops);
-        if (got >= 0) {
+        if (ok) {
             r->chain[i].fair_ns += done[i];
             r->chain[i].measured_ns += below ? all[i] : win[i];
             r->chain[i].fair_ontime += out[i].ontime;
@@ -448,7 +407,7 @@ static int fair_reference(ns_run *r)
             r->chain[i].fair_late += out[i].late;
         }
     }
-    if (got < 0)
+    if (!ok)
         return -1;
     r->ref_cpu_s += cap * (double)r->duration_ns / 1e9;
     double sum = 0;

@@ -154,3 +154,61 @@ int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned 
         *lost = nlost;
     return rc;
 }
+
+/* Work the fluid server completes by horizon_ns; -1 when out of memory. */
+static double work_at(const ns_fluid_chain *c, size_t n, double capacity, unsigned workers,
+                      uint64_t depth, double horizon_ns, double *done_ns, uint64_t *lost,
+                      ns_fluid_outcome *out)
+{
+    if (ns_fluid_serve(c, n, capacity, workers, depth, horizon_ns, done_ns, lost, out) != 0)
+        return -1;
+    double t = 0;
+    for (size_t i = 0; i < n; i++)
+        t += done_ns[i];
+    return t;
+}
+
+double ns_fluid_reference(const ns_fluid_chain *c, size_t n, double capacity, unsigned workers,
+                          uint64_t depth, double window_ns, double cut_ns, double target,
+                          double *done_ns, uint64_t *lost, ns_fluid_outcome *out)
+{
+    double got = work_at(c, n, capacity, workers, depth, window_ns, done_ns, lost, NULL);
+    if (got > 0 && target > 0) {
+        double lo = 0, hi = capacity;
+        for (int k = 0; k < 8 && got >= 0 && got < target; k++) {
+            lo = hi;
+            hi *= 1.25;
+            got = work_at(c, n, hi, workers, depth, window_ns, done_ns, NULL, NULL);
+        }
+        for (int it = 0; it < 16 && got >= target; it++) {
+            double mid = (lo + hi) / 2;
+            double g = work_at(c, n, mid, workers, depth, window_ns, done_ns, NULL, NULL);
+            if (g < 0) {
+                got = -1;
+                break;
+            }
+            if (g < target)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        capacity = hi;
+        if (got >= 0)
+            got = work_at(c, n, capacity, workers, depth, window_ns, done_ns, lost, NULL);
+    }
+    if (got < 0)
+        return -1;
+    if (out) {
+        /* Served on to the cut: arrivals all fall in the window, so only
+         * the drain differs from the window's run. */
+        double *drained = malloc((n ? n : 1) * sizeof *drained);
+        if (!drained)
+            return -1;
+        double horizon = cut_ns > window_ns ? cut_ns : window_ns;
+        got = work_at(c, n, capacity, workers, depth, horizon, drained, NULL, out);
+        free(drained);
+        if (got < 0)
+            return -1;
+    }
+    return capacity;
+}

@@ -64,4 +64,17 @@ int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned 
                    uint64_t depth, double window_ns, double *done_ns, uint64_t *lost,
                    ns_fluid_outcome *out);
 
+/* The reference of one slice whose system completed `target` ns of op
+ * work in [0, window_ns) and drained on to cut_ns (>= window_ns): the
+ * capacity, from `capacity` up or down, at which the fluid server
+ * completes that work in the window (bracket, then bisect; work no
+ * capacity reaches takes the bracket's top). At it, done_ns[i] and *lost
+ * are the window's (as ns_fluid_serve), and out[i] (if not NULL) how
+ * chain i's ops fared served on to cut_ns, as the system's were (the
+ * drain after the arrivals) and counted as the system's are. Returns the
+ * capacity, or -1 when out of memory. */
+double ns_fluid_reference(const ns_fluid_chain *c, size_t n, double capacity, unsigned workers,
+                          uint64_t depth, double window_ns, double cut_ns, double target,
+                          double *done_ns, uint64_t *lost, ns_fluid_outcome *out);
+
 #endif
