@@ -258,7 +258,7 @@ static void spawn_if_owed(accel_runtime *rt)
 static void hand_on(accel_runtime *rt)
 {
     if (!rt->comp.ops.wake_parked)
-        return; /* host-driven: the host's own host workers */
+        return; /* no runtime set it (worker.c sets it for both kinds) */
     /* The blocker's half of the pair at the top: blocked++ before, the
      * look at the scheduler after (the submitter's half, its push and its
      * seq_cst load of blocked, is in park.c's wake_lanes). */
@@ -483,6 +483,23 @@ static uint64_t own_off_cpu(accel__worker *w, uint64_t now)
     return own;
 }
 
+void accel__compensate_visit_detach(accel__worker *w)
+{
+    /* This thread's part, on its own clock; until an attach marks again,
+     * the visit's time is on no thread and counts as on a CPU (its wall
+     * time is judged and charged, its time off a CPU not credited). */
+    w->own_ns += off_cpu_since(w, accel__now_ns());
+}
+
+void accel__compensate_visit_attach(accel__worker *w)
+{
+    /* From here on this thread's clock: a mark from another thread would
+     * subtract two threads' CPU times (an unsigned wrap: no time off a
+     * CPU at all), and one from before the visit would credit the visit
+     * with the time between visits. */
+    own_mark(w);
+}
+
 uint64_t accel__compensate_visit_announced_ns(accel__worker *w, uint64_t t0)
 {
     uint64_t now = accel__now_ns();
@@ -705,7 +722,8 @@ int accel__compensate_host_leave(accel_runtime *rt, accel__worker *w,
     /* retire(worker index, extra workers still active) */
     ACCEL_TRACE2(retire, w->index,
                  atomic_load_explicit(&rt->extra_active, memory_order_relaxed));
-    atomic_fetch_add_explicit(&rt->comp.retired, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rt->comp.retired, 1,
+                              memory_order_relaxed); /* relaxed: a statistic */
     pthread_mutex_lock(&rt->comp.lock); /* cold: a host worker leaves */
     drop_detected(rt, w);
     w->extra_state = ACCEL__EXTRA_FREE;

@@ -238,7 +238,13 @@ static int begin_session(accel_runtime *rt, unsigned worker,
                          bool watched)
 {
     accel__bump(&rt->workers[worker].visits, 1);
-    rt->workers[worker].own_ns = 0; /* this visit's announced waits */
+    accel__worker *w = &rt->workers[worker];
+    w->own_ns = 0; /* this visit's announced waits */
+    /* An announcement of an earlier visit still open (host.h lets the
+     * host end it with none open): this visit is credited its part from
+     * here on, not the time since that visit's end. */
+    if (__builtin_expect(w->block_depth != 0, 0))
+        accel__compensate_visit_attach(w);
     h->watched = watched;
     if (watched)
         watch_here(rt, worker);
@@ -428,6 +434,8 @@ int accel_host_visit_attach(accel_runtime *rt, unsigned worker)
     accel__tls_current = h->v.s;
     if (h->watched)
         watch_here(rt, worker);
+    if (rt->workers[worker].block_depth != 0) /* a wait open: this thread's clock */
+        accel__compensate_visit_attach(&rt->workers[worker]);
     return ACCEL_OK;
 }
 
@@ -437,6 +445,8 @@ int accel_host_visit_detach(accel_runtime *rt, unsigned worker)
     if (!h || !h->open || accel__tls_current != h->v.s)
         return ACCEL_EINVAL;
     accel__tls_current = h->v.outer;
+    if (rt->workers[worker].block_depth != 0) /* a wait open: bank this thread's part */
+        accel__compensate_visit_detach(&rt->workers[worker]);
     /* No thread runs the visit until an attach: the monitor leaves it
      * (relaxed: as watch_here). */
     if (h->watched)

@@ -22,10 +22,14 @@
 #include <stdio.h>
 #include <time.h>
 
+#include <pthread.h>
+
 #include <accel/accel.h>
+#include <accel/host.h>
 
 #include "core_util.h"
-#include "presume.h" /* the white-box test at the end */
+#include "presume.h"       /* the white-box tests at the end */
+#include "runtime_types.h" /* the host worker's marks (the last test) */
 #include "unit_watchdog.h"
 
 UNIT_WATCHDOG_SUITE(presume);
@@ -366,4 +370,141 @@ Test(presume, a_late_detection_marks_no_other_session, .timeout = 60)
     accel__presume_judge(&w, &s, 0);
     cr_expect_eq(atomic_load(&s.blocks), 1,
                  "visit 8's session was not marked for its own wait");
+}
+
+/* Host-driven, one host worker, driven by the test itself; the monitor's
+ * tick long enough that only the presumption counts the worker. */
+static void wake_nothing(void *arg, unsigned lane)
+{
+    (void)arg;
+    (void)lane;
+}
+
+static accel_runtime *host_rt(void)
+{
+    accel_runtime_config c = {.workers = 1, .struct_size = sizeof(c),
+                              .flags = ACCEL_RUNTIME_HOST_WORKERS,
+                              .host_wake = wake_nothing,
+                              .block_detect_ns = UINT64_C(1000000000)};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    return rt;
+}
+
+/* Begins a visit of s, marked, on host worker 0 here: one op handed out,
+ * counted at its begin. */
+static void begin_marked(accel_runtime *rt, accel_session *s, accel_op *ops)
+{
+    accel_op op = {.fn = quick};
+    unsigned n = 0;
+    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    atomic_store(&s->blocks, 1); /* as a found wait leaves it */
+    uint64_t p0 = stats_of(rt).blocked_presumed;
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 1, &n), ACCEL_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(stats_of(rt).blocked_presumed, p0 + 1,
+                 "a marked session's visit did not begin counted");
+}
+
+struct moved {
+    accel_runtime *rt;
+    accel_op op;
+    int attach, end;
+};
+
+/* The visit's second thread: runs its op after 30 ms asleep, and ends
+ * it. */
+static void *go_on_asleep(void *arg)
+{
+    struct moved *m = arg;
+    m->attach = accel_host_visit_attach(m->rt, 0);
+    tu_nap_us(30000);
+    int st = m->op.fn(NULL, m->op.arg);
+    m->end = accel_host_visit_end(m->rt, 0, &st, 1);
+    return NULL;
+}
+
+/* The visit's second thread: runs its op and ends it at once. */
+static void *end_at_once(void *arg)
+{
+    struct moved *m = arg;
+    m->attach = accel_host_visit_attach(m->rt, 0);
+    int st = m->op.fn(NULL, m->op.arg);
+    m->end = accel_host_visit_end(m->rt, 0, &st, 1);
+    return NULL;
+}
+
+/* A presumed host visit that moves to another thread (a host worker
+ * ended inside an op and another took the visit over) is judged on each
+ * thread's own clock. Here the first thread has spent 100 ms on its CPU,
+ * the second is fresh and sleeps: the visit was off a CPU nearly all its
+ * time and its session stays marked. Planted (the attach keeps the first
+ * thread's mark), the judge subtracts the first thread's CPU time from
+ * the second's, wraps, and takes the mark back. */
+Test(presume, a_presumed_host_visit_moved_between_threads_keeps_its_wait,
+     .timeout = 60)
+{
+    accel_runtime *rt = host_rt();
+    accel_session *s = open_s(rt, "s");
+    unit_step("this thread spends 100 ms on its CPU");
+    tu_burn_cpu_ns(100000000u);
+    unit_step("a marked visit begins here and is detached");
+    struct moved m = {.rt = rt};
+    begin_marked(rt, s, &m.op);
+    cr_assert_eq(accel_host_visit_detach(rt, 0), ACCEL_OK);
+    unit_step("a fresh thread attaches it, sleeps 30 ms, ends it");
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, go_on_asleep, &m), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(m.attach, ACCEL_OK);
+    cr_assert_eq(m.end, ACCEL_OK);
+    cr_expect_eq(atomic_load(&s->blocks), 1,
+                 "a visit asleep but for its begin lost its mark");
+    unit_step("a marked visit sleeps 30 ms here, then moves and ends");
+    struct moved m2 = {.rt = rt};
+    begin_marked(rt, s, &m2.op);
+    tu_nap_us(30000);
+    cr_assert_eq(accel_host_visit_detach(rt, 0), ACCEL_OK);
+    cr_assert_eq(pthread_create(&t, NULL, end_at_once, &m2), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(m2.attach, ACCEL_OK);
+    cr_assert_eq(m2.end, ACCEL_OK);
+    cr_expect_eq(atomic_load(&s->blocks), 1,
+                 "the first thread's sleep was not banked at the detach");
+    unit_step("release of s and runtime destroy");
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* A host announcement left open past its visit's end (host.h allows it)
+ * and a marked visit begun after a gap: the visit's wait is measured from
+ * its own begin, not from the earlier visit's end, or the gap between
+ * the visits (in which this thread may have computed anything) would
+ * count as the new visit's time off a CPU. White-box: the mark the
+ * visit's wait is measured from. Planted (no re-mark at the begin), the
+ * mark is the earlier visit's end. */
+Test(presume, a_visit_after_an_open_announcement_measures_from_its_begin,
+     .timeout = 60)
+{
+    accel_runtime *rt = host_rt();
+    accel_session *s = open_s(rt, "s");
+    accel_op op = {.fn = quick}, ops[1];
+    unsigned n = 0;
+    int st = 0;
+    unit_step("visit 1 announces a wait and ends with it open");
+    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 1, &n), ACCEL_OK);
+    cr_assert_eq(accel_host_blocking_begin(rt, 0), ACCEL_OK);
+    cr_assert_eq(accel_host_visit_end(rt, 0, &st, 1), ACCEL_OK);
+    unit_step("a gap of 10 ms; visit 2, marked, begins");
+    tu_nap_us(10000);
+    uint64_t before = (uint64_t)accel_now_ns(); /* accel__now_ns's clock */
+    begin_marked(rt, s, ops);
+    cr_expect_geq(rt->workers[0].own_t0, before,
+                  "visit 2's wait is measured from %llu ns before its begin",
+                  (unsigned long long)(before - rt->workers[0].own_t0));
+    unit_step("visit 2 ends; the announcement ends; destroy");
+    cr_assert_eq(accel_host_visit_end(rt, 0, &st, 1), ACCEL_OK);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
