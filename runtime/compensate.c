@@ -373,8 +373,9 @@ static void own_mark(accel__worker *w)
  * the two stay comparable on a loaded machine. Without schedstat (and
  * on a host's threads) only the CPU time is taken off. A host calls
  * accel_host_blocking_begin/_end from the thread driving the visit
- * (host.h), so both ends read one thread's clock; a pair a host split
- * across threads reads two, and gets 0 or at most the wait's wall time. */
+ * (host.h), so both ends read one thread's clock; a visit moved to
+ * another thread takes each thread's part apart
+ * (accel__compensate_visit_detach, _attach). */
 static uint64_t off_cpu_since(accel__worker *w, uint64_t now)
 {
     uint64_t wall = now - w->own_t0, busy;
