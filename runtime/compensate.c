@@ -357,6 +357,7 @@ bool accel__compensate_self_schedstat(uint64_t *cpu, uint64_t *rd)
  * threads close theirs at exit, accel__compensate_thread_end). */
 static void own_mark(accel__worker *w)
 {
+    w->own_thread = pthread_self();
     w->own_t0 = accel__now_ns();
     if ((w->rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) ||
         !accel__compensate_self_schedstat(&w->own_cpu0, &w->own_rd0)) {
@@ -375,9 +376,15 @@ static void own_mark(accel__worker *w)
  * accel_host_blocking_begin/_end from the thread driving the visit
  * (host.h), so both ends read one thread's clock; a visit moved to
  * another thread takes each thread's part apart
- * (accel__compensate_visit_detach, _attach). */
+ * (accel__compensate_visit_detach, _attach). Read on a thread that did
+ * not mark it (a host that calls out of host.h's order), or with no
+ * thread marking it, it is 0: another thread's clock would make it
+ * anything up to the wall time, and a part banked at a detach would
+ * count again. */
 static uint64_t off_cpu_since(accel__worker *w, uint64_t now)
 {
+    if (w->own_t0 == 0 || !pthread_equal(w->own_thread, pthread_self()))
+        return 0;
     uint64_t wall = now - w->own_t0, busy;
     uint64_t cpu, rd;
     if (w->own_rd0 != UINT64_MAX && accel__compensate_self_schedstat(&cpu, &rd))
@@ -486,10 +493,15 @@ static uint64_t own_off_cpu(accel__worker *w, uint64_t now)
 
 void accel__compensate_visit_detach(accel__worker *w)
 {
-    /* This thread's part, on its own clock; until an attach marks again,
-     * the visit's time is on no thread and counts as on a CPU (its wall
-     * time is judged and charged, its time off a CPU not credited). */
+    /* This thread's part, on its own clock (none if another thread
+     * attached meanwhile and marked it: then the mark is that one's and
+     * stays). Until an attach marks again, the visit's time is on no
+     * thread: its wall time is judged and charged, none of it credited
+     * as off a CPU. */
+    if (!pthread_equal(w->own_thread, pthread_self()))
+        return;
     w->own_ns += off_cpu_since(w, accel__now_ns());
+    w->own_t0 = 0;
 }
 
 void accel__compensate_visit_attach(accel__worker *w)

@@ -71,8 +71,10 @@ typedef struct accel__worker {
     /* The outermost open wait of this worker (owner only): when it began,
      * by the clock, and the thread's time on a CPU and waiting for one
      * then (its schedstat; own_rd0 UINT64_MAX: none, own_cpu0 from its
-     * CPU clock). */
+     * CPU clock), read on own_thread, the thread that marked them. own_t0
+     * 0: no thread marks it (a host visit detached, until an attach). */
     uint64_t own_t0, own_cpu0, own_rd0;
+    pthread_t own_thread;
     /* The running visit's look at its session's `blocks` (owner only):
      * whether it began counted blocked, and the session's ops dispatched
      * then. */

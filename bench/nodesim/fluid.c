@@ -195,6 +195,12 @@ double ns_fluid_reference(const ns_fluid_chain *c, size_t n, double capacity, un
         capacity = hi;
         if (got >= 0)
             got = work_at(c, n, capacity, workers, depth, window_ns, done_ns, lost, NULL);
+    } else if (got >= 0 && out) {
+        /* Nothing done in the window, by the system or the fluid server:
+         * no capacity to calibrate on, and no outcome to count. */
+        for (size_t i = 0; i < n; i++)
+            out[i] = (ns_fluid_outcome){0, 0, 0};
+        return capacity;
     }
     if (got < 0)
         return -1;

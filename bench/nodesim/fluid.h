@@ -71,8 +71,10 @@ int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned 
  * capacity reaches takes the bracket's top). At it, done_ns[i] and *lost
  * are the window's (as ns_fluid_serve), and out[i] (if not NULL) how
  * chain i's ops fared served on to cut_ns, as the system's were (the
- * drain after the arrivals) and counted as the system's are. Returns the
- * capacity, or -1 when out of memory. */
+ * drain after the arrivals) and counted as the system's are; when
+ * nothing was done in the window (target 0, or none by the fluid server
+ * at `capacity`), out[i] counts nothing. Returns the capacity, or -1 when
+ * out of memory. */
 double ns_fluid_reference(const ns_fluid_chain *c, size_t n, double capacity, unsigned workers,
                           uint64_t depth, double window_ns, double cut_ns, double target,
                           double *done_ns, uint64_t *lost, ns_fluid_outcome *out);
