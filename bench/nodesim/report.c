@@ -208,34 +208,33 @@ static void burst_ontime(const ns_run *r, double *pct)
         pct[g] = all[g] > 0 ? 100 * ok[g] / all[g] : -1;
 }
 
-/* On time by class on the fair reference (engine.c, fair_reference): an
- * ideal fluid weighted-fair server with the chains' weights, fed the same
- * arrivals on the capacity this system had; -1 where a class had none. */
-static void fair_class_ontime(const ns_run *r, double pct[NS_NCLASS])
+/* Of a count of the fair reference's ops, the percentage of those it
+ * judged (on time or missed); -1 where there were none. */
+static double fair_pct(uint64_t count, uint64_t ontime, uint64_t missed)
 {
-    uint64_t ok[NS_NCLASS] = {0}, all[NS_NCLASS] = {0};
-    for (unsigned i = 0; i < r->nchains; i++) {
-        int k = ns_class(r->chain[i].cfg->priority);
-        ok[k] += r->chain[i].fair_ontime;
-        all[k] += r->chain[i].fair_ontime + r->chain[i].fair_missed;
-    }
-    for (int k = 0; k < NS_NCLASS; k++)
-        pct[k] = all[k] ? 100.0 * (double)ok[k] / (double)all[k] : -1;
+    uint64_t all = ontime + missed;
+    return all ? 100.0 * (double)count / (double)all : -1;
 }
 
-/* Of the same ops, those the fair reference started in time and completed
- * late (fluid.h, ns_fluid_outcome.late): a server that runs an op at a
- * CPU's speed once it starts completes many of them in time. */
-static void fair_class_late(const ns_run *r, double pct[NS_NCLASS])
+/* On time by class on the fair reference (engine.c, fair_reference): an
+ * ideal fluid weighted-fair server with the chains' weights, fed the same
+ * arrivals on the capacity this system had; and late, those it started in
+ * time and completed late (fluid.h, ns_fluid_outcome.late: a server that
+ * runs an op at a CPU's speed once it starts completes many of them in
+ * time). -1 where a class had none. */
+static void fair_class(const ns_run *r, double ontime[NS_NCLASS], double late[NS_NCLASS])
 {
-    uint64_t late[NS_NCLASS] = {0}, all[NS_NCLASS] = {0};
+    uint64_t on[NS_NCLASS] = {0}, miss[NS_NCLASS] = {0}, lt[NS_NCLASS] = {0};
     for (unsigned i = 0; i < r->nchains; i++) {
         int k = ns_class(r->chain[i].cfg->priority);
-        late[k] += r->chain[i].fair_late;
-        all[k] += r->chain[i].fair_ontime + r->chain[i].fair_missed;
+        on[k] += r->chain[i].fair_ontime;
+        miss[k] += r->chain[i].fair_missed;
+        lt[k] += r->chain[i].fair_late;
     }
-    for (int k = 0; k < NS_NCLASS; k++)
-        pct[k] = all[k] ? 100.0 * (double)late[k] / (double)all[k] : -1;
+    for (int k = 0; k < NS_NCLASS; k++) {
+        ontime[k] = fair_pct(on[k], on[k], miss[k]);
+        late[k] = fair_pct(lt[k], on[k], miss[k]);
+    }
 }
 
 /* One JSON field per class: key_fmt with the class's name, its value. */
@@ -269,15 +268,14 @@ void ns_emit_json(const ns_run *r, const char *scenario)
     bench_result_u64(&res, "censored", s.censored);
     bench_result_f64(&res, "ontime_pct", s.ontime_pct);
     bench_result_f64(&res, "drop_pct", s.drop_pct);
-    double p99_us[NS_NCLASS], fair[NS_NCLASS];
+    double p99_us[NS_NCLASS], fair[NS_NCLASS], late[NS_NCLASS];
     for (int k = 0; k < NS_NCLASS; k++)
         p99_us[k] = (double)s.class_p99[k] / 1e3;
-    fair_class_ontime(r, fair);
+    fair_class(r, fair, late);
     emit_per_class(&res, "%s_ontime_pct", s.class_ontime);
     emit_per_class(&res, "%s_p99_us", p99_us);
     emit_per_class(&res, "fair_%s_ontime_pct", fair);
-    fair_class_late(r, fair);
-    emit_per_class(&res, "fair_%s_late_pct", fair);
+    emit_per_class(&res, "fair_%s_late_pct", late);
     if (r->burst.factor > 1) {
         double pct[NS_BURST_GROUPS];
         burst_ontime(r, pct);
@@ -324,11 +322,10 @@ void ns_emit_json(const ns_run *r, const char *scenario)
         bench_result_u64(&res, "censored", ld(&cr->censored));
         bench_result_f64(&res, "ontime_pct", ns_chain_ontime(r, i));
         bench_result_f64(&res, "share_pct", 100 * ns_share(r, i));
-        uint64_t fall = cr->fair_ontime + cr->fair_missed;
         bench_result_f64(&res, "fair_ontime_pct",
-                         fall ? 100.0 * (double)cr->fair_ontime / (double)fall : -1);
+                         fair_pct(cr->fair_ontime, cr->fair_ontime, cr->fair_missed));
         bench_result_f64(&res, "fair_late_pct",
-                         fall ? 100.0 * (double)cr->fair_late / (double)fall : -1);
+                         fair_pct(cr->fair_late, cr->fair_ontime, cr->fair_missed));
         bench_result_f64(&res, "fair_pct", 100 * r->ideal[i]);
         bench_result_f64(&res, "run_share_pct", 100 * share_run(r, i));
         bench_result_f64(&res, "maxmin_pct", 100 * r->ideal_maxmin[i]);
@@ -379,11 +376,10 @@ void ns_print_comparison(ns_run *const *runs, size_t n, const char *title)
     printf("%-16s %9s %8s %8s %8s\n", "system", "critical", "high", "normal", "low");
     static const int fair_width[NS_NCLASS] = {9, 8, 8, 8};
     for (size_t k = 0; k < n; k++) {
-        double fair[NS_NCLASS];
-        fair_class_ontime(runs[k], fair);
+        double fair[NS_NCLASS], late[NS_NCLASS];
+        fair_class(runs[k], fair, late);
         print_pct_row(ns_system_name[runs[k]->sys], fair, fair_width, NS_NCLASS);
-        fair_class_late(runs[k], fair);
-        print_pct_row("  late", fair, fair_width, NS_NCLASS);
+        print_pct_row("  late", late, fair_width, NS_NCLASS);
     }
     const ns_run *r0 = runs[0];
     printf("\nPer chain: on time %% (missed = dropped + expired + late) and p99 of completed "
