@@ -99,6 +99,9 @@ uint64_t accel__compensate_visit_blocked_ns(struct accel__worker *w, uint64_t t0
  * against 0.786x). The caller zeroes own_ns at the visit's start and may
  * skip the call when own_ns and block_depth are 0; an announcement left
  * open is re-marked at the call, so each visit is credited its own part. */
+uint64_t accel__compensate_visit_announced_ns(struct accel__worker *w,
+                                              uint64_t t0);
+
 /* A host worker's visit moves between threads (host.c: attach, detach,
  * and a visit begun while an announcement of an earlier one is open).
  * Each thread's time off its CPU is read from its own clock: the thread
@@ -107,8 +110,6 @@ uint64_t accel__compensate_visit_blocked_ns(struct accel__worker *w, uint64_t t0
  * it). Only while a wait is open (block_depth; the callers check). */
 void accel__compensate_visit_detach(struct accel__worker *w);
 void accel__compensate_visit_attach(struct accel__worker *w);
-uint64_t accel__compensate_visit_announced_ns(struct accel__worker *w,
-                                              uint64_t t0);
 
 /* The uncommon halves of a visit's presumption hooks (presume.h, which
  * inlines the common path): s is marked (its last visit waited), and the

@@ -237,8 +237,8 @@ static int begin_session(accel_runtime *rt, unsigned worker,
                          accel_op *ops, unsigned cap, unsigned *n,
                          bool watched)
 {
-    accel__bump(&rt->workers[worker].visits, 1);
     accel__worker *w = &rt->workers[worker];
+    accel__bump(&w->visits, 1);
     w->own_ns = 0; /* this visit's announced waits */
     /* An announcement of an earlier visit still open (host.h lets the
      * host end it with none open): this visit is credited its part from
@@ -250,7 +250,7 @@ static int begin_session(accel_runtime *rt, unsigned worker,
         watch_here(rt, worker);
     accel__visit_begin(&h->v, rt, s, accel__now_ns());
     if (watched) /* a submitter's own visit holds no worker */
-        accel__presume_begin(&rt->workers[worker], s);
+        accel__presume_begin(w, s);
     h->open = true;
     h->in_line = (s->bops->flags & ACCEL__BACKEND_RUNS_INLINE) != 0;
     if (!h->in_line) {

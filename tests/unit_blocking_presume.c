@@ -409,26 +409,18 @@ static void begin_marked(accel_runtime *rt, accel_session *s, accel_op *ops)
 struct moved {
     accel_runtime *rt;
     accel_op op;
+    unsigned nap_us; /* asleep this long before the op */
     int attach, end;
 };
 
-/* The visit's second thread: runs its op after 30 ms asleep, and ends
- * it. */
-static void *go_on_asleep(void *arg)
+/* The visit's second thread: attaches it, sleeps nap_us, runs its op and
+ * ends it. */
+static void *go_on_here(void *arg)
 {
     struct moved *m = arg;
     m->attach = accel_host_visit_attach(m->rt, 0);
-    tu_nap_us(30000);
-    int st = m->op.fn(NULL, m->op.arg);
-    m->end = accel_host_visit_end(m->rt, 0, &st, 1);
-    return NULL;
-}
-
-/* The visit's second thread: runs its op and ends it at once. */
-static void *end_at_once(void *arg)
-{
-    struct moved *m = arg;
-    m->attach = accel_host_visit_attach(m->rt, 0);
+    if (m->nap_us)
+        tu_nap_us(m->nap_us);
     int st = m->op.fn(NULL, m->op.arg);
     m->end = accel_host_visit_end(m->rt, 0, &st, 1);
     return NULL;
@@ -449,12 +441,12 @@ Test(presume, a_presumed_host_visit_moved_between_threads_keeps_its_wait,
     unit_step("this thread spends 100 ms on its CPU");
     tu_burn_cpu_ns(100000000u);
     unit_step("a marked visit begins here and is detached");
-    struct moved m = {.rt = rt};
+    struct moved m = {.rt = rt, .nap_us = 30000};
     begin_marked(rt, s, &m.op);
     cr_assert_eq(accel_host_visit_detach(rt, 0), ACCEL_OK);
     unit_step("a fresh thread attaches it, sleeps 30 ms, ends it");
     pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, go_on_asleep, &m), 0);
+    cr_assert_eq(pthread_create(&t, NULL, go_on_here, &m), 0);
     pthread_join(t, NULL);
     cr_assert_eq(m.attach, ACCEL_OK);
     cr_assert_eq(m.end, ACCEL_OK);
@@ -465,7 +457,7 @@ Test(presume, a_presumed_host_visit_moved_between_threads_keeps_its_wait,
     begin_marked(rt, s, &m2.op);
     tu_nap_us(30000);
     cr_assert_eq(accel_host_visit_detach(rt, 0), ACCEL_OK);
-    cr_assert_eq(pthread_create(&t, NULL, end_at_once, &m2), 0);
+    cr_assert_eq(pthread_create(&t, NULL, go_on_here, &m2), 0);
     pthread_join(t, NULL);
     cr_assert_eq(m2.attach, ACCEL_OK);
     cr_assert_eq(m2.end, ACCEL_OK);

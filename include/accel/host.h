@@ -193,13 +193,13 @@ ACCEL_API int accel_host_visit_end_ex(accel_runtime *rt, unsigned worker,
  * accel_host_visit_attach(rt, w) on the thread that goes on with it (its
  * accel_current_session() is the visit's session until the end; the
  * monitor watches this thread from here; between the two it watches
- * none). Attach needs no detach before
- * it when the old thread is gone. A wait counted in the visit
+ * none). Attach needs no detach before it when the old thread is gone.
+ * The visit's ops, its end and the host worker's other calls then come
+ * from the attached thread. A wait counted in the visit
  * (accel_host_blocking_begin, or a visit begun counted: below) is
  * measured on each thread's own CPU clock: the detach takes the leaving
  * thread's part of it, the attach measures on from there; without a
- * detach the old thread's part is not credited. The visit's ops, its end and the
- * host worker's other calls then come from the attached thread. Returns
+ * detach the old thread's part is not credited. Returns
  * ACCEL_OK, ACCEL_EINVAL (rt NULL or not host-driven, worker out of
  * range, no visit open on the host worker; for attach also: the calling thread
  * runs the host worker's visit already (its accel_current_session() is the
