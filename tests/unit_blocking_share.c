@@ -5,18 +5,24 @@
  * wait (a storage read, a remote signer) keeps up beside backlogged High
  * sessions of short CPU-bound ops, as it did with a thread of its own.
  *
- * The measure is a count, not a time: how many ops of the two High
+ * Announced waits are measured by a count: how many ops of the two High
  * sessions (weight 10, 1 ms of CPU each) complete per op of the Low one
  * (weight 1) that waits W ms, on one worker. Charged the wall time of its
  * waits, the Low session is owed one op per 10 W ms of High work: about
  * 10 W of them per op. Charged only the time nobody ran in its place, it
  * is picked once the High sessions were charged ten times that, and the
  * High sessions run beside its wait on the worker sent for it: about W
- * per op with an announcement, W + 10 d for a wait the monitor detects d ms in
- * (d 2-4 ms with its tick at 2 ms: 1 to 2 ticks). A loaded machine makes High ops
- * slower (fewer per op), and a late monitor makes d longer: the bounds
- * sit well between. The first Low op is not measured: its visit's cost
- * is not known until it ends.
+ * per op. A loaded machine makes High ops slower (fewer per op): the
+ * bounds sit well between.
+ *
+ * Waits of 50 ms are measured by the Low session's own charge, read from
+ * its stats at each op's end: its virtual time (weight 1: the ns charged)
+ * against its service (the visits' wall time), their difference the time
+ * credited. A count would not do there: one visit that a loaded machine
+ * keeps off a CPU for half a second is charged that half second (every
+ * visit is charged its preemption), and the count then reads the
+ * preemption, not the credit. The first Low visit is not measured: it
+ * starts the run.
  *
  * Promises: 3, 7
  */
@@ -30,11 +36,16 @@
 
 #include <accel/accel.h>
 
+#include "compensate.h"
 #include "core_util.h"
 #include "stress_watchdog.h"
 
 static _Atomic int high_done, low_done, stop;
 static _Atomic int high_at_low[64];
+/* The Low session's charge (vtime_ns) and service at each op's end: the
+ * visits before that op's, charged. */
+static accel_session *low_s;
+static _Atomic uint64_t low_vtime[64], low_service[64];
 
 static _Atomic uint64_t sink;
 
@@ -78,8 +89,13 @@ static int low_op(accel_ctx *ctx, void *arg)
     if (a->cpu_after_ms)
         tu_burn_cpu_ns((uint64_t)a->cpu_after_ms * 1000000u);
     int k = atomic_fetch_add(&low_done, 1);
-    if (k < 64)
+    if (k < 64) {
         atomic_store(&high_at_low[k], atomic_load(&high_done));
+        accel_session_stats st;
+        cr_assert_eq(accel_session_get_stats(low_s, &st), ACCEL_OK);
+        atomic_store(&low_vtime[k], st.vtime_ns);
+        atomic_store(&low_service[k], st.service_ns);
+    }
     return 0;
 }
 
@@ -140,10 +156,18 @@ static void pin_to_one_cpu(void)
     cr_assert_eq(sched_setaffinity(0, sizeof(set), &set), 0);
 }
 
-/* Runs `n` Low ops beside the backlogged High sessions on one worker;
- * returns the High ops completed per Low op, between the second Low op's
- * end and the last's. */
-static double high_per_low(int n, struct low_arg *a, uint64_t detect_ns)
+/* What a run measured, between the second Low op's end and the last's:
+ * High ops completed per Low op, and the Low session's ms charged and
+ * credited per visit (visits 1 to n - 2: an op's end reads the charges
+ * of the visits before its own). */
+struct share {
+    double high_per_low;
+    double charged_ms, credited_ms;
+};
+
+/* Runs `n` Low ops beside the backlogged High sessions on one worker. */
+static struct share run_beside_high(int n, struct low_arg *a,
+                                    uint64_t detect_ns)
 {
     cr_assert(n >= 3 && n <= 64);
     atomic_store(&high_done, 0);
@@ -171,6 +195,7 @@ static double high_per_low(int n, struct low_arg *a, uint64_t detect_ns)
         cr_assert_eq(accel_session_open(rt, &hc, &high_s[i]), ACCEL_OK);
     }
     cr_assert_eq(accel_session_open(rt, &lc, &low), ACCEL_OK);
+    low_s = low;
     watchdog_step("the High session's backlog", 60);
     pthread_t f;
     cr_assert_eq(pthread_create(&f, NULL, feeder, NULL), 0);
@@ -196,9 +221,22 @@ static double high_per_low(int n, struct low_arg *a, uint64_t detect_ns)
     }
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
     watchdog_step("done", 60);
-    return (double)(atomic_load(&high_at_low[n - 1]) -
-                    atomic_load(&high_at_low[1])) /
-           (n - 2);
+    struct share r;
+    r.high_per_low = (double)(atomic_load(&high_at_low[n - 1]) -
+                              atomic_load(&high_at_low[1])) /
+                     (n - 2);
+    uint64_t charged = atomic_load(&low_vtime[n - 1]) - atomic_load(&low_vtime[1]);
+    uint64_t service =
+        atomic_load(&low_service[n - 1]) - atomic_load(&low_service[1]);
+    r.charged_ms = (double)charged / 1e6 / (n - 2);
+    r.credited_ms = service > charged ? (double)(service - charged) / 1e6 / (n - 2)
+                                      : 0;
+    return r;
+}
+
+static double high_per_low(int n, struct low_arg *a, uint64_t detect_ns)
+{
+    return run_beside_high(n, a, detect_ns).high_per_low;
 }
 
 /* An announced wait: its wait is known at once. Only the announcement compensates (the
@@ -213,36 +251,63 @@ Test(blocking_share, announced_waits_not_charged, .timeout = 240)
               r);
 }
 
-/* A wait accel cannot see: the monitor detects the worker blocked, and the
- * time from then that the thread was asleep is not charged. */
+/* A wait accel cannot see: the monitor detects the worker blocked 1 to 2
+ * ticks (2 ms) into it, and the time from there that the thread was
+ * asleep is not charged: about 46 of the 50 ms. Each wait is the
+ * monitor's to find (no visit presumed from the last). */
 Test(blocking_share, detected_waits_not_charged, .timeout = 240)
 {
+    atomic_store(&accel__compensate_presume_off, true);
     struct low_arg a = {.wait_ms = 50, .announce = false};
-    double r = high_per_low(8, &a, 2000000);
-    /* charged: ~1000; not charged: ~50 + 10 x 3 */
-    cr_expect(r < 250, "%.1f High ops per Low op: the Low session paid for "
-                       "its waits",
-              r);
+    struct share r = run_beside_high(8, &a, 2000000);
+    /* credited: ~46, less on a loaded machine whose monitor wakes late
+     * (24.8 seen beside ctest -j2); planted (no credit for a detection): 0 */
+    cr_expect(r.credited_ms > 10, "%.1f ms credited per 50 ms wait (%.1f "
+                                  "charged): the Low session paid for its "
+                                  "waits",
+              r.credited_ms, r.charged_ms);
 }
 
 /* The same wait, then 8 ms of CPU work in the same op: the monitor drops
  * the worker's detection once it computes (it is no longer blocked), and
  * the time asleep from the count to there stays uncredited only if the
- * take-back loses it. */
+ * take-back (bank_detected) loses it; the CPU work is charged. */
 Test(blocking_share, detected_wait_then_cpu_work_keeps_its_credit,
      .timeout = 240)
 {
+    atomic_store(&accel__compensate_presume_off, true);
     struct low_arg a = {.wait_ms = 50, .announce = false, .cpu_after_ms = 8};
-    double r = high_per_low(8, &a, 2000000);
-    /* the wait charged (the take-back planted to lose it): ~1150; not
-     * charged: ~230; the CPU work not charged either (all of the visit
-     * credited, planted): ~50, the High ops run beside the wait */
-    cr_expect(r < 500, "%.1f High ops per Low op: the Low session paid for "
-                       "its wait once its worker computed again",
-              r);
-    cr_expect(r > 100, "%.1f High ops per Low op: the Low session's CPU "
-                       "work after its wait went uncharged",
-              r);
+    struct share r = run_beside_high(8, &a, 2000000);
+    /* credited: ~46, less when the monitor wakes late (as above; the
+     * take-back planted to lose it: 0); charged: 8 of
+     * CPU and more (all of the visit credited, planted: under 3) */
+    cr_expect(r.credited_ms > 10, "%.1f ms credited per 50 ms wait (%.1f "
+                                  "charged): the Low session paid for its "
+                                  "wait once its worker computed again",
+              r.credited_ms, r.charged_ms);
+    cr_expect(r.charged_ms > 7, "%.1f ms charged per op of 8 ms of CPU "
+                                "after its wait: the CPU work went uncharged",
+              r.charged_ms);
+}
+
+/* The same op in a session whose visits begin counted blocked (its last
+ * visit waited: compensate.h, "presumed visits"): the visit's time off a
+ * CPU is credited, the CPU work after the wait is charged, and the mark
+ * stays (the visit spends most of its time asleep). */
+Test(blocking_share, presumed_wait_then_cpu_work_keeps_its_credit,
+     .timeout = 240)
+{
+    struct low_arg a = {.wait_ms = 50, .announce = false, .cpu_after_ms = 8};
+    struct share r = run_beside_high(8, &a, 2000000);
+    /* credited: ~50 (planted, the presumed visit's time off a CPU not
+     * credited: 0); charged: 8 and more */
+    cr_expect(r.credited_ms > 10, "%.1f ms credited per 50 ms wait (%.1f "
+                                  "charged): a presumed visit paid for its "
+                                  "wait",
+              r.credited_ms, r.charged_ms);
+    cr_expect(r.charged_ms > 7, "%.1f ms charged per op of 8 ms of CPU "
+                                "after its wait: the CPU work went uncharged",
+              r.charged_ms);
 }
 
 /* An announcement is no pass for CPU work: only its time off a CPU goes
