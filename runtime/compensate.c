@@ -380,17 +380,21 @@ static void own_mark(accel__worker *w)
  * not mark it (a host that calls out of host.h's order), or with no
  * thread marking it, it is 0: another thread's clock would make it
  * anything up to the wall time, and a part banked at a detach would
- * count again. */
-static uint64_t off_cpu_since(accel__worker *w, uint64_t now)
+ * count again. *on: the time it spent on a CPU (0 where the time asleep
+ * is 0 for want of a clock), which a presumed visit's judge weighs. */
+static uint64_t off_cpu_since(accel__worker *w, uint64_t now, uint64_t *on)
 {
+    *on = 0;
     if (w->own_t0 == 0 || !pthread_equal(w->own_thread, pthread_self()))
         return 0;
     uint64_t wall = now - w->own_t0, busy;
     uint64_t cpu, rd;
-    if (w->own_rd0 != UINT64_MAX && accel__compensate_self_schedstat(&cpu, &rd))
-        busy = (cpu - w->own_cpu0) + (rd - w->own_rd0);
-    else
-        busy = w->own_cpu0 ? thread_cpu_ns() - w->own_cpu0 : 0;
+    if (w->own_rd0 != UINT64_MAX && accel__compensate_self_schedstat(&cpu, &rd)) {
+        *on = cpu - w->own_cpu0;
+        busy = *on + (rd - w->own_rd0);
+    } else {
+        busy = *on = w->own_cpu0 ? thread_cpu_ns() - w->own_cpu0 : 0;
+    }
     return busy < wall ? wall - busy : 0;
 }
 
@@ -417,7 +421,9 @@ static void own_end(void *arg)
     accel__worker *w = arg;
     if (w->block_depth == 0 || --w->block_depth != 0)
         return;
-    w->own_ns += off_cpu_since(w, accel__now_ns());
+    uint64_t on;
+    w->own_ns += off_cpu_since(w, accel__now_ns(), &on);
+    w->own_on_ns += on;
     /* relaxed: counts; lowered after the word went back to 0. */
     if (atomic_fetch_and_explicit(&w->block, ~ACCEL__BLOCK_ANNOUNCED,
                                   memory_order_relaxed) == ACCEL__BLOCK_ANNOUNCED)
@@ -482,12 +488,14 @@ static bool extras_short(const accel_runtime *rt)
            atomic_load_explicit(&rt->blocked, memory_order_relaxed) > extras;
 }
 
-/* w's own and announced waits off a CPU in its visit, to now. */
-static uint64_t own_off_cpu(accel__worker *w, uint64_t now)
+/* w's own and announced waits off a CPU in its visit, to now; *on: their
+ * time on a CPU (the presumed visit's judge). */
+static uint64_t own_off_cpu(accel__worker *w, uint64_t now, uint64_t *on)
 {
-    uint64_t own = w->own_ns;
+    uint64_t own = w->own_ns, o = 0;
     if (w->block_depth != 0)
-        own += off_cpu_since(w, now); /* an announcement still open: to here */
+        own += off_cpu_since(w, now, &o); /* an announcement still open: to here */
+    *on = w->own_on_ns + o;
     return own;
 }
 
@@ -500,7 +508,9 @@ void accel__compensate_visit_detach(accel__worker *w)
      * as off a CPU. */
     if (!pthread_equal(w->own_thread, pthread_self()))
         return;
-    w->own_ns += off_cpu_since(w, accel__now_ns());
+    uint64_t on;
+    w->own_ns += off_cpu_since(w, accel__now_ns(), &on);
+    w->own_on_ns += on;
     w->own_t0 = 0;
 }
 
@@ -515,8 +525,8 @@ void accel__compensate_visit_attach(accel__worker *w)
 
 uint64_t accel__compensate_visit_announced_ns(accel__worker *w, uint64_t t0)
 {
-    uint64_t now = accel__now_ns();
-    uint64_t own = extras_short(w->rt) ? 0 : own_off_cpu(w, now);
+    uint64_t now = accel__now_ns(), on;
+    uint64_t own = extras_short(w->rt) ? 0 : own_off_cpu(w, now, &on);
     /* An announcement still open goes on past this visit (a host may end
      * it with no visit open: host.h): its mark moves to here, so that no
      * later visit is credited this visit's part of it again. */
@@ -530,8 +540,8 @@ uint64_t accel__compensate_visit_blocked_ns(accel__worker *w, uint64_t t0)
     if (extras_short(w->rt))
         return 0;
     uint64_t now = accel__now_ns();
-    uint64_t span = now - t0;
-    uint64_t own = own_off_cpu(w, now);
+    uint64_t span = now - t0, on;
+    uint64_t own = own_off_cpu(w, now, &on);
     uint64_t seen = 0;
     /* Counts whose detection the monitor dropped in this visit (the worker
      * was found on a CPU again): their time asleep, banked (bank_detected),
@@ -588,9 +598,13 @@ uint64_t accel__compensate_visit_blocked_ns(accel__worker *w, uint64_t t0)
  * op. So a visit whose session's last visit waited off a CPU begins
  * counted blocked, as an announced wait (own_begin: its place goes on at
  * once, the monitor does not judge it), and its time off a CPU is not
- * charged. Its end judges it again: a visit that spent under half its
- * time off a CPU clears the mark, so a session that stops waiting costs
- * one visit beside an extra worker. */
+ * charged. Its end judges it again: a visit that spent less time asleep
+ * than on a CPU clears the mark, so a session that stops waiting costs
+ * one visit beside an extra worker. Time the thread waited for a CPU
+ * (schedstat's run-queue time; a host's thread cannot tell it from
+ * sleep) and a moved visit's time on no thread (detach to attach) weigh
+ * on neither side: a loaded machine, or a host slow to move a visit,
+ * does not turn a wait into work. */
 
 _Atomic bool accel__compensate_presume_off;
 
@@ -602,6 +616,7 @@ void accel__compensate_presume_begin(accel__worker *w, accel_session *s)
                              memory_order_relaxed))
         return;
     w->presumed = true;
+    w->own_on_ns = 0; /* the judge's: this visit's time on a CPU */
     /* relaxed: the visiting worker's own counter (visit.h, accel__bump) */
     w->dispatched_seen =
         atomic_load_explicit(&s->dispatched, memory_order_relaxed);
@@ -612,8 +627,7 @@ void accel__compensate_presume_begin(accel__worker *w, accel_session *s)
 
 /* presume.h: the end of a visit that began counted blocked; returns
  * whether its session stays marked. */
-bool accel__compensate_presume_judge(accel__worker *w, accel_session *s,
-                                     uint64_t t0)
+bool accel__compensate_presume_judge(accel__worker *w, accel_session *s)
 {
     uint64_t now = accel__now_ns();
     w->presumed = false;
@@ -621,7 +635,8 @@ bool accel__compensate_presume_judge(accel__worker *w, accel_session *s,
      * time off a CPU to own_ns, unless an announcement the op left
      * open keeps it open; own_off_cpu then reads that one's to now. */
     own_end(w);
-    uint64_t off = own_off_cpu(w, now);
+    uint64_t on;
+    uint64_t off = own_off_cpu(w, now, &on);
     /* A visit that ran no op (its ops expired, were canceled or closed)
      * says nothing of how they wait: the mark stays. relaxed: the
      * visiting worker's own counter. */
@@ -634,8 +649,12 @@ bool accel__compensate_presume_judge(accel__worker *w, accel_session *s,
      * busy (host_saturated's rule) took back nearly all of the gain in
      * the Go node example's blocking scenario (work against the old
      * design 0.79x, as without marks), so it is not done: the mark rests
-     * on a detection, which that rule gates. */
-    return 2 * off >= now - t0;
+     * on a detection, which that rule gates. Asleep against on a CPU,
+     * not against the visit's wall time: a visit whose thread waited long
+     * on a run queue after its wait (a loaded machine) or whose host took
+     * long to move it between threads waited no less (0 asleep: no
+     * clock, or nothing but work; the mark goes). */
+    return off != 0 && off >= on;
 }
 
 int accel_blocking_begin(void)

@@ -118,7 +118,7 @@ void accel__compensate_visit_attach(struct accel__worker *w);
 void accel__compensate_presume_begin(struct accel__worker *w,
                                      accel_session *s);
 bool accel__compensate_presume_judge(struct accel__worker *w,
-                                     accel_session *s, uint64_t t0);
+                                     accel_session *s);
 
 /* The calling thread's time on a CPU and waiting on a run queue, in ns
  * (its /proc schedstat: one pread of a file it keeps open). false: no

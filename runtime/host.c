@@ -374,7 +374,7 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
      * workers (worker.c); a detected wait is (compensate.h). */
     accel__worker *w = &rt->workers[worker];
     if (h->watched)
-        accel__presume_judge(w, s, v->t0);
+        accel__presume_judge(w, s);
     if (__builtin_expect((w->own_ns | w->block_depth) != 0, 0))
         v->blocked_ns = accel__compensate_visit_announced_ns(w, v->t0);
     unsigned lanes = accel__visit_end(v, now);

@@ -31,18 +31,17 @@ static inline void accel__presume_begin(accel__worker *w, accel_session *s)
         accel__compensate_presume_begin(w, s);
 }
 
-/* The visit begun at t0 ends (before its charge is read): ends the count
- * the begin made, and marks s for its next visit if this one waited off
- * a CPU (detected by the monitor, or presumed and off a CPU half its
- * time or more). */
-static inline void accel__presume_judge(accel__worker *w, accel_session *s,
-                                        uint64_t t0)
+/* The visit ends (before its charge is read): ends the count the begin
+ * made, and marks s for its next visit if this one waited off a CPU
+ * (detected by the monitor, or presumed and asleep at least as long as
+ * it was on a CPU). */
+static inline void accel__presume_judge(accel__worker *w, accel_session *s)
 {
     /* relaxed: the monitor's note of the visit it found (a hint), and
      * this worker's own count of its visits */
     bool blocks =
         __builtin_expect(w->presumed, 0)
-            ? accel__compensate_presume_judge(w, s, t0)
+            ? accel__compensate_presume_judge(w, s)
             : atomic_load_explicit(&w->detected_visit, memory_order_relaxed) ==
                   atomic_load_explicit(&w->visits, memory_order_relaxed);
     /* relaxed: read by the session's next visit (see the begin); written

@@ -86,7 +86,7 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
     accel__visit_run(&v);
     if (w) {
         wake_for_queued(rt, &v);
-        accel__presume_judge(w, s, v.t0);
+        accel__presume_judge(w, s);
     }
     /* relaxed: a look at whether the monitor detected w, or dropped a detection
      * back in this visit (the call reads what it published with either as

@@ -36,6 +36,9 @@ typedef struct accel__worker {
      * running visit (owner only): the visit is charged to the session's
      * share without it (accel__compensate_visit_blocked_ns). */
     uint64_t own_ns;
+    /* Their time on a CPU (owner only; from a presumed visit's begin):
+     * what its judge weighs own_ns against (compensate.c). */
+    uint64_t own_on_ns;
     /* ---- a host worker's ops begun (the host adds 1 as it starts each op
      * of a visit: accel_host_op_word), read by the monitor at each tick:
      * a wait in a later op of a visit is judged on a window of its own

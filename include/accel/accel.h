@@ -271,13 +271,14 @@ typedef struct accel_runtime_config {
  *   (half the time since the last tick, or over 1/64 of it and running
  *   or runnable now), or in another visit;
  * - at once from the begin of a visit whose session's last visit waited
- *   (the monitor counted it, or it began so and spent half its time or
- *   more off a CPU), as an announced wait, to the visit's end: a session
- *   whose ops wait (a storage read, a remote signer) hands its worker's
- *   place on at once at each visit, not a tick or two into each wait. A
- *   visit of it that computes (under half its time off a CPU) clears the
- *   mark, so a session that stops waiting costs one visit beside an
- *   extra worker; a visit that ran no op keeps it
+ *   (the monitor counted it, or it began so and was asleep at least as
+ *   long as it was on a CPU), as an announced wait, to the visit's end:
+ *   a session whose ops wait (a storage read, a remote signer) hands its
+ *   worker's place on at once at each visit, not a tick or two into each
+ *   wait. A visit of it that computes (less time asleep than on a CPU;
+ *   time spent waiting for a CPU counts as neither) clears the mark, so
+ *   a session that stops waiting costs one visit beside an extra worker;
+ *   a visit that ran no op keeps it
  *   (accel_runtime_stats.blocked_presumed counts these visits).
  *   A CPU-bound long op is never counted by the monitor: more threads
  *   than CPUs would only slow everyone (the short lane is its latency
