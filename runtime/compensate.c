@@ -350,20 +350,26 @@ bool accel__compensate_self_schedstat(uint64_t *cpu, uint64_t *rd)
     return end != p;
 }
 
-/* Marks the start of w's outermost wait (its own thread): the clock, and
- * the thread's CPU and run-queue times (schedstat), else its CPU clock.
- * A host's thread takes the CPU clock alone: it is the host's, and a
- * schedstat file kept open for it would outlive the thread (accel's own
- * threads close theirs at exit, accel__compensate_thread_end). */
+/* Marks the start of w's outermost wait (its own thread): the clock, the
+ * thread's CPU clock, and its run-queue time (schedstat). The CPU time
+ * comes from the clock, not from schedstat's first field: the kernel
+ * brings that field up to date for a running thread only at its ticks
+ * and switches, so read at a wait's end it misses up to a tick of the
+ * CPU just used, and a short visit that only computed would read as
+ * asleep. A host's thread takes the CPU clock alone: it is the host's,
+ * and a schedstat file kept open for it would outlive the thread
+ * (accel's own threads close theirs at exit,
+ * accel__compensate_thread_end). Nor is a schedstat that reads 0 CPU
+ * time (a kernel whose scheduler statistics are off) taken. */
 static void own_mark(accel__worker *w)
 {
     w->own_thread = pthread_self();
     w->own_t0 = accel__now_ns();
+    w->own_cpu0 = thread_cpu_ns();
+    uint64_t cpu;
     if ((w->rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) ||
-        !accel__compensate_self_schedstat(&w->own_cpu0, &w->own_rd0)) {
-        w->own_cpu0 = thread_cpu_ns();
+        !accel__compensate_self_schedstat(&cpu, &w->own_rd0) || cpu == 0)
         w->own_rd0 = UINT64_MAX;
-    }
 }
 
 /* The time asleep in w's open outermost wait, to now (its own thread):
@@ -387,14 +393,13 @@ static uint64_t off_cpu_since(accel__worker *w, uint64_t now, uint64_t *on)
     *on = 0;
     if (w->own_t0 == 0 || !pthread_equal(w->own_thread, pthread_self()))
         return 0;
-    uint64_t wall = now - w->own_t0, busy;
-    uint64_t cpu, rd;
-    if (w->own_rd0 != UINT64_MAX && accel__compensate_self_schedstat(&cpu, &rd)) {
-        *on = cpu - w->own_cpu0;
-        busy = *on + (rd - w->own_rd0);
-    } else {
-        busy = *on = w->own_cpu0 ? thread_cpu_ns() - w->own_cpu0 : 0;
-    }
+    uint64_t wall = now - w->own_t0;
+    *on = w->own_cpu0 ? thread_cpu_ns() - w->own_cpu0 : 0;
+    uint64_t busy = *on, cpu, rd;
+    if (w->own_rd0 != UINT64_MAX && accel__compensate_self_schedstat(&cpu, &rd) &&
+        rd >= w->own_rd0)
+        busy += rd - w->own_rd0; /* complete: a running thread's last wait
+                                    was added as it began to run */
     return busy < wall ? wall - busy : 0;
 }
 
@@ -504,8 +509,8 @@ void accel__compensate_visit_detach(accel__worker *w)
     /* This thread's part, on its own clock (none if another thread
      * attached meanwhile and marked it: then the mark is that one's and
      * stays). Until an attach marks again, the visit's time is on no
-     * thread: its wall time is judged and charged, none of it credited
-     * as off a CPU. */
+     * thread: it is charged, none of it credited as off a CPU, and a
+     * presumed visit's judge weighs it on neither side. */
     if (!pthread_equal(w->own_thread, pthread_self()))
         return;
     uint64_t on;

@@ -72,9 +72,9 @@ typedef struct accel__worker {
     bool extra;    /* an extra worker (compensate.c) */
     unsigned extra_state; /* extra workers: ACCEL__EXTRA_*, under comp.lock */
     /* The outermost open wait of this worker (owner only): when it began,
-     * by the clock, and the thread's time on a CPU and waiting for one
-     * then (its schedstat; own_rd0 UINT64_MAX: none, own_cpu0 from its
-     * CPU clock), read on own_thread, the thread that marked them. own_t0
+     * by the clock, and the thread's time on a CPU (its CPU clock) and
+     * waiting for one (its schedstat; UINT64_MAX: none) then, read on
+     * own_thread, the thread that marked them. own_t0
      * 0: no thread marks it (a host visit detached, until an attach). */
     uint64_t own_t0, own_cpu0, own_rd0;
     pthread_t own_thread;

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <accel/accel.h>
 #include <accel/host.h>
@@ -347,6 +348,153 @@ Test(presume, a_presumed_visit_hands_its_place_on_at_its_begin,
     accel_session_release(a);
     accel_session_release(b);
     accel_session_release(h);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* Three threads that spin on the one CPU the run is pinned to (below):
+ * every thread of the run then waits on a run queue about three times as
+ * long as it runs. */
+static _Atomic int spin_stop;
+
+static void *spinner(void *arg)
+{
+    (void)arg;
+    volatile uint64_t x = 0;
+    while (!atomic_load_explicit(&spin_stop, memory_order_relaxed))
+        for (int i = 0; i < 1000; i++)
+            x += (uint64_t)i;
+    atomic_fetch_add(&sink, x);
+    return NULL;
+}
+
+/* Keeps this thread, and every thread it starts from now (the runtime's
+ * included), on the first CPU it may run on. */
+static void pin_to_one_cpu(void)
+{
+    cpu_set_t set;
+    cr_assert_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set))
+        cpu++;
+    cr_assert(cpu < CPU_SETSIZE);
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    cr_assert_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+}
+
+/* 20 ms asleep, then 10 ms of this thread's CPU. */
+static int nap_then_compute(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    tu_nap_us(20000);
+    tu_burn_cpu_ns(10000000u);
+    return 0;
+}
+
+/* Waits until every worker of rt is parked: the visits before have ended
+ * (a sync returns at the op's done, before its visit's end judges it). */
+static void settle(accel_runtime *rt)
+{
+    accel_runtime_stats st = stats_of(rt);
+    while (st.parked < st.workers) {
+        tu_nap_us(1000);
+        st = stats_of(rt);
+    }
+}
+
+/* accel's own worker, beside three spinners on its one CPU. A marked
+ * visit that computes 20 ms clears the mark. A marked visit asleep 20
+ * ms, then computing 10 ms that wait about 30 ms more for the CPU, keeps
+ * it: the judge weighs time asleep against time on a CPU, and the wait
+ * for the CPU (schedstat's run-queue time) against neither. Planted: the
+ * judge before (asleep under half the wall time clears the mark), or the
+ * run-queue time weighed as work, or the first visit's CPU time left in
+ * the second's (no reset at a presumed visit's begin): the second visit
+ * clears the mark. */
+Test(presume, a_wait_then_work_that_waits_for_a_cpu_keeps_its_mark,
+     .timeout = 60)
+{
+    pin_to_one_cpu();
+    atomic_store(&spin_stop, 0);
+    pthread_t spin[3];
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(pthread_create(&spin[i], NULL, spinner, NULL), 0);
+    accel_runtime *rt = make_rt();
+    accel_session *a = open_s(rt, "a");
+    uint64_t p0 = stats_of(rt).blocked_presumed;
+    unit_step("a marked visit computes 20 ms: the mark goes");
+    settle(rt);
+    atomic_store(&a->blocks, 1); /* as a found wait leaves it */
+    run_one(a, compute, NULL);
+    settle(rt);
+    cr_expect_eq(stats_of(rt).blocked_presumed, p0 + 1,
+                 "the marked visit was not begun counted");
+    cr_expect_eq(atomic_load(&a->blocks), 0,
+                 "a visit that computed kept its mark");
+    unit_step("a marked visit sleeps 20 ms, then computes 10 ms: it stays");
+    atomic_store(&a->blocks, 1);
+    run_one(a, nap_then_compute, NULL);
+    settle(rt);
+    cr_expect_eq(stats_of(rt).blocked_presumed, p0 + 2,
+                 "the marked visit was not begun counted");
+    cr_expect_eq(atomic_load(&a->blocks), 1,
+                 "a visit asleep twice as long as it computed (and waiting "
+                 "for the CPU three times as long) lost its mark");
+    unit_step("spinners stop; destroy");
+    atomic_store(&spin_stop, 1);
+    for (int i = 0; i < 3; i++)
+        pthread_join(spin[i], NULL);
+    accel_session_release(a);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* 200 us of spinning and no wait, timed by the monotonic clock: an op
+ * that reads its thread's CPU clock brings the kernel's count of its CPU
+ * time up to date, and real op bodies do not. */
+static int compute_short(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    volatile uint64_t x = 0;
+    do {
+        for (int i = 0; i < 100; i++)
+            x += (uint64_t)i;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) <
+             200000);
+    atomic_fetch_add(&sink, x);
+    return 0;
+}
+
+/* A marked visit of 200 us of CPU work clears the mark, each of 16 times:
+ * its time on a CPU is read from the thread's CPU clock, which is up to
+ * date. Planted (the CPU time from schedstat's first field, which the
+ * kernel brings up to date for a running thread only at its ticks and
+ * switches and at reads of its CPU clock), most such visits read as
+ * asleep and keep the mark. */
+Test(presume, a_short_visit_that_computes_clears_the_mark, .timeout = 60)
+{
+    accel_runtime *rt = make_rt();
+    accel_session *a = open_s(rt, "a");
+    uint64_t p0 = stats_of(rt).blocked_presumed;
+    int kept = 0;
+    unit_step("16 marked visits of 200 us of CPU work");
+    for (int i = 0; i < 16; i++) {
+        settle(rt);
+        atomic_store(&a->blocks, 1); /* as a found wait leaves it */
+        run_one(a, compute_short, NULL);
+        settle(rt);
+        kept += atomic_load(&a->blocks) != 0;
+    }
+    cr_expect_eq(stats_of(rt).blocked_presumed, p0 + 16,
+                 "the marked visits were not all begun counted");
+    cr_expect_eq(kept, 0, "%d of 16 visits that only computed kept the mark",
+                 kept);
+    unit_step("destroy");
+    accel_session_release(a);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 

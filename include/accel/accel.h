@@ -276,7 +276,9 @@ typedef struct accel_runtime_config {
  *   a session whose ops wait (a storage read, a remote signer) hands its
  *   worker's place on at once at each visit, not a tick or two into each
  *   wait. A visit of it that computes (less time asleep than on a CPU;
- *   time spent waiting for a CPU counts as neither) clears the mark, so
+ *   on accel's own workers, time spent waiting for a CPU counts as
+ *   neither; a host's thread, read by its CPU clock alone, counts it as
+ *   asleep) clears the mark, so
  *   a session that stops waiting costs one visit beside an extra worker;
  *   a visit that ran no op keeps it
  *   (accel_runtime_stats.blocked_presumed counts these visits).
