@@ -23,12 +23,12 @@
 #include <time.h>
 
 #include <pthread.h>
-#include <sched.h>
 
 #include <accel/accel.h>
 #include <accel/host.h>
 
 #include "core_util.h"
+#include "cotenants.h"
 #include "presume.h"       /* the white-box tests at the end */
 #include "runtime_types.h" /* the host worker's marks (the last test) */
 #include "unit_watchdog.h"
@@ -351,37 +351,6 @@ Test(presume, a_presumed_visit_hands_its_place_on_at_its_begin,
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
-/* Three threads that spin on the one CPU the run is pinned to (below):
- * every thread of the run then waits on a run queue about three times as
- * long as it runs. */
-static _Atomic int spin_stop;
-
-static void *spinner(void *arg)
-{
-    (void)arg;
-    volatile uint64_t x = 0;
-    while (!atomic_load_explicit(&spin_stop, memory_order_relaxed))
-        for (int i = 0; i < 1000; i++)
-            x += (uint64_t)i;
-    atomic_fetch_add(&sink, x);
-    return NULL;
-}
-
-/* Keeps this thread, and every thread it starts from now (the runtime's
- * included), on the first CPU it may run on. */
-static void pin_to_one_cpu(void)
-{
-    cpu_set_t set;
-    cr_assert_eq(sched_getaffinity(0, sizeof(set), &set), 0);
-    int cpu = 0;
-    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set))
-        cpu++;
-    cr_assert(cpu < CPU_SETSIZE);
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    cr_assert_eq(sched_setaffinity(0, sizeof(set), &set), 0);
-}
-
 /* 20 ms asleep, then 10 ms of this thread's CPU. */
 static int nap_then_compute(accel_ctx *ctx, void *arg)
 {
@@ -415,11 +384,8 @@ static void settle(accel_runtime *rt)
 Test(presume, a_wait_then_work_that_waits_for_a_cpu_keeps_its_mark,
      .timeout = 60)
 {
-    pin_to_one_cpu();
-    atomic_store(&spin_stop, 0);
-    pthread_t spin[3];
-    for (int i = 0; i < 3; i++)
-        cr_assert_eq(pthread_create(&spin[i], NULL, spinner, NULL), 0);
+    struct cotenants co;
+    cr_assert(cotenants_start(&co, 3), "the spinners on one CPU did not start");
     accel_runtime *rt = make_rt();
     accel_session *a = open_s(rt, "a");
     uint64_t p0 = stats_of(rt).blocked_presumed;
@@ -442,9 +408,7 @@ Test(presume, a_wait_then_work_that_waits_for_a_cpu_keeps_its_mark,
                  "a visit asleep twice as long as it computed (and waiting "
                  "for the CPU three times as long) lost its mark");
     unit_step("spinners stop; destroy");
-    atomic_store(&spin_stop, 1);
-    for (int i = 0; i < 3; i++)
-        pthread_join(spin[i], NULL);
+    cotenants_stop(&co);
     accel_session_release(a);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
@@ -581,6 +545,16 @@ static void *go_on_here(void *arg)
     return NULL;
 }
 
+/* The visit, detached here, goes on and ends on a fresh thread. */
+static void move_and_end(struct moved *m)
+{
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, go_on_here, m), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(m->attach, ACCEL_OK);
+    cr_assert_eq(m->end, ACCEL_OK);
+}
+
 /* A presumed host visit that moves to another thread (a host worker
  * ended inside an op and another took the visit over) is judged on each
  * thread's own clock. Here the first thread has spent 100 ms on its CPU,
@@ -600,11 +574,7 @@ Test(presume, a_presumed_host_visit_moved_between_threads_keeps_its_wait,
     begin_marked(rt, s, &m.op);
     cr_assert_eq(accel_host_visit_detach(rt, 0), ACCEL_OK);
     unit_step("a fresh thread attaches it, sleeps 30 ms, ends it");
-    pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, go_on_here, &m), 0);
-    pthread_join(t, NULL);
-    cr_assert_eq(m.attach, ACCEL_OK);
-    cr_assert_eq(m.end, ACCEL_OK);
+    move_and_end(&m);
     cr_expect_eq(atomic_load(&s->blocks), 1,
                  "a visit asleep but for its begin lost its mark");
     unit_step("a marked visit sleeps 30 ms here, then moves and ends");
@@ -612,10 +582,7 @@ Test(presume, a_presumed_host_visit_moved_between_threads_keeps_its_wait,
     begin_marked(rt, s, &m2.op);
     tu_nap_us(30000);
     cr_assert_eq(accel_host_visit_detach(rt, 0), ACCEL_OK);
-    cr_assert_eq(pthread_create(&t, NULL, go_on_here, &m2), 0);
-    pthread_join(t, NULL);
-    cr_assert_eq(m2.attach, ACCEL_OK);
-    cr_assert_eq(m2.end, ACCEL_OK);
+    move_and_end(&m2);
     cr_expect_eq(atomic_load(&s->blocks), 1,
                  "the first thread's sleep was not banked at the detach");
     unit_step("release of s and runtime destroy");
@@ -641,11 +608,7 @@ Test(presume, a_visit_slow_to_move_keeps_its_mark, .timeout = 60)
     cr_assert_eq(accel_host_visit_detach(rt, 0), ACCEL_OK);
     unit_step("100 ms on no thread; a fresh one attaches, sleeps 30 ms, ends");
     tu_nap_us(100000);
-    pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, go_on_here, &m), 0);
-    pthread_join(t, NULL);
-    cr_assert_eq(m.attach, ACCEL_OK);
-    cr_assert_eq(m.end, ACCEL_OK);
+    move_and_end(&m);
     cr_expect_eq(atomic_load(&s->blocks), 1,
                  "a visit asleep but for its move lost its mark");
     unit_step("release of s and runtime destroy");
