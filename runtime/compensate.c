@@ -504,8 +504,12 @@ static uint64_t own_off_cpu(accel__worker *w, uint64_t now, uint64_t *on)
     return own;
 }
 
-void accel__compensate_visit_detach(accel__worker *w)
+void accel__compensate_visit_detach(accel__worker *w, bool parked)
 {
+    /* Parked: no thread runs the visit's code until the attach, so that
+     * time is off a CPU on any clock; the attach credits it. */
+    if (parked)
+        w->parked_t0 = accel__now_ns();
     /* This thread's part, on its own clock (none if another thread
      * attached meanwhile and marked it: then the mark is that one's and
      * stays). Until an attach marks again, the visit's time is on no
@@ -521,6 +525,11 @@ void accel__compensate_visit_detach(accel__worker *w)
 
 void accel__compensate_visit_attach(accel__worker *w)
 {
+    if (w->parked_t0 != 0) {
+        uint64_t now = accel__now_ns();
+        w->own_ns += now > w->parked_t0 ? now - w->parked_t0 : 0;
+        w->parked_t0 = 0;
+    }
     /* From here on this thread's clock: a mark from another thread would
      * subtract two threads' CPU times (an unsigned wrap: no time off a
      * CPU at all), and one from before the visit would credit the visit

@@ -108,7 +108,9 @@ uint64_t accel__compensate_visit_announced_ns(struct accel__worker *w,
  * that leaves banks its part of an open wait (_detach, on that thread),
  * the thread that goes on marks the wait's start afresh (_attach, on
  * it). Only while a wait is open (block_depth; the callers check). */
-void accel__compensate_visit_detach(struct accel__worker *w);
+/* parked: the host vouches that none of the visit's code runs until the
+ * attach (ACCEL_HOST_DETACH_PARKED): that time counts off a CPU. */
+void accel__compensate_visit_detach(struct accel__worker *w, bool parked);
 void accel__compensate_visit_attach(struct accel__worker *w);
 
 /* The uncommon halves of a visit's presumption hooks (presume.h, which

@@ -240,6 +240,7 @@ static int begin_session(accel_runtime *rt, unsigned worker,
     accel__worker *w = &rt->workers[worker];
     accel__bump(&w->visits, 1);
     w->own_ns = 0; /* this visit's announced waits */
+    w->parked_t0 = 0; /* a parked detach of an earlier visit never attached */
     /* An announcement of an earlier visit still open (host.h lets the
      * host end it with none open): this visit is credited its part from
      * here on, not the time since that visit's end. */
@@ -439,20 +440,29 @@ int accel_host_visit_attach(accel_runtime *rt, unsigned worker)
     return ACCEL_OK;
 }
 
-int accel_host_visit_detach(accel_runtime *rt, unsigned worker)
+int accel_host_visit_detach_ex(accel_runtime *rt, unsigned worker,
+                                unsigned flags)
 {
     accel__host_worker *h = host_worker_of(rt, worker);
-    if (!h || !h->open || accel__tls_current != h->v.s)
+    bool parked = (flags & ACCEL_HOST_DETACH_PARKED) != 0;
+    if (!h || !h->open || accel__tls_current != h->v.s ||
+        (flags & ~ACCEL_HOST_DETACH_PARKED) ||
+        (parked && rt->workers[worker].block_depth == 0))
         return ACCEL_EINVAL;
     accel__tls_current = h->v.outer;
     if (rt->workers[worker].block_depth != 0) /* a wait open: bank this thread's part */
-        accel__compensate_visit_detach(&rt->workers[worker]);
+        accel__compensate_visit_detach(&rt->workers[worker], parked);
     /* No thread runs the visit until an attach: the monitor leaves it
      * (relaxed: as watch_here). */
     if (h->watched)
         atomic_store_explicit(&rt->workers[worker].in_visit, 0,
                               memory_order_relaxed);
     return ACCEL_OK;
+}
+
+int accel_host_visit_detach(accel_runtime *rt, unsigned worker)
+{
+    return accel_host_visit_detach_ex(rt, worker, 0);
 }
 
 int accel_host_idle_begin(accel_runtime *rt, unsigned worker)

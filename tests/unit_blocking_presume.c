@@ -682,3 +682,56 @@ Test(presume, a_detached_wait_is_not_counted_twice, .timeout = 60)
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
+
+/* A parked detach (ACCEL_HOST_DETACH_PARKED: the host vouches that none
+ * of the visit's code runs until the attach, as the Go binding's
+ * goroutine waiting for a nested Submit's result, unlocked from its
+ * thread) credits the time to the attach as off a CPU; a plain detach's
+ * time on no thread is charged. Inside an announced wait both times;
+ * the flag outside one, or an unknown flag, is refused and changes
+ * nothing. White-box: the worker's credit (own_ns). Planted (the attach
+ * credits nothing), the parked 50 ms read as 0; (every detach parked),
+ * the plain 200 ms is credited. */
+Test(presume, a_parked_detach_credits_its_time_and_a_plain_one_does_not,
+     .timeout = 60)
+{
+    accel_runtime *rt = host_rt();
+    accel_session *s = open_s(rt, "s");
+    accel_op op = {.fn = quick}, ops[1];
+    unsigned n = 0;
+    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 1, &n), ACCEL_OK);
+    unit_step("refused: parked with no wait open, and a flag not defined");
+    cr_expect_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_PARKED),
+                 ACCEL_EINVAL);
+    cr_expect_eq(accel_host_visit_detach_ex(rt, 0, 0x2u), ACCEL_EINVAL);
+    cr_expect_eq(accel_current_session(), s,
+                 "a refused detach left the visit's thread");
+    unit_step("a wait announced, detached parked, 50 ms, attached");
+    cr_assert_eq(accel_host_blocking_begin(rt, 0), ACCEL_OK);
+    uint64_t c0 = rt->workers[0].own_ns;
+    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_PARKED),
+                 ACCEL_OK);
+    cr_expect_null(accel_current_session());
+    tu_nap_us(50000);
+    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
+    uint64_t parked = rt->workers[0].own_ns - c0;
+    cr_expect_geq(parked, UINT64_C(50000000),
+                  "%llu ns of a 50 ms parked detach credited",
+                  (unsigned long long)parked);
+    unit_step("detached plain, 200 ms, attached");
+    c0 = rt->workers[0].own_ns;
+    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, 0), ACCEL_OK);
+    tu_nap_us(200000);
+    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
+    uint64_t plain = rt->workers[0].own_ns - c0;
+    cr_expect_lt(plain, UINT64_C(200000000),
+                 "%llu ns of a plain detach's 200 ms on no thread credited",
+                 (unsigned long long)plain);
+    unit_step("the wait ends, the visit ends; destroy");
+    cr_assert_eq(accel_host_blocking_end(rt, 0), ACCEL_OK);
+    int st = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end(rt, 0, &st, 1), ACCEL_OK);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}

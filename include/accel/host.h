@@ -208,6 +208,21 @@ ACCEL_API int accel_host_visit_end_ex(accel_runtime *rt, unsigned worker,
 ACCEL_API int accel_host_visit_attach(accel_runtime *rt, unsigned worker);
 ACCEL_API int accel_host_visit_detach(accel_runtime *rt, unsigned worker);
 
+/* accel_host_visit_detach with flags. ACCEL_HOST_DETACH_PARKED: the
+ * host vouches that none of the visit's code runs from this detach to
+ * the next attach: the thread that drove it waits, parked, inside a wait
+ * of the host's own that accel_host_blocking_begin counts (the Go
+ * binding: a Submit from inside an op waiting for its result, its
+ * goroutine unlocked from the thread meanwhile, so that the thread runs
+ * other goroutines instead of sleeping). That time counts off a CPU, as
+ * the wait's would on one thread's clock; without the flag it is charged.
+ * Only inside an open accel_host_blocking_begin (or a visit begun
+ * counted); ACCEL_EINVAL otherwise, and for flags not defined, and as
+ * accel_host_visit_detach; nothing changed then. */
+#define ACCEL_HOST_DETACH_PARKED 0x1u
+ACCEL_API int accel_host_visit_detach_ex(accel_runtime *rt, unsigned worker,
+                                         unsigned flags);
+
 /* Sets what accel_current_session() returns on the calling thread to s
  * (NULL: no op) and returns what it returned before. For a host that
  * runs an op on a thread other than the one its visit runs on, while
