@@ -280,6 +280,8 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	if b.left.Add(-1) != 0 {
 		m := blockBegin() // inside an op: the wait counts its host worker blocked (compensate.go)
 		defer m.blockEnd()
+		p := m.park() // a wait on channels alone, to the unpark
+		defer m.unpark(p)
 		if done == nil {
 			<-b.done
 		} else {

@@ -208,6 +208,65 @@ func BenchmarkSubmit(b *testing.B) {
 	b.Run("inline-call", benchSubmitInline)
 }
 
+// ---- nested Submit ----------------------------------------------------------
+
+// nestedInner is how many nested Submits one outer op makes.
+const nestedInner = 50
+
+// benchNestedAccel: from inside an op of session a on a host worker (a
+// SubmitAsync's), Submits of empty ops to session b, one at a time; ns per
+// nested Submit. Each waits for b's op on a host worker of its own, its
+// goroutine parked off its thread meanwhile (park, compensate.go).
+func benchNestedAccel(b *testing.B) {
+	rt := benchRuntime(b, 0)
+	defer rt.Close()
+	vs := benchSessions(b, rt, 2)
+	ctx := context.Background()
+	ran := make(chan error, 1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i += nestedInner {
+		err := vs[0].SubmitAsync(func(*Session) error {
+			for k := 0; k < nestedInner; k++ {
+				if err := vs[1].Submit(ctx, emptyOp); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, func(err error) { ran <- err })
+		if err == nil {
+			err = <-ran
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchNestedOld: the same through the old type's design, f run inline.
+func benchNestedOld(b *testing.B) {
+	a, c := new(oldSession), new(oldSession)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += nestedInner {
+		err := a.Submit(ctx, func(*Session) error {
+			for k := 0; k < nestedInner; k++ {
+				if err := c.Submit(ctx, emptyOp); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkNestedSubmit(b *testing.B) {
+	b.Run("accel", benchNestedAccel)
+	b.Run("old-design", benchNestedOld)
+}
+
 // ---- b) asynchronous submit ------------------------------------------------
 
 func benchAsyncAccel(b *testing.B) {

@@ -98,6 +98,33 @@ func (m *blockedWorker) blockEnd() {
 	}
 }
 
+// park: inside blockBegin's count, the goroutine is about to wait on a Go
+// channel, and nothing of its op runs until unpark. The visit its thread
+// drives is detached parked (goaccel_visit_park: that time is credited as
+// off a CPU, as the wait's own would be) and the goroutine unlocked from
+// the thread, so that the thread runs other goroutines meanwhile: a
+// locked thread sleeps with its goroutine, and Go hands its P to another
+// thread at the wait and back at the wake (a nested Submit's round trip:
+// BenchmarkNestedSubmit). True: parked; false (m nil, or an op run aside,
+// whose visit another thread drives): nothing done.
+func (m *blockedWorker) park() bool {
+	if m == nil || C.goaccel_visit_park(m.rt, m.w) == 0 {
+		return false
+	}
+	runtime.UnlockOSThread()
+	return true
+}
+
+// unpark ends park (parked: its result): the goroutine locks itself to
+// the thread it runs on now and the visit goes on there
+// (goaccel_visit_attach), before the count ends.
+func (m *blockedWorker) unpark(parked bool) {
+	if parked {
+		runtime.LockOSThread()
+		C.goaccel_visit_attach(m.rt, m.w, 1)
+	}
+}
+
 // waitRec waits for ch (an op's result) as a blocked wait when it has to.
 func waitRec(ch <-chan struct{}) {
 	select {
@@ -106,7 +133,9 @@ func waitRec(ch <-chan struct{}) {
 	default:
 	}
 	m := blockBegin()
+	p := m.park()
 	<-ch
+	m.unpark(p)
 	m.blockEnd()
 }
 
@@ -119,6 +148,8 @@ func waitRecCtx(ch, done <-chan struct{}) bool {
 	}
 	m := blockBegin()
 	defer m.blockEnd()
+	p := m.park()
+	defer m.unpark(p)
 	select {
 	case <-ch:
 		return true

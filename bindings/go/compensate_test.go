@@ -873,3 +873,127 @@ func TestCompNestedSubmitCycleEndsByCtx(t *testing.T) {
 		})
 	}
 }
+
+// A nested Submit's wait leaves its host worker's thread (park): the
+// visit is detached, the goroutine unlocked, and both are back on
+// whatever thread it runs on after the wait. Then, inside the same f,
+// its own session's Submit is still ErrDeadlock and its Sync nil (the
+// thread-locals that tell an op's session are the visit's again), and
+// while it waits no goroutine that Go runs on the thread it left takes
+// that session for its own: of 64 goroutines started meanwhile, those
+// that Submit to it all complete, and those that Sync it return only
+// after its op did. Planted (the unpark locks without attaching), the
+// Sync after the wait waits for its own op and the watchdog names the
+// step. (Which thread a goroutine lands on is Go's choice, so a park that
+// leaves the thread's state behind is TestCompParkLeavesAndRetakesTheThread's
+// to catch.)
+func TestCompNestedWaitMovesTheVisitWhole(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	a, _ := rt.NewVMSession("a")
+	b, _ := rt.NewVMSession("b")
+	const others = 64
+	var wg sync.WaitGroup
+	var aDone atomic.Bool
+	errs := make(chan error, others)
+	var afterWait, afterSync error
+	ran := make(chan error, 1)
+	done := step(t, "a's op: a nested Submit to b, then Submit and Sync of a")
+	// SubmitAsync: a's op runs on a host worker, whose waits park (a
+	// Submit may run it on its own goroutine, which holds no worker).
+	err := a.SubmitAsync(func(*Session) error {
+		err := b.Submit(context.Background(), func(*Session) error {
+			// Goroutines Go may run on a's old thread while a's op waits.
+			for i := 0; i < others; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					if i%2 == 1 {
+						err := a.Sync()
+						if err == nil && !aDone.Load() {
+							err = errors.New("Sync returned before a's running op completed")
+						}
+						errs <- err
+						return
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					errs <- a.Submit(ctx, func(*Session) error { return nil })
+				}(i)
+			}
+			time.Sleep(20 * time.Millisecond)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		afterWait = a.Submit(ctx, func(*Session) error { return nil })
+		afterSync = a.Sync()
+		aDone.Store(true)
+		return nil
+	}, func(err error) { ran <- err })
+	if err == nil {
+		err = <-ran
+	}
+	done()
+	if err != nil {
+		t.Fatalf("a's op: %v", err)
+	}
+	if !errors.Is(afterWait, ErrDeadlock) {
+		t.Errorf("a's Submit from its own op after a nested wait: %v, want ErrDeadlock", afterWait)
+	}
+	if afterSync != nil {
+		t.Errorf("a's Sync from its own op after a nested wait: %v, want nil", afterSync)
+	}
+	done = step(t, "the 64 goroutines' Submits to a and Syncs of a")
+	wg.Wait()
+	done()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a Submit to a or Sync of a from another goroutine while a's op waited: %v, want nil", err)
+		}
+	}
+}
+
+// park and unpark, white-box, inside an op on a host worker: before the
+// park the thread runs a's op (accel_current_session() is a, the shim
+// names the visit); right after it, still on that thread, neither (the
+// visit detached: a goroutine Go runs there next is in no op); after the
+// unpark, on whatever thread, both again. Planted (the park unlocks
+// without detaching), the thread still says a's op while parked.
+func TestCompParkLeavesAndRetakesTheThread(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	a, _ := rt.NewVMSession("a")
+	var before, parked, after [2]bool
+	didPark := false
+	ran := make(chan error, 1)
+	done := step(t, "a's op parks and unparks")
+	err := a.SubmitAsync(func(*Session) error {
+		before[0], before[1] = a.threadInOpForTest()
+		m := blockBegin()
+		didPark = m.park()
+		parked[0], parked[1] = a.threadInOpForTest()
+		m.unpark(didPark)
+		after[0], after[1] = a.threadInOpForTest()
+		m.blockEnd()
+		return nil
+	}, func(err error) { ran <- err })
+	if err == nil {
+		err = <-ran
+	}
+	done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != [2]bool{true, true} || !didPark {
+		t.Fatalf("before the park: own session %v, in a visit %v; parked %v: want all true", before[0], before[1], didPark)
+	}
+	if parked != [2]bool{false, false} {
+		t.Errorf("parked: the thread says own session %v, in a visit %v; want neither", parked[0], parked[1])
+	}
+	if after != [2]bool{true, true} {
+		t.Errorf("after the unpark: own session %v, in a visit %v; want both", after[0], after[1])
+	}
+}

@@ -30,6 +30,11 @@ static _Thread_local accel_runtime *goaccel_visiting;
  * waits blocked (a host worker's visit, not a helper worker's). */
 static _Thread_local unsigned goaccel_visit_w;
 static _Thread_local bool goaccel_visit_watched;
+/* ... and whether this thread drives that visit (began or attached it),
+ * not a goroutine that runs one op of it aside (goaccel_op_thread_set,
+ * runAside in callback.go): only the driver may move it
+ * (goaccel_visit_park). */
+static _Thread_local bool goaccel_visit_driving;
 
 /* The calling thread's kernel id: a syscall once per thread, then this
  * thread-local (the yielder tells by it that its goroutine changed
@@ -64,12 +69,26 @@ void goaccel_visit_attach(accel_runtime *rt, unsigned w, int watched)
     goaccel_visiting = rt;
     goaccel_visit_w = w;
     goaccel_visit_watched = watched != 0;
+    goaccel_visit_driving = true;
 }
 
 void goaccel_visit_detach(accel_runtime *rt, unsigned w)
 {
     accel_host_visit_detach(rt, w);
     goaccel_visiting = NULL;
+    goaccel_visit_driving = false;
+}
+
+int goaccel_visit_park(accel_runtime *rt, unsigned w)
+{
+    if (!goaccel_visit_driving || goaccel_visiting != rt ||
+        goaccel_visit_w != w ||
+        accel_host_visit_detach_ex(rt, w, ACCEL_HOST_DETACH_PARKED) !=
+            ACCEL_OK)
+        return 0;
+    goaccel_visiting = NULL;
+    goaccel_visit_driving = false;
+    return 1;
 }
 
 void goaccel_op_thread_get(goaccel_op_thread *t)
@@ -85,6 +104,7 @@ void goaccel_op_thread_set(const goaccel_op_thread *t)
     goaccel_visiting = t->rt;
     goaccel_visit_w = t->w;
     goaccel_visit_watched = t->watched != 0;
+    goaccel_visit_driving = false; /* an op run aside: the visit stays */
     accel_host_set_current_session(t->sess);
 }
 
@@ -98,6 +118,7 @@ static bool end_visit(accel_runtime *rt, unsigned w, const int *status,
     int rc = accel_host_visit_end_ex(rt, w, status, nprev,
                                      stop ? ACCEL_HOST_END_STOP : 0, &now);
     goaccel_visiting = NULL;
+    goaccel_visit_driving = false;
     return io && rc == ACCEL_OK && now >= io->yield_at;
 }
 
@@ -129,6 +150,7 @@ int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
     int rc = accel_host_visit_begin(rt, w, ops, cap, n);
     if (rc != ACCEL_OK)
         goaccel_visiting = NULL;
+    goaccel_visit_driving = rc == ACCEL_OK;
     if (rc == ACCEL_OK) {
         for (unsigned i = 0; i < *n; i++)
             recs[i] = (uintptr_t)ops[i].arg;

@@ -108,6 +108,15 @@ void goaccel_visit_attach(accel_runtime *rt, unsigned w, int watched);
  * (accel_host_visit_detach): a submitter hands it on. */
 void goaccel_visit_detach(accel_runtime *rt, unsigned w);
 
+/* The calling thread, which drives the open visit of host worker w of rt
+ * and is inside a wait counted blocked (goaccel_blocking_begin), leaves
+ * the visit for a wait of the package's own on a Go channel: nothing of
+ * the visit runs until goaccel_visit_attach (accel_host_visit_detach_ex,
+ * ACCEL_HOST_DETACH_PARKED: that time is credited off a CPU). 1: done,
+ * the goroutine may unlock its thread; 0: the thread does not drive the
+ * visit (an op run aside) or the detach was refused, nothing done. */
+int goaccel_visit_park(accel_runtime *rt, unsigned w);
+
 /* The calling thread's state of the op it runs (the shim's visit
  * thread-locals and accel_current_session()), which runAside's goroutine
  * takes on for the op it runs for this thread (callback.go):

@@ -171,3 +171,15 @@ func (v *VMSession) cBatchForTest() (batches uint64, held time.Duration) {
 	cs := v.cStatsForTest()
 	return uint64(cs.batches), time.Duration(cs.batch_held_ns)
 }
+
+// threadInOpForTest tells what the calling thread says of the op it
+// runs: whether accel_current_session() is v's C session, and whether
+// the shim's thread-locals name a visit of v's runtime.
+func (v *VMSession) threadInOpForTest() (own, inVisit bool) {
+	c := v.h.enter()
+	if c == nil {
+		return false, false
+	}
+	defer v.h.exit()
+	return C.accel_current_session() == c, C.goaccel_in_visit(v.rt.c) != 0
+}
