@@ -259,6 +259,11 @@ type op struct {
 // winCPU is the process's CPU time during drive's arrivals, ns.
 var winCPU atomic.Int64
 
+// readySpan, readyIdle (-detail): the time during drive's arrivals in
+// which at least GOMAXPROCS VMs whose ops do not wait had an op
+// outstanding, and the CPU time the process left unused in it, ns.
+var readySpan, readyIdle atomic.Int64
+
 // announceWaits (-announce-waits): the blocking scenario runs as blocking-hint.
 var announceWaits bool
 
@@ -475,6 +480,20 @@ type detail struct {
 	span               time.Duration           // the arrivals
 	winCPU             time.Duration           // the process's CPU time during the arrivals
 	opWall             time.Duration           // f's start to return, summed over the ops counted in work
+	readySpan          time.Duration           // of the arrivals, with GOMAXPROCS VMs that do not wait outstanding (sampleReady)
+	readyIdle          time.Duration           // the CPU time left unused in readySpan
+	waiting            []waitingVM             // the VMs whose ops wait (blocking scenarios)
+}
+
+// waitingVM is -detail's account of a VM whose ops wait: how many of its
+// ops ran and were on time, and f's wall time beyond its wait and its
+// work (p50, p90): the time its goroutine waited for a P, or its thread
+// for a CPU, after the wait.
+type waitingVM struct {
+	name           string
+	ran, ontime    int
+	over50, over90 time.Duration
+	gap50, gap90   time.Duration // an op's start after the later of its Submit and the VM's previous op's return
 }
 
 // rtCounters are the accel runtime's counters -detail prints.
@@ -582,6 +601,10 @@ func drive(vms []submitter, ops []*op, d, grace time.Duration, depth int64, sc s
 	runStart.Store(&start)
 	time.Sleep(time.Until(start))
 	cpuStart := cpuTime()
+	if showDetail && !probe {
+		stopSampling := sampleReady(outstanding, sc, start.Add(d))
+		defer stopSampling()
+	}
 	for _, o := range ops {
 		time.Sleep(time.Until(start.Add(o.at)))
 		if outstanding[o.chain].Add(1) > depth {
@@ -631,6 +654,47 @@ func drive(vms []submitter, ops []*op, d, grace time.Duration, depth int64, sc s
 		<-finished
 	}
 	return start
+}
+
+// sampleReady samples, every millisecond until end, whether at least
+// GOMAXPROCS VMs whose ops do not wait (all of them outside the blocking
+// scenarios) have an op outstanding: then every P could run an op, and
+// the CPU time the process did not use in that millisecond is capacity
+// the system left idle (readySpan, readyIdle). The returned func stops it.
+func sampleReady(outstanding []atomic.Int64, sc scenario, end time.Time) func() {
+	readySpan.Store(0)
+	readyIdle.Store(0)
+	procs := runtime.GOMAXPROCS(0)
+	quit := make(chan struct{})
+	go func() {
+		t0, c0 := time.Now(), cpuTime()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+			t1, c1 := time.Now(), cpuTime()
+			if t1.After(end) {
+				return
+			}
+			n := 0
+			for i := range chains {
+				if !(sc.blocking && chains[i].waits) && outstanding[i].Load() > 0 {
+					n++
+				}
+			}
+			if n >= procs {
+				dt := t1.Sub(t0)
+				readySpan.Add(int64(dt))
+				readyIdle.Add(int64(time.Duration(procs)*dt - (c1 - c0)))
+			}
+			t0, c0 = t1, c1
+		}
+	}()
+	return func() { close(quit) }
 }
 
 // runSystem drives ops through one system (a grace second for the
@@ -704,6 +768,35 @@ func runSystem(name string, rt *accel.Runtime, vms []submitter, ops []*op, d tim
 		r.det.startP50[k], r.det.startP99[k] = q99(starts[k], 0.5), q99(starts[k], 0.99)
 	}
 	r.det.callP99 = q99(calls, 0.99)
+	r.det.readySpan, r.det.readyIdle = time.Duration(readySpan.Load()), time.Duration(readyIdle.Load())
+	if sc.blocking {
+		for i := range chains {
+			if !chains[i].waits {
+				continue
+			}
+			w := waitingVM{name: chains[i].name}
+			var over, gaps []time.Duration
+			var ran []*op
+			for _, o := range ops {
+				if o.chain != i || outcome(o.out.Load()) != done {
+					continue
+				}
+				ran = append(ran, o)
+				w.ran++
+				if o.end-o.at <= chains[i].deadline {
+					w.ontime++
+				}
+				over = append(over, o.end-o.begin-o.wait-time.Duration(o.work))
+			}
+			w.over50, w.over90 = q99(over, 0.5), q99(over, 0.9)
+			sort.Slice(ran, func(a, b int) bool { return ran[a].begin < ran[b].begin })
+			for k := 1; k < len(ran); k++ {
+				gaps = append(gaps, ran[k].begin-max(ran[k].call, ran[k-1].end))
+			}
+			w.gap50, w.gap90 = q99(gaps, 0.5), q99(gaps, 0.9)
+			r.det.waiting = append(r.det.waiting, w)
+		}
+	}
 	r.blsP99 = q99(bls, 0.99)
 	r.blsSubmitP99 = q99(blsSubmit, 0.99)
 	return r
@@ -1046,8 +1139,16 @@ func printDetail(p pair) {
 		}
 		fmt.Printf(", CPU during the arrivals %.2f of GOMAXPROCS, f's wall per work credited %.3f",
 			d.winCPU.Seconds()/d.span.Seconds()/float64(runtime.GOMAXPROCS(0)), d.opWall.Seconds()/(x.work/1e9))
+		if d.readySpan > 0 {
+			fmt.Printf(", CPU idle while %d VMs that do not wait had ops outstanding %.1f%% (of %.2f s)",
+				runtime.GOMAXPROCS(0), 100*d.readyIdle.Seconds()/d.readySpan.Seconds()/float64(runtime.GOMAXPROCS(0)), d.readySpan.Seconds())
+		}
 		if d.waited > 0 {
 			fmt.Printf(", ops that waited %d", d.waited)
+		}
+		for _, w := range d.waiting {
+			fmt.Printf(", %s ran %d (on time %d), start after Submit and the VM's last op p50 %s p90 %s, f's wall beyond wait and work p50 %s p90 %s",
+				w.name, w.ran, w.ontime, lat(w.gap50), lat(w.gap90), lat(w.over50), lat(w.over90))
 		}
 		for _, name := range rtCounters {
 			if v, ok := d.counters[name]; ok {
@@ -1231,7 +1332,7 @@ func main() {
 	depth := flag.Int64("depth", 1024, "ops a VM may have outstanding; more are dropped (both systems)")
 	reps := flag.Int("reps", 1, "interleaved pairs of runs (accel, old design) per scenario; above 1: a line per pair and a table of medians and ratios")
 	warmup := flag.Duration("warmup", time.Second, "a discarded steady pair of this duration per system first; 0: none")
-	flag.BoolVar(&showDetail, "detail", false, "after each pair, per system: wall and CPU time, context switches, Go's wait for a P (p50, p99), arrival to Submit p99, Submit to f's start by class, the CPU used during the arrivals, f's wall time per ns of work credited")
+	flag.BoolVar(&showDetail, "detail", false, "after each pair, per system: wall and CPU time, context switches, Go's wait for a P (p50, p99), arrival to Submit p99, Submit to f's start by class, the CPU used during the arrivals, f's wall time per ns of work credited, the CPU left idle while GOMAXPROCS VMs that do not wait had ops outstanding; in the blocking scenarios, per VM whose ops wait: ops run, on time, an op's start after the later of its Submit and the VM's last op, f's wall beyond its wait and work (p50, p90)")
 	systems := flag.String("systems", "both", "both | accel | old: the systems run (one alone: to profile it)")
 	flag.BoolVar(&announceWaits, "announce-waits", false, "blocking runs as blocking-hint (accel's waiting ops wrap their wait in s.Blocking; the old design's just wait)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")

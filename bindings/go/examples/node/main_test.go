@@ -195,6 +195,41 @@ func TestNodeExampleDetail(t *testing.T) {
 		if r.det.wall <= 0 {
 			t.Errorf("%s: wall %v", r.system, r.det.wall)
 		}
+		if r.det.waiting != nil {
+			t.Errorf("%s: steady: waiting VMs %v, want none", r.system, r.det.waiting)
+		}
+	}
+}
+
+// -detail in the blocking scenario: each system accounts for each VM whose
+// ops wait, by name, with its ops run and on time, and the sampler's span
+// lies within the arrivals.
+func TestNodeExampleDetailWaitingVMs(t *testing.T) {
+	showDetail = true
+	defer func() { showDetail = false }()
+	d := 300 * time.Millisecond
+	res, err := run([]scenario{{"blocking", 0.5, true, false, false}}, config{d: d, seed: 13, depth: 1024, reps: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, c := range chains {
+		if c.waits {
+			want = append(want, c.name)
+		}
+	}
+	for _, r := range res[0][0].res {
+		if len(r.det.waiting) != len(want) {
+			t.Fatalf("%s: %d waiting VMs %v, want %v", r.system, len(r.det.waiting), r.det.waiting, want)
+		}
+		for i, w := range r.det.waiting {
+			if w.name != want[i] || w.ran == 0 || w.ontime > w.ran {
+				t.Errorf("%s: waiting VM %d = %+v, want %s with ops run and at most those on time", r.system, i, w, want[i])
+			}
+		}
+		if r.det.readySpan < 0 || r.det.readySpan > d {
+			t.Errorf("%s: ready span %v, want within the %v of arrivals", r.system, r.det.readySpan, d)
+		}
 	}
 }
 
