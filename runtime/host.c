@@ -437,6 +437,8 @@ int accel_host_visit_attach(accel_runtime *rt, unsigned worker)
         watch_here(rt, worker);
     if (rt->workers[worker].block_depth != 0) /* a wait open: this thread's clock */
         accel__compensate_visit_attach(&rt->workers[worker]);
+    else /* the wait a parked detach was in ended detached: charged */
+        rt->workers[worker].parked_t0 = 0;
     return ACCEL_OK;
 }
 

@@ -689,9 +689,12 @@ Test(presume, a_detached_wait_is_not_counted_twice, .timeout = 60)
  * thread) credits the time to the attach as off a CPU; a plain detach's
  * time on no thread is charged. Inside an announced wait both times;
  * the flag outside one, or an unknown flag, is refused and changes
- * nothing. White-box: the worker's credit (own_ns). Planted (the attach
- * credits nothing), the parked 50 ms read as 0; (every detach parked),
- * the plain 200 ms is credited. */
+ * nothing. A parked detach whose wait ended while detached leaves
+ * nothing for a later attach to credit. White-box: the worker's credit
+ * (own_ns). Planted (the attach credits nothing), the parked 50 ms read
+ * as 0; (every detach parked), the plain 200 ms is credited; (an attach
+ * with no wait open keeps the park's time), a later attach credits the
+ * 200 ms in between. */
 Test(presume, a_parked_detach_credits_its_time_and_a_plain_one_does_not,
      .timeout = 60)
 {
@@ -728,6 +731,22 @@ Test(presume, a_parked_detach_credits_its_time_and_a_plain_one_does_not,
     cr_expect_lt(plain, UINT64_C(200000000),
                  "%llu ns of a plain detach's 200 ms on no thread credited",
                  (unsigned long long)plain);
+    unit_step("detached parked, the wait ended detached, attached");
+    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_PARKED),
+                 ACCEL_OK);
+    cr_assert_eq(accel_host_blocking_end(rt, 0), ACCEL_OK);
+    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
+    unit_step("200 ms here, then a wait detached plain and attached");
+    tu_nap_us(200000);
+    c0 = rt->workers[0].own_ns;
+    cr_assert_eq(accel_host_blocking_begin(rt, 0), ACCEL_OK);
+    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, 0), ACCEL_OK);
+    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
+    uint64_t stale = rt->workers[0].own_ns - c0;
+    cr_expect_lt(stale, UINT64_C(200000000),
+                 "%llu ns credited: a parked detach whose wait ended "
+                 "detached was credited at a later attach",
+                 (unsigned long long)stale);
     unit_step("the wait ends, the visit ends; destroy");
     cr_assert_eq(accel_host_blocking_end(rt, 0), ACCEL_OK);
     int st = ops[0].fn(NULL, ops[0].arg);

@@ -280,29 +280,23 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	if b.left.Add(-1) != 0 {
 		m := blockBegin() // inside an op: the wait counts its host worker blocked (compensate.go)
 		defer m.blockEnd()
-		p := m.park() // a wait on channels alone, to the unpark
-		defer m.unpark(p)
 		if done == nil {
-			<-b.done
-		} else {
-			select {
-			case <-b.done:
-			case <-done:
-				cerr := ctx.Err()
-				finished := false
-				for i := 0; i < queued; i++ {
-					if recs[i].cancel() {
-						canceled[i] = true // the worker frees it
-						errs[i] = cerr
-						v.canceled.Add(1)
-						if b.left.Add(-1) == 0 {
-							finished = true
-						}
+			m.recv(b.done)
+		} else if !m.recvOr(b.done, done) {
+			cerr := ctx.Err()
+			finished := false
+			for i := 0; i < queued; i++ {
+				if recs[i].cancel() {
+					canceled[i] = true // the worker frees it
+					errs[i] = cerr
+					v.canceled.Add(1)
+					if b.left.Add(-1) == 0 {
+						finished = true
 					}
 				}
-				if !finished {
-					<-b.done
-				}
+			}
+			if !finished {
+				m.recv(b.done)
 			}
 		}
 	}

@@ -125,6 +125,28 @@ func (m *blockedWorker) unpark(parked bool) {
 	}
 }
 
+// recv receives from ch parked (m nil: just receives). The parked span
+// is the receive and nothing else, so no code of the op, nor the
+// package's own work after the wait, runs detached (credited off a CPU):
+// every park goes through recv or recvOr.
+func (m *blockedWorker) recv(ch <-chan struct{}) {
+	p := m.park()
+	<-ch
+	m.unpark(p)
+}
+
+// recvOr receives from ch or done, parked as recv; true: ch.
+func (m *blockedWorker) recvOr(ch, done <-chan struct{}) bool {
+	p := m.park()
+	defer m.unpark(p) // a receive does not panic or Goexit: a defer for form
+	select {
+	case <-ch:
+		return true
+	case <-done:
+		return false
+	}
+}
+
 // waitRec waits for ch (an op's result) as a blocked wait when it has to.
 func waitRec(ch <-chan struct{}) {
 	select {
@@ -133,9 +155,7 @@ func waitRec(ch <-chan struct{}) {
 	default:
 	}
 	m := blockBegin()
-	p := m.park()
-	<-ch
-	m.unpark(p)
+	m.recv(ch)
 	m.blockEnd()
 }
 
@@ -148,14 +168,7 @@ func waitRecCtx(ch, done <-chan struct{}) bool {
 	}
 	m := blockBegin()
 	defer m.blockEnd()
-	p := m.park()
-	defer m.unpark(p)
-	select {
-	case <-ch:
-		return true
-	case <-done:
-		return false
-	}
+	return m.recvOr(ch, done)
 }
 
 // goAccelGrow is the runtime's host_grow: a blocked worker is owed another

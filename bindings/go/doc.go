@@ -115,7 +115,10 @@
 //   - f runs on a host worker, not on the caller's: a goroutine-local
 //     assumption in f (runtime.LockOSThread, a goroutine id) does not
 //     carry over from the caller. runtime.Goexit in f still ends the
-//     caller's goroutine.
+//     caller's goroutine. f's goroutine is locked to its thread, except
+//     while it waits in a Submit or SubmitBatch for its ops (the wait
+//     leaves the thread, docs/go.md): an f that keeps per-thread state
+//     across such a call locks the thread itself (runtime.LockOSThread).
 //   - ctx is kept until f starts, not only while waiting for the session's
 //     lock.
 //   - Sync from inside one of the session's own ops returns nil at once.

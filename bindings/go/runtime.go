@@ -254,9 +254,7 @@ func (rt *Runtime) Close() error {
 		if !inside {
 			rt.closeWaits.Add(1)
 			m := blockBegin() // inside an op of another runtime: counts at once
-			p := m.park()
-			<-closed
-			m.unpark(p)
+			m.recv(closed)
 			m.blockEnd()
 		}
 		return ErrRuntimeClosed

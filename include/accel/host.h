@@ -218,7 +218,8 @@ ACCEL_API int accel_host_visit_detach(accel_runtime *rt, unsigned worker);
  * the wait's would on one thread's clock; without the flag it is charged.
  * Only inside an open accel_host_blocking_begin (or a visit begun
  * counted); ACCEL_EINVAL otherwise, and for flags not defined, and as
- * accel_host_visit_detach; nothing changed then. */
+ * accel_host_visit_detach; nothing changed then. A wait that ends before
+ * the attach leaves the time from the detach charged. */
 #define ACCEL_HOST_DETACH_PARKED 0x1u
 ACCEL_API int accel_host_visit_detach_ex(accel_runtime *rt, unsigned worker,
                                          unsigned flags);
