@@ -504,18 +504,21 @@ static uint64_t own_off_cpu(accel__worker *w, uint64_t now, uint64_t *on)
     return own;
 }
 
-void accel__compensate_visit_detach(accel__worker *w, bool parked)
+void accel__compensate_visit_detach(accel__worker *w, bool parked, bool lent)
 {
     /* Parked: no thread runs the visit's code until the attach, so that
-     * time is off a CPU on any clock; the attach credits it. */
-    if (parked)
+     * time is off a CPU on any clock; lent: the time is another visit's,
+     * charged to its own session. The attach credits either. */
+    if (parked || lent) {
         w->parked_t0 = accel__now_ns();
-    /* This thread's part, on its own clock (none if another thread
-     * attached meanwhile and marked it: then the mark is that one's and
-     * stays). Until an attach marks again, the visit's time is on no
-     * thread: it is charged, none of it credited as off a CPU, and a
-     * presumed visit's judge weighs it on neither side. */
-    if (!pthread_equal(w->own_thread, pthread_self()))
+        w->parked_lent = lent;
+    }
+    /* This thread's part of an open wait, on its own clock (none if
+     * another thread attached meanwhile and marked it: then the mark is
+     * that one's and stays). Until an attach marks again, the visit's
+     * time is on no thread: it is charged, none of it credited as off a
+     * CPU, and a presumed visit's judge weighs it on neither side. */
+    if (w->block_depth == 0 || !pthread_equal(w->own_thread, pthread_self()))
         return;
     uint64_t on;
     w->own_ns += off_cpu_since(w, accel__now_ns(), &on);
@@ -527,20 +530,26 @@ void accel__compensate_visit_attach(accel__worker *w)
 {
     if (w->parked_t0 != 0) {
         uint64_t now = accel__now_ns();
-        w->own_ns += now > w->parked_t0 ? now - w->parked_t0 : 0;
+        uint64_t span = now > w->parked_t0 ? now - w->parked_t0 : 0;
+        if (w->parked_lent)
+            w->lent_ns += span;
+        else
+            w->own_ns += span;
         w->parked_t0 = 0;
     }
     /* From here on this thread's clock: a mark from another thread would
      * subtract two threads' CPU times (an unsigned wrap: no time off a
      * CPU at all), and one from before the visit would credit the visit
      * with the time between visits. */
-    own_mark(w);
+    if (w->block_depth != 0)
+        own_mark(w);
 }
 
 uint64_t accel__compensate_visit_announced_ns(accel__worker *w, uint64_t t0)
 {
     uint64_t now = accel__now_ns(), on;
     uint64_t own = extras_short(w->rt) ? 0 : own_off_cpu(w, now, &on);
+    own += w->lent_ns; /* another visit's time, charged to its session */
     /* An announcement still open goes on past this visit (a host may end
      * it with no visit open: host.h): its mark moves to here, so that no
      * later visit is credited this visit's part of it again. */

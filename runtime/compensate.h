@@ -107,10 +107,14 @@ uint64_t accel__compensate_visit_announced_ns(struct accel__worker *w,
  * Each thread's time off its CPU is read from its own clock: the thread
  * that leaves banks its part of an open wait (_detach, on that thread),
  * the thread that goes on marks the wait's start afresh (_attach, on
- * it). Only while a wait is open (block_depth; the callers check). */
+ * it); only an open wait (block_depth) has a part to bank or a mark to
+ * take. A parked detach's time to the attach is credited either way. */
 /* parked: the host vouches that none of the visit's code runs until the
- * attach (ACCEL_HOST_DETACH_PARKED): that time counts off a CPU. */
-void accel__compensate_visit_detach(struct accel__worker *w, bool parked);
+ * attach (ACCEL_HOST_DETACH_PARKED): that time counts off a CPU; lent
+ * (ACCEL_HOST_DETACH_LENT): the thread runs another session's visit
+ * meanwhile: that time is not charged and is no wait. */
+void accel__compensate_visit_detach(struct accel__worker *w, bool parked,
+                                    bool lent);
 void accel__compensate_visit_attach(struct accel__worker *w);
 
 /* The uncommon halves of a visit's presumption hooks (presume.h, which

@@ -241,6 +241,7 @@ static int begin_session(accel_runtime *rt, unsigned worker,
     accel__bump(&w->visits, 1);
     w->own_ns = 0; /* this visit's announced waits */
     w->parked_t0 = 0; /* a parked detach of an earlier visit never attached */
+    w->lent_ns = 0;
     /* An announcement of an earlier visit still open (host.h lets the
      * host end it with none open): this visit is credited its part from
      * here on, not the time since that visit's end. */
@@ -376,7 +377,7 @@ static int visit_end(accel_runtime *rt, unsigned worker, const int *status,
     accel__worker *w = &rt->workers[worker];
     if (h->watched)
         accel__presume_judge(w, s);
-    if (__builtin_expect((w->own_ns | w->block_depth) != 0, 0))
+    if (__builtin_expect((w->own_ns | w->lent_ns | w->block_depth) != 0, 0))
         v->blocked_ns = accel__compensate_visit_announced_ns(w, v->t0);
     unsigned lanes = accel__visit_end(v, now);
     if (h->watched) /* relaxed: as watch_here */
@@ -435,10 +436,8 @@ int accel_host_visit_attach(accel_runtime *rt, unsigned worker)
     accel__tls_current = h->v.s;
     if (h->watched)
         watch_here(rt, worker);
-    if (rt->workers[worker].block_depth != 0) /* a wait open: this thread's clock */
-        accel__compensate_visit_attach(&rt->workers[worker]);
-    else /* the wait a parked detach was in ended detached: charged */
-        rt->workers[worker].parked_t0 = 0;
+    /* a parked detach's time is credited; a wait open: this thread's clock */
+    accel__compensate_visit_attach(&rt->workers[worker]);
     return ACCEL_OK;
 }
 
@@ -447,13 +446,14 @@ int accel_host_visit_detach_ex(accel_runtime *rt, unsigned worker,
 {
     accel__host_worker *h = host_worker_of(rt, worker);
     bool parked = (flags & ACCEL_HOST_DETACH_PARKED) != 0;
+    bool lent = (flags & ACCEL_HOST_DETACH_LENT) != 0;
     if (!h || !h->open || accel__tls_current != h->v.s ||
-        (flags & ~ACCEL_HOST_DETACH_PARKED) ||
-        (parked && rt->workers[worker].block_depth == 0))
+        (flags & ~(ACCEL_HOST_DETACH_PARKED | ACCEL_HOST_DETACH_LENT)) ||
+        (parked && lent))
         return ACCEL_EINVAL;
     accel__tls_current = h->v.outer;
-    if (rt->workers[worker].block_depth != 0) /* a wait open: bank this thread's part */
-        accel__compensate_visit_detach(&rt->workers[worker], parked);
+    /* parked or lent: from here; a wait open: bank this thread's part */
+    accel__compensate_visit_detach(&rt->workers[worker], parked, lent);
     /* No thread runs the visit until an attach: the monitor leaves it
      * (relaxed: as watch_here). */
     if (h->watched)
@@ -465,6 +465,18 @@ int accel_host_visit_detach_ex(accel_runtime *rt, unsigned worker,
 int accel_host_visit_detach(accel_runtime *rt, unsigned worker)
 {
     return accel_host_visit_detach_ex(rt, worker, 0);
+}
+
+int accel_host_visit_watch(accel_runtime *rt, unsigned worker)
+{
+    accel__host_worker *h = host_worker_of(rt, worker);
+    if (!h || !h->open || h->watched || accel__tls_current != h->v.s)
+        return ACCEL_EINVAL;
+    /* As a watched begin, from here: the monitor samples this thread for
+     * the visit, and its end judges it (visit_end). */
+    h->watched = true;
+    watch_here(rt, worker);
+    return ACCEL_OK;
 }
 
 int accel_host_idle_begin(accel_runtime *rt, unsigned worker)

@@ -78,9 +78,14 @@ typedef struct accel__worker {
      * 0: no thread marks it (a host visit detached, until an attach). */
     uint64_t own_t0, own_cpu0, own_rd0;
     pthread_t own_thread;
-    /* When a host visit was detached parked (accel_host_visit_detach_ex):
-     * its time to the attach counts off a CPU; 0: none (owner only). */
+    /* When a host visit was detached parked or lent
+     * (accel_host_visit_detach_ex; 0: neither), and which: its time to
+     * the attach counts off a CPU (parked) or is lent to another
+     * session's visit on the thread (lent_ns: not charged, and a presumed
+     * visit's judge weighs it on neither side). Owner only. */
     uint64_t parked_t0;
+    bool parked_lent;
+    uint64_t lent_ns;
     /* The running visit's look at its session's `blocks` (owner only):
      * whether it began counted blocked, and the session's ops dispatched
      * then. */

@@ -686,15 +686,15 @@ Test(presume, a_detached_wait_is_not_counted_twice, .timeout = 60)
 /* A parked detach (ACCEL_HOST_DETACH_PARKED: the host vouches that none
  * of the visit's code runs until the attach, as the Go binding's
  * goroutine waiting for a nested Submit's result, unlocked from its
- * thread) credits the time to the attach as off a CPU; a plain detach's
- * time on no thread is charged. Inside an announced wait both times;
- * the flag outside one, or an unknown flag, is refused and changes
- * nothing. A parked detach whose wait ended while detached leaves
- * nothing for a later attach to credit. White-box: the worker's credit
- * (own_ns). Planted (the attach credits nothing), the parked 50 ms read
- * as 0; (every detach parked), the plain 200 ms is credited; (an attach
- * with no wait open keeps the park's time), a later attach credits the
- * 200 ms in between. */
+ * thread, or running that Submit's own op) credits the time to the
+ * attach as off a CPU, with a wait open or not; a plain detach's time on
+ * no thread is charged; an unknown flag is refused and changes nothing.
+ * A parked detach whose wait ended while detached leaves nothing for a
+ * later attach to credit. White-box: the worker's credit (own_ns).
+ * Planted (the attach credits nothing), the parked 50 ms read as 0;
+ * (every detach parked), the plain 200 ms is credited; (an attach that
+ * keeps the park's time when no wait is open), a later attach credits
+ * the 200 ms in between. */
 Test(presume, a_parked_detach_credits_its_time_and_a_plain_one_does_not,
      .timeout = 60)
 {
@@ -704,15 +704,26 @@ Test(presume, a_parked_detach_credits_its_time_and_a_plain_one_does_not,
     unsigned n = 0;
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
     cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 1, &n), ACCEL_OK);
-    unit_step("refused: parked with no wait open, and a flag not defined");
-    cr_expect_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_PARKED),
+    unit_step("refused: a flag not defined, and parked and lent both");
+    cr_expect_eq(accel_host_visit_detach_ex(rt, 0, 0x4u), ACCEL_EINVAL);
+    cr_expect_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_PARKED |
+                                                       ACCEL_HOST_DETACH_LENT),
                  ACCEL_EINVAL);
-    cr_expect_eq(accel_host_visit_detach_ex(rt, 0, 0x2u), ACCEL_EINVAL);
     cr_expect_eq(accel_current_session(), s,
                  "a refused detach left the visit's thread");
+    unit_step("no wait open: detached parked, 50 ms, attached");
+    uint64_t c0 = rt->workers[0].own_ns;
+    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_PARKED),
+                 ACCEL_OK);
+    tu_nap_us(50000);
+    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
+    uint64_t bare = rt->workers[0].own_ns - c0;
+    cr_expect_geq(bare, UINT64_C(50000000),
+                  "%llu ns of a 50 ms parked detach, no wait open, credited",
+                  (unsigned long long)bare);
     unit_step("a wait announced, detached parked, 50 ms, attached");
     cr_assert_eq(accel_host_blocking_begin(rt, 0), ACCEL_OK);
-    uint64_t c0 = rt->workers[0].own_ns;
+    c0 = rt->workers[0].own_ns;
     cr_assert_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_PARKED),
                  ACCEL_OK);
     cr_expect_null(accel_current_session());
@@ -751,6 +762,96 @@ Test(presume, a_parked_detach_credits_its_time_and_a_plain_one_does_not,
     cr_assert_eq(accel_host_blocking_end(rt, 0), ACCEL_OK);
     int st = ops[0].fn(NULL, ops[0].arg);
     cr_assert_eq(accel_host_visit_end(rt, 0, &st, 1), ACCEL_OK);
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* A lent detach (ACCEL_HOST_DETACH_LENT: the thread runs another
+ * session's visit meanwhile, as the Go binding's nested Submit running
+ * its own op by the direct hand-off) is not charged to the visit, and is
+ * no wait: a marked visit that computed and lent its thread for longer
+ * than it computed loses its mark, where a parked detach as long keeps
+ * it. White-box: the credit (lent_ns) and the mark. Planted (lent time
+ * counted as parked), the lent visit keeps its mark. */
+Test(presume, a_lent_detach_is_not_charged_and_is_no_wait, .timeout = 60)
+{
+    accel_runtime *rt = host_rt();
+    accel_session *s = open_s(rt, "s");
+    accel_op ops[1];
+    unit_step("a marked visit computes 5 ms, lends its thread 50 ms, ends");
+    begin_marked(rt, s, ops);
+    tu_burn_cpu_ns(5000000u);
+    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_LENT),
+                 ACCEL_OK);
+    tu_nap_us(50000);
+    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
+    cr_expect_geq(rt->workers[0].lent_ns, UINT64_C(50000000),
+                  "%llu ns of a 50 ms lend not charged",
+                  (unsigned long long)rt->workers[0].lent_ns);
+    int st = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end(rt, 0, &st, 1), ACCEL_OK);
+    cr_expect_eq(atomic_load(&s->blocks), 0,
+                 "a visit that computed and lent its thread kept its mark");
+    unit_step("the same with the 50 ms parked: the mark stays");
+    begin_marked(rt, s, ops);
+    tu_burn_cpu_ns(5000000u);
+    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_PARKED),
+                 ACCEL_OK);
+    tu_nap_us(50000);
+    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
+    st = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end(rt, 0, &st, 1), ACCEL_OK);
+    cr_expect_eq(atomic_load(&s->blocks), 1,
+                 "a visit parked 50 ms after 5 ms of CPU lost its mark");
+    unit_step("release of s and runtime destroy");
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* accel_host_visit_watch: a visit the direct hand-off began (not
+ * watched) is watched from the call on, on the calling thread (the
+ * monitor's in_visit and thread id), until its end; refused (EINVAL,
+ * nothing changed) with no visit open, on a visit watched already, and
+ * from a thread that does not run the visit. White-box: the worker's
+ * in_visit. Planted (the call a no-op that says ACCEL_OK), in_visit stays
+ * 0. */
+static void *watch_elsewhere(void *arg)
+{
+    accel_runtime *rt = arg;
+    return (void *)(intptr_t)accel_host_visit_watch(rt, 0);
+}
+
+Test(presume, an_own_visit_is_watched_from_the_call_on, .timeout = 60)
+{
+    accel_runtime *rt = host_rt();
+    accel_session *s = open_s(rt, "s");
+    accel_op op = {.fn = quick}, ops[1];
+    unsigned n = 0;
+    int begun = ACCEL_EAGAIN;
+    unit_step("refused with no visit open");
+    cr_expect_eq(accel_host_visit_watch(rt, 0), ACCEL_EINVAL);
+    unit_step("a visit by the direct hand-off, not watched");
+    cr_assert_eq(accel_host_submit_own(rt, 0, s, &op, ACCEL_NO_WAIT, ops, 1,
+                                       &n, &begun),
+                 ACCEL_OK);
+    cr_assert_eq(begun, ACCEL_OK);
+    cr_expect_eq(atomic_load(&rt->workers[0].in_visit), 0);
+    unit_step("refused from a thread that does not run it");
+    pthread_t t;
+    void *rc = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, watch_elsewhere, rt), 0);
+    pthread_join(t, &rc);
+    cr_expect_eq((int)(intptr_t)rc, ACCEL_EINVAL);
+    cr_expect_eq(atomic_load(&rt->workers[0].in_visit), 0);
+    unit_step("watched here, then refused as watched already");
+    cr_assert_eq(accel_host_visit_watch(rt, 0), ACCEL_OK);
+    cr_expect_eq(atomic_load(&rt->workers[0].in_visit), 1,
+                 "the visit is not watched after accel_host_visit_watch");
+    cr_expect_eq(accel_host_visit_watch(rt, 0), ACCEL_EINVAL);
+    unit_step("the visit ends: no longer watched");
+    int st = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end(rt, 0, &st, 1), ACCEL_OK);
+    cr_expect_eq(atomic_load(&rt->workers[0].in_visit), 0);
     accel_session_release(s);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }

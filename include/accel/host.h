@@ -210,19 +210,35 @@ ACCEL_API int accel_host_visit_detach(accel_runtime *rt, unsigned worker);
 
 /* accel_host_visit_detach with flags. ACCEL_HOST_DETACH_PARKED: the
  * host vouches that none of the visit's code runs from this detach to
- * the next attach: the thread that drove it waits, parked, inside a wait
- * of the host's own that accel_host_blocking_begin counts (the Go
- * binding: a Submit from inside an op waiting for its result, its
- * goroutine unlocked from the thread meanwhile, so that the thread runs
- * other goroutines instead of sleeping). That time counts off a CPU, as
- * the wait's would on one thread's clock; without the flag it is charged.
- * Only inside an open accel_host_blocking_begin (or a visit begun
- * counted); ACCEL_EINVAL otherwise, and for flags not defined, and as
- * accel_host_visit_detach; nothing changed then. A wait that ends before
- * the attach leaves the time from the detach charged. */
+ * the next attach: the thread that drove it waits, parked, in a wait of
+ * the host's own (the Go binding: a Submit from inside an op waiting for
+ * its result, its goroutine unlocked from the thread meanwhile, so that
+ * the thread runs other goroutines instead of sleeping). That time
+ * counts off a CPU, as a wait's would on one thread's clock;
+ * without the flag it is charged. ACCEL_HOST_DETACH_LENT: the thread
+ * runs another session's visit until the attach, charged to that
+ * session (the Go binding: a nested Submit's own op, run on the calling
+ * thread by the direct hand-off): that time is not charged to this
+ * visit either, and is no wait (a visit begun counted is judged on its
+ * time off and on a CPU without it). ACCEL_EINVAL for flags not defined
+ * or both, and as accel_host_visit_detach; nothing changed then. */
 #define ACCEL_HOST_DETACH_PARKED 0x1u
+#define ACCEL_HOST_DETACH_LENT 0x2u
 ACCEL_API int accel_host_visit_detach_ex(accel_runtime *rt, unsigned worker,
                                          unsigned flags);
+
+/* The monitor watches the open visit of host worker `worker`, which the
+ * calling thread runs, from here on as it watches a visit begun by
+ * accel_host_visit_begin ("Blocked host workers" below): a wait in it is
+ * found and its host worker's place handed on, and its end judges it.
+ * For a visit the direct hand-off began (accel_host_submit_own*, not
+ * watched) on a thread that is itself one of the host's workers, whose
+ * place a wait there would hold (the Go binding: a nested Submit's op
+ * run on a host worker's thread). Returns ACCEL_OK, ACCEL_EINVAL (rt
+ * NULL or not host-driven, worker out of range, no visit open, the
+ * visit watched already or not run by the calling thread; nothing
+ * changed). */
+ACCEL_API int accel_host_visit_watch(accel_runtime *rt, unsigned worker);
 
 /* Sets what accel_current_session() returns on the calling thread to s
  * (NULL: no op) and returns what it returned before. For a host that
