@@ -215,8 +215,8 @@ const nestedInner = 50
 
 // benchNestedAccel: from inside an op of session a on a host worker (a
 // SubmitAsync's), Submits of empty ops to session b, one at a time; ns per
-// nested Submit. Each waits for b's op on a host worker of its own, its
-// goroutine parked off its thread meanwhile (park, compensate.go).
+// nested Submit. b idle, each runs by the direct hand-off on a's
+// goroutine, a's visit lending it the thread (docs/go.md).
 func benchNestedAccel(b *testing.B) {
 	rt := benchRuntime(b, 0)
 	defer rt.Close()

@@ -469,9 +469,9 @@ func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec, dead
 	}
 	d := &hs.d
 	runtime.LockOSThread() // begin and end of the visit on one thread
-	var begun C.int
+	var begun, outer C.int
 	rc := int(C.goaccel_submit_own(h.rt, c, r.arg(), C.uint(d.w),
-		deadline, t, &d.b.recs[0], &d.b.n, &begun))
+		deadline, t, &d.b.recs[0], &d.b.n, &begun, &outer))
 	if rc != C.ACCEL_OK || begun != C.ACCEL_OK {
 		runtime.UnlockOSThread()
 		hs.busy.Store(0)
@@ -479,6 +479,12 @@ func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec, dead
 			return false, nil // full: the caller waits for room
 		}
 		return rc == C.ACCEL_OK, statusErr(rc)
+	}
+	if outer >= 0 {
+		// A nested Submit: the op of another session that called it lent
+		// this thread (a host worker's, locked) to the visit; it goes on
+		// once the visit ended, also when f called runtime.Goexit.
+		defer C.goaccel_visit_attach(h.rt, C.uint(outer), 1)
 	}
 	h.runOwn(hs, r)
 	return true, nil

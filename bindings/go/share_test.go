@@ -2,7 +2,6 @@
 package accel
 
 import (
-	"context"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -28,39 +27,6 @@ import (
 // charged whole), the median reads about 100.
 func TestAnnouncedWaitNotChargedOnHostWorkers(t *testing.T) {
 	rt := newTestRuntime(t, 1)
-	lowWaitsBesideHigh(t, rt, "that waits 5 ms announced", func(s *Session) {
-		s.Blocking(func() { time.Sleep(5 * time.Millisecond) })
-	})
-}
-
-// The same for a Low op that waits 5 ms for a nested Submit to another
-// session (a signer VM, Critical, whose op waits 5 ms announced): the
-// Submit's wait is the package's own, on a channel, with the goroutine
-// unlocked from its thread meanwhile (the visit detached parked: park in
-// compensate.go) and that time credited as off a CPU. Planted (the visit
-// detached plain: its time on no thread charged), the median reads
-// about 100.
-func TestNestedSubmitWaitNotChargedOnHostWorkers(t *testing.T) {
-	rt := newTestRuntime(t, 1)
-	signer, _ := rt.NewVMSession("signer", WithPriority(PriorityCritical))
-	lowWaitsBesideHigh(t, rt, "that waits 5 ms for a nested Submit", func(*Session) {
-		err := signer.Submit(context.Background(), func(s *Session) error {
-			s.Blocking(func() { time.Sleep(5 * time.Millisecond) })
-			return nil
-		})
-		if err != nil {
-			t.Error(err)
-		}
-	})
-}
-
-// lowWaitsBesideHigh runs 14 ops of a Low session, each calling wait,
-// beside two High sessions kept 8 ops of 1 ms deep on rt (one worker),
-// and fails unless the median count of High ops completed between the
-// starts of consecutive Low ops is at most 25 (what: the Low op, for the
-// messages).
-func lowWaitsBesideHigh(t *testing.T, rt *Runtime, what string, wait func(*Session)) {
-	t.Helper()
 	var high [2]*VMSession
 	for i := range high {
 		high[i], _ = rt.NewVMSession([]string{"high-a", "high-b"}[i], WithPriority(PriorityHigh))
@@ -103,7 +69,7 @@ func lowWaitsBesideHigh(t *testing.T, rt *Runtime, what string, wait func(*Sessi
 	}
 	const lowOps = 14
 	at := make([]int64, 0, lowOps)
-	done := stepLong(t, "14 Low ops "+what+" beside two backlogged High sessions")
+	done := stepLong(t, "14 Low ops that each wait 5 ms beside two backlogged High sessions")
 	for i := 0; i < lowOps; i++ {
 		// SubmitAsync: queued for a host worker (a Submit may run its op
 		// on its own goroutine, the direct hand-off, which holds no worker
@@ -111,7 +77,7 @@ func lowWaitsBesideHigh(t *testing.T, rt *Runtime, what string, wait func(*Sessi
 		ran := make(chan error, 1)
 		err := low.SubmitAsync(func(s *Session) error {
 			at = append(at, highDone.Load())
-			wait(s)
+			s.Blocking(func() { time.Sleep(5 * time.Millisecond) })
 			return nil
 		}, func(err error) { ran <- err })
 		if err == nil {
@@ -136,6 +102,6 @@ func lowWaitsBesideHigh(t *testing.T, rt *Runtime, what string, wait func(*Sessi
 	med := gaps[len(gaps)/2]
 	t.Logf("High ops per Low op: median %d (%v)", med, gaps)
 	if med > 25 {
-		t.Fatalf("median %d High ops per Low op %s, want about 5 (about 100: its waits charged to its share)", med, what)
+		t.Fatalf("median %d High ops per Low op that waits 5 ms announced, want about 5 (about 100: its waits charged to its share)", med)
 	}
 }

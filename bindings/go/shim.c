@@ -210,30 +210,52 @@ int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
 
 int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
                        unsigned w, int64_t deadline_ns, accel_ticket *ticket,
-                       uintptr_t *recs, unsigned *n, int *begun)
+                       uintptr_t *recs, unsigned *n, int *begun, int *outer)
 {
     *begun = ACCEL_EAGAIN;
     *n = 0;
+    *outer = -1;
     if (ticket)
         *ticket = (accel_ticket){0};
     if (accel_current_session() == s)
         return ACCEL_EDEADLK;
     accel_op op = {.fn = goaccel_op_fn, .done = goaccel_op_done,
                    .arg = (void *)rec};
-    /* A thread that runs an op (a visit open on it) opens no second one:
-     * the thread-locals that tell an op's session are the first one's. */
-    if (goaccel_visiting != NULL)
-        return accel_submit_ex(s, &op, deadline_ns, ACCEL_NO_WAIT, ticket);
+    /* A thread that runs an op (a visit open on it) opens a second one
+     * only when it drives the first, a watched one of rt: that visit
+     * lends it the thread (the thread-locals that tell an op's session
+     * are the second's until the attach). */
+    if (goaccel_visiting != NULL) {
+        if (goaccel_visiting != rt || !goaccel_visit_driving ||
+            !goaccel_visit_watched ||
+            accel_host_visit_detach_ex(rt, goaccel_visit_w,
+                                       ACCEL_HOST_DETACH_LENT) != ACCEL_OK)
+            return accel_submit_ex(s, &op, deadline_ns, ACCEL_NO_WAIT,
+                                   ticket);
+        *outer = (int)goaccel_visit_w;
+    }
     accel_op ops[1];
     goaccel_visiting = rt; /* a device visit runs its ops in begin */
     goaccel_visit_w = w;
     goaccel_visit_watched = false; /* the submitter's own op */
+    goaccel_visit_driving = false;
     int rc = accel_host_submit_own_ex(rt, w, s, &op, deadline_ns,
                                       ACCEL_NO_WAIT, ticket, ops, 1, n,
                                       begun);
     if (rc != ACCEL_OK || *begun != ACCEL_OK) {
         goaccel_visiting = NULL;
+        if (*outer >= 0) { /* queued or refused: the lender goes on */
+            goaccel_visit_attach(rt, (unsigned)*outer, 1);
+            *outer = -1;
+        }
         return rc;
+    }
+    /* The lender's thread is a host worker's: a wait in this visit holds
+     * that worker, so the monitor watches it, and the op's own waits
+     * count it blocked (goaccel_blocking_begin). */
+    if (*outer >= 0 && accel_host_visit_watch(rt, w) == ACCEL_OK) {
+        goaccel_visit_watched = true;
+        goaccel_visit_driving = true;
     }
     for (unsigned i = 0; i < *n; i++)
         recs[i] = (uintptr_t)ops[i].arg;

@@ -41,10 +41,17 @@ int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
  * and, ticket not NULL, its ticket for accel_cancel (zeroed unless
  * accepted), so that an op that is queued rather than begun stays
  * cancellable (accel_host_submit_own_ex). From inside an op of s:
- * ACCEL_EDEADLK; on a thread that runs an op: a plain accel_submit_ex. */
+ * ACCEL_EDEADLK. On a thread that runs an op of a visit it drives, a
+ * host worker's of rt (a nested Submit): that visit lends the thread
+ * (accel_host_visit_detach_ex, ACCEL_HOST_DETACH_LENT) to the hand-off's
+ * visit, which the monitor watches (accel_host_visit_watch: the thread
+ * is a host worker's); *outer is then the lending visit's worker, which
+ * the caller attaches again (goaccel_visit_attach) once the hand-off's
+ * visit ended; -1 otherwise (not begun: attached again here). On any
+ * other thread that runs an op: a plain accel_submit_ex. */
 int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
                        unsigned w, int64_t deadline_ns, accel_ticket *ticket,
-                       uintptr_t *recs, unsigned *n, int *begun);
+                       uintptr_t *recs, unsigned *n, int *begun, int *outer);
 
 /* Queues recs[0..n) in order, each with deadline_ns (0: none; ctx's, so
  * the scheduler drops an op unstarted by then); *accepted = how many

@@ -60,8 +60,8 @@ func (v *VMSession) submitRacedForTest(g *opRec, f func(*Session) error) (begun 
 	if hs != nil {
 		d := &hs.d
 		runtime.LockOSThread()
-		var ok C.int
-		rc := int(C.goaccel_submit_own(h.rt, c, g.arg(), C.uint(d.w), 0, nil, &d.b.recs[0], &d.b.n, &ok))
+		var ok, outer C.int // outer: the tests call this outside ops
+		rc := int(C.goaccel_submit_own(h.rt, c, g.arg(), C.uint(d.w), 0, nil, &d.b.recs[0], &d.b.n, &ok, &outer))
 		if rc != C.ACCEL_OK {
 			runtime.UnlockOSThread()
 			hs.busy.Store(0)

@@ -511,7 +511,9 @@ func (v *VMSession) closeResult(rc int) error {
 // returns f's error. f runs on one of the runtime's host workers, or,
 // when the session is idle and the scheduler would pick it first, on the
 // calling goroutine (the direct hand-off: no goroutine switch), with any
-// ctx. The calling goroutine never runs another session's op.
+// ctx; so also from inside an op of another session (a nested Submit),
+// whose op lends its thread meanwhile and is not charged for f. The
+// calling goroutine never runs another session's op.
 //
 // A panic in f comes back as a *PanicError (the op counts as failed and
 // the session goes on). If f calls runtime.Goexit (t.Fatal does), the op
