@@ -486,7 +486,7 @@ func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec, dead
 		// once the visit ended, also when f called runtime.Goexit.
 		defer C.goaccel_visit_attach(h.rt, C.uint(outer), 1)
 	}
-	h.runOwn(hs, r)
+	h.runOwn(hs, r, outer >= 0)
 	return true, nil
 }
 
@@ -501,7 +501,7 @@ func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec, dead
 // own's outcome, and the group's later ops could run on no goroutine. So
 // the visit goes to a host worker of its own (helpLoop), as the
 // workers' visits do, and own waits behind it as a queued op.
-func (h *hostWorkers) runOwn(hs *helperWorker, own *opRec) {
+func (h *hostWorkers) runOwn(hs *helperWorker, own *opRec, nested bool) {
 	d := &hs.d
 	d.n, d.i, d.open = int(d.b.n), 0, true
 	if d.n > 0 && recOf(d.b.recs[0]) != own {
@@ -511,6 +511,12 @@ func (h *hostWorkers) runOwn(hs *helperWorker, own *opRec) {
 		h.startWorker(&hostWorker{h: h, w: d.w, lane: d.lane, b: d.b,
 			n: d.n, open: true, help: hs})
 		return
+	}
+	if nested {
+		// On a host worker's thread, which a wait in own's f would hold:
+		// watched, as a host worker's visit (not the raced op's, above,
+		// which a goroutine of its own runs).
+		C.goaccel_nest_watch(h.rt, C.uint(d.w))
 	}
 	normal := false
 	defer func() {

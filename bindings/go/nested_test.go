@@ -14,6 +14,9 @@ package accel
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -227,5 +230,75 @@ func TestNestedSubmitNotChargedToTheCaller(t *testing.T) {
 				t.Fatalf("the caller was charged %v for nested Submits whose ops took at least %v: want under half of it", charged, total)
 			}
 		})
+	}
+}
+
+// A nested Submit to a device session (its backend runs its ops inside
+// the visit's begin, on a goroutine of their own) is queued, not handed
+// off: a hand-off's visit could not be watched before its op ran. Here
+// the device op waits for an op of a third session with one worker: with
+// the op queued the wait counts its worker blocked and another runs the
+// third session's op; handed off, nothing watched the thread and it
+// waited forever. The device is the repository's stand-in module
+// (tests/backend_module/fake_backend.c), built here and loaded by a
+// child process of this test binary (a process loads its backend modules
+// once). Planted (device sessions handed off too), the child's watchdog
+// names the step.
+func TestNestedSubmitToADeviceSessionThatWaits(t *testing.T) {
+	if os.Getenv("ACCEL_TEST_DEVICE_CHILD") == "1" {
+		nestedDeviceChild(t)
+		return
+	}
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "gcc"
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	build := exec.Command(cc, "-shared", "-fPIC", "-O1",
+		"-o", filepath.Join(dir, "libaccel-backend-cuda.so"),
+		filepath.Join(root, "tests/backend_module/fake_backend.c"),
+		filepath.Join(root, "backends/module_host.c"),
+		"-DACCEL__MODULE_OPS=fake_backend_ops",
+		"-I", filepath.Join(root, "include"), "-I", filepath.Join(root, "runtime"))
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the stand-in device module: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestNestedSubmitToADeviceSessionThatWaits$", "-test.v")
+	child.Env = append(os.Environ(), "ACCEL_TEST_DEVICE_CHILD=1", "ACCEL_BACKEND_DIR="+dir)
+	out, err := child.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("the child process: %v\n%s", err, out)
+	}
+}
+
+// nestedDeviceChild is TestNestedSubmitToADeviceSessionThatWaits in the
+// child process, which has the stand-in device.
+func nestedDeviceChild(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	a, _ := rt.NewVMSession("a", WithVMBackend(BackendCPU))
+	d, err := rt.NewVMSession("d", WithVMBackend(BackendCUDA))
+	if err != nil || !d.IsAvailable() {
+		t.Fatalf("a session on the stand-in device: %v (available %v)", err, d != nil && d.IsAvailable())
+	}
+	c, _ := rt.NewVMSession("c", WithVMBackend(BackendCPU))
+	ran := make(chan error, 1)
+	done := step(t, "a's op: a nested Submit to device session d, whose op waits for c's op, one worker")
+	err = a.SubmitAsync(func(*Session) error {
+		return d.Submit(context.Background(), func(*Session) error {
+			return c.Submit(context.Background(), emptyOp)
+		})
+	}, func(err error) { ran <- err })
+	if err == nil {
+		err = <-ran
+	}
+	done()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

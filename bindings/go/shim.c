@@ -79,6 +79,14 @@ void goaccel_visit_detach(accel_runtime *rt, unsigned w)
     goaccel_visit_driving = false;
 }
 
+void goaccel_nest_watch(accel_runtime *rt, unsigned w)
+{
+    if (accel_host_visit_watch(rt, w) == ACCEL_OK) {
+        goaccel_visit_watched = true;
+        goaccel_visit_driving = true;
+    }
+}
+
 int goaccel_visit_park(accel_runtime *rt, unsigned w)
 {
     if (!goaccel_visit_driving || goaccel_visiting != rt ||
@@ -222,12 +230,15 @@ int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
     accel_op op = {.fn = goaccel_op_fn, .done = goaccel_op_done,
                    .arg = (void *)rec};
     /* A thread that runs an op (a visit open on it) opens a second one
-     * only when it drives the first, a watched one of rt: that visit
+     * only when it drives the first, a watched one of rt, and s runs its
+     * ops inline (a device session's begin runs them, on a goroutine of
+     * their own, before the visit could be watched): the first visit
      * lends it the thread (the thread-locals that tell an op's session
      * are the second's until the attach). */
     if (goaccel_visiting != NULL) {
         if (goaccel_visiting != rt || !goaccel_visit_driving ||
             !goaccel_visit_watched ||
+            accel_session_backend(s) != ACCEL_BACKEND_CPU ||
             accel_host_visit_detach_ex(rt, goaccel_visit_w,
                                        ACCEL_HOST_DETACH_LENT) != ACCEL_OK)
             return accel_submit_ex(s, &op, deadline_ns, ACCEL_NO_WAIT,
@@ -250,13 +261,7 @@ int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
         }
         return rc;
     }
-    /* The lender's thread is a host worker's: a wait in this visit holds
-     * that worker, so the monitor watches it, and the op's own waits
-     * count it blocked (goaccel_blocking_begin). */
-    if (*outer >= 0 && accel_host_visit_watch(rt, w) == ACCEL_OK) {
-        goaccel_visit_watched = true;
-        goaccel_visit_driving = true;
-    }
+
     for (unsigned i = 0; i < *n; i++)
         recs[i] = (uintptr_t)ops[i].arg;
     return rc;

@@ -44,11 +44,12 @@ int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
  * ACCEL_EDEADLK. On a thread that runs an op of a visit it drives, a
  * host worker's of rt (a nested Submit): that visit lends the thread
  * (accel_host_visit_detach_ex, ACCEL_HOST_DETACH_LENT) to the hand-off's
- * visit, which the monitor watches (accel_host_visit_watch: the thread
- * is a host worker's); *outer is then the lending visit's worker, which
- * the caller attaches again (goaccel_visit_attach) once the hand-off's
- * visit ended; -1 otherwise (not begun: attached again here). On any
- * other thread that runs an op: a plain accel_submit_ex. */
+ * visit, if s runs its ops inline (the CPU backend); *outer is then the
+ * lending visit's worker, which the caller attaches again
+ * (goaccel_visit_attach) once the hand-off's visit ended, after
+ * goaccel_nest_watch if the visit's op is the caller's own; -1 otherwise
+ * (not begun: attached again here). On any other thread that runs an
+ * op: a plain accel_submit_ex. */
 int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
                        unsigned w, int64_t deadline_ns, accel_ticket *ticket,
                        uintptr_t *recs, unsigned *n, int *begun, int *outer);
@@ -123,6 +124,12 @@ void goaccel_visit_detach(accel_runtime *rt, unsigned w);
  * the goroutine may unlock its thread; 0: the thread does not drive the
  * visit (an op run aside) or the detach was refused, nothing done. */
 int goaccel_visit_park(accel_runtime *rt, unsigned w);
+
+/* The monitor watches the hand-off's visit of helper worker w that a
+ * nested goaccel_submit_own began on the calling thread, a host
+ * worker's (accel_host_visit_watch), and the op's own waits count that
+ * worker blocked (goaccel_blocking_begin). */
+void goaccel_nest_watch(accel_runtime *rt, unsigned w);
 
 /* The calling thread's state of the op it runs (the shim's visit
  * thread-locals and accel_current_session()), which runAside's goroutine

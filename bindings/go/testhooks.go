@@ -83,7 +83,7 @@ func (v *VMSession) submitRacedForTest(g *opRec, f func(*Session) error) (begun 
 	}
 	v.submitted.Add(1)
 	if begun {
-		h.runOwn(hs, r)
+		h.runOwn(hs, r, false)
 	}
 	<-r.waitCh()
 	err = r.outcome()
