@@ -683,12 +683,27 @@ Test(presume, a_detached_wait_is_not_counted_twice, .timeout = 60)
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+/* Host worker 0's visit, open on this thread, detached with flags, nap_us
+ * on no thread, attached again here: the credit (own_ns) it gained. */
+static uint64_t credit_of_move(accel_runtime *rt, unsigned flags,
+                               unsigned nap_us)
+{
+    uint64_t c0 = rt->workers[0].own_ns;
+    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, flags), ACCEL_OK);
+    if (flags & ACCEL_HOST_DETACH_PARKED)
+        cr_expect_null(accel_current_session(),
+                       "a detached visit's session is still this thread's");
+    tu_nap_us(nap_us);
+    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
+    return rt->workers[0].own_ns - c0;
+}
+
 /* A parked detach (ACCEL_HOST_DETACH_PARKED: the host vouches that none
  * of the visit's code runs until the attach, as the Go binding's
  * goroutine waiting for a nested Submit's result, unlocked from its
- * thread, or running that Submit's own op) credits the time to the
- * attach as off a CPU, with a wait open or not; a plain detach's time on
- * no thread is charged; an unknown flag is refused and changes nothing.
+ * thread) credits the time to the attach as off a CPU, with a wait open
+ * or not; a plain detach's time on no thread is charged; an unknown flag
+ * is refused and changes nothing.
  * A parked detach whose wait ended while detached leaves nothing for a
  * later attach to credit. White-box: the worker's credit (own_ns).
  * Planted (the attach credits nothing), the parked 50 ms read as 0;
@@ -712,33 +727,18 @@ Test(presume, a_parked_detach_credits_its_time_and_a_plain_one_does_not,
     cr_expect_eq(accel_current_session(), s,
                  "a refused detach left the visit's thread");
     unit_step("no wait open: detached parked, 50 ms, attached");
-    uint64_t c0 = rt->workers[0].own_ns;
-    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_PARKED),
-                 ACCEL_OK);
-    tu_nap_us(50000);
-    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
-    uint64_t bare = rt->workers[0].own_ns - c0;
+    uint64_t bare = credit_of_move(rt, ACCEL_HOST_DETACH_PARKED, 50000);
     cr_expect_geq(bare, UINT64_C(50000000),
                   "%llu ns of a 50 ms parked detach, no wait open, credited",
                   (unsigned long long)bare);
     unit_step("a wait announced, detached parked, 50 ms, attached");
     cr_assert_eq(accel_host_blocking_begin(rt, 0), ACCEL_OK);
-    c0 = rt->workers[0].own_ns;
-    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_PARKED),
-                 ACCEL_OK);
-    cr_expect_null(accel_current_session());
-    tu_nap_us(50000);
-    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
-    uint64_t parked = rt->workers[0].own_ns - c0;
+    uint64_t parked = credit_of_move(rt, ACCEL_HOST_DETACH_PARKED, 50000);
     cr_expect_geq(parked, UINT64_C(50000000),
                   "%llu ns of a 50 ms parked detach credited",
                   (unsigned long long)parked);
     unit_step("detached plain, 200 ms, attached");
-    c0 = rt->workers[0].own_ns;
-    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, 0), ACCEL_OK);
-    tu_nap_us(200000);
-    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
-    uint64_t plain = rt->workers[0].own_ns - c0;
+    uint64_t plain = credit_of_move(rt, 0, 200000);
     cr_expect_lt(plain, UINT64_C(200000000),
                  "%llu ns of a plain detach's 200 ms on no thread credited",
                  (unsigned long long)plain);
@@ -749,11 +749,8 @@ Test(presume, a_parked_detach_credits_its_time_and_a_plain_one_does_not,
     cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
     unit_step("200 ms here, then a wait detached plain and attached");
     tu_nap_us(200000);
-    c0 = rt->workers[0].own_ns;
     cr_assert_eq(accel_host_blocking_begin(rt, 0), ACCEL_OK);
-    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, 0), ACCEL_OK);
-    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
-    uint64_t stale = rt->workers[0].own_ns - c0;
+    uint64_t stale = credit_of_move(rt, 0, 0);
     cr_expect_lt(stale, UINT64_C(200000000),
                  "%llu ns credited: a parked detach whose wait ended "
                  "detached was credited at a later attach",
@@ -773,34 +770,34 @@ Test(presume, a_parked_detach_credits_its_time_and_a_plain_one_does_not,
  * than it computed loses its mark, where a parked detach as long keeps
  * it. White-box: the credit (lent_ns) and the mark. Planted (lent time
  * counted as parked), the lent visit keeps its mark. */
+/* A marked visit of s computes 5 ms, is detached with flags 50 ms, and
+ * ends; its lent_ns before the end. */
+static uint64_t computed_then_moved(accel_runtime *rt, accel_session *s,
+                                    unsigned flags)
+{
+    accel_op ops[1];
+    begin_marked(rt, s, ops);
+    tu_burn_cpu_ns(5000000u);
+    (void)credit_of_move(rt, flags, 50000);
+    uint64_t lent = rt->workers[0].lent_ns;
+    int st = ops[0].fn(NULL, ops[0].arg);
+    cr_assert_eq(accel_host_visit_end(rt, 0, &st, 1), ACCEL_OK);
+    return lent;
+}
+
 Test(presume, a_lent_detach_is_not_charged_and_is_no_wait, .timeout = 60)
 {
     accel_runtime *rt = host_rt();
     accel_session *s = open_s(rt, "s");
-    accel_op ops[1];
     unit_step("a marked visit computes 5 ms, lends its thread 50 ms, ends");
-    begin_marked(rt, s, ops);
-    tu_burn_cpu_ns(5000000u);
-    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_LENT),
-                 ACCEL_OK);
-    tu_nap_us(50000);
-    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
-    cr_expect_geq(rt->workers[0].lent_ns, UINT64_C(50000000),
+    uint64_t lent = computed_then_moved(rt, s, ACCEL_HOST_DETACH_LENT);
+    cr_expect_geq(lent, UINT64_C(50000000),
                   "%llu ns of a 50 ms lend not charged",
-                  (unsigned long long)rt->workers[0].lent_ns);
-    int st = ops[0].fn(NULL, ops[0].arg);
-    cr_assert_eq(accel_host_visit_end(rt, 0, &st, 1), ACCEL_OK);
+                  (unsigned long long)lent);
     cr_expect_eq(atomic_load(&s->blocks), 0,
                  "a visit that computed and lent its thread kept its mark");
     unit_step("the same with the 50 ms parked: the mark stays");
-    begin_marked(rt, s, ops);
-    tu_burn_cpu_ns(5000000u);
-    cr_assert_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_PARKED),
-                 ACCEL_OK);
-    tu_nap_us(50000);
-    cr_assert_eq(accel_host_visit_attach(rt, 0), ACCEL_OK);
-    st = ops[0].fn(NULL, ops[0].arg);
-    cr_assert_eq(accel_host_visit_end(rt, 0, &st, 1), ACCEL_OK);
+    (void)computed_then_moved(rt, s, ACCEL_HOST_DETACH_PARKED);
     cr_expect_eq(atomic_load(&s->blocks), 1,
                  "a visit parked 50 ms after 5 ms of CPU lost its mark");
     unit_step("release of s and runtime destroy");

@@ -888,7 +888,7 @@ func TestCompNestedSubmitCycleEndsByCtx(t *testing.T) {
 // leaves the thread's state behind is TestCompParkLeavesAndRetakesTheThread's
 // to catch.)
 func TestCompNestedWaitMovesTheVisitWhole(t *testing.T) {
-	rt := newTestRuntime(t, 1)
+	rt := newQueuedRuntime(t, 1) // b's op queued: a's op waits, parked
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")
 	const others = 64
@@ -896,11 +896,8 @@ func TestCompNestedWaitMovesTheVisitWhole(t *testing.T) {
 	var aDone atomic.Bool
 	errs := make(chan error, others)
 	var afterWait, afterSync error
-	ran := make(chan error, 1)
 	done := step(t, "a's op: a nested Submit to b, then Submit and Sync of a")
-	// SubmitAsync: a's op runs on a host worker, whose waits park (a
-	// Submit may run it on its own goroutine, which holds no worker).
-	err := a.SubmitAsync(func(*Session) error {
+	err := onHostWorker(a, func(*Session) error {
 		err := b.Submit(context.Background(), func(*Session) error {
 			// Goroutines Go may run on a's old thread while a's op waits.
 			for i := 0; i < others; i++ {
@@ -932,10 +929,7 @@ func TestCompNestedWaitMovesTheVisitWhole(t *testing.T) {
 		afterSync = a.Sync()
 		aDone.Store(true)
 		return nil
-	}, func(err error) { ran <- err })
-	if err == nil {
-		err = <-ran
-	}
+	})
 	done()
 	if err != nil {
 		t.Fatalf("a's op: %v", err)
@@ -968,9 +962,8 @@ func TestCompParkLeavesAndRetakesTheThread(t *testing.T) {
 	a, _ := rt.NewVMSession("a")
 	var before, parked, after [2]bool
 	didPark := false
-	ran := make(chan error, 1)
 	done := step(t, "a's op parks and unparks")
-	err := a.SubmitAsync(func(*Session) error {
+	err := onHostWorker(a, func(*Session) error {
 		before[0], before[1] = a.threadInOpForTest()
 		m := blockBegin()
 		didPark = m.park()
@@ -979,10 +972,7 @@ func TestCompParkLeavesAndRetakesTheThread(t *testing.T) {
 		after[0], after[1] = a.threadInOpForTest()
 		m.blockEnd()
 		return nil
-	}, func(err error) { ran <- err })
-	if err == nil {
-		err = <-ran
-	}
+	})
 	done()
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,16 @@ func newTestRuntime(t testing.TB, workers int) *Runtime {
 	return rt
 }
 
+// onHostWorker runs f as an op of v on a host worker (SubmitAsync: never
+// the caller's own hand-off) and returns its outcome.
+func onHostWorker(v *VMSession, f func(*Session) error) error {
+	ran := make(chan error, 1)
+	if err := v.SubmitAsync(f, func(err error) { ran <- err }); err != nil {
+		return err
+	}
+	return <-ran
+}
+
 // step starts a watchdog for one step: if done is not called within
 // 10 s, the test binary panics naming the step (with every goroutine's
 // stack), instead of hanging until go test's own timeout.

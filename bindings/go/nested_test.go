@@ -45,9 +45,8 @@ func TestNestedSubmitRunsOnTheCallersGoroutine(t *testing.T) {
 	b, _ := rt.NewVMSession("b")
 	var outerG, innerG string
 	var innerOwn, afterOwn, afterSync error
-	ran := make(chan error, 1)
 	done := step(t, "a's op submits to b, then to a")
-	err := a.SubmitAsync(func(*Session) error {
+	err := onHostWorker(a, func(*Session) error {
 		outerG = goroutineID()
 		err := b.Submit(context.Background(), func(*Session) error {
 			innerG = goroutineID()
@@ -60,10 +59,7 @@ func TestNestedSubmitRunsOnTheCallersGoroutine(t *testing.T) {
 		afterOwn = a.Submit(context.Background(), emptyOp)
 		afterSync = a.Sync()
 		return nil
-	}, func(err error) { ran <- err })
-	if err == nil {
-		err = <-ran
-	}
+	})
 	done()
 	if err != nil {
 		t.Fatal(err)
@@ -131,26 +127,22 @@ func TestNestedSubmitGoexitInTheNestedOp(t *testing.T) {
 	rt := newTestRuntime(t, 1)
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")
-	ran := make(chan error, 1)
 	done := step(t, "a's op: a nested Submit whose op calls runtime.Goexit")
-	err := a.SubmitAsync(func(*Session) error {
+	err := onHostWorker(a, func(*Session) error {
 		b.Submit(context.Background(), func(*Session) error {
 			runtime.Goexit()
 			return nil
 		})
 		t.Error("a's op went on after the nested op's Goexit")
 		return nil
-	}, func(err error) { ran <- err })
-	if err == nil {
-		err = <-ran
-	}
+	})
 	done()
 	if !errors.Is(err, ErrGoexit) {
 		t.Fatalf("a's op: %v, want ErrGoexit", err)
 	}
 	done = step(t, "a and b after the Goexit, from inside an op and from here")
 	for i := 0; i < 3; i++ {
-		err := a.SubmitAsync(func(*Session) error {
+		err := onHostWorker(a, func(*Session) error {
 			if err := b.Submit(context.Background(), emptyOp); err != nil {
 				return err
 			}
@@ -158,10 +150,7 @@ func TestNestedSubmitGoexitInTheNestedOp(t *testing.T) {
 				return errors.New("a's own Submit from its op: want ErrDeadlock")
 			}
 			return nil
-		}, func(err error) { ran <- err })
-		if err == nil {
-			err = <-ran
-		}
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,21 +183,12 @@ func TestNestedSubmitNotChargedToTheCaller(t *testing.T) {
 			caller, _ := rt.NewVMSession("caller", WithPriority(PriorityLow))
 			signer, _ := rt.NewVMSession("signer", WithPriority(PriorityCritical))
 			const ops, nested, each = 5, 200, 50 * time.Microsecond
-			ran := make(chan error, 1)
 			submit := func(f func(*Session) error) {
-				err := caller.SubmitAsync(f, func(err error) { ran <- err })
-				if err == nil {
-					err = <-ran
-				}
-				if err != nil {
+				if err := onHostWorker(caller, f); err != nil {
 					t.Fatal(err)
 				}
 			}
-			spin := func(*Session) error {
-				for t0 := time.Now(); time.Since(t0) < each; {
-				}
-				return nil
-			}
+			spin := func(*Session) error { spinFor(each); return nil }
 			v0 := caller.cStatsForTest().vtime_ns
 			done := step(t, "5 Low ops of 200 nested Submits each")
 			for i := 0; i < ops; i++ {
@@ -267,13 +247,10 @@ func TestNestedSubmitToADeviceSessionThatWaits(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the stand-in device module: %v\n%s", err, out)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestNestedSubmitToADeviceSessionThatWaits$", "-test.v")
-	child.Env = append(os.Environ(), "ACCEL_TEST_DEVICE_CHILD=1", "ACCEL_BACKEND_DIR="+dir)
-	out, err := child.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS") {
-		t.Fatalf("the child process: %v\n%s", err, out)
+	out, code := runChild(t, "^TestNestedSubmitToADeviceSessionThatWaits$",
+		"ACCEL_TEST_DEVICE_CHILD=1", "ACCEL_BACKEND_DIR="+dir)
+	if code != 0 || !strings.Contains(out, "--- PASS") {
+		t.Fatalf("the child process (exit %d):\n%s", code, out)
 	}
 }
 
@@ -287,16 +264,12 @@ func nestedDeviceChild(t *testing.T) {
 		t.Fatalf("a session on the stand-in device: %v (available %v)", err, d != nil && d.IsAvailable())
 	}
 	c, _ := rt.NewVMSession("c", WithVMBackend(BackendCPU))
-	ran := make(chan error, 1)
 	done := step(t, "a's op: a nested Submit to device session d, whose op waits for c's op, one worker")
-	err = a.SubmitAsync(func(*Session) error {
+	err = onHostWorker(a, func(*Session) error {
 		return d.Submit(context.Background(), func(*Session) error {
 			return c.Submit(context.Background(), emptyOp)
 		})
-	}, func(err error) { ran <- err })
-	if err == nil {
-		err = <-ran
-	}
+	})
 	done()
 	if err != nil {
 		t.Fatal(err)

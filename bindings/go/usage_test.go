@@ -394,12 +394,13 @@ func checkFatalChild(t *testing.T, name, env, msg string) {
 }
 
 // runChild runs this test binary with env set and returns its output and
-// exit status (-1: it did not start, or a signal ended it).
+// exit status (-1: it did not start, or a signal ended it). Its watchdog
+// outlasts the child's own steps', so that a child stuck in one names it.
 func runChild(t *testing.T, run string, env ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run", run, "-test.v")
 	cmd.Env = append(os.Environ(), env...)
-	done := step(t, "child test binary")
+	done := stepLong(t, "child test binary")
 	out, _ := cmd.CombinedOutput()
 	done()
 	code := -1
