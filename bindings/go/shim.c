@@ -30,11 +30,11 @@ static _Thread_local accel_runtime *goaccel_visiting;
  * waits blocked (a host worker's visit, not a helper worker's). */
 static _Thread_local unsigned goaccel_visit_w;
 static _Thread_local bool goaccel_visit_watched;
-/* ... and whether this thread drives that visit (began or attached it),
- * not a goroutine that runs one op of it aside (goaccel_op_thread_set,
- * runAside in callback.go): only the driver may move it
- * (goaccel_visit_park). */
-static _Thread_local bool goaccel_visit_driving;
+/* ... and whether this thread runs one op of that visit aside
+ * (goaccel_op_thread_set, runAside in callback.go) rather than driving it
+ * (began or attached it): only the driver may move it (goaccel_visit_park,
+ * a nested goaccel_submit_own). */
+static _Thread_local bool goaccel_visit_aside;
 
 /* The calling thread's kernel id: a syscall once per thread, then this
  * thread-local (the yielder tells by it that its goroutine changed
@@ -69,33 +69,28 @@ void goaccel_visit_attach(accel_runtime *rt, unsigned w, int watched)
     goaccel_visiting = rt;
     goaccel_visit_w = w;
     goaccel_visit_watched = watched != 0;
-    goaccel_visit_driving = true;
 }
 
 void goaccel_visit_detach(accel_runtime *rt, unsigned w)
 {
     accel_host_visit_detach(rt, w);
     goaccel_visiting = NULL;
-    goaccel_visit_driving = false;
 }
 
 void goaccel_nest_watch(accel_runtime *rt, unsigned w)
 {
-    if (accel_host_visit_watch(rt, w) == ACCEL_OK) {
+    if (accel_host_visit_watch(rt, w) == ACCEL_OK)
         goaccel_visit_watched = true;
-        goaccel_visit_driving = true;
-    }
 }
 
 int goaccel_visit_park(accel_runtime *rt, unsigned w)
 {
-    if (!goaccel_visit_driving || goaccel_visiting != rt ||
+    if (goaccel_visit_aside || goaccel_visiting != rt ||
         goaccel_visit_w != w ||
         accel_host_visit_detach_ex(rt, w, ACCEL_HOST_DETACH_PARKED) !=
             ACCEL_OK)
         return 0;
     goaccel_visiting = NULL;
-    goaccel_visit_driving = false;
     return 1;
 }
 
@@ -112,7 +107,7 @@ void goaccel_op_thread_set(const goaccel_op_thread *t)
     goaccel_visiting = t->rt;
     goaccel_visit_w = t->w;
     goaccel_visit_watched = t->watched != 0;
-    goaccel_visit_driving = false; /* an op run aside: the visit stays */
+    goaccel_visit_aside = t->rt != NULL; /* an op run aside: the visit stays */
     accel_host_set_current_session(t->sess);
 }
 
@@ -126,7 +121,6 @@ static bool end_visit(accel_runtime *rt, unsigned w, const int *status,
     int rc = accel_host_visit_end_ex(rt, w, status, nprev,
                                      stop ? ACCEL_HOST_END_STOP : 0, &now);
     goaccel_visiting = NULL;
-    goaccel_visit_driving = false;
     return io && rc == ACCEL_OK && now >= io->yield_at;
 }
 
@@ -158,7 +152,6 @@ int goaccel_host_step(accel_runtime *rt, unsigned w, unsigned mode,
     int rc = accel_host_visit_begin(rt, w, ops, cap, n);
     if (rc != ACCEL_OK)
         goaccel_visiting = NULL;
-    goaccel_visit_driving = rc == ACCEL_OK;
     if (rc == ACCEL_OK) {
         for (unsigned i = 0; i < *n; i++)
             recs[i] = (uintptr_t)ops[i].arg;
@@ -236,7 +229,7 @@ int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
      * lends it the thread (the thread-locals that tell an op's session
      * are the second's until the attach). */
     if (goaccel_visiting != NULL) {
-        if (goaccel_visiting != rt || !goaccel_visit_driving ||
+        if (goaccel_visiting != rt || goaccel_visit_aside ||
             !goaccel_visit_watched ||
             accel_session_backend(s) != ACCEL_BACKEND_CPU ||
             accel_host_visit_detach_ex(rt, goaccel_visit_w,
@@ -249,7 +242,6 @@ int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
     goaccel_visiting = rt; /* a device visit runs its ops in begin */
     goaccel_visit_w = w;
     goaccel_visit_watched = false; /* the submitter's own op */
-    goaccel_visit_driving = false;
     int rc = accel_host_submit_own_ex(rt, w, s, &op, deadline_ns,
                                       ACCEL_NO_WAIT, ticket, ops, 1, n,
                                       begun);
