@@ -217,9 +217,17 @@ const nestedInner = 50
 // SubmitAsync's), Submits of empty ops to session b, one at a time; ns per
 // nested Submit. b idle, each runs by the direct hand-off on a's
 // goroutine, a's visit lending it the thread (docs/go.md).
-func benchNestedAccel(b *testing.B) {
+func benchNestedAccel(b *testing.B) { benchNested(b, true) }
+
+// benchNestedQueued: the same with the direct hand-off off: each nested
+// op is queued for a host worker while a's goroutine waits parked off its
+// thread (park, compensate.go), as when b is busy or its ops are long.
+func benchNestedQueued(b *testing.B) { benchNested(b, false) }
+
+func benchNested(b *testing.B, handoff bool) {
 	rt := benchRuntime(b, 0)
 	defer rt.Close()
+	rt.setOwnForTest(handoff)
 	vs := benchSessions(b, rt, 2)
 	ctx := context.Background()
 	ran := make(chan error, 1)
@@ -264,6 +272,7 @@ func benchNestedOld(b *testing.B) {
 
 func BenchmarkNestedSubmit(b *testing.B) {
 	b.Run("accel", benchNestedAccel)
+	b.Run("accel-queued", benchNestedQueued)
 	b.Run("old-design", benchNestedOld)
 }
 
