@@ -504,6 +504,16 @@ Test(batch, batch_time_charged_fair_share, .timeout = 120)
     cr_assert_eq(accel_session_close(bs, ACCEL_CLOSE_CANCEL), ACCEL_OK);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
+    /* A close returns at its last op's done; the visit that ran it adds
+     * its service after (accel__visit_end): read once the worker parks. */
+    unit_step("the last visit ends (the worker parks)");
+    for (;;) {
+        accel_runtime_stats rs;
+        cr_assert_eq(accel_runtime_get_stats(rt, &rs, sizeof(rs)), ACCEL_OK);
+        if (rs.parked == rs.workers)
+            break;
+        tu_nap_us(1000);
+    }
     accel_session_stats fin = stats(a);
     uint64_t in_batches = atomic_load(&batch_cpu_ns);
     double ops_ratio = (double)sa.completed / (double)(sb.completed + 1);
