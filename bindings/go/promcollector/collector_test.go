@@ -105,6 +105,41 @@ func series(f *dto.MetricFamily) map[string]float64 {
 	return out
 }
 
+// settle waits until the sessions' families read the same in three
+// reads 1 ms apart: a queued Submit returns as its op completes, before
+// its host worker ends the visit (accel_host_visit_end), which adds the
+// visit's service time and counts; a read in between and one after it
+// would differ.
+func settle(t *testing.T, rt *accel.Runtime) {
+	t.Helper()
+	done := step("the sessions' families settle")
+	defer done()
+	sessions := func() string {
+		var b strings.Builder
+		fams := textFamilies(t, rt)
+		var names []string
+		for n := range fams {
+			if strings.HasPrefix(n, "accel_session_") {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(&b, "%s %v\n", n, series(fams[n]))
+		}
+		return b.String()
+	}
+	last, same := sessions(), 0
+	for same < 2 {
+		time.Sleep(time.Millisecond)
+		if now := sessions(); now == last {
+			same++
+		} else {
+			last, same = now, 0
+		}
+	}
+}
+
 func textFamilies(t *testing.T, rt *accel.Runtime) map[string]*dto.MetricFamily {
 	t.Helper()
 	var buf bytes.Buffer
@@ -125,6 +160,7 @@ func TestCollectorAsWritePrometheus(t *testing.T) {
 	open(t, rt, "vm-far", 5000, 2, 0, 4096) // the scheduler's weight: 1000
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(New(rt))
+	settle(t, rt)
 	got := gather(t, reg)
 	want := textFamilies(t, rt)
 
