@@ -646,16 +646,20 @@ Test(regressions, waker_stopped_between_claim_and_wake_delays_not_loses,
 
 /* A test backend over the CPU one whose run() leaves the op "on the
  * device" (ACCEL__PENDING) until the test opens its gate; poll() then
- * completes it, as the CUDA backend does. capacity() 0 while `hold`. */
+ * completes it, as the CUDA backend does. capacity() 0 while `hold`. It
+ * holds one op: a second run while one is on it is counted (`doubles`)
+ * and would overwrite it. */
 static struct {
     accel_op op;
-    _Atomic int pending, gate, hold, polls;
+    _Atomic int pending, gate, hold, polls, doubles;
 } dev;
 
 static int dev_run(void *state, accel_ctx *ctx, const accel_op *op,
                    int *status)
 {
     (void)state, (void)ctx, (void)status;
+    if (atomic_load(&dev.pending))
+        atomic_fetch_add(&dev.doubles, 1);
     dev.op = *op;
     atomic_store(&dev.pending, 1);
     return ACCEL__PENDING;
@@ -728,6 +732,18 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     while (!atomic_load(&dev.pending)) /* p is on the "device" */
         tu_nap_us(100);
     atomic_store(&dev.hold, 1); /* visits take nothing for now */
+    /* ... visits begun from here. One begun before read room for 8 (the
+     * session is polled while p is on the device); a worker preempted
+     * between that read and its take would take c, next, and put it on
+     * the device over p, and the close would wait for p for ever (seen
+     * once under ASan on a loaded machine; a 50 ms stall planted there
+     * makes it every time). Each visit's end polls: a poll counted after
+     * the store of hold ends the visit in progress, and every later
+     * visit reads hold. */
+    unit_step("the visit in progress ends");
+    int polls0 = atomic_load(&dev.polls);
+    while (atomic_load(&dev.polls) <= polls0)
+        tu_nap_us(100);
 
     /* A sync for everything accepted so far (p): it announces target 1. */
     sync_watch w = {.s = s, .first = &p};
@@ -755,6 +771,9 @@ Test(regressions, cancel_close_keeps_sync_after_earlier_device_ops,
     atomic_store(&dev.gate, 1); /* p completes */
     unit_step("the sync returns once p completed");
     pthread_join(st, NULL);
+    cr_assert_eq(atomic_load(&dev.doubles), 0,
+                 "c went to the device while p was on it: the test's "
+                 "hold came too late, and the close would wait for p");
     unit_step("the close returns");
     pthread_join(ct, NULL);
     unit_step("release and destroy");
