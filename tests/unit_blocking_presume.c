@@ -510,17 +510,23 @@ static accel_runtime *host_rt(void)
     return rt;
 }
 
-/* Begins a visit of s, marked, on host worker 0 here: one op handed out,
- * counted at its begin. */
-static void begin_marked(accel_runtime *rt, accel_session *s, accel_op *ops)
+/* Submits one quick op to s and begins its visit on host worker 0 here:
+ * the op handed out in ops[0]. */
+static void begin_one(accel_runtime *rt, accel_session *s, accel_op *ops)
 {
     accel_op op = {.fn = quick};
     unsigned n = 0;
     cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
-    atomic_store(&s->blocks, 1); /* as a found wait leaves it */
-    uint64_t p0 = stats_of(rt).blocked_presumed;
     cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 1, &n), ACCEL_OK);
     cr_assert_eq(n, 1);
+}
+
+/* begin_one, s marked: the visit counted at its begin. */
+static void begin_marked(accel_runtime *rt, accel_session *s, accel_op *ops)
+{
+    atomic_store(&s->blocks, 1); /* as a found wait leaves it */
+    uint64_t p0 = stats_of(rt).blocked_presumed;
+    begin_one(rt, s, ops);
     cr_assert_eq(stats_of(rt).blocked_presumed, p0 + 1,
                  "a marked session's visit did not begin counted");
 }
@@ -628,12 +634,10 @@ Test(presume, a_visit_after_an_open_announcement_measures_from_its_begin,
 {
     accel_runtime *rt = host_rt();
     accel_session *s = open_s(rt, "s");
-    accel_op op = {.fn = quick}, ops[1];
-    unsigned n = 0;
+    accel_op ops[1];
     int st = 0;
     unit_step("visit 1 announces a wait and ends with it open");
-    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
-    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 1, &n), ACCEL_OK);
+    begin_one(rt, s, ops);
     cr_assert_eq(accel_host_blocking_begin(rt, 0), ACCEL_OK);
     cr_assert_eq(accel_host_visit_end(rt, 0, &st, 1), ACCEL_OK);
     unit_step("a gap of 10 ms; visit 2, marked, begins");
@@ -715,10 +719,8 @@ Test(presume, a_parked_detach_credits_its_time_and_a_plain_one_does_not,
 {
     accel_runtime *rt = host_rt();
     accel_session *s = open_s(rt, "s");
-    accel_op op = {.fn = quick}, ops[1];
-    unsigned n = 0;
-    cr_assert_eq(accel_submit(s, &op, ACCEL_NO_WAIT), ACCEL_OK);
-    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, 1, &n), ACCEL_OK);
+    accel_op ops[1];
+    begin_one(rt, s, ops);
     unit_step("refused: a flag not defined, and parked and lent both");
     cr_expect_eq(accel_host_visit_detach_ex(rt, 0, 0x4u), ACCEL_EINVAL);
     cr_expect_eq(accel_host_visit_detach_ex(rt, 0, ACCEL_HOST_DETACH_PARKED |
