@@ -230,20 +230,16 @@ func benchNested(b *testing.B, handoff bool) {
 	rt.setOwnForTest(handoff)
 	vs := benchSessions(b, rt, 2)
 	ctx := context.Background()
-	ran := make(chan error, 1)
 	b.ResetTimer()
 	for i := 0; i < b.N; i += nestedInner {
-		err := vs[0].SubmitAsync(func(*Session) error {
+		err := onHostWorker(vs[0], func(*Session) error {
 			for k := 0; k < nestedInner; k++ {
 				if err := vs[1].Submit(ctx, emptyOp); err != nil {
 					return err
 				}
 			}
 			return nil
-		}, func(err error) { ran <- err })
-		if err == nil {
-			err = <-ran
-		}
+		})
 		if err != nil {
 			b.Fatal(err)
 		}

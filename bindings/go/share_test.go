@@ -71,18 +71,14 @@ func TestAnnouncedWaitNotChargedOnHostWorkers(t *testing.T) {
 	at := make([]int64, 0, lowOps)
 	done := stepLong(t, "14 Low ops that each wait 5 ms beside two backlogged High sessions")
 	for i := 0; i < lowOps; i++ {
-		// SubmitAsync: queued for a host worker (a Submit may run its op
-		// on its own goroutine, the direct hand-off, which holds no worker
-		// and announces nothing).
-		ran := make(chan error, 1)
-		err := low.SubmitAsync(func(s *Session) error {
+		// On a host worker (a Submit may run its op on its own goroutine,
+		// the direct hand-off, which holds no worker and announces
+		// nothing).
+		err := onHostWorker(low, func(s *Session) error {
 			at = append(at, highDone.Load())
 			s.Blocking(func() { time.Sleep(5 * time.Millisecond) })
 			return nil
-		}, func(err error) { ran <- err })
-		if err == nil {
-			err = <-ran
-		}
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
