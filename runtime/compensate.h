@@ -108,11 +108,11 @@ uint64_t accel__compensate_visit_announced_ns(struct accel__worker *w,
  * that leaves banks its part of an open wait (_detach, on that thread),
  * the thread that goes on marks the wait's start afresh (_attach, on
  * it); only an open wait (block_depth) has a part to bank or a mark to
- * take. A parked detach's time to the attach is credited either way. */
-/* parked: the host vouches that none of the visit's code runs until the
- * attach (ACCEL_HOST_DETACH_PARKED): that time counts off a CPU; lent
- * (ACCEL_HOST_DETACH_LENT): the thread runs another session's visit
- * meanwhile: that time is not charged and is no wait. */
+ * take. The time from a detach to the attach is credited, open wait or
+ * not, when the detach is parked (the host vouches that none of the
+ * visit's code runs until the attach, ACCEL_HOST_DETACH_PARKED: it counts
+ * off a CPU) or lent (the thread runs another session's visit meanwhile,
+ * ACCEL_HOST_DETACH_LENT: not charged, and no wait). */
 void accel__compensate_visit_detach(struct accel__worker *w, bool parked,
                                     bool lent);
 void accel__compensate_visit_attach(struct accel__worker *w);

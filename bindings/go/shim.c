@@ -253,7 +253,6 @@ int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
         }
         return rc;
     }
-
     for (unsigned i = 0; i < *n; i++)
         recs[i] = (uintptr_t)ops[i].arg;
     return rc;
