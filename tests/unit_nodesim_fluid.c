@@ -19,7 +19,7 @@ static ns_fluid_op *stream(size_t n, double t0, double gap, double cost, double 
     ns_fluid_op *o = calloc(n, sizeof *o);
     cr_assert_not_null(o);
     for (size_t k = 0; k < n; k++)
-        o[k] = (ns_fluid_op){t0 + gap * (double)k, cost, t0 + gap * (double)k + dl};
+        o[k] = (ns_fluid_op){t0 + gap * (double)k, cost, t0 + gap * (double)k + dl, 0};
     return o;
 }
 
@@ -94,6 +94,39 @@ Test(nodesim_fluid, never_more_than_the_capacity, .timeout = 10)
                   window, cap);
     /* busy all along, less the start (one chain) and the ops under way */
     cr_assert_geq(sum, cap * window - 16 * MS, "served %.0f ns", sum);
+}
+
+Test(nodesim_fluid, an_op_that_waits_holds_its_chain_not_the_capacity, .timeout = 10)
+{
+    /* Chain A: ten 1 ms ops at t = 0, each waiting 4 ms first; chain B:
+     * backlogged 1 ms ops, the same weight; one CPU, one worker. Each of
+     * A's ops waits 4 ms (B runs alone) and then shares the CPU (2 ms):
+     * A completes an op every 6 ms, B the rest. By 31.5 ms: A 5 ops
+     * (the fifth at 30 ms), B 31.5 - 5 = 26.5 ms of work, 26 ops. A
+     * server that let A's ops overlap their waits, or counted the wait
+     * as work, would give A 10 or 4 and B 21 or 22. */
+    ns_fluid_op *a = stream(10, 0, 0, 1 * MS, 1e15), *b = stream(1000, 0, 0, 1 * MS, 1e15);
+    for (size_t k = 0; k < 10; k++)
+        a[k].wait = 4 * MS;
+    ns_fluid_chain c[2] = {{a, 10, 1}, {b, 1000, 1}};
+    double done[2];
+    uint64_t lost = 99;
+    cr_assert_eq(ns_fluid_serve(c, 2, 1.0, 1, 1024, 31.5 * MS, done, &lost, NULL), 0);
+    cr_assert_eq(lost, 0);
+    cr_assert_float_eq(done[0], 5 * MS, 1, "A's work: %f ms", done[0] / MS);
+    cr_assert_float_eq(done[1], 26 * MS, 1, "B's work: %f ms", done[1] / MS);
+    /* Alone, deadline 12 ms: A's ops start at 0, 5 and 10 ms (the third
+     * completes late, at 15 ms); the fourth cannot start by 12 ms. */
+    for (size_t k = 0; k < 10; k++)
+        a[k].deadline = 12 * MS;
+    ns_fluid_outcome out[1];
+    cr_assert_eq(ns_fluid_serve(c, 1, 1.0, 1, 1024, 100 * MS, done, &lost, out), 0);
+    cr_assert_eq(out[0].ontime, 2, "on time: %lu", (unsigned long)out[0].ontime);
+    cr_assert_eq(out[0].late, 1);
+    cr_assert_eq(out[0].missed, 8);
+    cr_assert_eq(lost, 7);
+    free(a);
+    free(b);
 }
 
 Test(nodesim_fluid, below_capacity_everything_is_served, .timeout = 10)

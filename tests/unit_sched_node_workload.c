@@ -104,7 +104,7 @@ static void gen(chain *c, double load, double dur, double factor)
                     cr_assert_not_null(c[i].ops);
                 }
                 double cost = (chains[i].lo + (chains[i].hi - chains[i].lo) * urand()) * 1e3;
-                c[i].ops[c[i].n++] = (ns_fluid_op){t, cost, t + chains[i].dl * 1e6};
+                c[i].ops[c[i].n++] = (ns_fluid_op){t, cost, t + chains[i].dl * 1e6, 0};
             }
             if (per > 0)
                 t += per;

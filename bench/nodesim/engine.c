@@ -378,7 +378,8 @@ static int fair_reference(ns_run *r)
         for (size_t k = 0; ops && k < cr->nops; k++) {
             const ns_op_rec *o = &cr->ops[k];
             ops[k] = (ns_fluid_op){(double)(o->t_sched - r->t_start), (double)o->cost,
-                                   (double)(o->deadline - r->t_start)};
+                                   (double)(o->deadline - r->t_start),
+                                   (double)o->wait_us * 1e3};
         }
         fc[i] = (ns_fluid_chain){ops, cr->nops, (double)cr->cfg->priority};
     }

@@ -10,19 +10,20 @@ typedef struct fl_chain {
     size_t head, tail; /* admitted ops q[head..tail), the head in service */
     size_t *q;
     double rem;        /* work left of the head op, when started */
+    double wake;       /* the head op's wait ends (its work begins) */
     bool started;
     double rate;       /* ns of work per ns, until the next event */
 } fl_chain;
 
-/* Weighted max-min split of the capacity among the chains in service,
- * each capped at one worker's part. */
+/* Weighted max-min split of the capacity among the chains in service and
+ * not waiting at `now`, each capped at one worker's part. */
 static void split(const ns_fluid_chain *c, fl_chain *s, size_t n, double capacity,
-                  unsigned workers)
+                  unsigned workers, double now)
 {
     double left = capacity, one = capacity / workers, wsum = 0;
     for (size_t i = 0; i < n; i++) {
         s[i].rate = -1; /* -1: not fixed yet */
-        if (s[i].started)
+        if (s[i].started && s[i].wake <= now)
             wsum += c[i].weight;
         else
             s[i].rate = 0;
@@ -95,14 +96,17 @@ int ns_fluid_serve(const ns_fluid_chain *c, size_t n, double capacity, unsigned 
                 }
                 f->started = true;
                 f->rem = op->cost;
+                f->wake = now + op->wait;
             }
         }
-        split(c, s, n, capacity, workers);
+        split(c, s, n, capacity, workers, now);
         double next = window_ns, arrive = window_ns;
         size_t first = n; /* the chain whose op completes first, if before any arrival */
         for (size_t i = 0; i < n; i++) {
             if (s[i].arr < c[i].n && c[i].ops[s[i].arr].t < arrive)
                 arrive = c[i].ops[s[i].arr].t;
+            if (s[i].started && s[i].wake > now && s[i].wake < arrive)
+                arrive = s[i].wake; /* an event that completes nothing */
             if (s[i].rate > 0 && now + s[i].rem / s[i].rate < next) {
                 next = now + s[i].rem / s[i].rate;
                 first = i;

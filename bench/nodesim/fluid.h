@@ -11,8 +11,11 @@
  * the head of its chain after its deadline is dropped unserved (the op
  * body's rule: an op that cannot start by its deadline does not run); an
  * arrival is dropped when its chain already has `depth` ops admitted and
- * unfinished (the admission rule). An op's cost is credited when it
- * completes, as the systems' service is.
+ * unfinished (the admission rule). An op that waits (`wait`) holds its
+ * chain for that long before its work, using no capacity: the chain's
+ * next op cannot start meanwhile (one at a time, in order), and the
+ * other chains share the whole capacity. An op's cost is credited when
+ * it completes, as the systems' service is.
  *
  * This is the reference weighted fair queueing approximates: it is
  * weighted max-min at each instant over the demand actually queued, so a
@@ -33,6 +36,9 @@ typedef struct ns_fluid_op {
     double t;        /* arrival, ns from the window's start */
     double cost;     /* ns of work */
     double deadline; /* ns from the window's start; the op must start by it */
+    double wait;     /* ns off the CPU before its work (a storage read, a
+                        signer's round trip): its chain's worker is held,
+                        no capacity is used */
 } ns_fluid_op;
 
 typedef struct ns_fluid_chain {

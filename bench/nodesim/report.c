@@ -371,8 +371,8 @@ void ns_print_comparison(ns_run *const *runs, size_t n, const char *title)
                s.work_per_s / runs[k]->capacity, s.work_per_cpu_s, s.share_error);
     }
     printf("\nThe fair reference on each system's capacity (an ideal weighted-fair server with the"
-           "\nchains' weights, fed the same arrivals and served on to the same cut): on time by"
-           "\nclass, and (late) the ops it started in time and completed late\n");
+           "\nchains' weights, fed the same arrivals and their waits, and served on to the same"
+           "\ncut): on time by class, and (late) the ops it started in time and completed late\n");
     printf("%-16s %9s %8s %8s %8s\n", "system", "critical", "high", "normal", "low");
     static const int fair_width[NS_NCLASS] = {9, 8, 8, 8};
     for (size_t k = 0; k < n; k++) {
