@@ -37,6 +37,10 @@
  * push/pop hand them over); vtime is atomic because stats read it from any
  * thread. 56 bytes: the session keeps it on one line with the counters a
  * visit bumps (session.h). */
+/* op_served's unit: 64 ns, so that 16 bits (in the entity's padding) hold
+ * up to 4.2 ms, past the default quantum. */
+#define ACCEL__SCHED_SERVED_UNIT 64u
+
 typedef struct accel__sched_entity {
     _Atomic uint32_t weight;    /* 1..ACCEL_PRIORITY_MAX (1000) */
     uint16_t w;                 /* weight of the current/coming visit */
@@ -48,6 +52,11 @@ typedef struct accel__sched_entity {
     _Atomic uint8_t cls;        /* calendar: 0 general, 1 short (relaxed:
                                    stats read it) */
     uint8_t seen;               /* ever charged */
+    uint16_t op_served;         /* moving average of an op's served time
+                                   (its service less its blocked time), in
+                                   units of ACCEL__SCHED_SERVED_UNIT ns,
+                                   saturating: the quota of a session whose
+                                   ops wait (accel__sched_visit_ops) */
     _Atomic uint64_t vtime;     /* virtual time: ns of service / weight;
                                    while queued, the virtual start tag of
                                    the coming visit */

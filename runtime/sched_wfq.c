@@ -413,8 +413,19 @@ uint32_t accel__sched_visit_ops(const accel__sched *s,
     if (!e->seen)
         return 1;
     uint64_t q = s->cfg.quantum_ops;
-    if (e->op_cost_ns > 0) {
-        uint64_t fit = s->cfg.quantum_ns / e->op_cost_ns;
+    /* An op that spends most of its time blocked (a storage read, a
+     * signer's round trip) is counted by its served time: its waits hold
+     * no CPU, and the visit's clock ends the visit at quantum_ns of wall
+     * time, or, where its worker can tell its blocked time, of served
+     * time (visit.h, blocked). By its whole time, such a session's every
+     * op would be a visit of its own, re-queued and picked again between
+     * two ops. A microsecond of slack: op_served is coarse. */
+    uint64_t cost = e->op_cost_ns;
+    uint64_t served = (uint64_t)e->op_served * ACCEL__SCHED_SERVED_UNIT;
+    if (served + 1000u <= cost / 2)
+        cost = served > 1000u ? served : 1000u;
+    if (cost > 0) {
+        uint64_t fit = s->cfg.quantum_ns / cost;
         if (fit < q)
             q = fit ? fit : 1;
     }
@@ -444,6 +455,10 @@ void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
     e->visit_cost_ns = ewma(e->visit_cost_ns, served, first);
     if (ops) {
         e->op_cost_ns = ewma(e->op_cost_ns, service_ns / ops, first);
+        uint64_t unit = served / ops / ACCEL__SCHED_SERVED_UNIT;
+        e->op_served = (uint16_t)ewma(e->op_served,
+                                      unit < UINT16_MAX ? unit : UINT16_MAX,
+                                      first);
         e->seen = 1;
     }
 }

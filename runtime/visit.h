@@ -60,6 +60,15 @@ typedef struct accel__visit {
     uint32_t every;       /* ops between clock checks */
     uint32_t until_check;
     uint32_t run_max;     /* ops one run of takes may hold */
+    /* The clock check ends the visit once this is past: at first t0 +
+     * quantum_ns, later where the served time could first reach it. */
+    uint64_t check_at;
+    /* Set by a worker that can tell its blocked time so far in the visit
+     * (worker.c): the visit ends at quantum_ns of served time, not of
+     * wall time, so a session whose ops wait runs on while its worker's
+     * place is taken (compensate.h). NULL: of wall time. */
+    uint64_t (*blocked)(void *arg, uint64_t t0);
+    void *blocked_arg;
     /* accel__tls_current when the visit began, put back at its end: a
      * visit may nest inside an op of another session on this thread
      * (destroy running a host-driven runtime's ops, a second host worker),

@@ -66,6 +66,24 @@ static void wake_for_queued(accel_runtime *rt, const accel__visit *v)
         accel__park_wake_general(rt);
 }
 
+/* The time w sat blocked in its visit begun at t0, to now (the visit's
+ * hook, visit.h, and its end). relaxed: a look at whether the monitor
+ * detected w, or dropped a detection back in this visit (the call reads
+ * what it published with either as a seqlock: compensate.c). */
+static uint64_t visit_blocked(void *arg, uint64_t t0)
+{
+    accel__worker *w = arg;
+    if (__builtin_expect(
+            (w->own_ns | w->block_depth |
+             atomic_load_explicit(&w->block, memory_order_relaxed)) != 0 ||
+                atomic_load_explicit(&w->detected_bank_vis,
+                                     memory_order_relaxed) ==
+                    atomic_load_explicit(&w->visits, memory_order_relaxed),
+            0))
+        return accel__compensate_visit_blocked_ns(w, t0);
+    return 0;
+}
+
 /* Runs one visit of s starting at *now (the clock read when the visit
  * began: the end of the previous visit when the worker went straight on),
  * and leaves the visit's end time in *now. w: the worker thread running
@@ -81,26 +99,18 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
     if (w)
         w->own_ns = 0;
     accel__visit_begin(&v, rt, s, *now);
-    if (w)
+    if (w) {
+        v.blocked = visit_blocked;
+        v.blocked_arg = w;
         accel__presume_begin(w, s);
+    }
     accel__visit_run(&v);
     if (w) {
         wake_for_queued(rt, &v);
         accel__presume_judge(w, s);
     }
-    /* relaxed: a look at whether the monitor detected w, or dropped a detection
-     * back in this visit (the call reads what it published with either as
-     * a seqlock: compensate.c). */
-    if (w && __builtin_expect(
-                 (w->own_ns | w->block_depth |
-                  atomic_load_explicit(&w->block, memory_order_relaxed)) !=
-                         0 ||
-                     atomic_load_explicit(&w->detected_bank_vis,
-                                          memory_order_relaxed) ==
-                         atomic_load_explicit(&w->visits,
-                                              memory_order_relaxed),
-                 0))
-        v.blocked_ns = accel__compensate_visit_blocked_ns(w, v.t0);
+    if (w)
+        v.blocked_ns = visit_blocked(w, v.t0);
     return accel__visit_end(&v, now);
 }
 

@@ -1304,3 +1304,76 @@ Test(blocking, a_cycle_of_waits_is_broken_by_a_cancel_one_worker,
     accel_session_release(c);
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
+
+/* ---- a visit of ops that wait ends at a quantum of served time */
+
+#define SERVED_QUANTUM_NS UINT64_C(50000000)
+static _Atomic int gate_in, gate_open;
+
+/* An announced wait of 60 ms: over the 50 ms quantum of wall time. */
+static int announced_60ms(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    cr_assert_eq(accel_blocking_begin(), ACCEL_OK);
+    tu_nap_us(60000);
+    cr_assert_eq(accel_blocking_end(), ACCEL_OK);
+    return 0;
+}
+
+static int announced_gate(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    cr_assert_eq(accel_blocking_begin(), ACCEL_OK);
+    atomic_store(&gate_in, 1);
+    while (!atomic_load(&gate_open))
+        tu_nap_us(1000);
+    cr_assert_eq(accel_blocking_end(), ACCEL_OK);
+    return 0;
+}
+
+/* A session whose ops each wait 60 ms (announced) with a 50 ms quantum:
+ * its worker's place is taken while it waits, so its visit runs on until
+ * it has been served a quantum (a few us of CPU an op here), and its four
+ * queued ops run in the visit of the op before them. Planted, each of
+ * these makes every op a visit of its own (5 visits): the visit's clock
+ * by wall time alone, or the session quoted one op a visit by its ops'
+ * whole time. Not a speed: the served time is the ops' CPU and their
+ * wait for a CPU after each sleep, which would have to reach 50 ms for a
+ * visit to end early. */
+Test(blocking, a_visit_of_ops_that_wait_ends_at_a_quantum_served,
+     .timeout = 60)
+{
+    accel_runtime_config c = {.workers = 1,
+                              .struct_size = sizeof(c),
+                              .max_extra_workers = 2,
+                              .quantum_ns = SERVED_QUANTUM_NS};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_session *s = open_s(rt, 0);
+    unit_step("one op measures the session: it waits, nearly unserved");
+    accel_op w = {.fn = announced_60ms};
+    cr_assert_eq(accel_submit(s, &w, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    accel_session_stats st0;
+    cr_assert_eq(accel_session_get_stats_ex(s, &st0, sizeof(st0)), ACCEL_OK);
+    unit_step("a visit held in a gated wait while four more ops queue");
+    accel_op g = {.fn = announced_gate};
+    cr_assert_eq(accel_submit(s, &g, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&gate_in))
+        tu_nap_us(1000);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(accel_submit(s, &w, ACCEL_FOREVER), ACCEL_OK);
+    atomic_store(&gate_open, 1);
+    unit_step("the five ops complete");
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    accel_session_stats st;
+    cr_assert_eq(accel_session_get_stats_ex(s, &st, sizeof(st)), ACCEL_OK);
+    cr_assert_eq(st.completed - st0.completed, 5);
+    cr_assert_leq(st.visits - st0.visits, 2,
+                  "5 ops that wait, nearly unserved: %lu visits, want 1 (2 at most)",
+                  (unsigned long)(st.visits - st0.visits));
+    accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}

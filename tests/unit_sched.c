@@ -395,3 +395,34 @@ Test(sched, blocked_time_is_not_charged, .timeout = 30)
     accel_session_release(b);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
+
+/* An op that spends most of its time blocked is quoted by its served
+ * time: a session whose 3 ms ops wait 2.9 ms of it may run quantum_ns
+ * (2 ms) / 0.1 ms = 20 of them a visit, not one (by its whole time,
+ * every op would be a visit of its own, re-queued and picked between
+ * two ops). Its lane is still by the whole time (no short op), and an op
+ * that computes is quoted as before. */
+Test(sched, an_op_that_waits_is_quoted_by_its_served_time, .timeout = 30)
+{
+    accel_runtime *rt;
+    accel_session *a, *b;
+    two_queued(&rt, &a, &b);
+    accel__sched *sc = rt->sched;
+    for (int i = 0; i < 40; i++) {
+        accel__sched_entity *e = accel__sched_pick(sc, 0);
+        cr_assert_not_null(e);
+        if (e == &a->se)
+            accel__sched_charge(sc, e, 3000000, 2900000, 1);
+        else
+            accel__sched_charge(sc, e, 3000000, 0, 1);
+        accel__sched_enqueue(sc, e, false);
+    }
+    cr_assert_eq(a->se.op_cost_ns, 3000000);
+    uint32_t qa = accel__sched_visit_ops(sc, &a->se),
+             qb = accel__sched_visit_ops(sc, &b->se);
+    cr_assert(qa >= 19 && qa <= 21, "waits 2.9 of 3 ms an op: quota %u, want 20", qa);
+    cr_assert_eq(qb, 1, "computes 3 ms an op: quota %u, want 1", qb);
+    accel_session_release(a);
+    accel_session_release(b);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
