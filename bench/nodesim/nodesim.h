@@ -90,6 +90,8 @@ typedef struct ns_op_rec {
     uint32_t calls;  /* real body: calls in the batch; 0: modelled */
     uint32_t item;   /* real body: first input item */
     uint32_t wait_us; /* blocking scenario: the wait before the body */
+    uint32_t waited_us; /* ... and as it ran: the sleep with its wake-up
+                           and the wait for a CPU after it (0: not run) */
     uint8_t outcome; /* enum ns_outcome, written by the op or at admission */
     _Atomic uint8_t dones; /* calls of ns_done (the exactly-once check) */
 } ns_op_rec;
@@ -110,6 +112,10 @@ typedef struct ns_chain_run {
      * the chains' weights would have kept on time. */
     uint64_t fair_ontime, fair_missed;
     uint64_t fair_late; /* of fair_missed: started in time, completed late */
+    /* The same reference with each op's wait as it ran (ns_op_rec
+     * waited_us) where it ran: what the machine's wake-ups cost any
+     * server (blocking scenario only). */
+    uint64_t fair_run_ontime, fair_run_missed;
     double maxmin_ns; /* per-phase weighted max-min op work (earlier reference) */
     _Atomic size_t next; /* submitter's cursor (read by the idle check) */
     bench_hist latency; /* arrival -> finish, completed ops */

@@ -222,18 +222,23 @@ static double fair_pct(uint64_t count, uint64_t ontime, uint64_t missed)
  * time and completed late (fluid.h, ns_fluid_outcome.late: a server that
  * runs an op at a CPU's speed once it starts completes many of them in
  * time). -1 where a class had none. */
-static void fair_class(const ns_run *r, double ontime[NS_NCLASS], double late[NS_NCLASS])
+static void fair_class(const ns_run *r, double ontime[NS_NCLASS], double late[NS_NCLASS],
+                       double as_run[NS_NCLASS])
 {
     uint64_t on[NS_NCLASS] = {0}, miss[NS_NCLASS] = {0}, lt[NS_NCLASS] = {0};
+    uint64_t ron[NS_NCLASS] = {0}, rmiss[NS_NCLASS] = {0};
     for (unsigned i = 0; i < r->nchains; i++) {
         int k = ns_class(r->chain[i].cfg->priority);
         on[k] += r->chain[i].fair_ontime;
         miss[k] += r->chain[i].fair_missed;
         lt[k] += r->chain[i].fair_late;
+        ron[k] += r->chain[i].fair_run_ontime;
+        rmiss[k] += r->chain[i].fair_run_missed;
     }
     for (int k = 0; k < NS_NCLASS; k++) {
         ontime[k] = fair_pct(on[k], on[k], miss[k]);
         late[k] = fair_pct(lt[k], on[k], miss[k]);
+        as_run[k] = fair_pct(ron[k], ron[k], rmiss[k]);
     }
 }
 
@@ -268,14 +273,16 @@ void ns_emit_json(const ns_run *r, const char *scenario)
     bench_result_u64(&res, "censored", s.censored);
     bench_result_f64(&res, "ontime_pct", s.ontime_pct);
     bench_result_f64(&res, "drop_pct", s.drop_pct);
-    double p99_us[NS_NCLASS], fair[NS_NCLASS], late[NS_NCLASS];
+    double p99_us[NS_NCLASS], fair[NS_NCLASS], late[NS_NCLASS], as_run[NS_NCLASS];
     for (int k = 0; k < NS_NCLASS; k++)
         p99_us[k] = (double)s.class_p99[k] / 1e3;
-    fair_class(r, fair, late);
+    fair_class(r, fair, late, as_run);
     emit_per_class(&res, "%s_ontime_pct", s.class_ontime);
     emit_per_class(&res, "%s_p99_us", p99_us);
     emit_per_class(&res, "fair_%s_ontime_pct", fair);
     emit_per_class(&res, "fair_%s_late_pct", late);
+    if (r->blocking)
+        emit_per_class(&res, "fair_waits_as_run_%s_ontime_pct", as_run);
     if (r->burst.factor > 1) {
         double pct[NS_BURST_GROUPS];
         burst_ontime(r, pct);
@@ -372,14 +379,18 @@ void ns_print_comparison(ns_run *const *runs, size_t n, const char *title)
     }
     printf("\nThe fair reference on each system's capacity (an ideal weighted-fair server with the"
            "\nchains' weights, fed the same arrivals and their waits, and served on to the same"
-           "\ncut): on time by class, and (late) the ops it started in time and completed late\n");
+           "\ncut): on time by class, and (late) the ops it started in time and completed late;"
+           "%s\n", runs[0]->blocking ? "\n(waits as run) its on time with each op's wait as it ran here (the sleep, its"
+                                        "\nwake-up and the wait for a CPU after it) in place of the nominal one" : "");
     printf("%-16s %9s %8s %8s %8s\n", "system", "critical", "high", "normal", "low");
     static const int fair_width[NS_NCLASS] = {9, 8, 8, 8};
     for (size_t k = 0; k < n; k++) {
-        double fair[NS_NCLASS], late[NS_NCLASS];
-        fair_class(runs[k], fair, late);
+        double fair[NS_NCLASS], late[NS_NCLASS], as_run[NS_NCLASS];
+        fair_class(runs[k], fair, late, as_run);
         print_pct_row(ns_system_name[runs[k]->sys], fair, fair_width, NS_NCLASS);
         print_pct_row("  late", late, fair_width, NS_NCLASS);
+        if (runs[k]->blocking)
+            print_pct_row("  waits as run", as_run, fair_width, NS_NCLASS);
     }
     const ns_run *r0 = runs[0];
     printf("\nPer chain: on time %% (missed = dropped + expired + late) and p99 of completed "
