@@ -55,8 +55,10 @@ typedef struct accel__sched_entity {
     uint16_t op_served;         /* moving average of an op's served time
                                    (its service less its blocked time), in
                                    units of ACCEL__SCHED_SERVED_UNIT ns,
-                                   saturating: the quota of a session whose
-                                   ops wait (accel__sched_visit_ops) */
+                                   saturating, while under half of
+                                   op_cost_ns; else 0 (sched_wfq.c,
+                                   track_served): the quota of a session
+                                   whose ops wait (accel__sched_visit_ops) */
     _Atomic uint64_t vtime;     /* virtual time: ns of service / weight;
                                    while queued, the virtual start tag of
                                    the coming visit */
@@ -65,6 +67,14 @@ typedef struct accel__sched_entity {
     uint64_t op_cost_ns;        /* moving average of an op's service */
     void *owner;                /* the session */
 } accel__sched_entity;
+
+/* Whether e's ops mostly wait (op_served is tracked): its visits may run
+ * on past a quantum of wall time (visit.h, blocked). The visiting
+ * worker's read, between its visits' charges. */
+static inline bool accel__sched_entity_waits(const accel__sched_entity *e)
+{
+    return e->op_served != 0;
+}
 
 typedef struct accel__sched_config {
     unsigned workers;

@@ -421,9 +421,11 @@ uint32_t accel__sched_visit_ops(const accel__sched *s,
      * op would be a visit of its own, re-queued and picked again between
      * two ops. A microsecond of slack: op_served is coarse. */
     uint64_t cost = e->op_cost_ns;
-    uint64_t served = (uint64_t)e->op_served * ACCEL__SCHED_SERVED_UNIT;
-    if (served + 1000u <= cost / 2)
-        cost = served > 1000u ? served : 1000u;
+    if (__builtin_expect(e->op_served != 0, 0)) {
+        uint64_t served = (uint64_t)e->op_served * ACCEL__SCHED_SERVED_UNIT;
+        if (served + 1000u <= cost / 2)
+            cost = served > 1000u ? served : 1000u;
+    }
     if (cost > 0) {
         uint64_t fit = s->cfg.quantum_ns / cost;
         if (fit < q)
@@ -435,6 +437,20 @@ uint32_t accel__sched_visit_ops(const accel__sched *s,
 static inline uint64_t ewma(uint64_t avg, uint64_t x, bool first)
 {
     return first ? x : avg - avg / 4 + x / 4;
+}
+
+/* op_served (sched_core.h): the average of an op's served time, kept
+ * while it is under half of op_cost_ns (the ops mostly wait), 0 (not
+ * tracked) once it is not. A session that starts waiting begins at its
+ * first such visit's value. */
+static void track_served(accel__sched_entity *e, uint64_t served, uint32_t ops)
+{
+    uint64_t unit = served / ops / ACCEL__SCHED_SERVED_UNIT;
+    unit = unit < 1 ? 1 : unit > UINT16_MAX ? UINT16_MAX : unit;
+    uint64_t avg = ewma(e->op_served ? e->op_served : unit, unit, false);
+    if (avg * ACCEL__SCHED_SERVED_UNIT + 1000u > e->op_cost_ns / 2)
+        avg = 0;
+    e->op_served = (uint16_t)avg;
 }
 
 void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
@@ -455,10 +471,10 @@ void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
     e->visit_cost_ns = ewma(e->visit_cost_ns, served, first);
     if (ops) {
         e->op_cost_ns = ewma(e->op_cost_ns, service_ns / ops, first);
-        uint64_t unit = served / ops / ACCEL__SCHED_SERVED_UNIT;
-        e->op_served = (uint16_t)ewma(e->op_served,
-                                      unit < UINT16_MAX ? unit : UINT16_MAX,
-                                      first);
+        /* Tracked only while the ops mostly wait: a visit that blocked
+         * nowhere, of a session not tracked, pays one test. */
+        if (__builtin_expect((blocked_ns | e->op_served) != 0, 0))
+            track_served(e, served, ops);
         e->seen = 1;
     }
 }

@@ -83,7 +83,6 @@ void accel__visit_begin(accel__visit *v, accel_runtime *rt, accel_session *s,
                : cost ? (uint32_t)(ACCEL__CLOCK_CHECK_NS / cost)
                       : 1;
     v->until_check = v->every;
-    v->check_at = now + rt->cfg.quantum_ns;
     /* A run is taken out of the ring before it runs, so the clock can end
      * the visit only between runs: a run is kept to about a quarter of
      * the quantum at the predicted cost (ops of unknown cost: one). */
@@ -234,21 +233,21 @@ static void run_ops(accel__visit *v, const accel_op *ops, uint32_t k,
         accel__waiters_finished(&s->waiters, finished);
 }
 
-/* At the clock check past check_at: whether the visit has been served
- * less than a quantum (its worker's blocked time taken off its wall time),
- * and so runs on; check_at then moves to where it could first reach one.
- * Read only past a quantum of wall time, so a visit that computes reads
- * its worker's blocked time at most once. */
-static bool served_short(accel__visit *v, uint64_t now)
+/* At the clock check past quantum_ns + extend_ns of wall time: whether
+ * the visit has been served less than a quantum (its worker's blocked
+ * time taken off its wall time), and so runs on; extend_ns then moves to
+ * where it could first reach one. Read only past a quantum of wall time,
+ * so a visit that computes reads its worker's blocked time at most once.
+ * Out of line: the common path must not pay for it. */
+__attribute__((noinline, cold)) static bool served_short(accel__visit *v,
+                                                         uint64_t wall)
 {
-    if (!v->blocked)
-        return false;
-    uint64_t wall = now - v->t0, quantum = v->rt->cfg.quantum_ns;
+    uint64_t quantum = v->rt->cfg.quantum_ns;
     uint64_t off = v->blocked(v->blocked_arg, v->t0);
     uint64_t served = off < wall ? wall - off : 0;
     if (served >= quantum)
         return false;
-    v->check_at = now + (quantum - served);
+    v->extend_ns = wall - served; /* its blocked time so far */
     return true;
 }
 
@@ -296,8 +295,9 @@ void accel__visit_run(accel__visit *v)
             continue;
         }
         v->until_check = v->every;
-        uint64_t now = accel__now_ns();
-        if (now >= v->check_at && !served_short(v, now))
+        uint64_t wall = accel__now_ns() - v->t0;
+        if (wall >= v->rt->cfg.quantum_ns + v->extend_ns &&
+            !(v->blocked && served_short(v, wall)))
             break;
     }
 }

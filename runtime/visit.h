@@ -60,9 +60,10 @@ typedef struct accel__visit {
     uint32_t every;       /* ops between clock checks */
     uint32_t until_check;
     uint32_t run_max;     /* ops one run of takes may hold */
-    /* The clock check ends the visit once this is past: at first t0 +
-     * quantum_ns, later where the served time could first reach it. */
-    uint64_t check_at;
+    /* Wall time past t0 + quantum_ns the clock check lets the visit run
+     * on: where its served time could first reach quantum_ns (0 at first:
+     * set by the check, never at the begin). */
+    uint64_t extend_ns;
     /* Set by a worker that can tell its blocked time so far in the visit
      * (worker.c): the visit ends at quantum_ns of served time, not of
      * wall time, so a session whose ops wait runs on while its worker's

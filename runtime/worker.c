@@ -70,9 +70,8 @@ static void wake_for_queued(accel_runtime *rt, const accel__visit *v)
  * hook, visit.h, and its end). relaxed: a look at whether the monitor
  * detected w, or dropped a detection back in this visit (the call reads
  * what it published with either as a seqlock: compensate.c). */
-static uint64_t visit_blocked(void *arg, uint64_t t0)
+static inline uint64_t visit_blocked(accel__worker *w, uint64_t t0)
 {
-    accel__worker *w = arg;
     if (__builtin_expect(
             (w->own_ns | w->block_depth |
              atomic_load_explicit(&w->block, memory_order_relaxed)) != 0 ||
@@ -82,6 +81,11 @@ static uint64_t visit_blocked(void *arg, uint64_t t0)
             0))
         return accel__compensate_visit_blocked_ns(w, t0);
     return 0;
+}
+
+static uint64_t visit_blocked_hook(void *arg, uint64_t t0)
+{
+    return visit_blocked(arg, t0);
 }
 
 /* Runs one visit of s starting at *now (the clock read when the visit
@@ -100,8 +104,12 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
         w->own_ns = 0;
     accel__visit_begin(&v, rt, s, *now);
     if (w) {
-        v.blocked = visit_blocked;
-        v.blocked_arg = w;
+        /* Only a session whose ops mostly wait can be served much less
+         * than its wall time: the others keep the plain clock check. */
+        if (__builtin_expect(accel__sched_entity_waits(&s->se), 0)) {
+            v.blocked = visit_blocked_hook;
+            v.blocked_arg = w;
+        }
         accel__presume_begin(w, s);
     }
     accel__visit_run(&v);

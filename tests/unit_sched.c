@@ -422,6 +422,18 @@ Test(sched, an_op_that_waits_is_quoted_by_its_served_time, .timeout = 30)
              qb = accel__sched_visit_ops(sc, &b->se);
     cr_assert(qa >= 19 && qa <= 21, "waits 2.9 of 3 ms an op: quota %u, want 20", qa);
     cr_assert_eq(qb, 1, "computes 3 ms an op: quota %u, want 1", qb);
+    cr_assert(accel__sched_entity_waits(&a->se));
+    cr_assert(!accel__sched_entity_waits(&b->se), "b never waited: not tracked");
+    /* a's ops stop waiting: its quota goes back to its whole time, and
+     * it is no longer tracked (its visits keep the plain clock check). */
+    for (int i = 0; i < 40; i++) {
+        accel__sched_entity *e = accel__sched_pick(sc, 0);
+        cr_assert_not_null(e);
+        accel__sched_charge(sc, e, 3000000, 0, 1);
+        accel__sched_enqueue(sc, e, false);
+    }
+    cr_assert_eq(accel__sched_visit_ops(sc, &a->se), 1);
+    cr_assert(!accel__sched_entity_waits(&a->se), "a computes now: still tracked");
     accel_session_release(a);
     accel_session_release(b);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
