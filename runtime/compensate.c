@@ -493,6 +493,13 @@ static bool extras_short(const accel_runtime *rt)
            atomic_load_explicit(&rt->blocked, memory_order_relaxed) > extras;
 }
 
+bool accel__compensate_at_cap(const accel_runtime *rt)
+{
+    /* relaxed: counts (the top of this file) */
+    return atomic_load_explicit(&rt->extra_active, memory_order_relaxed) >=
+           rt->comp.extra_max;
+}
+
 /* w's own and announced waits off a CPU in its visit, to now; *on: their
  * time on a CPU (the presumed visit's judge). */
 static uint64_t own_off_cpu(accel__worker *w, uint64_t now, uint64_t *on)

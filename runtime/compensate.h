@@ -80,7 +80,14 @@ bool accel__compensate_surplus(accel_runtime *rt);
 /* An extra worker idle for ACCEL__EXTRA_IDLE_NS takes itself out. */
 void accel__compensate_retire_idle(accel_runtime *rt);
 
-/* At the end of a visit of accel's own worker w that began at t0: how
+/* Whether every extra worker the cap allows is running: a wait that
+ * begins now may have no one in its place. A visit of ops that wait runs
+ * on past a quantum of wall time only while this is false (worker.c). */
+bool accel__compensate_at_cap(const accel_runtime *rt);
+
+/* At the end of a visit of accel's own worker w that began at t0 (or
+ * within it: the call only reads, and a visit of ops that wait asks it
+ * between ops, visit.h): how
  * long w sat blocked in it while another worker could run in its place
  * (compensate.c, "Charging"): the time off a CPU in its own waits and
  * announced waits, and the time asleep since the monitor detected it blocked; 0 at

@@ -408,8 +408,8 @@ uint32_t accel__sched_visit_ops(const accel__sched *s,
 {
     /* Cost not measured yet: one op, so that a session of long ops cannot
      * hold a worker for quantum_ops of them on its first visit (the visit
-     * loop does not read the clock per op; quantum_ns is enforced only
-     * through this prediction). */
+     * loop reads the clock only every few ops, and a run of ops is taken
+     * before any of it runs: visit.c). */
     if (!e->seen)
         return 1;
     uint64_t q = s->cfg.quantum_ops;
@@ -440,15 +440,16 @@ static inline uint64_t ewma(uint64_t avg, uint64_t x, bool first)
 }
 
 /* op_served (sched_core.h): the average of an op's served time, kept
- * while it is under half of op_cost_ns (the ops mostly wait), 0 (not
- * tracked) once it is not. A session that starts waiting begins at its
- * first such visit's value. */
+ * while it is under half of op_cost_ns (the ops mostly wait) and fits
+ * its 16 bits (4.2 ms: past that, the default quantum's quota is one op
+ * either way), 0 (not tracked) once it is not. A session that starts
+ * waiting begins at its first such visit's value. */
 static void track_served(accel__sched_entity *e, uint64_t served, uint32_t ops)
 {
     uint64_t unit = served / ops / ACCEL__SCHED_SERVED_UNIT;
-    unit = unit < 1 ? 1 : unit > UINT16_MAX ? UINT16_MAX : unit;
+    unit = unit < 1 ? 1 : unit;
     uint64_t avg = ewma(e->op_served ? e->op_served : unit, unit, false);
-    if (avg * ACCEL__SCHED_SERVED_UNIT + 1000u > e->op_cost_ns / 2)
+    if (avg > UINT16_MAX || avg * ACCEL__SCHED_SERVED_UNIT + 1000u > e->op_cost_ns / 2)
         avg = 0;
     e->op_served = (uint16_t)avg;
 }
@@ -466,8 +467,8 @@ void accel__sched_charge(accel__sched *s, accel__sched_entity *e,
     e->vrem = (uint16_t)(t % e->w);
     bool first = !e->seen;
     /* The deadline's visit is what the share pays for; the op cost (the
-     * quota, the lane) is the op's whole time, waits included: an op
-     * that waits is no short op. */
+     * lane, and the quota unless the ops mostly wait: op_served) is the
+     * op's whole time, waits included: an op that waits is no short op. */
     e->visit_cost_ns = ewma(e->visit_cost_ns, served, first);
     if (ops) {
         e->op_cost_ns = ewma(e->op_cost_ns, service_ns / ops, first);

@@ -75,7 +75,8 @@ void accel__visit_begin(accel__visit *v, accel_runtime *rt, accel_session *s,
         v->quota = room < v->quota ? room : v->quota;
     }
     /* The ops quota comes from the session's predicted op cost; if its
-     * ops suddenly got longer, the clock ends the visit at quantum_ns. It
+     * ops suddenly got longer, the clock ends the visit at quantum_ns (of
+     * served time for a session whose ops wait: served_short). It
      * is read every `every` ops, chosen so that checking costs ~1/20 of
      * the predicted work (a clock read is ~40 ns here). */
     uint64_t cost = s->se.op_cost_ns;

@@ -83,9 +83,18 @@ static inline uint64_t visit_blocked(accel__worker *w, uint64_t t0)
     return 0;
 }
 
+/* The visit's hook (visit.h): its blocked time so far, or 0 (the visit
+ * ends at a quantum of wall time) once every extra the cap allows is
+ * running. The visit's end credits a wait that had no one in its place
+ * at its own time (extras_short); between ops, with the worker's own
+ * wait over, the counts cannot tell whether the next one will: an
+ * announced wait that begins at the cap is not replaced. */
 static uint64_t visit_blocked_hook(void *arg, uint64_t t0)
 {
-    return visit_blocked(arg, t0);
+    accel__worker *w = arg;
+    if (accel__compensate_at_cap(w->rt))
+        return 0;
+    return visit_blocked(w, t0);
 }
 
 /* Runs one visit of s starting at *now (the clock read when the visit
@@ -104,9 +113,12 @@ static unsigned run_visit(accel_runtime *rt, accel__worker *w,
         w->own_ns = 0;
     accel__visit_begin(&v, rt, s, *now);
     if (w) {
-        /* Only a session whose ops mostly wait can be served much less
-         * than its wall time: the others keep the plain clock check. */
-        if (__builtin_expect(accel__sched_entity_waits(&s->se), 0)) {
+        /* A session whose ops mostly wait, tracked from its visits so
+         * far (the others keep the plain clock check), on a general-lane
+         * worker: extras take general workers' places, so a short-lane
+         * worker's wait holds the short lane. */
+        if (__builtin_expect(accel__sched_entity_waits(&s->se), 0) &&
+            w->lane == ACCEL__LANE_GENERAL) {
             v.blocked = visit_blocked_hook;
             v.blocked_arg = w;
         }

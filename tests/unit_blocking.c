@@ -1333,6 +1333,20 @@ static int announced_gate(accel_ctx *ctx, void *arg)
     return 0;
 }
 
+/* The session's stats once its first visit has ended: the visit count
+ * is bumped at the visit's end, after its op's completion (which sync
+ * waits for). */
+static accel_session_stats visited_once(accel_session *s)
+{
+    accel_session_stats st;
+    for (;;) {
+        cr_assert_eq(accel_session_get_stats_ex(s, &st, sizeof(st)), ACCEL_OK);
+        if (st.visits >= 1)
+            return st;
+        tu_nap_us(1000);
+    }
+}
+
 /* A session whose ops each wait 60 ms (announced) with a 50 ms quantum:
  * its worker's place is taken while it waits, so its visit runs on until
  * it has been served a quantum (a few us of CPU an op here), and its four
@@ -1356,8 +1370,7 @@ Test(blocking, a_visit_of_ops_that_wait_ends_at_a_quantum_served,
     accel_op w = {.fn = announced_60ms};
     cr_assert_eq(accel_submit(s, &w, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
-    accel_session_stats st0;
-    cr_assert_eq(accel_session_get_stats_ex(s, &st0, sizeof(st0)), ACCEL_OK);
+    accel_session_stats st0 = visited_once(s);
     unit_step("a visit held in a gated wait while four more ops queue");
     accel_op g = {.fn = announced_gate};
     cr_assert_eq(accel_submit(s, &g, ACCEL_FOREVER), ACCEL_OK);
@@ -1375,5 +1388,85 @@ Test(blocking, a_visit_of_ops_that_wait_ends_at_a_quantum_served,
                   "5 ops that wait, nearly unserved: %lu visits, want 1 (2 at most)",
                   (unsigned long)(st.visits - st0.visits));
     accel_session_release(s);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+static _Atomic int other_in, other_open;
+
+static int no_wait(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    return 0;
+}
+
+static int other_gate(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    cr_assert_eq(accel_blocking_begin(), ACCEL_OK);
+    atomic_store(&other_in, 1);
+    while (!atomic_load(&other_open))
+        tu_nap_us(1000);
+    cr_assert_eq(accel_blocking_end(), ACCEL_OK);
+    return 0;
+}
+
+/* The same session at the cap on extra workers (one): another session's
+ * op holds the worker in a wait, so the session runs on the one extra,
+ * and a wait of its own would have no one in its place. Its visits end
+ * at a quantum of wall time, one 60 ms op each (the gated op and the
+ * first may share one: 4 visits or 5). Planted (the visit runs on at
+ * the cap): 1 or 2. */
+Test(blocking, at_the_cap_a_visit_of_ops_that_wait_ends_on_the_wall_clock,
+     .timeout = 60)
+{
+    accel_runtime_config c = {.workers = 1,
+                              .struct_size = sizeof(c),
+                              .max_extra_workers = 1,
+                              .quantum_ns = SERVED_QUANTUM_NS};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_session *s = open_s(rt, 0), *b = open_s(rt, 1);
+    unit_step("one op measures the session: it waits, nearly unserved");
+    accel_op w = {.fn = announced_60ms};
+    cr_assert_eq(accel_submit(s, &w, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    accel_session_stats st0 = visited_once(s);
+    unit_step("another session's op holds the worker in a wait");
+    accel_op o = {.fn = other_gate};
+    cr_assert_eq(accel_submit(b, &o, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&other_in))
+        tu_nap_us(1000);
+    unit_step("the session's gated op starts, on the extra");
+    atomic_store(&gate_in, 0);
+    atomic_store(&gate_open, 0);
+    accel_op g = {.fn = announced_gate};
+    cr_assert_eq(accel_submit(s, &g, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&gate_in))
+        tu_nap_us(1000);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(accel_submit(s, &w, ACCEL_FOREVER), ACCEL_OK);
+    atomic_store(&gate_open, 1);
+    /* A last op that does not wait: its visit begins after the fifth
+     * op's has ended (and counted itself). */
+    accel_op last = {.fn = no_wait};
+    cr_assert_eq(accel_submit(s, &last, ACCEL_FOREVER), ACCEL_OK);
+    unit_step("the five ops and the last complete");
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    accel_runtime_stats rs = stats_of(rt);
+    cr_assert_eq(rs.extra_started, 1, "one extra, the cap: %lu",
+                 (unsigned long)rs.extra_started);
+    atomic_store(&other_open, 1);
+    unit_step("the other session's op completes");
+    cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
+    accel_session_stats st;
+    cr_assert_eq(accel_session_get_stats_ex(s, &st, sizeof(st)), ACCEL_OK);
+    cr_assert_eq(st.completed - st0.completed, 6);
+    cr_assert_geq(st.visits - st0.visits, 4,
+                  "at the cap, 5 ops of 60 ms: %lu visits, want 4 or 5 (and the last's)",
+                  (unsigned long)(st.visits - st0.visits));
+    accel_session_release(s);
+    accel_session_release(b);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }

@@ -178,10 +178,11 @@ typedef struct accel_runtime_config {
     uint64_t short_op_ns;  /* 0: 100 us */
     uint32_t quantum_ops;  /* ops per visit at most; 0: 32 */
     uint64_t quantum_ns;   /* a visit ends after this much service; 0: 2 ms.
-                              On accel's workers, a visit whose worker's
-                              place was taken while it waited (see "Ops
-                              that block") ends at this much time less
-                              that wait */
+                              A visit of a session whose ops mostly wait
+                              (see "Ops that block"), on a general
+                              worker of accel's own, ends at this much
+                              time less the worker's blocked time, while
+                              the cap on extra workers is not reached */
     int cuda_device;       /* device of the shared CUDA context; default 0 */
     /* Optional worker CPU pinning: worker i runs only on CPU
      * worker_cpus[i % worker_cpus_count] (CPU numbers as sched_setaffinity
