@@ -29,6 +29,10 @@
 #define ACCEL__SCHED_LANE_GENERAL accel__lane_mask(ACCEL__LANE_GENERAL)
 #define ACCEL__SCHED_LANE_SHORT accel__lane_mask(ACCEL__LANE_SHORT)
 
+/* op_served's unit: 64 ns, so that 16 bits (in the entity's padding) hold
+ * up to 4.2 ms, past the default quantum. */
+#define ACCEL__SCHED_SERVED_UNIT 64u
+
 /* Embedded in each session. The scheduler owns every field but weight,
  * which accel_session_set_priority() stores (relaxed: enqueue reads it
  * once per visit, "from the next visit" is the contract), and hint, which
@@ -37,10 +41,6 @@
  * push/pop hand them over); vtime is atomic because stats read it from any
  * thread. 56 bytes: the session keeps it on one line with the counters a
  * visit bumps (session.h). */
-/* op_served's unit: 64 ns, so that 16 bits (in the entity's padding) hold
- * up to 4.2 ms, past the default quantum. */
-#define ACCEL__SCHED_SERVED_UNIT 64u
-
 typedef struct accel__sched_entity {
     _Atomic uint32_t weight;    /* 1..ACCEL_PRIORITY_MAX (1000) */
     uint16_t w;                 /* weight of the current/coming visit */

@@ -1308,7 +1308,6 @@ Test(blocking, a_cycle_of_waits_is_broken_by_a_cancel_one_worker,
 /* ---- a visit of ops that wait ends at a quantum of served time */
 
 #define SERVED_QUANTUM_NS UINT64_C(50000000)
-static _Atomic int gate_in, gate_open;
 
 /* An announced wait of 60 ms: over the 50 ms quantum of wall time. */
 static int announced_60ms(accel_ctx *ctx, void *arg)
@@ -1321,23 +1320,27 @@ static int announced_60ms(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-static int announced_gate(accel_ctx *ctx, void *arg)
+/* One worker, `extras` extra workers at most, the 50 ms quantum. */
+static accel_runtime *served_rt(unsigned extras)
 {
-    (void)ctx;
-    (void)arg;
-    cr_assert_eq(accel_blocking_begin(), ACCEL_OK);
-    atomic_store(&gate_in, 1);
-    while (!atomic_load(&gate_open))
-        tu_nap_us(1000);
-    cr_assert_eq(accel_blocking_end(), ACCEL_OK);
-    return 0;
+    accel_runtime_config c = {.workers = 1,
+                              .struct_size = sizeof(c),
+                              .max_extra_workers = extras,
+                              .quantum_ns = SERVED_QUANTUM_NS};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    return rt;
 }
 
-/* The session's stats once its first visit has ended: the visit count
- * is bumped at the visit's end, after its op's completion (which sync
- * waits for). */
-static accel_session_stats visited_once(accel_session *s)
+/* One op measures s (it waits, nearly unserved); returns s's stats once
+ * that op's visit has ended: the visit count is bumped at the visit's
+ * end, after its op's completion (which sync waits for). */
+static accel_session_stats measured(accel_session *s)
 {
+    unit_step("one op measures the session: it waits, nearly unserved");
+    accel_op w = {.fn = announced_60ms};
+    cr_assert_eq(accel_submit(s, &w, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     accel_session_stats st;
     for (;;) {
         cr_assert_eq(accel_session_get_stats_ex(s, &st, sizeof(st)), ACCEL_OK);
@@ -1345,6 +1348,23 @@ static accel_session_stats visited_once(accel_session *s)
             return st;
         tu_nap_us(1000);
     }
+}
+
+/* A visit of s held in a gated wait while four 60 ms ops queue behind
+ * it; then the gate opens. */
+static void gated_then_four(accel_session *s)
+{
+    static struct gate g;
+    g = (struct gate){.announce = true};
+    unit_step("a visit held in a gated wait while four more ops queue");
+    accel_op op = {.fn = gated, .arg = &g};
+    cr_assert_eq(accel_submit(s, &op, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&g.in))
+        tu_nap_us(1000);
+    accel_op w = {.fn = announced_60ms};
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(accel_submit(s, &w, ACCEL_FOREVER), ACCEL_OK);
+    atomic_store(&g.rel, 1);
 }
 
 /* A session whose ops each wait 60 ms (announced) with a 50 ms quantum:
@@ -1359,26 +1379,10 @@ static accel_session_stats visited_once(accel_session *s)
 Test(blocking, a_visit_of_ops_that_wait_ends_at_a_quantum_served,
      .timeout = 60)
 {
-    accel_runtime_config c = {.workers = 1,
-                              .struct_size = sizeof(c),
-                              .max_extra_workers = 2,
-                              .quantum_ns = SERVED_QUANTUM_NS};
-    accel_runtime *rt = NULL;
-    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_runtime *rt = served_rt(2);
     accel_session *s = open_s(rt, 0);
-    unit_step("one op measures the session: it waits, nearly unserved");
-    accel_op w = {.fn = announced_60ms};
-    cr_assert_eq(accel_submit(s, &w, ACCEL_FOREVER), ACCEL_OK);
-    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
-    accel_session_stats st0 = visited_once(s);
-    unit_step("a visit held in a gated wait while four more ops queue");
-    accel_op g = {.fn = announced_gate};
-    cr_assert_eq(accel_submit(s, &g, ACCEL_FOREVER), ACCEL_OK);
-    while (!atomic_load(&gate_in))
-        tu_nap_us(1000);
-    for (int i = 0; i < 4; i++)
-        cr_assert_eq(accel_submit(s, &w, ACCEL_FOREVER), ACCEL_OK);
-    atomic_store(&gate_open, 1);
+    accel_session_stats st0 = measured(s);
+    gated_then_four(s);
     unit_step("the five ops complete");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     accel_session_stats st;
@@ -1391,27 +1395,6 @@ Test(blocking, a_visit_of_ops_that_wait_ends_at_a_quantum_served,
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
-static _Atomic int other_in, other_open;
-
-static int no_wait(accel_ctx *ctx, void *arg)
-{
-    (void)ctx;
-    (void)arg;
-    return 0;
-}
-
-static int other_gate(accel_ctx *ctx, void *arg)
-{
-    (void)ctx;
-    (void)arg;
-    cr_assert_eq(accel_blocking_begin(), ACCEL_OK);
-    atomic_store(&other_in, 1);
-    while (!atomic_load(&other_open))
-        tu_nap_us(1000);
-    cr_assert_eq(accel_blocking_end(), ACCEL_OK);
-    return 0;
-}
-
 /* The same session at the cap on extra workers (one): another session's
  * op holds the worker in a wait, so the session runs on the one extra,
  * and a wait of its own would have no one in its place. Its visits end
@@ -1421,43 +1404,26 @@ static int other_gate(accel_ctx *ctx, void *arg)
 Test(blocking, at_the_cap_a_visit_of_ops_that_wait_ends_on_the_wall_clock,
      .timeout = 60)
 {
-    accel_runtime_config c = {.workers = 1,
-                              .struct_size = sizeof(c),
-                              .max_extra_workers = 1,
-                              .quantum_ns = SERVED_QUANTUM_NS};
-    accel_runtime *rt = NULL;
-    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_runtime *rt = served_rt(1);
     accel_session *s = open_s(rt, 0), *b = open_s(rt, 1);
-    unit_step("one op measures the session: it waits, nearly unserved");
-    accel_op w = {.fn = announced_60ms};
-    cr_assert_eq(accel_submit(s, &w, ACCEL_FOREVER), ACCEL_OK);
-    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
-    accel_session_stats st0 = visited_once(s);
+    accel_session_stats st0 = measured(s);
     unit_step("another session's op holds the worker in a wait");
-    accel_op o = {.fn = other_gate};
+    static struct gate other = {.announce = true};
+    accel_op o = {.fn = gated, .arg = &other};
     cr_assert_eq(accel_submit(b, &o, ACCEL_FOREVER), ACCEL_OK);
-    while (!atomic_load(&other_in))
+    while (!atomic_load(&other.in))
         tu_nap_us(1000);
-    unit_step("the session's gated op starts, on the extra");
-    atomic_store(&gate_in, 0);
-    atomic_store(&gate_open, 0);
-    accel_op g = {.fn = announced_gate};
-    cr_assert_eq(accel_submit(s, &g, ACCEL_FOREVER), ACCEL_OK);
-    while (!atomic_load(&gate_in))
-        tu_nap_us(1000);
-    for (int i = 0; i < 4; i++)
-        cr_assert_eq(accel_submit(s, &w, ACCEL_FOREVER), ACCEL_OK);
-    atomic_store(&gate_open, 1);
+    gated_then_four(s); /* on the extra */
     /* A last op that does not wait: its visit begins after the fifth
      * op's has ended (and counted itself). */
-    accel_op last = {.fn = no_wait};
+    accel_op last = {.fn = quick_c};
     cr_assert_eq(accel_submit(s, &last, ACCEL_FOREVER), ACCEL_OK);
     unit_step("the five ops and the last complete");
     cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
     accel_runtime_stats rs = stats_of(rt);
     cr_assert_eq(rs.extra_started, 1, "one extra, the cap: %lu",
                  (unsigned long)rs.extra_started);
-    atomic_store(&other_open, 1);
+    atomic_store(&other.rel, 1);
     unit_step("the other session's op completes");
     cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
     accel_session_stats st;

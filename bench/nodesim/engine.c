@@ -364,6 +364,7 @@ static int gen_arrivals(ns_run *r, ns_chain_run *cr)
 static int fair_reference(ns_run *r)
 {
     ns_fluid_chain fc[NS_MAX_CHAINS] = {{0}};
+    ns_fluid_op *fops[NS_MAX_CHAINS] = {0}; /* fc[i].ops, writable */
     double done[NS_MAX_CHAINS] = {0}, win[NS_MAX_CHAINS], all[NS_MAX_CHAINS], did = 0;
     ns_fluid_outcome out[NS_MAX_CHAINS] = {{0}};
     uint64_t lost = 0;
@@ -384,6 +385,7 @@ static int fair_reference(ns_run *r)
                                    (double)(o->deadline - r->t_start),
                                    (double)o->wait_us * 1e3};
         }
+        fops[i] = ops;
         fc[i] = (ns_fluid_chain){ops, cr->nops, (double)cr->cfg->priority};
     }
     /* On the capacity at which the fluid server completes in the window
@@ -404,7 +406,7 @@ static int fair_reference(ns_run *r)
     for (unsigned i = 0; as_run && i < r->nchains; i++)
         for (size_t k = 0; k < fc[i].n; k++)
             if (r->chain[i].ops[k].waited_us)
-                ((ns_fluid_op *)fc[i].ops)[k].wait = (double)r->chain[i].ops[k].waited_us * 1e3;
+                fops[i][k].wait = (double)r->chain[i].ops[k].waited_us * 1e3;
     if (as_run && ns_fluid_reference(fc, r->nchains, r->capacity / 1e9, r->workers, r->depth,
                                      (double)r->duration_ns, (double)(r->t_cut - r->t_start),
                                      did, scratch, NULL, out_run) < 0)
@@ -417,7 +419,7 @@ static int fair_reference(ns_run *r)
                 done[i] += fc[i].ops[k].cost;
         }
     for (unsigned i = 0; i < r->nchains; i++) {
-        free((void *)fc[i].ops);
+        free(fops[i]);
         if (ok) {
             r->chain[i].fair_ns += done[i];
             r->chain[i].measured_ns += below ? all[i] : win[i];
