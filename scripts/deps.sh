@@ -10,11 +10,12 @@ set -euo pipefail
 # (ed25519, BLAKE2b, SHA-256; secp256k1 ECDSA); groff-base for the man
 # pages' roff check; client_golang's source for the Go binding's
 # Prometheus collector (bindings/go/promcollector); python3 for the
-# man pages, the promise index and the layer checks. promtool comes apart,
-# below.
+# man pages, the promise index and the layer checks; gdb for the stacks a
+# stress program's watchdog prints when a step hangs (tests/
+# stress_watchdog.h). promtool comes apart, below.
 pkgs=(build-essential cmake pkg-config liburcu-dev libck-dev libcriterion-dev
       clang libclang-rt-14-dev spin systemtap-sdt-dev libsodium-dev libsecp256k1-dev
-      groff-base python3 golang-github-prometheus-client-golang-dev "$@")
+      groff-base python3 golang-github-prometheus-client-golang-dev gdb "$@")
 root=$(cd "$(dirname "$0")/.." && pwd)
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 # A fresh machine's unattended upgrades may hold dpkg's lock for a while:

@@ -30,7 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_types.h"
 #include "core_util.h"
+#include "runtime_types.h"
+#include "session.h"
 #include "stress_fail.h"
 #include "stress_watchdog.h"
 
@@ -58,6 +61,8 @@ static sess_state ss[NSESS];
 static rec *recs[NPROD][NSESS]; /* NOPS each */
 static _Atomic uint64_t last_done[NPROD][NSESS];
 static _Atomic int stop;
+static _Atomic int closing = -1; /* the session the closer is closing */
+static accel_runtime *_Atomic round_rt;
 
 static int op_fn(accel_ctx *ctx, void *arg)
 {
@@ -189,11 +194,59 @@ static void *closer_main_(void *p)
     closer *c = p;
     for (int i = 0; i < NSESS; i++) {
         tu_nap_us((long)(tu_rand(&c->rng) % 3000));
+        atomic_store(&closing, i);
         int rc = accel_session_close(ss[i].s, ss[i].close_flags);
         if (rc != ACCEL_OK)
             failf("close s%d: %s", i, accel_strerror(rc));
     }
+    atomic_store(&closing, NSESS);
     return NULL;
+}
+
+/* The watchdog's dump (stress_watchdog.h): where the closer is and each
+ * session's ring, hold and counters, read racily from the runtime's
+ * internals, taking no lock (a hung round changes little while it is
+ * read; the stacks follow). */
+static void dump_round(void)
+{
+    accel_runtime *rt = atomic_load(&round_rt);
+    fprintf(stderr, "closer at session %d (of %d)\n", atomic_load(&closing),
+            NSESS);
+    if (!rt)
+        return;
+    for (int i = 0; i < NSESS; i++) {
+        accel_session *s = ss[i].s;
+        uint64_t t = atomic_load(&s->rp.tail), h = atomic_load(&s->rc.head);
+        fprintf(stderr,
+                "s%d: close %s, delay %" PRIu64 " cost %" PRIu64
+                " max_ops %u; tail %" PRIu64 "%s head %" PRIu64
+                " defer %#" PRIx64 " finished %" PRIu64 " refs %#" PRIx64
+                "\n",
+                i, ss[i].close_flags ? "CANCEL" : "DRAIN", ss[i].delay_ns,
+                ss[i].cost_ns, ss[i].max_ops, t & ACCEL__RING_POS,
+                t & ACCEL__RING_CLOSED ? " CLOSED" : "", h,
+                atomic_load(&s->rp.defer), atomic_load(&s->waiters.finished),
+                atomic_load(&s->refs));
+        struct accel__batch *b = atomic_load(accel__session_batch_word(s));
+        if (b)
+            fprintf(stderr,
+                    "    batch: fn %s hold %#" PRIx64 " release_at %" PRIu64
+                    " (now %" PRIu64 ") form_t0 %" PRIu64 " batches %" PRIu64
+                    "\n",
+                    atomic_load(&b->fn) ? "set" : "none",
+                    atomic_load(&b->hold), atomic_load(&b->release_at),
+                    (uint64_t)accel_now_ns(), b->form_t0,
+                    atomic_load(&b->batches));
+        accel_session_stats st;
+        if (accel_session_get_stats_ex(s, &st, sizeof(st)) == ACCEL_OK)
+            fprintf(stderr,
+                    "    stats: submitted %" PRIu64 " dispatched %" PRIu64
+                    " completed %" PRIu64 " failed %" PRIu64
+                    " cancelled %" PRIu64 " expired %" PRIu64
+                    " queued %" PRIu64 " visits %" PRIu64 "\n",
+                    st.submitted, st.dispatched, st.completed, st.failed,
+                    st.cancelled, st.expired, st.queued, st.visits);
+    }
 }
 
 static uint64_t held_sessions; /* sessions that were held, all rounds */
@@ -277,6 +330,7 @@ static void check_round(prod_arg *pa, uint64_t *ran_total)
 int main(void)
 {
     watchdog_start("stress_batch");
+    watchdog_on_fire(dump_round);
     double secs = tu_stress_seconds();
     for (int p = 0; p < NPROD; p++)
         for (int i = 0; i < NSESS; i++)
@@ -286,6 +340,8 @@ int main(void)
     do {
         watchdog_step("round setup", 60);
         accel_runtime *rt = tu_runtime(2);
+        atomic_store(&round_rt, rt);
+        atomic_store(&closing, -1);
         if (!rt) {
             failf("runtime create");
             break;
@@ -330,6 +386,7 @@ int main(void)
         pthread_join(tt, NULL);
         watchdog_step("verify the round", 60);
         check_round(pa, &batched_total);
+        atomic_store(&round_rt, NULL); /* the dump's sessions go next */
         for (int i = 0; i < NSESS; i++)
             accel_session_release(ss[i].s);
         watchdog_step("runtime destroy", 60);
