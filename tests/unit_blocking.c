@@ -25,6 +25,7 @@
 
 #include "clock.h"
 #include "compensate.h"
+#include "futex.h"
 #include "core_util.h"
 #include "unit_watchdog.h"
 
@@ -1434,5 +1435,96 @@ Test(blocking, at_the_cap_a_visit_of_ops_that_wait_ends_on_the_wall_clock,
                   (unsigned long)(st.visits - st0.visits));
     accel_session_release(s);
     accel_session_release(b);
+    cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
+/* A long op that computes until released (no wait: never counted
+ * blocked), and one of 110 ms of computing: a session's class by its
+ * cost, long against the short lane's 100 ms below. */
+struct spin_gate {
+    _Atomic int in, rel;
+};
+
+static int spin_gated(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    struct spin_gate *g = arg;
+    atomic_store(&g->in, 1);
+    while (!atomic_load_explicit(&g->rel, memory_order_relaxed))
+        accel__cpu_relax();
+    return 0;
+}
+
+static int compute_110ms(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    uint64_t t = accel__now_ns() + 110000000;
+    while (accel__now_ns() < t)
+        accel__cpu_relax();
+    return 0;
+}
+
+/* A short-lane worker's visit of ops that wait ends on the wall clock:
+ * extras take general workers' places, so a short-lane worker in a wait
+ * holds the short lane, and running on for a quantum served would hold
+ * it for a quantum of waits. The short lane here takes ops of up to
+ * 100 ms, so the session of 60 ms waits is short; the general worker and
+ * the one extra compute in b's and c's long ops, so only the short-lane
+ * worker runs it, with the cap (2) not reached. Its visits end at the
+ * 50 ms quantum of wall time, one 60 ms op each (the gated op and the
+ * first may share one: 4 visits or 5). Planted (the served-time run-on
+ * on the short lane too): 1 or 2. */
+Test(blocking, on_the_short_lane_a_visit_of_ops_that_wait_ends_on_the_wall_clock,
+     .timeout = 60)
+{
+    accel_runtime_config c = {.workers = 2,
+                              .short_lane_workers = 1,
+                              .short_op_ns = 100000000,
+                              .struct_size = sizeof(c),
+                              .max_extra_workers = 2,
+                              .quantum_ns = SERVED_QUANTUM_NS};
+    accel_runtime *rt = NULL;
+    cr_assert_eq(accel_runtime_create(&c, &rt), ACCEL_OK);
+    accel_session *s = open_s(rt, 0), *b = open_s(rt, 1), *cs = open_s(rt, 2);
+    unit_step("b and c are measured long (110 ms of computing)");
+    accel_op m = {.fn = compute_110ms};
+    cr_assert_eq(accel_submit(b, &m, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_submit(cs, &m, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(cs, ACCEL_FOREVER), ACCEL_OK);
+    unit_step("b's long op computes on the general worker");
+    static struct spin_gate gb, gc;
+    gb = gc = (struct spin_gate){0};
+    accel_op ob = {.fn = spin_gated, .arg = &gb};
+    accel_op oc = {.fn = spin_gated, .arg = &gc};
+    cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
+    while (!atomic_load(&gb.in))
+        tu_nap_us(1000);
+    cr_assert_eq(accel_submit(cs, &oc, ACCEL_FOREVER), ACCEL_OK);
+    unit_step("s's first wait starts the extra, which takes c's long op");
+    accel_session_stats st0 = measured(s);
+    while (!atomic_load(&gc.in))
+        tu_nap_us(1000);
+    gated_then_four(s);
+    unit_step("s's five ops complete on the short-lane worker");
+    cr_assert_eq(accel_session_sync(s, ACCEL_FOREVER), ACCEL_OK);
+    accel_runtime_stats rs = stats_of(rt);
+    cr_assert_eq(rs.extra_started, 1, "one extra (c's): %lu",
+                 (unsigned long)rs.extra_started);
+    atomic_store(&gb.rel, 1);
+    atomic_store(&gc.rel, 1);
+    unit_step("b's and c's long ops complete");
+    cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(cs, ACCEL_FOREVER), ACCEL_OK);
+    accel_session_stats st;
+    cr_assert_eq(accel_session_get_stats_ex(s, &st, sizeof(st)), ACCEL_OK);
+    cr_assert_eq(st.completed - st0.completed, 5);
+    cr_assert_geq(st.visits - st0.visits, 4,
+                  "on the short lane, 5 ops of 60 ms: %lu visits, want 4 or 5",
+                  (unsigned long)(st.visits - st0.visits));
+    accel_session_release(s);
+    accel_session_release(b);
+    accel_session_release(cs);
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
