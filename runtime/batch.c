@@ -30,22 +30,30 @@
  * (hold_end), and instead of re-queueing the session it holds it. A held
  * session keeps SCHED (producers do not enqueue it) and the scheduler's
  * reference, and is in no queue: no worker sees it, none waits for it.
- * The hold word's CAS that clears HELD is the release: exactly one of the
- * timer, a producer (fill, or a deadline that moves the release time up),
- * close, accel_cancel, set_batch and the holder's own second look wins it
- * and enqueues the session (accel__sched_release: its place against the
- * virtual time is what it was when held). Producers learn of a hold from
- * ring.h's mark in `defer`, which they load after each publish anyway: a
- * session without a hold pays nothing. The holder's mark and the
- * producer's publish are the asymmetric fence pair of futex.h (holder:
- * mark, fence_cold, second look at tail and slots; producer: publish,
- * fence_hot, load of defer): an op the second look misses was published
- * by a producer that sees the mark. Close, cancel and set_batch store,
- * fence (seq_cst) and load the hold word: the holder's membarrier orders
- * its side.
+ * The hold is ring.h's mark in `defer` (its HELD flag and the hold's
+ * generation), which the holder stores while it is the session's
+ * consumer (defer is 0 then): that store is the hold's LP, and the one
+ * CAS that takes that mark out of defer is the release. Exactly one of
+ * the timer, a producer (fill, or a deadline that moves the release time
+ * up), close, accel_cancel, set_batch and the holder's own second look
+ * wins it and enqueues the session (accel__sched_release: its place
+ * against the virtual time is what it was when held). One word for both
+ * matters: with the hold in a word of its own and the mark stored after
+ * it, a release could land in between, the session be visited and left
+ * to a producer (a deferral in defer), and the holder's late mark then
+ * overwrite that deferral, stranding the session with ops queued
+ * (unit_batch_hold's a_release_in_the_holders_window_keeps_a_deferral).
+ * Producers learn of a hold from the mark, which they load after each
+ * publish anyway: a session without a hold pays nothing. The holder's
+ * mark and the producer's publish are the asymmetric fence pair of
+ * futex.h (holder: mark, fence_cold, second look at tail and slots;
+ * producer: publish, fence_hot, load of defer): an op the second look
+ * misses was published by a producer that sees the mark. Close, cancel
+ * and set_batch store, fence (seq_cst) and load defer: the holder's
+ * membarrier orders its side.
  *
  * The timer is a thread per runtime (started by the first set_batch with
- * a delay): each hold pushes a node (hold word value, a session ref) onto
+ * a delay): each hold pushes a node (its mark, a session ref) onto
  * its incoming stack and wakes it when its release time is before the
  * timer's; it sleeps on a futex until the earliest release time it knows,
  * releases what is due and drops nodes whose hold ended. Parked workers
@@ -163,10 +171,17 @@ static void cfg_write(accel_session *s, struct accel__batch *b,
 
 /* ------------------------------------------------------------ holding back */
 
-#define HOLD_HELD UINT64_C(1)
+/* The mark of the hold after the one whose mark was x (0: none yet):
+ * ring.h's HELD flag and the next generation in the position bits (never
+ * 0), so that the timer's release of one hold never takes a later one's
+ * mark (a stale release CAS fails on the generation). */
+static uint64_t next_mark(uint64_t x)
+{
+    uint64_t g = ((x & ACCEL__RING_POS) + 1) & ACCEL__RING_POS;
+    return ACCEL__RING_DEFER_HELD | (g ? g : 1);
+}
 
-/* A hold the timer times: the hold word's value when it began (its
- * generation, HELD) and a reference on the session. */
+/* A hold the timer times: its mark and a reference on the session. */
 typedef struct hold_node {
     struct hold_node *next;
     struct accel__batch *b;
@@ -191,30 +206,30 @@ struct accel__batch_timer {
  * releases a due hold, and releases only when it returns true. NULL
  * outside tests. */
 bool (*_Atomic accel__batch_timer_hook)(accel_session *s);
+void (*_Atomic accel__batch_hold_hook)(accel_session *s);
 
-/* The release: the one CAS that clears HELD of the hold `x`. The winner
- * counts the held time, takes the mark out of defer and enqueues the
- * session at the place it held (accel__sched_release), waking a worker
- * with wake (the holder's own second look does not: its worker picks
- * next). Returns enqueue's lanes, 0 when another won or x is no hold. */
+/* The release: the one CAS that takes the hold's mark `x` out of defer.
+ * The winner counts the held time and enqueues the session at the place
+ * it held (accel__sched_release), waking a worker with wake (the holder's
+ * own second look does not: its worker picks next). Returns enqueue's
+ * lanes, 0 when another won or x is no hold. */
 static unsigned hold_release(struct accel__batch *b, uint64_t x, bool wake)
 {
-    if (!(x & HOLD_HELD))
+    if (!(x & ACCEL__RING_DEFER_HELD))
         return 0;
-    /* acquire: pairs with the holder's release store of the hold word
-     * (its fields, the entity, what its visit did); one winner. */
-    if (!atomic_compare_exchange_strong_explicit(&b->hold, &x, x & ~HOLD_HELD,
+    accel_session *s = b->s;
+    /* acquire: pairs with the holder's release store of the mark (its
+     * fields, the entity, what its visit did); one winner. defer is 0
+     * from here until the next consumer defers or holds: the enqueue
+     * below is what lets one hold the session. */
+    if (!atomic_compare_exchange_strong_explicit(&s->rp.defer, &x, 0,
                                                  memory_order_acquire,
                                                  memory_order_relaxed))
         return 0;
-    accel_session *s = b->s;
     uint64_t now = accel__now_ns();
     uint64_t held = now > b->hold_t0 ? now - b->hold_t0 : 0;
     accel__bump(&b->held_ns, held);
     b->held_batch_ns += held;
-    /* relaxed: only the winner writes defer while the session is held
-     * (ring.h); the enqueue's push publishes it to the next holder. */
-    atomic_store_explicit(&s->rp.defer, 0, memory_order_relaxed);
     unsigned lanes = accel__sched_release(s->rt->sched, &s->se, b->place);
     if (wake)
         accel__park_wake_lanes(s->rt, lanes);
@@ -348,27 +363,29 @@ static unsigned hold_end(accel__visit *v, uint64_t service_ns)
     uint64_t form_t0 = b->form_t0; /* the visits' (read before the hold) */
     b->place = place;
     b->hold_t0 = v->t0 + service_ns;
-    /* relaxed: published by the hold word's release store below (and a
-     * later change by the node's push). */
+    /* relaxed: published by the mark's release store below (and a later
+     * change by the node's push). */
     atomic_store_explicit(&b->release_at, v->release_at, memory_order_relaxed);
     accel__session_ref(s); /* the node's: s outlives the timer's look */
-    /* relaxed: only a holder stores it, and HELD is clear (a stale
-     * release CAS fails on the generation). */
-    uint64_t x = atomic_load_explicit(&b->hold, memory_order_relaxed);
-    uint64_t held = (((x >> 1) + 1) << 1) | HOLD_HELD;
+    /* relaxed: only a holder writes it (the last hold's mark). */
+    uint64_t held = next_mark(atomic_load_explicit(&b->hold, memory_order_relaxed));
+    atomic_store_explicit(&b->hold, held, memory_order_relaxed);
     node->b = b;
     node->hold = held;
-    /* release: the fields above go to the releaser's acquire CAS. From
-     * here another thread may release the session: s stays alive by the
-     * node's reference. */
-    atomic_store_explicit(&b->hold, held, memory_order_release);
-    /* release: pairs with the acquire of a producer that reads the mark
-     * (accel__batch_kick): it then sees the hold word. */
-    atomic_store_explicit(&s->rp.defer, ACCEL__RING_DEFER_HELD,
-                          memory_order_release);
-    /* Cold side of the fence pair (the top of this file): the mark and
-     * the hold word before the second look at tail, the slots and the
-     * configuration. */
+    /* LP of the hold: the mark in defer, which is 0 while this visit's
+     * worker is the session's consumer (ring.h). release: the fields
+     * above go to the releaser's acquire CAS and to a producer's acquire
+     * load of the mark (accel__batch_kick). From here another thread may
+     * release the session: s stays alive by the node's reference. */
+    atomic_store_explicit(&s->rp.defer, held, memory_order_release);
+    {
+        void (*hook)(accel_session *) = atomic_load_explicit(
+            &accel__batch_hold_hook, memory_order_relaxed);
+        if (__builtin_expect(hook != NULL, 0))
+            hook(s);
+    }
+    /* Cold side of the fence pair (the top of this file): the mark
+     * before the second look at tail, the slots and the configuration. */
     accel__fence_cold();
     batch_cfg c;
     cfg_read(b, &c);
@@ -432,18 +449,15 @@ void accel__batch_kick(accel_session *s, int64_t deadline)
         return;
     if (deadline == ACCEL__BATCH_KICK_FORCE) {
         /* The caller's store (close's CLOSED, a cancel's CAS, the new
-         * configuration) before the look at the hold word: pairs with
-         * the holder's fence_cold (the top of this file). */
+         * configuration) before the look at the mark: pairs with the
+         * holder's fence_cold (the top of this file). */
         atomic_thread_fence(memory_order_seq_cst);
-    } else if (atomic_load_explicit(&s->rp.defer, memory_order_acquire) !=
-               ACCEL__RING_DEFER_HELD) {
-        /* acquire: pairs with the holder's release store of the mark. */
-        return; /* released meanwhile */
     }
-    /* acquire: pairs with the holder's release store (release_at). */
-    uint64_t x = atomic_load_explicit(&b->hold, memory_order_acquire);
-    if (!(x & HOLD_HELD))
-        return;
+    /* acquire: pairs with the holder's release store of the mark (the
+     * hold's fields: release_at). */
+    uint64_t x = atomic_load_explicit(&s->rp.defer, memory_order_acquire);
+    if (!(x & ACCEL__RING_DEFER_HELD))
+        return; /* not held, or released meanwhile */
     bool go = deadline == ACCEL__BATCH_KICK_FORCE;
     if (!go) {
         batch_cfg c;
@@ -460,7 +474,7 @@ void accel__batch_kick(accel_session *s, int64_t deadline)
             uint64_t rd = (uint64_t)deadline > cost
                               ? (uint64_t)deadline - cost
                               : 0;
-            /* relaxed: published by the hold word (acquired above) */
+            /* relaxed: published by the mark (acquired above) */
             go = rd < atomic_load_explicit(&b->release_at,
                                            memory_order_relaxed);
         }
@@ -492,9 +506,11 @@ static void *timer_main(void *arg)
         uint64_t now = accel__now_ns(), next = UINT64_MAX;
         for (hold_node **pp = &pending; *pp;) {
             hold_node *n = *pp;
-            /* acquire: pairs with the holder's release store (release_at
-             * as of the hold; a later one came with the node's push). */
-            uint64_t x = atomic_load_explicit(&n->b->hold, memory_order_acquire);
+            /* acquire: pairs with the holder's release store of the mark
+             * (release_at as of the hold; a later one came with the
+             * node's push). */
+            uint64_t x = atomic_load_explicit(&n->b->s->rp.defer,
+                                              memory_order_acquire);
             if (x == n->hold) {
                 uint64_t r = atomic_load_explicit(&n->b->release_at,
                                                   memory_order_relaxed);

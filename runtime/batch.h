@@ -30,6 +30,10 @@ void accel__batch_kick(accel_session *s, int64_t deadline);
  * looks again a millisecond later): a test stalls the timer with it, so
  * that only the other releases remain. NULL outside tests. */
 extern bool (*_Atomic accel__batch_timer_hook)(accel_session *s);
+/* Test seam (unit_batch_hold.c): when set, a holder calls it right after
+ * its hold is published (from there another thread may release it), on
+ * the holder's thread, before its second look. NULL outside tests. */
+extern void (*_Atomic accel__batch_hold_hook)(accel_session *s);
 
 /* Stops the runtime's hold-back timer, if it has one, and drops what it
  * still holds: runtime destroy, once the workers stopped. */

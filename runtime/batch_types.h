@@ -39,12 +39,13 @@ struct accel__batch {
     void *_Atomic user;
     _Atomic uint32_t max_ops;
     _Atomic uint64_t max_delay_ns, cost_fixed_ns, cost_per_op_ns;
-    /* The hold-back (batch.c, "Holding back"): own line. hold: the
-     * generation of the last hold << 1 | HELD; the holder's CAS sets
-     * HELD (release), the one CAS that clears it is the release. The
-     * fields below are written by the holder before that CAS and read
-     * by the releaser after it (acquire), or by the next visit (after
-     * the release's enqueue and the pick). */
+    /* The hold-back (batch.c, "Holding back"): own line. hold: the last
+     * hold's mark (ring.h's HELD flag and its generation), written by
+     * the holders only; the hold itself is that mark in the ring's
+     * defer word, whose one CAS back to 0 is the release. The fields
+     * below are written by the holder before it stores the mark
+     * (release) and read by the releaser after its CAS (acquire), or by
+     * the next visit (after the release's enqueue and the pick). */
     alignas(64) _Atomic uint64_t hold;
     _Atomic uint64_t release_at; /* when the timer releases it (ns) */
     uint64_t hold_t0;            /* when this hold began */
@@ -54,7 +55,7 @@ struct accel__batch {
     uint64_t held_batch_ns;      /* held time of the forming batch
                                     (releasers add, the batch reads) */
     /* the counters: one writer (the worker holding the session; held_ns:
-     * the releaser, one per hold, ordered by the hold word), plain load
+     * the releaser, one per hold, ordered by the mark), plain load
      * and store (accel__bump); own line, apart from the writers of the
      * configuration */
     alignas(64) _Atomic uint64_t batches;

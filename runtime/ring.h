@@ -119,9 +119,10 @@ typedef struct accel__ring_prod {
     accel__ring_slot *slots;
     uint64_t mask;               /* capacity - 1 */
     _Atomic uint64_t defer;      /* 0, or head + 1 of a consumer that
-                                    left at an unpublished slot; the
+                                    left at an unpublished slot (the
                                     producer that clears it owns the
-                                    session */
+                                    session), or a hold's mark
+                                    (ACCEL__RING_DEFER_HELD) */
 } accel__ring_prod;
 
 /* The consumer's half: on the consumer's line. */
@@ -337,12 +338,15 @@ static inline void accel__ring_mp_publish_ex(accel__ring_prod *p,
                           memory_order_release);
 }
 
-/* defer's value while the session is held back (batching's hold-back,
- * batch.c): SCHED stays set and no consumer holds the session, which is
- * in no queue until a release puts it back. Not a deferral: no producer
- * claims it (a position + 1 stays below 2^61); a producer that sees it
- * tells the batch code (it may release the session). Only the holder
- * stores it, only the one that wins the release clears it. */
+/* The flag of defer's values while the session is held back (batching's
+ * hold-back, batch.c: the flag and the hold's generation below it):
+ * SCHED stays set and no consumer holds the session, which is in no
+ * queue until a release puts it back. Not a deferral: no producer claims
+ * it (a position + 1 stays below 2^61); a producer that sees it tells
+ * the batch code (it may release the session). The holder stores it
+ * while it is the consumer (defer is 0 then): that store is the hold;
+ * the one CAS that takes it out is the release, before anyone can hold
+ * the session again. */
 #define ACCEL__RING_DEFER_HELD (UINT64_C(1) << 63)
 
 /* After publishing, when the reservation did not make us the owner: did a
@@ -369,13 +373,13 @@ static inline bool accel__ring_mp_claim_deferred_ex(accel__ring_prod *p,
      * the hold mark is never claimed (an exchange could take a mark
      * stored after our load). Acquire on failure too: a mark read here
      * pairs with the holder's release store of it (batch.c). */
-    while (d && d != ACCEL__RING_DEFER_HELD) {
+    while (d && !(d & ACCEL__RING_DEFER_HELD)) {
         if (atomic_compare_exchange_weak_explicit(&p->defer, &d, 0,
                                                   memory_order_acq_rel,
                                                   memory_order_acquire))
             return true;
     }
-    *held = d == ACCEL__RING_DEFER_HELD;
+    *held = (d & ACCEL__RING_DEFER_HELD) != 0;
     return false;
 }
 

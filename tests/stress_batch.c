@@ -230,7 +230,7 @@ static void dump_round(void)
         struct accel__batch *b = atomic_load(accel__session_batch_word(s));
         if (b)
             fprintf(stderr,
-                    "    batch: fn %s hold %#" PRIx64 " release_at %" PRIu64
+                    "    batch: fn %s last mark %#" PRIx64 " release_at %" PRIu64
                     " (now %" PRIu64 ") form_t0 %" PRIu64 " batches %" PRIu64
                     "\n",
                     atomic_load(&b->fn) ? "set" : "none",

@@ -33,6 +33,7 @@
 #include "batch.h"
 #include "batch_item.h"
 #include "core_util.h"
+#include "park.h"
 #include "sched_core.h"
 #include "session.h"
 #include "unit_watchdog.h"
@@ -439,6 +440,93 @@ Test(batch_hold, clearing_the_batch_fn_releases_held_ops, .timeout = 60)
     sync_or_fail(s, "cleared: the held op runs (one by one)");
     cr_assert_eq(atomic_load(&it.status), 0);
     cr_assert_eq(atomic_load(&it.in_batch), 0, "ran by its own fn");
+    hold_close(rt, s);
+}
+
+/* The holder's window (batch.h's seam): the first hold's holder stops
+ * right after publishing its hold, until the test lets it go on. */
+static _Atomic int window_in, window_go;
+static void hold_window(accel_session *s)
+{
+    (void)s;
+    if (atomic_exchange(&window_in, 1))
+        return;
+    while (!atomic_load(&window_go))
+        tu_nap_us(100);
+}
+
+/* A release that lands while the holder is still in its visit's end
+ * (its hold published, its second look to come) hands the session on
+ * whole: the ring's defer word is then the next holder's, and a visit
+ * that leaves the session to a producer in the middle of a publish (a
+ * deferral in defer, ring.h) keeps that hand-off when the first holder
+ * goes on. Here the holder stops in that window (the seam); a producer
+ * reserves a position and stops before publishing (the test, through
+ * the ring); clearing the batch fn releases the session, and the other
+ * worker runs the held op, finds the reserved position unpublished and
+ * leaves the session to its producer; then the holder goes on, and the
+ * producer publishes and must claim the session. Planted (the hold's
+ * mark in defer stored after the hold word, as before this test): the
+ * holder's late mark lands on the deferral, the producer reads "held"
+ * and claims nothing, and the session is stranded with an op queued (a
+ * DRAIN close of it waits for ever: stress_batch's one hang). */
+Test(batch_hold, a_release_in_the_holders_window_keeps_a_deferral,
+     .timeout = 60)
+{
+    stall_timer(true);
+    atomic_store(&window_in, 0);
+    atomic_store(&window_go, 0);
+    atomic_store(&accel__batch_hold_hook, hold_window);
+    accel_runtime *rt = tu_runtime_nodetect(2);
+    cr_assert_not_null(rt);
+    accel_session *s = tu_open(rt, "w", 64, 0);
+    cr_assert_not_null(s);
+    static bstate hb;
+    memset(&hb, 0, sizeof(hb));
+    accel_batch_config c = hold_cfg(&hb, 8, ACCEL_BATCH_DELAY_MAX, 0);
+    cr_assert_eq(accel_session_set_batch(s, &c), ACCEL_OK);
+    static item a, b;
+    memset(&a, 0, sizeof(a));
+    memset(&b, 0, sizeof(b));
+    accel_op opa = item_op(&a);
+    cr_assert_eq(accel_submit(s, &opa, ACCEL_FOREVER), ACCEL_OK);
+    unit_step("the holder stops in its window, its hold published");
+    while (!atomic_load(&window_in))
+        tu_nap_us(100);
+    unit_step("a producer reserves a position and stops before publishing");
+    uint64_t first;
+    bool owner;
+    cr_assert_eq(accel__ring_mp_reserve(ACCEL__RING(s), 1, &first, &owner), 1);
+    cr_assert(!owner, "a held session keeps SCHED: no owner by reserving");
+    unit_step("the release: the other worker runs a, leaves s to the producer");
+    cr_assert_eq(accel_session_set_batch(s, NULL), ACCEL_OK);
+    while (atomic_load(&a.done_calls) == 0)
+        tu_nap_us(100);
+    while (atomic_load(&s->rp.defer) != first + 1)
+        tu_nap_us(100);
+    unit_step("the holder goes on and ends its visit");
+    atomic_store(&window_go, 1);
+    for (;;) {
+        accel_runtime_stats rs;
+        cr_assert_eq(accel_runtime_get_stats(rt, &rs, sizeof(rs)), ACCEL_OK);
+        if (rs.parked == 2)
+            break;
+        tu_nap_us(100);
+    }
+    unit_step("the producer publishes and claims the session left to it");
+    accel_op opb = item_op(&b);
+    accel__ring_mp_publish(ACCEL__RING(s), first, &opb);
+    bool held;
+    bool claimed = accel__ring_mp_claim_deferred_ex(ACCEL__RING(s), &held);
+    cr_assert(claimed && !held,
+              "the deferral left to the producer is gone: defer %#llx, "
+              "claimed %d, held %d",
+              (unsigned long long)atomic_load(&s->rp.defer), claimed, held);
+    accel__session_set_next(s, first, s->rp.mask);
+    accel__park_enqueue(s, false);
+    sync_or_fail(s, "b runs");
+    cr_assert_eq(atomic_load(&b.done_calls), 1);
+    atomic_store(&accel__batch_hold_hook, NULL);
     hold_close(rt, s);
 }
 
