@@ -35,7 +35,31 @@ func badInputSession(t *testing.T, rt *Runtime, id string, opts ...VMSessionOpti
 	if err != nil {
 		t.Fatalf("first Submit: %v", err)
 	}
+	// The op's visit counts itself (Visits, Service) at its end, which
+	// may come after Submit returned (an op taken by a host worker, not
+	// the direct hand-off): the baseline of sameStats is read once that
+	// count is in and the stats hold still.
+	done = step(t, "badInputSession: the first op's visit has ended")
+	settledStats(v)
+	done()
 	return v
+}
+
+// settledStats returns v's stats once its first visit has ended and
+// three reads 1 ms apart agree.
+func settledStats(v *VMSession) SessionStats {
+	prev := v.FullStats()
+	for same := 0; same < 2; {
+		time.Sleep(time.Millisecond)
+		cur := v.FullStats()
+		if cur == prev && cur.Visits > 0 {
+			same++
+		} else {
+			same = 0
+		}
+		prev = cur
+	}
+	return prev
 }
 
 // badInputSync waits for v's ops under a watchdog.
