@@ -21,8 +21,9 @@
  * publish, or the visitor takes back if the publish came first.
  *
  * Checked: the session is enqueued at most once (assertion at the
- * release); the holder stores its mark only while defer is 0 (nothing
- * to overwrite: assertion at the store); at quiescence it is not held
+ * release); the holder stores its mark, and the visitor its deferral,
+ * only while defer is 0 (nothing to overwrite: assertions at the
+ * stores); at quiescence it is not held
  * while it is due (a fill or a close never goes unseen) and a deferral
  * left to the late producer was claimed (the session is not stranded).
  *
@@ -168,7 +169,7 @@ proctype visitor()
 end_unreleased: /* no release: it never runs (a valid end) */
     enqueued > 0;
     if
-    :: atomic { late_in && !late_pub -> defer = TOKEN; deferred = 1 }
+    :: atomic { late_in && !late_pub -> assert(defer == 0); defer = TOKEN; deferred = 1 }
        /* cold fence; the slot again: published after all, take our
         * deferral back unless the producer claimed it */
        if
@@ -180,17 +181,25 @@ end_unreleased: /* no release: it never runs (a valid end) */
 }
 
 /* A producer that reserves while the session is held (SCHED set: it is
- * no owner) and publishes later: it claims a deferral left to it. */
+ * no owner) and publishes later: its reservation counts toward the fill
+ * (hold_decide counts reserved positions); it claims a deferral left to
+ * it, or with the mark seen kicks as the others do. */
 proctype late()
 {
+    bit won;
     if
-    :: atomic { !closed -> late_in = 1 }
+    :: atomic { !closed -> late_in = 1; count++ }
     :: atomic { closed -> goto refused }
     fi;
     late_pub = 1;
-    /* fence_hot; load defer: a deferral is its to claim (a mark: kick) */
+    /* fence_hot; load defer */
     if
     :: atomic { defer == TOKEN -> defer = 0; claimed = 1 }
+    :: defer == MARK ->
+        if
+        :: count >= FILL || closed -> release()
+        :: else
+        fi
     :: else
     fi;
 refused:

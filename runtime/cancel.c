@@ -46,8 +46,12 @@ int accel_cancel(const accel_ticket *t)
     if (!accel__ring_cancel(ACCEL__RING(s), t->position))
         return ACCEL_EALREADY;
     /* A session held back to fill a batch runs now, so that the op's done
-     * comes (batch.c, through its hook). acquire: pairs with set_batch's
-     * release CAS of the slot. */
+     * comes (batch.c, through its hook). The fence: our CAS before the
+     * look at the batch word, as before the kick's look at the hold
+     * (a holder read the word after its set_batch, then marked and
+     * fenced: one of us sees the other). acquire: pairs with
+     * set_batch's release CAS of the slot. */
+    atomic_thread_fence(memory_order_seq_cst);
     struct accel__batch *b = atomic_load_explicit(
         accel__session_batch_word(s), memory_order_acquire);
     if (b)

@@ -371,8 +371,9 @@ static inline bool accel__ring_mp_claim_deferred_ex(accel__ring_prod *p,
     /* [A3] acquire: pairs with the consumer's [R3] setting defer. One
      * claimer: whoever swaps a deferral for 0. A CAS, not an exchange:
      * the hold mark is never claimed (an exchange could take a mark
-     * stored after our load). Acquire on failure too: a mark read here
-     * pairs with the holder's release store of it (batch.c). */
+     * stored after our load). A mark seen here (by the relaxed load
+     * above or a failed CAS) is only looked at again, with acquire, by
+     * the batch code (accel__batch_kick). */
     while (d && !(d & ACCEL__RING_DEFER_HELD)) {
         if (atomic_compare_exchange_weak_explicit(&p->defer, &d, 0,
                                                   memory_order_acq_rel,

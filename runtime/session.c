@@ -412,7 +412,11 @@ int accel_session_close(accel_session *s, unsigned flags)
     ACCEL_TRACE4(close, s, s->id, flags, final);
     accel__waiters_wake(&s->waiters); /* producers blocked on a full ring */
     /* A session held back to fill a batch runs its ops now (batch.c,
-     * through its hook). acquire: pairs with set_batch's release CAS. */
+     * through its hook). The fence: CLOSED before the look at the batch
+     * word, as before the kick's look at the hold (a holder read the word
+     * after its set_batch, then marked and fenced: one of us sees the
+     * other). acquire: pairs with set_batch's release CAS. */
+    atomic_thread_fence(memory_order_seq_cst);
     struct accel__batch *b = atomic_load_explicit(
         accel__session_batch_word(s), memory_order_acquire);
     if (b)

@@ -469,7 +469,11 @@ static void hold_window(accel_session *s)
  * mark in defer stored after the hold word, as before this test): the
  * holder's late mark lands on the deferral, the producer reads "held"
  * and claims nothing, and the session is stranded with an op queued (a
- * DRAIN close of it waits for ever: stress_batch's one hang). */
+ * DRAIN close of it waits for ever). Seen failing with the seam between
+ * the old code's two stores; with the one-word hold the seam sits after
+ * the mark, and the test guards the rule that holds from there: once its
+ * hold is published, a holder writes defer only through the release's
+ * exact-mark CAS. */
 Test(batch_hold, a_release_in_the_holders_window_keeps_a_deferral,
      .timeout = 60)
 {
