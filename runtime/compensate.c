@@ -167,20 +167,57 @@ static void drop_detected(accel_runtime *rt, accel__worker *w)
     w->m_phase = 0;
 }
 
+void (*_Atomic accel__compensate_leave_hook)(accel__worker *w);
+
+/* Under c->lock, from an extra that has taken itself out of the count
+ * and still holds its slot: counts it in again if a blocked worker is
+ * owed an extra (more blocked than active, under the cap). An extra
+ * that takes itself out uncounts first and gives its slot up after, so
+ * a hand-on in between (a new wait: spawn_if_owed, host_add) counts an
+ * extra, finds every slot taken and uncounts it again; the slot search
+ * and that undo are under c->lock, so the leaver's look here sees either
+ * the undo (and stays) or the extra started (and goes). relaxed: counts,
+ * as spawn_if_owed. */
+static bool owed_back(accel_runtime *rt)
+{
+    if (rt->comp.stopping ||
+        atomic_load_explicit(&rt->stopping, memory_order_relaxed))
+        return false;
+    uint32_t a = atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
+    do {
+        if (a >= atomic_load_explicit(&rt->blocked, memory_order_relaxed) ||
+            a >= rt->comp.extra_max)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &rt->extra_active, &a, a + 1, memory_order_relaxed,
+        memory_order_relaxed));
+    return true;
+}
+
 static void *extra_entry(void *arg)
 {
     accel__worker *w = arg;
     accel_runtime *rt = w->rt;
-    rt->comp.ops.run_extra(w);
+    for (;;) {
+        rt->comp.ops.run_extra(w);
+        /* relaxed: a test sets it before the runtime exists. */
+        void (*hook)(accel__worker *) = atomic_load_explicit(
+            &accel__compensate_leave_hook, memory_order_relaxed);
+        if (__builtin_expect(hook != NULL, 0))
+            hook(w);
+        pthread_mutex_lock(&rt->comp.lock); /* cold: a retiring extra */
+        if (!owed_back(rt))
+            break;
+        pthread_mutex_unlock(&rt->comp.lock); /* counted again: runs on */
+    }
+    drop_detected(rt, w);
+    w->extra_state = ACCEL__EXTRA_EXITED;       /* joined by the next spawn or stop */
+    pthread_mutex_unlock(&rt->comp.lock);
     /* retire(worker index, extra workers still active) */
     ACCEL_TRACE2(retire, w->index,
                  atomic_load_explicit(&rt->extra_active, memory_order_relaxed));
     /* relaxed: a statistic. */
     atomic_fetch_add_explicit(&rt->comp.retired, 1, memory_order_relaxed);
-    pthread_mutex_lock(&rt->comp.lock); /* cold: a retiring extra */
-    drop_detected(rt, w);
-    w->extra_state = ACCEL__EXTRA_EXITED;       /* joined by the next spawn or stop */
-    pthread_mutex_unlock(&rt->comp.lock);
     return NULL;
 }
 
@@ -221,9 +258,11 @@ static void spawn(accel_runtime *rt)
                      atomic_load_explicit(&rt->blocked, memory_order_relaxed));
         break;
     }
-    pthread_mutex_unlock(&c->lock);
-    if (!ok) /* relaxed: the count alone; nothing was published */
+    /* Uncounted under the lock: a leaving extra's look (owed_back) sees
+     * the undo. relaxed: the count alone; nothing was published. */
+    if (!ok)
         atomic_fetch_sub_explicit(&rt->extra_active, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* Counts one more active extra if blocked workers are owed one and the
@@ -762,9 +801,11 @@ int accel__compensate_host_add(accel_runtime *rt, unsigned *worker)
                      atomic_load_explicit(&rt->blocked, memory_order_relaxed));
         break;
     }
-    pthread_mutex_unlock(&c->lock);
+    /* Uncounted under the lock, as spawn's (a leaving host worker's look
+     * in accel__compensate_host_leave sees it). */
     if (rc != ACCEL_OK)
         atomic_fetch_sub_explicit(&rt->extra_active, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&c->lock);
     return rc;
 }
 
@@ -777,6 +818,11 @@ int accel__compensate_host_leave(accel_runtime *rt, accel__worker *w,
     } else {
         accel__compensate_retire_idle(rt);
     }
+    /* relaxed: a test sets it before the runtime exists. */
+    void (*hook)(accel__worker *) = atomic_load_explicit(
+        &accel__compensate_leave_hook, memory_order_relaxed);
+    if (__builtin_expect(hook != NULL, 0))
+        hook(w);
     if (w->block_depth) { /* a begin left open: closed with the host worker */
         w->block_depth = 1;
         own_end(w);
@@ -789,7 +835,17 @@ int accel__compensate_host_leave(accel_runtime *rt, accel__worker *w,
     pthread_mutex_lock(&rt->comp.lock); /* cold: a host worker leaves */
     drop_detected(rt, w);
     w->extra_state = ACCEL__EXTRA_FREE;
+    /* A host_add between our uncount and this free found no slot and
+     * uncounted again (under the lock): owed an extra now, the host is
+     * asked for one (its accel_host_worker_add finds this slot). relaxed:
+     * counts, as spawn_if_owed. */
+    uint32_t a = atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
+    bool owed = !rt->comp.stopping && rt->cfg.host_grow &&
+                a < rt->comp.extra_max &&
+                a < atomic_load_explicit(&rt->blocked, memory_order_relaxed);
     pthread_mutex_unlock(&rt->comp.lock);
+    if (owed)
+        rt->cfg.host_grow(rt->cfg.host_wake_arg);
     return ACCEL_OK;
 }
 

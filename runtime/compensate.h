@@ -79,6 +79,11 @@ void accel__compensate_starved(accel_runtime *rt);
 bool accel__compensate_surplus(accel_runtime *rt);
 /* An extra worker idle for ACCEL__EXTRA_IDLE_NS takes itself out. */
 void accel__compensate_retire_idle(accel_runtime *rt);
+/* Test seam (unit_blocking.c): when set, an extra worker that has taken
+ * itself out of the count (surplus or idle; accel's own thread, or a
+ * host's in accel_host_worker_leave) calls it before it gives its slot
+ * up. NULL outside tests. */
+extern void (*_Atomic accel__compensate_leave_hook)(struct accel__worker *w);
 
 /* Whether every extra worker the cap allows is running: a wait that
  * begins now may have no one in its place. A visit of ops that wait runs
