@@ -171,7 +171,9 @@ void (*_Atomic accel__compensate_leave_hook)(accel__worker *w);
 
 /* Under c->lock, from an extra that has taken itself out of the count
  * and still holds its slot: counts it in again if a blocked worker is
- * owed an extra (more blocked than active, under the cap). An extra
+ * owed an extra (more blocked than active, under the cap) and work
+ * waits for it (as a hand-on asks: an extra idle with nothing queued
+ * leaves, and the next submit that finds no worker starts one). An extra
  * that takes itself out uncounts first and gives its slot up after, so
  * a hand-on in between (a new wait: spawn_if_owed, host_add) counts an
  * extra, finds every slot taken and uncounts it again; the slot search
@@ -181,7 +183,8 @@ void (*_Atomic accel__compensate_leave_hook)(accel__worker *w);
 static bool owed_back(accel_runtime *rt)
 {
     if (rt->comp.stopping ||
-        atomic_load_explicit(&rt->stopping, memory_order_relaxed))
+        atomic_load_explicit(&rt->stopping, memory_order_relaxed) ||
+        !work_waits(rt))
         return false;
     uint32_t a = atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
     do {
@@ -842,7 +845,8 @@ int accel__compensate_host_leave(accel_runtime *rt, accel__worker *w,
     uint32_t a = atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
     bool owed = !rt->comp.stopping && rt->cfg.host_grow &&
                 a < rt->comp.extra_max &&
-                a < atomic_load_explicit(&rt->blocked, memory_order_relaxed);
+                a < atomic_load_explicit(&rt->blocked, memory_order_relaxed) &&
+                work_waits(rt);
     pthread_mutex_unlock(&rt->comp.lock);
     if (owed)
         rt->cfg.host_grow(rt->cfg.host_wake_arg);
