@@ -38,6 +38,7 @@
 _Thread_local accel_session *accel__tls_current;
 _Atomic uint64_t accel__sessions_reclaimed;
 void (*_Atomic accel__close_window_hook)(accel_session *s);
+void (*_Atomic accel__release_window_hook)(accel_session *s);
 
 /* Session serial numbers, from 1: a ticket names its session by pointer
  * and serial, so a ticket whose session's memory now holds another
@@ -372,8 +373,7 @@ int accel_session_lookup(accel_runtime *rt, const char *id,
     accel_session *s =
         n ? caa_container_of(n, accel_session, table_node) : NULL;
     /* The handle and its reference: one RMW. */
-    if (s && accel__session_tryref_add(s, ACCEL__SESSION_HANDLE |
-                                              ACCEL__SESSION_REF)) {
+    if (s && accel__session_tryhandle(s)) {
         *out = s;
         rc = ACCEL_OK;
     }
@@ -450,16 +450,30 @@ void accel_session_release(accel_session *s)
      * drops the last one. release (acq_rel): as accel__session_unref's
      * decrement, whose acquire the release sequence of this word reaches;
      * failure relaxed: w is reloaded. */
-    while ((w >> 32) > 1) {
+    for (;;) {
+        if ((w >> 32) > 1) {
+            if (atomic_compare_exchange_weak_explicit(
+                    &s->refs, &w, w - ACCEL__SESSION_HANDLE - ACCEL__SESSION_REF,
+                    memory_order_acq_rel, memory_order_relaxed))
+                return;
+            continue;
+        }
+        /* The last handle, 1 -> 0 in one CAS: a lookup's handle taken
+         * before it makes this one not the last (the CAS fails, w is
+         * reloaded), and a lookup after it finds none
+         * (accel__session_tryhandle). relaxed: a count; close and unref
+         * order themselves. */
         if (atomic_compare_exchange_weak_explicit(
-                &s->refs, &w, w - ACCEL__SESSION_HANDLE - ACCEL__SESSION_REF,
-                memory_order_acq_rel, memory_order_relaxed))
-            return;
+                &s->refs, &w, w - ACCEL__SESSION_HANDLE, memory_order_relaxed,
+                memory_order_relaxed))
+            break;
     }
-    /* The last handle: close (drain) unless closed, then drop the
-     * reference. relaxed: a count; close and unref order themselves. */
-    atomic_fetch_sub_explicit(&s->refs, ACCEL__SESSION_HANDLE,
-                              memory_order_relaxed);
+    /* Gone: close (drain) unless closed, then drop the reference. */
+    /* relaxed: a test sets it before its threads start. */
+    void (*hook)(accel_session *) =
+        atomic_load_explicit(&accel__release_window_hook, memory_order_relaxed);
+    if (__builtin_expect(hook != NULL, 0))
+        hook(s);
     if (!accel_session_is_closed(s))
         accel_session_close(s, ACCEL_CLOSE_DRAIN);
     if (!unref_last(s))

@@ -207,6 +207,10 @@ extern _Atomic uint64_t accel__sessions_reclaimed;
  * LP (the window in which a new session may already have the id while
  * this one is not yet closed). NULL outside tests. */
 extern void (*_Atomic accel__close_window_hook)(accel_session *s);
+/* Test hook: when set, the release of a session's last handle calls it
+ * right after dropping the handle, before it closes the session. NULL
+ * outside tests. */
+extern void (*_Atomic accel__release_window_hook)(accel_session *s);
 
 /* Units of the refs word. */
 #define ACCEL__SESSION_REF UINT64_C(1)
@@ -246,6 +250,21 @@ static inline bool accel__session_tryref_add(accel_session *s, uint64_t add)
 static inline bool accel__session_tryref(accel_session *s)
 {
     return accel__session_tryref_add(s, ACCEL__SESSION_REF);
+}
+
+/* A lookup's new handle and its reference, unless no handle is left: the
+ * release of the last one closes the session, so from its drop (one CAS,
+ * accel_session_release) the id is no one's to find. relaxed: as
+ * accel__session_tryref_add. */
+static inline bool accel__session_tryhandle(accel_session *s)
+{
+    uint64_t w = atomic_load_explicit(&s->refs, memory_order_relaxed);
+    while ((w >> 32) != 0 &&
+           !atomic_compare_exchange_weak_explicit(
+               &s->refs, &w, w + ACCEL__SESSION_HANDLE + ACCEL__SESSION_REF,
+               memory_order_relaxed, memory_order_relaxed))
+        ;
+    return (w >> 32) != 0;
 }
 
 /* The full stats of this library's layout (accel_session_get_stats_ex

@@ -273,6 +273,48 @@ Test(lifecycle, release_of_last_handle_closes_with_drain, .timeout = 10)
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+/* The release of the last handle closes the session: from the moment it
+ * dropped that handle, a lookup of its id gets ACCEL_ENOENT, not a new
+ * handle to a session no one asked to keep (which the close then closes
+ * under it). The seam stops the release right after the drop, before its
+ * close takes the id out of the table, and looks the id up there.
+ * Planted (a lookup that takes a handle while references remain, as
+ * before this test): the lookup gets a handle (ACCEL_OK) and the session
+ * behind it is closed once the release returns. */
+static accel_runtime *rw_rt;
+static _Atomic int rw_rc = 99;
+static accel_session *_Atomic rw_got;
+static void lookup_in_release_window(accel_session *s)
+{
+    (void)s;
+    accel_session *h = NULL;
+    atomic_store(&rw_rc, accel_session_lookup(rw_rt, "last", &h));
+    atomic_store(&rw_got, h);
+}
+
+Test(lifecycle, a_lookup_as_the_last_handle_goes_finds_nothing,
+     .timeout = 10)
+{
+    rw_rt = tu_runtime(1);
+    accel_session *s = tu_open(rw_rt, "last", 0, 0);
+    cr_assert_not_null(s);
+    atomic_store(&rw_got, NULL);
+    atomic_store(&accel__release_window_hook, lookup_in_release_window);
+    unit_step("the last handle's release, a lookup in its window");
+    accel_session_release(s);
+    atomic_store(&accel__release_window_hook, NULL);
+    accel_session *h = atomic_load(&rw_got);
+    int rc = atomic_load(&rw_rc);
+    bool closed = h && accel_session_is_closed(h);
+    if (h)
+        accel_session_release(h);
+    cr_assert_eq(rc, ACCEL_ENOENT,
+                 "a lookup after the last handle went: %s (a handle to a "
+                 "session %s)", accel_strerror(rc),
+                 closed ? "closed under it" : "still open");
+    cr_assert_eq(accel_runtime_destroy(rw_rt), ACCEL_OK);
+}
+
 Test(lifecycle, release_after_explicit_close, .timeout = 10)
 {
     accel_runtime *rt = tu_runtime(1);

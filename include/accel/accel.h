@@ -434,7 +434,8 @@ ACCEL_API int accel_session_open(accel_runtime *rt,
                                  accel_session **out);
 
 /* Finds the open session with this id and returns a new handle to it.
- * Lock-free (an RCU read-side lookup).
+ * Lock-free (an RCU read-side lookup). A session whose last handle is
+ * being released (accel_session_release: it closes) is not found.
  * Returns ACCEL_OK, ACCEL_EINVAL (NULL argument, bad id), ACCEL_ENOENT. */
 ACCEL_API int accel_session_lookup(accel_runtime *rt, const char *id,
                                    accel_session **out);
