@@ -207,6 +207,7 @@ struct accel__batch_timer {
  * outside tests. */
 bool (*_Atomic accel__batch_timer_hook)(accel_session *s);
 void (*_Atomic accel__batch_hold_hook)(accel_session *s);
+void (*_Atomic accel__batch_release_hook)(accel_session *s);
 
 /* The release: the one CAS that takes the hold's mark `x` out of defer.
  * The winner counts the held time and enqueues the session at the place
@@ -226,6 +227,13 @@ static unsigned hold_release(struct accel__batch *b, uint64_t x, bool wake)
                                                  memory_order_acquire,
                                                  memory_order_relaxed))
         return 0;
+    if (wake) {
+        /* relaxed: a test sets it before the runtime exists. */
+        void (*hook)(accel_session *) = atomic_load_explicit(
+            &accel__batch_release_hook, memory_order_relaxed);
+        if (__builtin_expect(hook != NULL, 0))
+            hook(s);
+    }
     uint64_t now = accel__now_ns();
     uint64_t held = now > b->hold_t0 ? now - b->hold_t0 : 0;
     accel__bump(&b->held_ns, held);

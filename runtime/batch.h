@@ -34,9 +34,15 @@ extern bool (*_Atomic accel__batch_timer_hook)(accel_session *s);
  * its hold is published (from there another thread may release it), on
  * the holder's thread, before its second look. NULL outside tests. */
 extern void (*_Atomic accel__batch_hold_hook)(accel_session *s);
+/* Test seam (unit_batch_host.c): when set, a release from another thread
+ * than the holder (the timer, a kick) calls it right after its CAS won,
+ * before it enqueues the session. NULL outside tests. */
+extern void (*_Atomic accel__batch_release_hook)(accel_session *s);
 
-/* Stops the runtime's hold-back timer, if it has one, and drops what it
- * still holds: runtime destroy, once the workers stopped. */
+/* Stops the runtime's hold-back timer, if it has one (a release of its
+ * in flight completes first), and drops what it still holds: runtime
+ * destroy, once the workers stopped (host-driven: before it releases
+ * the holds itself). */
 void accel__batch_timer_stop(accel_runtime *rt);
 
 /* A host visit's batch (host.c): formed as a batch of the visit above,

@@ -182,6 +182,13 @@ void (*_Atomic accel__compensate_leave_hook)(accel__worker *w);
  * as spawn_if_owed. */
 static bool owed_back(accel_runtime *rt)
 {
+    /* Our uncount before the look at the scheduler (work_waits), as the
+     * blocker's count before its look (the top of this file): pairs with
+     * a submitter's seq_cst push and its seq_cst load of extra_active
+     * (accel__compensate_starved): either that load sees the uncount and
+     * starts an extra, or this look sees the work. The lock alone does
+     * not order a relaxed RMW before a later load. */
+    atomic_thread_fence(memory_order_seq_cst);
     if (rt->comp.stopping ||
         atomic_load_explicit(&rt->stopping, memory_order_relaxed) ||
         !work_waits(rt))
@@ -315,9 +322,13 @@ void accel__compensate_starved(accel_runtime *rt)
 {
     /* relaxed: the submitter's half of the pair at the top was its
      * seq_cst load of blocked in the wake path (park.c); this load of the
-     * same word after it reads that value or a later one. */
+     * same word after it reads that value or a later one. seq_cst for
+     * extra_active: the submitter's half against a leaving extra's
+     * uncount, fence and look at the scheduler (owed_back): after its
+     * seq_cst push, either this load sees the uncount or that look sees
+     * the push. */
     if (atomic_load_explicit(&rt->blocked, memory_order_relaxed) >
-        atomic_load_explicit(&rt->extra_active, memory_order_relaxed))
+        atomic_load_explicit(&rt->extra_active, memory_order_seq_cst))
         spawn_if_owed(rt);
     if (!atomic_load_explicit(&rt->monitor_armed, memory_order_relaxed) &&
         rt->comp.monitor_started) {
@@ -842,6 +853,8 @@ int accel__compensate_host_leave(accel_runtime *rt, accel__worker *w,
      * uncounted again (under the lock): owed an extra now, the host is
      * asked for one (its accel_host_worker_add finds this slot). relaxed:
      * counts, as spawn_if_owed. */
+    /* The uncount before the look at the scheduler, as in owed_back. */
+    atomic_thread_fence(memory_order_seq_cst);
     uint32_t a = atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
     bool owed = !rt->comp.stopping && rt->cfg.host_grow &&
                 a < rt->comp.extra_max &&

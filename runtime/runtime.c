@@ -217,11 +217,15 @@ int accel_runtime_destroy(accel_runtime *rt)
      * is still queued here, so the closes below find nothing to wait
      * for. Held sessions (a batch hold-back) go back to the queue first,
      * and `stopping` keeps any from being held again (batch.c,
-     * hold_decide): no worker would come for them. */
+     * hold_decide): no worker would come for them. The hold-back's timer
+     * stops before that: a release of its in flight (its CAS won, the
+     * enqueue to come) is then done, and the session queued, before the
+     * look below, which would not find it held any more. */
     if (rt->cfg.flags & ACCEL_RUNTIME_HOST_WORKERS) {
         /* relaxed: read by hold_decide on this thread, or by a host
          * thread out of contract (the host stopped calling). */
         atomic_store_explicit(&rt->stopping, 1, memory_order_relaxed);
+        accel__batch_timer_stop(rt);
         each_live_session(rt, release_hold);
         accel__worker_run_queued(rt);
     }
@@ -234,7 +238,8 @@ int accel_runtime_destroy(accel_runtime *rt)
         ;
     accel__block_begin(); /* inside an op of another runtime: joins */
     accel__worker_stop(rt);
-    accel__batch_timer_stop(rt); /* no hold is left: every session closed */
+    accel__batch_timer_stop(rt); /* no hold is left: every session closed
+                                    (host-driven: stopped above) */
     accel__block_end();
     /* Every accepted op has completed and no worker runs: wait for the
      * reclamations already queued, then free what is left, handles or

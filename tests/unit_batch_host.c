@@ -18,11 +18,13 @@
  */
 #define _GNU_SOURCE /* nanosleep */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <time.h>
 
+#include "batch.h"
 #include "batch_item.h"
 #include "core_util.h"
 #include <accel/host.h>
@@ -236,6 +238,72 @@ Test(batch_host, destroy_runs_held_and_delayed_sessions, .timeout = 60)
     for (int i = 0; i < 5; i++)
         cr_assert_eq(atomic_load(&it[i].done_calls), 1, "op %d done once", i);
     cr_assert_eq(atomic_load(&cfg_fn_ops), 5, "through the batch function");
+}
+
+/* The release window (batch.h's seam): the timer's first release stops
+ * right after its CAS won, before it enqueues the session. */
+static _Atomic int rel_in, rel_go;
+static void release_window(accel_session *s)
+{
+    (void)s;
+    if (atomic_exchange(&rel_in, 1))
+        return;
+    while (!atomic_load(&rel_go))
+        tu_nap_us(100);
+}
+
+static void *destroy_main(void *arg)
+{
+    return (void *)(intptr_t)accel_runtime_destroy(arg);
+}
+
+/* Destroy of a host-driven runtime while the hold-back timer is in the
+ * middle of a release (its CAS won, the session not yet queued): the
+ * held ops still run, on destroy's thread. Here the timer stops in that
+ * window (the seam) until destroy has begun; then it goes on. Planted
+ * (destroy releases holds and runs the queue before it stops the timer,
+ * as before this test): destroy finds the session neither held nor
+ * queued, runs nothing, and its close waits for ever for ops that only a
+ * host worker, stopped by now, would run (the step below never ends). */
+Test(batch_host, destroy_while_the_timer_releases_runs_the_held_ops,
+     .timeout = 60)
+{
+    accel_runtime *rt = host_runtime(1);
+    accel_session *h = tu_open(rt, "held", 64, 0);
+    accel_batch_config c = {.fn = cfg_batch_fn, .max_ops = 8,
+                            .max_delay_ns = 20 * 1000 * 1000};
+    cr_assert_eq(accel_session_set_batch(h, &c), ACCEL_OK);
+    static item it[2];
+    memset(it, 0, sizeof(it));
+    atomic_store(&rel_in, 0);
+    atomic_store(&rel_go, 0);
+    atomic_store(&accel__batch_release_hook, release_window);
+    for (int i = 0; i < 2; i++) {
+        accel_op op = item_op(&it[i]);
+        cr_assert_eq(accel_submit(h, &op, ACCEL_NO_WAIT), ACCEL_OK);
+    }
+    unit_step("a visit holds the session");
+    accel_op ops[ACCEL_BATCH_MAX];
+    unsigned n;
+    cr_assert_eq(accel_host_visit_begin(rt, 0, ops, ACCEL_BATCH_MAX, &n),
+                 ACCEL_OK);
+    cr_assert_eq(n, 0, "%u", n);
+    cr_assert_eq(accel_host_visit_end(rt, 0, NULL, 0), ACCEL_OK);
+    unit_step("the timer's release stops after its CAS");
+    while (!atomic_load(&rel_in))
+        tu_nap_us(100);
+    unit_step("destroy begins; the timer goes on");
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_main, rt), 0);
+    tu_nap_us(50000); /* destroy's start; either order must work */
+    atomic_store(&rel_go, 1);
+    unit_step("destroy returns, the held ops run on its thread");
+    void *rc;
+    pthread_join(t, &rc);
+    atomic_store(&accel__batch_release_hook, NULL);
+    cr_assert_eq((int)(intptr_t)rc, ACCEL_OK);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(atomic_load(&it[i].done_calls), 1, "op %d done once", i);
 }
 
 static void nap_past(int64_t deadline)
