@@ -851,9 +851,9 @@ int accel__compensate_host_leave(accel_runtime *rt, accel__worker *w,
     w->extra_state = ACCEL__EXTRA_FREE;
     /* A host_add between our uncount and this free found no slot and
      * uncounted again (under the lock): owed an extra now, the host is
-     * asked for one (its accel_host_worker_add finds this slot). relaxed:
-     * counts, as spawn_if_owed. */
-    /* The uncount before the look at the scheduler, as in owed_back. */
+     * asked for one (its accel_host_worker_add finds this slot). The
+     * fence: our uncount before the look at the scheduler, as in
+     * owed_back. relaxed: counts, as spawn_if_owed. */
     atomic_thread_fence(memory_order_seq_cst);
     uint32_t a = atomic_load_explicit(&rt->extra_active, memory_order_relaxed);
     bool owed = !rt->comp.stopping && rt->cfg.host_grow &&
