@@ -39,8 +39,21 @@
  * -DBROKEN_LEAVE_NOWAKE: a surplus extra leaves after a visit that
  *  re-queued C (one op left) without waking anyone: the re-queue was
  *  meant for its own next pick, so C's second op waits forever.
+ *
+ * -DSLOTS (with -DCAP=2): the extras' slots too. CAP slots, both taken by
+ * the earlier burst's extras at the start; a spawn takes a free one under
+ * the lock or undoes its count, and an extra gives its slot up only at
+ * its end, after its look (compensate.c extra_entry, owed_back): counted
+ * again if a blocked worker is owed an extra and work waits. (Apart from
+ * the variants above: the look also rescues some of their interleavings.)
+ * -DBROKEN_LEAVE_NOLOOK (with -DSLOTS): an extra that uncounted itself
+ *  gives its slot up without looking again: a spawn between the two (the
+ *  blocker's or the submitter's) found every slot taken and undid its
+ *  count, and nobody is left to run C's op.
  */
+#ifndef CAP
 #define CAP 3
+#endif
 
 byte q = 0;          /* C's op queued (the calendar) */
 byte parked = 0;
@@ -48,6 +61,9 @@ byte claimed = 0;
 byte seq = 0;        /* the general lane's futex word */
 byte blocked = 0;
 byte extras = 2;     /* extra workers counted extras */
+byte slots = 2;      /* extra workers' slots in use (CAP of them): an
+                        extra holds its slot until it ends, after it
+                        uncounted itself */
 byte c_left = 2;     /* C's ops (one visit runs one) */
 
 inline pick(got) {
@@ -77,7 +93,18 @@ inline spawn_if_owed() {
         fi
     };
     if
-    :: sp -> run extra()
+    :: sp ->
+#ifdef SLOTS
+        /* under comp.lock: a free slot, else the count undone */
+        atomic {
+            if
+            :: slots < CAP -> slots++; run extra()
+            :: else -> extras--
+            fi
+        }
+#else
+        run extra()
+#endif
     :: else
     fi;
     assert(extras <= CAP)
@@ -171,7 +198,22 @@ work:
     :: else -> goto loop
     fi;
 out:
+#ifdef SLOTS
+    /* under comp.lock: the slot given up, unless a blocked worker is
+     * owed an extra and work waits (a spawn in between may have found
+     * this slot taken): then counted again, it runs on (owed_back) */
+    atomic {
+#ifndef BROKEN_LEAVE_NOLOOK
+        if
+        :: q > 0 && extras < blocked && extras < CAP -> extras++; goto loop
+        :: else
+        fi;
+#endif
+        slots--
+    }
+#else
     skip
+#endif
 }
 
 proctype base()                     /* W, inside op A */

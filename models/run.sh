@@ -118,6 +118,9 @@ check blocked.pml pass
 check blocked.pml 'fail:invalid end state' -DBROKEN_LOOK_FIRST
 check blocked.pml 'fail:invalid end state' -DBROKEN_SURPLUS_ON_WAKE
 check blocked.pml 'fail:invalid end state' -DBROKEN_LEAVE_NOWAKE
+# ... and the extras' slots: a spawn that finds them all taken by leavers
+check blocked.pml pass -DSLOTS -DCAP=2
+check blocked.pml 'fail:invalid end state' -DSLOTS -DCAP=2 -DBROKEN_LEAVE_NOLOOK
 # combining SubmitAsyncs into groups (bindings/go/combine.go): appenders
 # (2 + 1 SubmitAsyncs), a plain submit that closes the open group, the worker
 check combine.pml pass
