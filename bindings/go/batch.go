@@ -197,17 +197,21 @@ func callBatch(bt *batchCore, s *Session, run []*opRec, errs []error, d *hostWor
 	if d.opw != nil {
 		atomic.AddUint64(d.opw, 1) // the batch is one op to the C monitor
 	}
+	recoverBatch(bt, s, run, errs)
+	d.phase, d.bat = phaseOut, nil // as callF: not reached under a Goexit
+}
+
+// recoverBatch calls bt's fn; one that did not return (a panic, also
+// panic(nil) under GODEBUG=panicnil=1) fails every item with one
+// *PanicError.
+func recoverBatch(bt *batchCore, s *Session, run []*opRec, errs []error) {
 	returned := false
 	defer func() {
-		v := recover()
-		if v != nil {
+		if v := recover(); !returned {
 			pe := &PanicError{Value: v, Stack: debug.Stack()}
 			for i := range errs {
 				errs[i] = pe
 			}
-		}
-		if returned || v != nil {
-			d.phase, d.bat = phaseOut, nil
 		}
 	}()
 	bt.call(s, run, errs)

@@ -37,22 +37,29 @@ func (e *PanicError) Unwrap() error {
 
 // callF runs f and turns a panic into a *PanicError. d records that user
 // code runs, for its exit check (hostWorker.exited, asideRun: only
-// runtime.Goexit leaves f other than by returning here).
-func callF(f func(*Session) error, s *Session, d *hostWorker, r *opRec, op int) (err error) {
+// runtime.Goexit leaves f other than by returning here). The phase goes
+// back to phaseOut only once recoverF has returned: a panic recovered
+// while a runtime.Goexit of f unwinds (a deferred function of f that
+// panics) does not stop the Goexit, which then leaves callF with the
+// phase still phaseF, as a plain Goexit does, for the exit check.
+func callF(f func(*Session) error, s *Session, d *hostWorker, r *opRec, op int) error {
 	d.phase, d.cur, d.curOp = phaseF, r, op
 	if d.opw != nil {
 		atomic.AddUint64(d.opw, 1) // an op begins: the C monitor's window (watchOps)
 	}
+	err := recoverF(f, s)
+	d.phase, d.cur = phaseOut, nil
+	return err
+}
+
+// recoverF calls f; an f that did not return (a panic, also panic(nil)
+// under GODEBUG=panicnil=1, where recover gives nil) gives a *PanicError.
+// Under a Goexit that error is never seen: the goroutine goes on ending.
+func recoverF(f func(*Session) error, s *Session) (err error) {
 	returned := false
 	defer func() {
-		v := recover()
-		if v != nil {
+		if v := recover(); !returned {
 			err = &PanicError{Value: v, Stack: debug.Stack()}
-		}
-		// Neither returned nor panicked: runtime.Goexit, which goes on
-		// up to the host worker's check; the phase tells it so.
-		if returned || v != nil {
-			d.phase, d.cur = phaseOut, nil
 		}
 	}()
 	err = f(s)

@@ -119,6 +119,13 @@
 //     while it waits in a Submit or SubmitBatch for its ops (the wait
 //     leaves the thread, docs/go.md): an f that keeps per-thread state
 //     across such a call locks the thread itself (runtime.LockOSThread).
+//     f must not call runtime.UnlockOSThread more often than it called
+//     runtime.LockOSThread (with the old type an extra unlock did
+//     nothing): it would undo the host worker's own lock, and the
+//     goroutine could move off the thread that holds the visit's state,
+//     which other goroutines then see (ErrDeadlock where there is none).
+//   - DefaultRuntime is never closed: its Close returns
+//     ErrInvalidArgument.
 //   - ctx is kept until f starts, not only while waiting for the session's
 //     lock.
 //   - Sync from inside one of the session's own ops returns nil at once.

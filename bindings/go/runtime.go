@@ -45,6 +45,9 @@ type Runtime struct {
 	c       *C.accel_runtime
 	workers int
 	host    *hostWorkers
+	// isDefault: the process-wide runtime (DefaultRuntime), which Close
+	// leaves open.
+	isDefault bool
 	// groupCap: most ops a SubmitAsync group holds (combine.go): 32, or
 	// QuantumOps if smaller, so a visit hands out no more Go ops than
 	// separate submits would with QuantumOps <= 32; shortNs: ShortOp.
@@ -136,9 +139,16 @@ var (
 )
 
 // DefaultRuntime returns the process-wide runtime (one worker per usable CPU),
-// started on first use. It is never closed.
+// started on first use. It is never closed: its Close returns
+// ErrInvalidArgument and does nothing, so that no VM of the process (any
+// of them reaches it through VMSession.Runtime) closes the others'.
 func DefaultRuntime() (*Runtime, error) {
-	defaultRTOnce.Do(func() { defaultRT, defaultRTErr = NewRuntime(RuntimeConfig{}) })
+	defaultRTOnce.Do(func() {
+		defaultRT, defaultRTErr = NewRuntime(RuntimeConfig{})
+		if defaultRT != nil {
+			defaultRT.isDefault = true
+		}
+	})
 	return defaultRT, defaultRTErr
 }
 
@@ -237,7 +247,8 @@ func (rt *Runtime) Sessions() []*VMSession {
 }
 
 // Close closes every session (their queued ops still run), then stops the
-// workers and frees the runtime. Every method of the runtime and of its
+// workers and frees the runtime. The default runtime (DefaultRuntime) is
+// never closed: its Close returns ErrInvalidArgument and does nothing. Every method of the runtime and of its
 // sessions stays safe afterwards (ErrRuntimeClosed, ErrSessionClosed or a
 // zero value). Calling Close from inside an op returns ErrDeadlock and
 // does nothing. A later Close returns ErrRuntimeClosed; one that races
@@ -246,6 +257,9 @@ func (rt *Runtime) Sessions() []*VMSession {
 // op, which the first waits for, it returns at once). As for the first,
 // a goroutine that one of the runtime's ops waits on must not call it.
 func (rt *Runtime) Close() error {
+	if rt.isDefault {
+		return ErrInvalidArgument // DefaultRuntime: never closed
+	}
 	rt.mu.Lock()
 	inside := rt.insideOpLocked()
 	if rt.closing {
