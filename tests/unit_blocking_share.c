@@ -13,10 +13,13 @@
  * loaded machine makes High ops slower (fewer per op): the bounds sit
  * well between.
  *
- * Waits are measured by the Low session's own charge, read from its
- * stats at each op's end: its virtual time (weight 1: the ns charged)
- * against its service (the visits' wall time), their difference the time
- * credited. A count would not do there: one visit that a loaded machine
+ * Waits are measured by the Low session's own charge: its virtual time
+ * (weight 1: the ns charged) against its service (the visits' wall
+ * time), their difference the time credited, read at the second op's end
+ * and once the run's last visit has counted itself, per op between. Not
+ * per visit: a visit of ops that wait may run on through many of them
+ * (a quantum of served time, visit.c), so one visit can hold the whole
+ * run. A count would not do there: one visit that a loaded machine
  * keeps off a CPU for half a second is charged that half second (every
  * visit is charged its preemption), and the count then reads the
  * preemption, not the credit. The first Low visit is not measured: it
@@ -129,9 +132,10 @@ static void *feeder(void *arg)
  * as it runs. */
 static int cotenants;
 
-/* What a run measured, between the second Low op's end and the last's:
- * High ops completed per Low op, and the Low session's ms charged and
- * credited per visit (visits 1 to n - 2: an op's end reads the charges
+/* What a run measured: High ops completed per Low op, between the
+ * second Low op's end and the last's, and the Low session's ms charged
+ * and credited per op, from the second op's end to the run's last visit
+ * counted (the visits of ops 1 to n - 1: an op's end reads the charges
  * of the visits before its own). */
 struct share {
     double high_per_low;
@@ -179,6 +183,21 @@ static struct share run_beside_high(int n, struct low_arg *a,
         cr_assert_eq(accel_submit(low, &op, ACCEL_FOREVER), ACCEL_OK);
     }
     cr_assert_eq(accel_session_sync(low, ACCEL_FOREVER), ACCEL_OK);
+    /* The last visit charges at its end, after its last op's done, which
+     * sync waits for: read once the stats hold still (three reads 1 ms
+     * apart agree; the High sessions keep the worker busy, the Low one
+     * has nothing left). */
+    watchdog_step("the Low session's last visit counts itself", 60);
+    accel_session_stats end, prev;
+    cr_assert_eq(accel_session_get_stats(low, &prev), ACCEL_OK);
+    for (int same = 0; same < 2;) {
+        tu_nap_us(1000);
+        cr_assert_eq(accel_session_get_stats(low, &end), ACCEL_OK);
+        same = end.visits == prev.visits && end.service_ns == prev.service_ns
+                   ? same + 1
+                   : 0;
+        prev = end;
+    }
     watchdog_step("stopping the High session", 60);
     atomic_store(&stop, 1);
     pthread_join(f, NULL);
@@ -195,11 +214,10 @@ static struct share run_beside_high(int n, struct low_arg *a,
     r.high_per_low = (double)(atomic_load(&high_at_low[n - 1]) -
                               atomic_load(&high_at_low[1])) /
                      (n - 2);
-    uint64_t charged = atomic_load(&low_vtime[n - 1]) - atomic_load(&low_vtime[1]);
-    uint64_t service =
-        atomic_load(&low_service[n - 1]) - atomic_load(&low_service[1]);
-    r.charged_ms = (double)charged / 1e6 / (n - 2);
-    r.credited_ms = service > charged ? (double)(service - charged) / 1e6 / (n - 2)
+    uint64_t charged = end.vtime_ns - atomic_load(&low_vtime[1]);
+    uint64_t service = end.service_ns - atomic_load(&low_service[1]);
+    r.charged_ms = (double)charged / 1e6 / (n - 1);
+    r.credited_ms = service > charged ? (double)(service - charged) / 1e6 / (n - 1)
                                       : 0;
     return r;
 }
