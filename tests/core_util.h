@@ -31,6 +31,28 @@ static inline void tu_nap_us(long us)
     nanosleep(&ts, NULL);
 }
 
+/* A stop in a test seam (a hook the runtime calls in a window the test
+ * wants to act in): the first thread through it marks `in` and waits
+ * until the test sets `go`; later ones pass. Reset both before use. */
+typedef struct tu_seam_stop {
+    _Atomic int in, go;
+} tu_seam_stop;
+
+static inline void tu_seam_stop_first(tu_seam_stop *g)
+{
+    if (atomic_exchange(&g->in, 1))
+        return;
+    while (!atomic_load(&g->go))
+        tu_nap_us(100);
+}
+
+/* Waits until a thread is stopped in g. */
+static inline void tu_seam_wait_in(tu_seam_stop *g)
+{
+    while (!atomic_load(&g->in))
+        tu_nap_us(100);
+}
+
 /* This thread's CPU time in ns. */
 static inline uint64_t tu_thread_cpu_ns(void)
 {

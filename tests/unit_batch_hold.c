@@ -445,14 +445,11 @@ Test(batch_hold, clearing_the_batch_fn_releases_held_ops, .timeout = 60)
 
 /* The holder's window (batch.h's seam): the first hold's holder stops
  * right after publishing its hold, until the test lets it go on. */
-static _Atomic int window_in, window_go;
+static tu_seam_stop window;
 static void hold_window(accel_session *s)
 {
     (void)s;
-    if (atomic_exchange(&window_in, 1))
-        return;
-    while (!atomic_load(&window_go))
-        tu_nap_us(100);
+    tu_seam_stop_first(&window);
 }
 
 /* A release that lands while the holder is still in its visit's end
@@ -478,8 +475,7 @@ Test(batch_hold, a_release_in_the_holders_window_keeps_a_deferral,
      .timeout = 60)
 {
     stall_timer(true);
-    atomic_store(&window_in, 0);
-    atomic_store(&window_go, 0);
+    window = (tu_seam_stop){0};
     atomic_store(&accel__batch_hold_hook, hold_window);
     accel_runtime *rt = tu_runtime_nodetect(2);
     cr_assert_not_null(rt);
@@ -495,8 +491,7 @@ Test(batch_hold, a_release_in_the_holders_window_keeps_a_deferral,
     accel_op opa = item_op(&a);
     cr_assert_eq(accel_submit(s, &opa, ACCEL_FOREVER), ACCEL_OK);
     unit_step("the holder stops in its window, its hold published");
-    while (!atomic_load(&window_in))
-        tu_nap_us(100);
+    tu_seam_wait_in(&window);
     unit_step("a producer reserves a position and stops before publishing");
     uint64_t first;
     bool owner;
@@ -509,7 +504,7 @@ Test(batch_hold, a_release_in_the_holders_window_keeps_a_deferral,
     while (atomic_load(&s->rp.defer) != first + 1)
         tu_nap_us(100);
     unit_step("the holder goes on and ends its visit");
-    atomic_store(&window_go, 1);
+    atomic_store(&window.go, 1);
     for (;;) {
         accel_runtime_stats rs;
         cr_assert_eq(accel_runtime_get_stats(rt, &rs, sizeof(rs)), ACCEL_OK);

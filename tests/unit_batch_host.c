@@ -242,14 +242,11 @@ Test(batch_host, destroy_runs_held_and_delayed_sessions, .timeout = 60)
 
 /* The release window (batch.h's seam): the timer's first release stops
  * right after its CAS won, before it enqueues the session. */
-static _Atomic int rel_in, rel_go;
+static tu_seam_stop rel;
 static void release_window(accel_session *s)
 {
     (void)s;
-    if (atomic_exchange(&rel_in, 1))
-        return;
-    while (!atomic_load(&rel_go))
-        tu_nap_us(100);
+    tu_seam_stop_first(&rel);
 }
 
 static void *destroy_main(void *arg)
@@ -275,8 +272,7 @@ Test(batch_host, destroy_while_the_timer_releases_runs_the_held_ops,
     cr_assert_eq(accel_session_set_batch(h, &c), ACCEL_OK);
     static item it[2];
     memset(it, 0, sizeof(it));
-    atomic_store(&rel_in, 0);
-    atomic_store(&rel_go, 0);
+    rel = (tu_seam_stop){0};
     atomic_store(&accel__batch_release_hook, release_window);
     for (int i = 0; i < 2; i++) {
         accel_op op = item_op(&it[i]);
@@ -290,13 +286,12 @@ Test(batch_host, destroy_while_the_timer_releases_runs_the_held_ops,
     cr_assert_eq(n, 0, "%u", n);
     cr_assert_eq(accel_host_visit_end(rt, 0, NULL, 0), ACCEL_OK);
     unit_step("the timer's release stops after its CAS");
-    while (!atomic_load(&rel_in))
-        tu_nap_us(100);
+    tu_seam_wait_in(&rel);
     unit_step("destroy begins; the timer goes on");
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, destroy_main, rt), 0);
     tu_nap_us(50000); /* destroy's start; either order must work */
-    atomic_store(&rel_go, 1);
+    atomic_store(&rel.go, 1);
     unit_step("destroy returns, the held ops run on its thread");
     void *rc;
     pthread_join(t, &rc);

@@ -1532,14 +1532,11 @@ Test(blocking, on_the_short_lane_a_visit_of_ops_that_wait_ends_on_the_wall_clock
 
 /* The leave window (compensate.h's seam): the first extra that takes
  * itself out stops there, before it gives its slot up. */
-static _Atomic int leave_in, leave_go;
+static tu_seam_stop leave;
 static void leave_window(accel__worker *w)
 {
     (void)w;
-    if (atomic_exchange(&leave_in, 1))
-        return;
-    while (!atomic_load(&leave_go))
-        tu_nap_us(100);
+    tu_seam_stop_first(&leave);
 }
 
 /* An op of A that waits for an op of C (arg), counted blocked at once. */
@@ -1578,8 +1575,7 @@ static char thread_state(int tid)
 Test(blocking, an_extra_leaving_as_a_wait_begins_leaves_it_a_place,
      .timeout = 60)
 {
-    atomic_store(&leave_in, 0);
-    atomic_store(&leave_go, 0);
+    leave = (tu_seam_stop){0};
     atomic_store(&accel__compensate_leave_hook, leave_window);
     accel_runtime *rt = make_rt(1, 1, TU_NO_DETECT_NS);
     accel_session *a = open_s(rt, 0), *b = open_s(rt, 1), *c = open_s(rt, 2);
@@ -1601,8 +1597,7 @@ Test(blocking, an_extra_leaving_as_a_wait_begins_leaves_it_a_place,
     atomic_store(&ga.rel, 1);
     cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
     atomic_store(&gb.rel, 1);
-    while (!atomic_load(&leave_in))
-        tu_nap_us(100);
+    tu_seam_wait_in(&leave);
     unit_step("A's next op waits for C's op; its hand-on is done");
     accel_op oa2 = {.fn = wait_on_c, .arg = c};
     cr_assert_eq(accel_submit(a, &oa2, ACCEL_FOREVER), ACCEL_OK);
@@ -1610,7 +1605,7 @@ Test(blocking, an_extra_leaving_as_a_wait_begins_leaves_it_a_place,
     while (stats_of(rt).blocked != 1 || thread_state(tid) != 'S')
         tu_nap_us(100);
     unit_step("the leaving extra goes on; C's op must run");
-    atomic_store(&leave_go, 1);
+    atomic_store(&leave.go, 1);
     int rc = accel_session_sync(a, 20 * INT64_C(1000000000));
     cr_assert_eq(rc, ACCEL_OK,
                  "A's op still waits for C's (%s): the place owed to the "
@@ -1649,7 +1644,7 @@ static void lw_wake(void *arg, unsigned lane)
 static void lw_host_window(accel__worker *w)
 {
     (void)w;
-    if (atomic_exchange(&leave_in, 1))
+    if (atomic_exchange(&leave.in, 1))
         return;
     cr_assert_eq(accel_host_blocking_begin(lw_rt, 0), ACCEL_OK);
     unsigned y;
@@ -1669,7 +1664,7 @@ Test(blocking, a_host_extra_leaving_as_a_wait_begins_asks_again,
     cr_assert_eq(accel_runtime_create(&c, &lw_rt), ACCEL_OK);
     accel_session *a = open_s(lw_rt, 0), *b = open_s(lw_rt, 1);
     atomic_store(&lw_grows, 0);
-    atomic_store(&leave_in, 0);
+    atomic_store(&leave.in, 0);
     atomic_store(&lw_add_rc, 99);
     unit_step("0's visit of A's op waits, announced; B's op is queued");
     accel_op oa = {.fn = quick_c}, ob = {.fn = quick_c};
@@ -1690,7 +1685,7 @@ Test(blocking, a_host_extra_leaving_as_a_wait_begins_asks_again,
     cr_assert_eq(accel_host_worker_leave(lw_rt, x, ACCEL_HOST_LEAVE_IF_SURPLUS),
                  ACCEL_OK);
     atomic_store(&accel__compensate_leave_hook, NULL);
-    cr_assert_eq(atomic_load(&leave_in), 1);
+    cr_assert_eq(atomic_load(&leave.in), 1);
     cr_assert_eq(atomic_load(&lw_add_rc), ACCEL_EAGAIN,
                  "the add in x's window found its slot free: %d",
                  atomic_load(&lw_add_rc));

@@ -43,6 +43,20 @@ func otherVMGoesOn(t *testing.T, rt *Runtime, what string) {
 	done()
 }
 
+// bothWays runs body on a fresh one-worker runtime's VM "v" twice: with
+// f run on the submitter's goroutine (the hand-off) and on a host worker.
+func bothWays(t *testing.T, body func(t *testing.T, rt *Runtime, v *VMSession)) {
+	for _, own := range []bool{true, false} {
+		name := map[bool]string{true: "hand-off", false: "host worker"}[own]
+		t.Run(name, func(t *testing.T) {
+			rt := newTestRuntime(t, 1)
+			rt.setOwnForTest(own)
+			v, _ := rt.NewVMSession("v")
+			body(t, rt, v)
+		})
+	}
+}
+
 // goexitThenPanic calls runtime.Goexit with a deferred function that
 // panics while the Goexit unwinds.
 func goexitThenPanic() {
@@ -83,33 +97,27 @@ func TestGoexitThenPanicInDeferOnAHostWorker(t *testing.T) {
 // host worker: Submit's goroutine ends (the Goexit goes on there, as with
 // f inline), and the VM and the runtime go on.
 func TestGoexitThenPanicInDeferThroughSubmit(t *testing.T) {
-	for _, own := range []bool{true, false} {
-		name := map[bool]string{true: "hand-off", false: "host worker"}[own]
-		t.Run(name, func(t *testing.T) {
-			rt := newTestRuntime(t, 1)
-			rt.setOwnForTest(own)
-			v, _ := rt.NewVMSession("v")
-			exited := make(chan struct{})
-			var returned atomic.Bool
-			go func() {
-				defer close(exited)
-				v.Submit(context.Background(), func(*Session) error { goexitThenPanic(); return nil })
-				returned.Store(true)
-			}()
-			done := step(t, "the submitter's goroutine ends")
-			<-exited
-			done()
-			if returned.Load() {
-				t.Errorf("Submit returned: want its goroutine ended by the Goexit")
-			}
-			otherVMGoesOn(t, rt, "after Goexit+panic through Submit")
-			done = step(t, "the same VM's next Submit")
-			if err := v.Submit(context.Background(), emptyOp); err != nil {
-				t.Fatalf("next Submit: %v", err)
-			}
-			done()
-		})
-	}
+	bothWays(t, func(t *testing.T, rt *Runtime, v *VMSession) {
+		exited := make(chan struct{})
+		var returned atomic.Bool
+		go func() {
+			defer close(exited)
+			v.Submit(context.Background(), func(*Session) error { goexitThenPanic(); return nil })
+			returned.Store(true)
+		}()
+		done := step(t, "the submitter's goroutine ends")
+		<-exited
+		done()
+		if returned.Load() {
+			t.Errorf("Submit returned: want its goroutine ended by the Goexit")
+		}
+		otherVMGoesOn(t, rt, "after Goexit+panic through Submit")
+		done = step(t, "the same VM's next Submit")
+		if err := v.Submit(context.Background(), emptyOp); err != nil {
+			t.Fatalf("next Submit: %v", err)
+		}
+		done()
+	})
 }
 
 // In a Batcher's fn: the batch's items fail with ErrGoexit.
@@ -158,28 +166,22 @@ func TestPanicNilUnderOldGODEBUG(t *testing.T) {
 	if p != nil {
 		t.Skipf("GODEBUG=panicnil=1 not in effect (recover gave %T)", p)
 	}
-	for _, own := range []bool{true, false} {
-		name := map[bool]string{true: "hand-off", false: "host worker"}[own]
-		t.Run(name, func(t *testing.T) {
-			rt := newTestRuntime(t, 1)
-			rt.setOwnForTest(own)
-			v, _ := rt.NewVMSession("v")
-			done := step(t, "Submit whose f calls panic(nil)")
-			err := v.Submit(context.Background(), func(*Session) error { panic(nil) })
-			done()
-			var pe *PanicError
-			_, c, f := v.Stats()
-			if !errors.As(err, &pe) || c != 0 || f != 1 {
-				t.Errorf("panic(nil) in f: Submit returned %v, completed %d failed %d; "+
-					"want a *PanicError and the op failed", err, c, f)
-			}
-			done = step(t, "the next Submit")
-			if err := v.Submit(context.Background(), emptyOp); err != nil {
-				t.Fatalf("next Submit: %v", err)
-			}
-			done()
-		})
-	}
+	bothWays(t, func(t *testing.T, rt *Runtime, v *VMSession) {
+		done := step(t, "Submit whose f calls panic(nil)")
+		err := v.Submit(context.Background(), func(*Session) error { panic(nil) })
+		done()
+		var pe *PanicError
+		_, c, f := v.Stats()
+		if !errors.As(err, &pe) || c != 0 || f != 1 {
+			t.Errorf("panic(nil) in f: Submit returned %v, completed %d failed %d; "+
+				"want a *PanicError and the op failed", err, c, f)
+		}
+		done = step(t, "the next Submit")
+		if err := v.Submit(context.Background(), emptyOp); err != nil {
+			t.Fatalf("next Submit: %v", err)
+		}
+		done()
+	})
 }
 
 // A VM of the default runtime that closes it through its Runtime() gets
