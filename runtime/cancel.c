@@ -8,7 +8,6 @@
  * done calls stay in FIFO order and `finished` keeps its single writer
  * (docs/cancel.md).
  */
-#include "batch.h"
 #include "clock.h"
 #include "fork.h"
 #include "runtime_types.h"
@@ -46,15 +45,7 @@ int accel_cancel(const accel_ticket *t)
     if (!accel__ring_cancel(ACCEL__RING(s), t->position))
         return ACCEL_EALREADY;
     /* A session held back to fill a batch runs now, so that the op's done
-     * comes (batch.c, through its hook). The fence: our CAS before the
-     * look at the batch word, as before the kick's look at the hold
-     * (a holder read the word after its set_batch, then marked and
-     * fenced: one of us sees the other). acquire: pairs with
-     * set_batch's release CAS of the slot. */
-    atomic_thread_fence(memory_order_seq_cst);
-    struct accel__batch *b = atomic_load_explicit(
-        accel__session_batch_word(s), memory_order_acquire);
-    if (b)
-        b->kick(s, ACCEL__BATCH_KICK_FORCE);
+     * comes. */
+    accel__session_kick_hold(s);
     return ACCEL_OK;
 }

@@ -381,6 +381,20 @@ int accel_session_lookup(accel_runtime *rt, const char *id,
     return rc;
 }
 
+void accel__session_kick_hold(accel_session *s)
+{
+    /* The caller's store (close's CLOSED, a cancel's CAS) before the look
+     * at the batch word, as before the kick's look at the hold (a holder
+     * read the word after its set_batch, then marked and fenced: one of
+     * us sees the other). */
+    atomic_thread_fence(memory_order_seq_cst);
+    /* acquire: pairs with set_batch's release CAS of the word. */
+    struct accel__batch *b = atomic_load_explicit(
+        accel__session_batch_word(s), memory_order_acquire);
+    if (b)
+        b->kick(s, ACCEL__BATCH_KICK_FORCE); /* batch.c, through its hook */
+}
+
 int accel_session_close(accel_session *s, unsigned flags)
 {
     if (!s || (flags & ~ACCEL_CLOSE_CANCEL))
@@ -411,16 +425,8 @@ int accel_session_close(accel_session *s, unsigned flags)
     /* close(session, id, flags, accepted ops): every closer fires it */
     ACCEL_TRACE4(close, s, s->id, flags, final);
     accel__waiters_wake(&s->waiters); /* producers blocked on a full ring */
-    /* A session held back to fill a batch runs its ops now (batch.c,
-     * through its hook). The fence: CLOSED before the look at the batch
-     * word, as before the kick's look at the hold (a holder read the word
-     * after its set_batch, then marked and fenced: one of us sees the
-     * other). acquire: pairs with set_batch's release CAS. */
-    atomic_thread_fence(memory_order_seq_cst);
-    struct accel__batch *b = atomic_load_explicit(
-        accel__session_batch_word(s), memory_order_acquire);
-    if (b)
-        b->kick(s, ACCEL__BATCH_KICK_FORCE);
+    /* A session held back to fill a batch runs its ops now. */
+    accel__session_kick_hold(s);
     if (accel__tls_current == s)
         return ACCEL_OK;
     return accel__waiters_wait_finished(&s->waiters, final, UINT64_MAX);

@@ -273,6 +273,10 @@ static inline bool accel__session_tryhandle(accel_session *s)
 void accel__session_fill_stats(const accel_session *s,
                                accel_session_stats *out);
 
+/* A session held back to fill a batch (batch.c) goes back to the queue
+ * now: close, and a won accel_cancel, after their store. */
+void accel__session_kick_hold(accel_session *s);
+
 /* Frees a session with no refs left (runtime destroy). */
 void accel__session_free_now(accel_session *s);
 
