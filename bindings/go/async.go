@@ -221,7 +221,7 @@ func (v *VMSession) SubmitBatch(ctx context.Context, fs []func(*Session) error) 
 	if c == nil {
 		return fail(0, ErrSessionClosed)
 	}
-	if C.accel_current_session() == c {
+	if ownOp(c) {
 		v.h.exit()
 		return fail(0, ErrDeadlock)
 	}

@@ -128,7 +128,8 @@ func (m *blockedWorker) unpark(parked bool) {
 // recv receives from ch parked (m nil: just receives). The parked span
 // is the receive and nothing else, so no code of the op, nor the
 // package's own work after the wait, runs detached (credited off a CPU):
-// every park goes through recv or recvOr.
+// every park goes through recv or recvOr, or is an announced wait's
+// (away.go), whose code the op itself says waits.
 func (m *blockedWorker) recv(ch <-chan struct{}) {
 	p := m.park()
 	<-ch

@@ -116,9 +116,10 @@
 //     assumption in f (runtime.LockOSThread, a goroutine id) does not
 //     carry over from the caller. runtime.Goexit in f still ends the
 //     caller's goroutine. f's goroutine is locked to its thread, except
-//     while it waits in a Submit or SubmitBatch for its ops (the wait
-//     leaves the thread, docs/go.md): an f that keeps per-thread state
-//     across such a call locks the thread itself (runtime.LockOSThread).
+//     while it waits in a Submit or SubmitBatch for its ops and inside
+//     s.Blocking (the wait leaves the thread, docs/go.md): an f that keeps
+//     per-thread state across such a call locks the thread itself
+//     (runtime.LockOSThread).
 //     f must not call runtime.UnlockOSThread more often than it called
 //     runtime.LockOSThread (with the old type an extra unlock did
 //     nothing): it would undo the host worker's own lock, and the

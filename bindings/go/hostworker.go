@@ -463,6 +463,9 @@ func (d *hostWorker) exited() {
 // queue; false with a nil error: no worker was free or the queue was full,
 // nothing submitted.
 func (h *hostWorkers) submitOwn(v *VMSession, c *C.accel_session, r *opRec, deadline C.int64_t, t *C.accel_ticket) (queued bool, err error) {
+	if awayOwn(c) { // C's own check below sees the thread only
+		return false, ErrDeadlock
+	}
 	hs := h.takeHelper()
 	if hs == nil {
 		return false, nil

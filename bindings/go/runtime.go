@@ -304,7 +304,7 @@ func (rt *Runtime) Close() error {
 // insideOpLocked reports whether the caller runs inside an op of rt (its
 // worker would wait for itself). rt.mu is held.
 func (rt *Runtime) insideOpLocked() bool {
-	return C.goaccel_in_visit(rt.c) != 0
+	return C.goaccel_in_visit(rt.c) != 0 || awayIn(rt.c)
 }
 
 // helperCount is how many synchronous submitters may run their own op at

@@ -83,14 +83,25 @@ func (s *Session) Unreserve(bytes int64) error {
 // Anywhere else it just runs wait: outside an op, on another goroutine,
 // and when a synchronous Submit runs its own op on the caller's
 // goroutine (no pool worker is held then). The count ends when wait
-// returns, panics or calls runtime.Goexit; calls nest. Meant for waits:
-// a wait that computes runs beside the worker that took its place, two
-// goroutines sharing the Ps where one was counted. The op counted is the
-// one running on the calling goroutine; s only says whose op it is to
-// the reader (a nil *Session works the same).
+// returns, panics or calls runtime.Goexit; calls nest. On a pool worker
+// wait runs unlocked from the op's thread, as a plain goroutine waits:
+// its wake costs no hand-off of a P to a sleeping thread. Calls from wait
+// into the op's own session answer as from f (Submit returns ErrDeadlock,
+// VMSession.Sync nil at once, ...); after wait, f goes on locked to
+// the thread it then runs on. Meant for waits: wait's time counts as
+// off a CPU, so a wait that computes is not charged to the session (as
+// a goroutine that f starts and waits for is not), and runs beside the
+// worker that took its place, two goroutines sharing the Ps where one
+// was counted. The op counted is the one running on the calling
+// goroutine; s only says whose op it is to the reader (a nil *Session
+// works the same).
 func (s *Session) Blocking(wait func()) {
 	m := blockBegin()
-	defer m.blockEnd()
+	a := m.away()
+	defer func() {
+		a.back()
+		m.blockEnd()
+	}()
 	wait()
 }
 

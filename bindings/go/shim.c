@@ -209,6 +209,16 @@ int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
     return accel_submit_ex(s, &op, deadline_ns, timeout_ns, ticket);
 }
 
+int goaccel_close_own(accel_session *s)
+{
+    /* One C call, so one thread: the current session is s for the close
+     * alone, as on the visit's thread. */
+    accel_session *prev = accel_host_set_current_session(s);
+    int rc = accel_session_close(s, ACCEL_CLOSE_DRAIN);
+    accel_host_set_current_session(prev);
+    return rc;
+}
+
 int goaccel_submit_own(accel_runtime *rt, accel_session *s, uintptr_t rec,
                        unsigned w, int64_t deadline_ns, accel_ticket *ticket,
                        uintptr_t *recs, unsigned *n, int *begun, int *outer)

@@ -32,6 +32,12 @@ unsigned goaccel_default_workers(void);
 int goaccel_submit(accel_session *s, uintptr_t rec, int64_t deadline_ns,
                    int64_t timeout_ns, int sync, accel_ticket *ticket);
 
+/* accel_session_close(s, ACCEL_CLOSE_DRAIN) as from inside one of s's
+ * ops: it begins the close and does not wait. For a Close from an op's
+ * announced wait that runs away from the visit's thread (away.go),
+ * where accel_current_session() no longer names s. */
+int goaccel_close_own(accel_session *s);
+
 /* A synchronous submit of rec on s that, on helper worker w, begins a visit
  * only by the direct hand-off (accel_host_submit_own, cap 1): *begun
  * ACCEL_OK with the visit's op in recs[0..*n), else the op is queued (or

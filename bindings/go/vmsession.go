@@ -427,7 +427,10 @@ func (v *VMSession) Sync() error {
 	if c == nil {
 		return ErrSessionClosed
 	}
-	rc := syncBlocked(c)
+	rc := C.ACCEL_EDEADLK
+	if !awayOwn(c) { // C's own check sees the thread only
+		rc = syncBlocked(c)
+	}
 	v.h.exit()
 	if rc == C.ACCEL_EDEADLK {
 		return nil
@@ -473,10 +476,11 @@ func (v *VMSession) Close() error {
 	if c == nil {
 		return v.closeResult(C.ACCEL_OK) // freed: drained by the Close that freed it
 	}
-	if C.accel_current_session() == c {
+	if ownOp(c) {
 		// From inside one of v's own ops: C begins the close and does not
-		// wait; a goroutine of its own waits for the drain and frees.
-		rc := int(C.accel_session_close(c, C.ACCEL_CLOSE_DRAIN))
+		// wait (told so also from an announced wait away from the
+		// thread); a goroutine of its own waits for the drain and frees.
+		rc := int(C.goaccel_close_own(c))
 		v.h.exit()
 		go v.finishClose()
 		return v.closeResult(rc)
@@ -715,6 +719,9 @@ func (v *VMSession) enqueue(r *opRec, deadline C.int64_t, ctx context.Context, d
 		return ErrSessionClosed
 	}
 	defer v.h.exit()
+	if awayOwn(c) { // goaccel_submit's own check sees the thread only
+		return ErrDeadlock
+	}
 	rc, ended := v.room.wait(func() int {
 		if v.closed.Load() { // Close wakes the waiters: none waits on
 			return C.ACCEL_ECLOSED
