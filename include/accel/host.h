@@ -209,13 +209,15 @@ ACCEL_API int accel_host_visit_attach(accel_runtime *rt, unsigned worker);
 ACCEL_API int accel_host_visit_detach(accel_runtime *rt, unsigned worker);
 
 /* accel_host_visit_detach with flags. ACCEL_HOST_DETACH_PARKED: the
- * host vouches that none of the visit's code runs from this detach to
- * the next attach: the thread that drove it waits, parked, in a wait of
- * the host's own (the Go binding: a Submit from inside an op waiting for
- * its result, its goroutine unlocked from the thread meanwhile, so that
- * the thread runs other goroutines instead of sleeping). That time
- * counts off a CPU, as a wait's would on one thread's clock;
- * without the flag it is charged. ACCEL_HOST_DETACH_LENT: the thread
+ * host vouches that the visit's code waits from this detach to the next
+ * attach: the thread that drove it waits, parked, in a wait of the
+ * host's own, or in the op's announced wait (accel_host_blocking_begin),
+ * run off the thread (the Go binding: a Submit from inside an op waiting
+ * for its result, and the wait inside s.Blocking, their goroutine
+ * unlocked from the thread meanwhile, so that the thread runs other
+ * goroutines instead of sleeping). That time counts off a CPU, as a
+ * wait's would on one thread's clock, with no clock to tell a wait that
+ * computes; without the flag it is charged. ACCEL_HOST_DETACH_LENT: the thread
  * runs another session's visit until the attach, charged to that
  * session (the Go binding: a nested Submit's own op, run on the calling
  * thread by the direct hand-off): that time is not charged to this
