@@ -12,7 +12,7 @@ package accel
 // (compensate.go), and runs wait unlocked: away.
 //
 // Away, the thread no longer names the op's session, so the goroutine is
-// recorded here, by its goroutine id, under the session whose op it runs,
+// recorded here (goroutine.Self) under the session whose op it runs,
 // and every call that refuses or changes course inside a session's own op
 // (Submit, SubmitBatch, Batcher.Submit, VMSession.Sync, VMSession.Close,
 // Runtime.Close) also asks ownOp. A goroutine that wait starts is not the
@@ -24,57 +24,40 @@ package accel
 import "C"
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"accel/internal/goroutine"
 )
 
 // awayWaits are the goroutines away now: n of them, and per C session
-// whose op waits away, that wait's goroutine id and runtime. A session
+// whose op waits away, that wait's goroutine and runtime. A session
 // runs one op at a time, so it has one wait away at most.
 var awayWaits struct {
 	n atomic.Int32 // 0: every check is this load
 	m sync.Map     // *C.accel_session -> awayWait
 }
 
-// awayWait is one goroutine away: its id and its op's C runtime.
+// awayWait is one goroutine away: its identity (goroutine.Self, unique
+// among live goroutines: the record goes before the goroutine can end)
+// and its op's C runtime.
 type awayWait struct {
-	g  uint64
+	g  uintptr
 	rt *C.accel_runtime
 }
 
-// goid is the calling goroutine's id, read from the first line of its
-// stack trace ("goroutine 18 [running]:"); 0 if that line has none. Go
-// gives no other way to name a goroutine; the ids are never reused. A
-// few microseconds: called only where a wait is away (ownOp, awayFor).
-func goid() uint64 {
-	var buf [64]byte
-	n := runtime.Stack(buf[:], false)
-	const head = "goroutine "
-	if n <= len(head) || string(buf[:len(head)]) != head {
-		return 0
-	}
-	var id uint64
-	for _, c := range buf[len(head):n] {
-		if c < '0' || c > '9' {
-			break
-		}
-		id = id*10 + uint64(c-'0')
-	}
-	return id
-}
-
 // awayBegin records the calling goroutine as away in an op of c (of
-// runtime rt); false (nothing recorded): its id is unknown, or c has a
-// wait away already.
+// runtime rt); false (nothing recorded): its identity is unknown, or c has a
+// wait away already (never: a session runs one op at a time, and a wait
+// away runs no visit of its own).
 func awayBegin(c *C.accel_session, rt *C.accel_runtime) bool {
-	g := goid()
+	g := goroutine.Self()
 	if g == 0 {
 		return false
 	}
-	// Only this goroutine finds the record (ownOp compares ids), and it
+	// Only this goroutine finds the record (awayOwn compares identities), and it
 	// sees its own writes: the count and the entry need no order between
-	// them for it; another goroutine finds a wrong id or nothing.
+	// them for it; another goroutine finds another identity or nothing.
 	awayWaits.n.Add(1)
 	if _, had := awayWaits.m.LoadOrStore(c, awayWait{g: g, rt: rt}); had {
 		awayWaits.n.Add(-1)
@@ -101,7 +84,7 @@ func awayOwn(c *C.accel_session) bool {
 		return false
 	}
 	w, ok := awayWaits.m.Load(c)
-	return ok && w.(awayWait).g == goid()
+	return ok && w.(awayWait).g == goroutine.Self()
 }
 
 // awayIn reports whether the calling goroutine is away in an op of a
@@ -110,7 +93,7 @@ func awayIn(rt *C.accel_runtime) bool {
 	if awayWaits.n.Load() == 0 {
 		return false
 	}
-	g := goid()
+	g := goroutine.Self()
 	in := false
 	awayWaits.m.Range(func(_, v any) bool {
 		w := v.(awayWait)
@@ -123,7 +106,7 @@ func awayIn(rt *C.accel_runtime) bool {
 // away is blockBegin's count m's announced wait run away from the
 // thread: it records the goroutine under the op's session, then parks
 // the visit (m.park); the zero value: not away (m nil, an op run aside,
-// no session on the thread, or the goroutine's id unknown), and wait
+// no session on the thread, or the goroutine's identity unknown), and wait
 // runs on the thread. back ends it.
 type away struct {
 	m *blockedWorker

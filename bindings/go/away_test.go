@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // awayCheck is what an op's announced wait saw of the calls that treat
@@ -75,11 +78,7 @@ func runAsync(t *testing.T, v *VMSession, step string, f func(*Session) error) e
 	t.Helper()
 	done := stepWithin(t, step, compLimit)
 	defer done()
-	res := make(chan error, 1)
-	if err := v.SubmitAsync(f, func(err error) { res <- err }); err != nil {
-		return err
-	}
-	return <-res
+	return onHostWorker(v, f)
 }
 
 func ownCallsAway(t *testing.T, handOff bool) {
@@ -179,6 +178,93 @@ func TestBlockingWaitAwayPanicAndGoexit(t *testing.T) {
 		_, _, failed := v.Stats()
 		if failed != 2 {
 			t.Fatalf("failed ops %d, want 2", failed)
+		}
+	})
+}
+
+// 32 sessions' ops wait away at once on 2 workers, each having had
+// ErrDeadlock for a Submit to its own session from its wait; meanwhile
+// other goroutines Sync and Submit to each of those sessions: the record
+// tells them apart (goroutine.Self), so each Sync waits for the running
+// op and each Submit queues, none gets ErrDeadlock. Planted: awayOwn
+// comparing no identity fails it (innocent Submits get ErrDeadlock, and
+// Syncs return before the running op ends).
+func TestBlockingWaitAwayLeavesOthersAlone(t *testing.T) {
+	compCases(t, func(t *testing.T) {
+		rt := newTestRuntime(t, 2)
+		const n = 32
+		vs := make([]*VMSession, n)
+		for i := range vs {
+			vs[i], _ = rt.NewVMSession(fmt.Sprint("m", i))
+		}
+		release := make(chan struct{})
+		var inWait sync.WaitGroup
+		inWait.Add(n)
+		var opDone [n]atomic.Bool
+		var bad atomic.Int32
+		results := make(chan error, n)
+		for i := range vs {
+			i := i
+			err := vs[i].SubmitAsync(func(s *Session) error {
+				s.Blocking(func() {
+					if !errors.Is(vs[i].Submit(bg(), emptyOp), ErrDeadlock) {
+						bad.Add(1)
+					}
+					inWait.Done()
+					<-release
+				})
+				opDone[i].Store(true)
+				return nil
+			}, func(err error) { results <- err })
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := stepWithin(t, "all ops in their wait", compLimit)
+		inWait.Wait()
+		done()
+		if n := awayWaits.n.Load(); n != int32(len(vs)) {
+			t.Fatalf("%d waits away, want %d", n, len(vs))
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 2*n)
+		for i := range vs {
+			i := i
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				if err := vs[i].Sync(); err != nil {
+					errs <- fmt.Errorf("sync %d: %v", i, err)
+				} else if !opDone[i].Load() {
+					errs <- fmt.Errorf("innocent Sync of %d returned before the running op finished", i)
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				if err := vs[i].Submit(queued(t), emptyOp); err != nil {
+					errs <- fmt.Errorf("innocent submit %d: %v", i, err)
+				}
+			}()
+		}
+		time.Sleep(20 * time.Millisecond)
+		close(release)
+		done = stepWithin(t, "innocents", compLimit)
+		wg.Wait()
+		for i := 0; i < n; i++ {
+			if err := <-results; err != nil {
+				t.Error(err)
+			}
+		}
+		done()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if bad.Load() != 0 {
+			t.Errorf("%d own submits not ErrDeadlock", bad.Load())
+		}
+		if n := awayWaits.n.Load(); n != 0 {
+			t.Errorf("%d announced waits still recorded away", n)
 		}
 	})
 }

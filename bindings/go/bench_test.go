@@ -272,6 +272,45 @@ func BenchmarkNestedSubmit(b *testing.B) {
 	b.Run("old-design", benchNestedOld)
 }
 
+// BenchmarkBlocking: one empty s.Blocking inside an op on a host worker
+// (the park, the unlock, the record and the way back), called from f
+// itself and 60 frames deeper: an announced wait costs the same at any
+// depth of the op's stack.
+func BenchmarkBlocking(b *testing.B) {
+	for _, depth := range []int{0, 60} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			rt := benchRuntime(b, 0)
+			defer rt.Close()
+			v, err := rt.NewVMSession("blocking")
+			if err != nil {
+				b.Fatal(err)
+			}
+			err = onHostWorker(v, func(s *Session) error {
+				atDepth(depth, func() {
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						s.Blocking(func() {})
+					}
+					b.StopTimer()
+				})
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// atDepth calls f n frames below its caller.
+func atDepth(n int, f func()) {
+	if n == 0 {
+		f()
+		return
+	}
+	atDepth(n-1, f)
+}
+
 // ---- b) asynchronous submit ------------------------------------------------
 
 func benchAsyncAccel(b *testing.B) {

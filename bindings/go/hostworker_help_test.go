@@ -3,12 +3,24 @@
 package accel
 
 import (
+	"bytes"
 	"context"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 )
+
+// goid is the calling goroutine's id (from its stack header).
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	b = b[:bytes.IndexByte(b, ' ')]
+	n, _ := strconv.ParseUint(string(b), 10, 64)
+	return n
+}
 
 // No op is stranded when a helper stops: ops its own op queues (to another
 // session, whose end re-queues it on the helper worker) and ops queued
