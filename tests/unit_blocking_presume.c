@@ -58,6 +58,31 @@ static accel_session *open_s(accel_runtime *rt, const char *id)
     return open_prio(rt, id, 0);
 }
 
+/* Waits until every worker of rt is parked: the visits before have ended
+ * (a sync returns at the op's done, before its visit's end judges it). */
+static void settle(accel_runtime *rt)
+{
+    accel_runtime_stats st = stats_of(rt);
+    while (st.parked < st.workers) {
+        tu_nap_us(1000);
+        st = stats_of(rt);
+    }
+}
+
+/* Waits until no worker counts blocked: a presumed visit's count ends at
+ * its end's judge, after its last op, so an op submitted from here on
+ * runs in a visit of its own. A sync returns at the op's done, before its
+ * visit ends: an op submitted then may still join that visit (one visit
+ * counted, not two). */
+static void until_judged(accel_runtime *rt)
+{
+    accel_runtime_stats st = stats_of(rt);
+    while (st.blocked != 0) {
+        tu_nap_us(1000);
+        st = stats_of(rt);
+    }
+}
+
 /* Runs one op of fn(arg) on s and waits for it. */
 static void run_one(accel_session *s, accel_op_fn fn, void *arg)
 {
@@ -240,6 +265,7 @@ Test(presume, a_session_that_waited_begins_its_next_visit_counted,
     cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
+    until_judged(rt); /* a's visit ends before its next op */
     accel_runtime_stats s2 = stats_of(rt);
     cr_expect_eq(s2.blocked_presumed, s1.blocked_presumed + 1,
                  "a's visit after a wait was not begun counted blocked "
@@ -288,6 +314,7 @@ Test(presume, a_visit_that_ran_no_op_keeps_the_mark, .timeout = 60)
     atomic_store(&g.release, 1);
     cr_assert_eq(accel_session_sync(h, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    until_judged(rt); /* the empty visit ends before a's next op */
 
     unit_step("a's next op: still presumed");
     run_one(a, quick, NULL);
@@ -359,17 +386,6 @@ static int nap_then_compute(accel_ctx *ctx, void *arg)
     tu_nap_us(20000);
     tu_burn_cpu_ns(10000000u);
     return 0;
-}
-
-/* Waits until every worker of rt is parked: the visits before have ended
- * (a sync returns at the op's done, before its visit's end judges it). */
-static void settle(accel_runtime *rt)
-{
-    accel_runtime_stats st = stats_of(rt);
-    while (st.parked < st.workers) {
-        tu_nap_us(1000);
-        st = stats_of(rt);
-    }
 }
 
 /* accel's own worker, beside three spinners on its one CPU. A marked
