@@ -254,17 +254,6 @@ func (d *hostWorker) extraLoop() {
 	}
 	for {
 		var left C.int
-		// An extra yields its P at each visit's end, not yieldAfter into
-		// a run of visits as a host worker does: it runs because an op
-		// waits, and when that op's goroutine wakes it needs a P, which
-		// the extra would otherwise hold for up to yieldAfter. Node
-		// example, blocking 0.9 (waits unannounced), 15 pairs each,
-		// interleaved: work accel/old median 0.939x against 0.917x,
-		// Critical p99 21-23 ms against 32-37 ms in each of 5 seeds;
-		// blocking-hint and overload the same within their spread.
-		if !yieldOff() {
-			d.b.io.yield_at = 0
-		}
 		rc := int(C.goaccel_extra_step(h.rt, C.uint(d.w), mode, &d.b.status[0], nprev,
 			&d.b.recs[0], C.GOACCEL_VISIT_CAP, &d.b.n, &left, &d.b.io))
 		if left != 0 {
@@ -273,13 +262,7 @@ func (d *hostWorker) extraLoop() {
 			return
 		}
 		if d.b.io.yield != 0 { // the visit ended, nothing begun
-			// Every visit's end (below): the P goes to the goroutines
-			// waiting for one, the woken op among them, then back.
-			runtime.UnlockOSThread()
-			runtime.Gosched()
-			runtime.LockOSThread()
-			h.yields.Add(1)
-			y.reset()
+			y.due()
 			mode, nprev = 0, 0
 			continue
 		}

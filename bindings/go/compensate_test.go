@@ -638,52 +638,6 @@ func TestCompHostWorkerYieldsItsP(t *testing.T) {
 	}
 }
 
-// An extra worker gives its P up at the end of each visit, however short:
-// one worker, whose op waits inside s.Blocking, so that an extra runs
-// b's 20 quick ops, one visit each; the runtime counts a yield at the end
-// of each visit before the next begins, so 19 at least once the 20th op
-// is done (a host worker yields only yieldAfter into a run of visits:
-// with the extra's yield at each visit's end planted out, it counts
-// none).
-func TestCompExtraYieldsAfterEachVisit(t *testing.T) {
-	compCases(t, func(t *testing.T) {
-		rt := newUnwatchedRuntime(t, 1)
-		rt.setOwnForTest(false)
-		a, _ := rt.NewVMSession("a")
-		b, _ := rt.NewVMSession("b")
-		release := make(chan struct{})
-		inside := make(chan struct{})
-		res := make(chan error, 1)
-		if err := a.SubmitAsync(func(s *Session) error {
-			s.Blocking(func() {
-				close(inside)
-				<-release
-			})
-			return nil
-		}, func(err error) { res <- err }); err != nil {
-			t.Fatal(err)
-		}
-		done := stepWithin(t, "a's op inside s.Blocking", compLimit)
-		<-inside
-		done()
-		y0 := rt.host.yields.Load()
-		const n = 20
-		for i := 0; i < n; i++ {
-			quickOp(t, b, "b's op on the extra worker")
-		}
-		y := rt.host.yields.Load() - y0
-		close(release)
-		done = stepWithin(t, "a's op returns", compLimit)
-		if err := <-res; err != nil {
-			t.Fatal(err)
-		}
-		done()
-		if y < n-1 {
-			t.Fatalf("%d yields of the P in %d visits on the extra worker, want one after each", y, n)
-		}
-	})
-}
-
 // Session.Blocking counts its wait at once: with the monitor counting
 // nothing (its tick an hour) and 1 worker, an op blocked on a channel
 // inside s.Blocking does not keep another session's op from running; a
