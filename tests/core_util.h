@@ -130,6 +130,25 @@ static inline accel_op tu_blocker_op(tu_blocker *b)
     return op;
 }
 
+/* An op that computes on its CPU from `in` until `rel` is set: it holds
+ * its worker as long as a test wants, and the monitor never counts it
+ * blocked. */
+typedef struct tu_spin_gate {
+    _Atomic int in, rel;
+} tu_spin_gate;
+
+static inline int tu_spin_gated(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    tu_spin_gate *g = arg;
+    atomic_store(&g->in, 1);
+    volatile uint64_t x = 0;
+    while (!atomic_load_explicit(&g->rel, memory_order_relaxed))
+        for (int i = 0; i < 1000; i++)
+            x += (uint64_t)i;
+    return 0;
+}
+
 /* A thread that closes a session and says when close returned. */
 /* One op's record: how often fn and done ran, done's status and, when seq
  * is set, the order in which done ran (drawn from the shared counter).

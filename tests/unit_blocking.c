@@ -1439,23 +1439,9 @@ Test(blocking, at_the_cap_a_visit_of_ops_that_wait_ends_on_the_wall_clock,
     cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
-/* A long op that computes until released (no wait: never counted
- * blocked), and one of 110 ms of computing: a session's class by its
- * cost, long against the short lane's 100 ms below. */
-struct spin_gate {
-    _Atomic int in, rel;
-};
-
-static int spin_gated(accel_ctx *ctx, void *arg)
-{
-    (void)ctx;
-    struct spin_gate *g = arg;
-    atomic_store(&g->in, 1);
-    while (!atomic_load_explicit(&g->rel, memory_order_relaxed))
-        accel__cpu_relax();
-    return 0;
-}
-
+/* An op of 110 ms of computing: a session's class by its cost, long
+ * against the short lane's 100 ms below (tu_spin_gated: a long op that
+ * computes until released). */
 static int compute_110ms(accel_ctx *ctx, void *arg)
 {
     (void)ctx;
@@ -1495,10 +1481,10 @@ Test(blocking, on_the_short_lane_a_visit_of_ops_that_wait_ends_on_the_wall_clock
     cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_sync(cs, ACCEL_FOREVER), ACCEL_OK);
     unit_step("b's long op computes on the general worker");
-    static struct spin_gate gb, gc;
-    gb = gc = (struct spin_gate){0};
-    accel_op ob = {.fn = spin_gated, .arg = &gb};
-    accel_op oc = {.fn = spin_gated, .arg = &gc};
+    static tu_spin_gate gb, gc;
+    gb = gc = (tu_spin_gate){0};
+    accel_op ob = {.fn = tu_spin_gated, .arg = &gb};
+    accel_op oc = {.fn = tu_spin_gated, .arg = &gc};
     cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
     while (!atomic_load(&gb.in))
         tu_nap_us(1000);

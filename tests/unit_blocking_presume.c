@@ -167,30 +167,11 @@ static int quick(accel_ctx *ctx, void *arg)
     return 0;
 }
 
-/* Holds the worker, on its CPU, from `in` until `release`: nothing the
- * monitor counts. */
-struct hold {
-    _Atomic int in, release;
-};
-
-static int hold(accel_ctx *ctx, void *arg)
+/* h's op takes the one worker and holds it on its CPU until g->rel
+ * (tu_spin_gated: nothing the monitor counts); returns once it runs. */
+static void hold_the_worker(accel_session *h, tu_spin_gate *g)
 {
-    (void)ctx;
-    struct hold *g = arg;
-    atomic_store(&g->in, 1);
-    volatile uint64_t x = 0;
-    while (!atomic_load_explicit(&g->release, memory_order_relaxed))
-        for (int i = 0; i < 1000; i++)
-            x += (uint64_t)i;
-    atomic_fetch_add(&sink, x);
-    return 0;
-}
-
-/* h's op takes the one worker and holds it on its CPU until g->release;
- * returns once it runs. */
-static void hold_the_worker(accel_session *h, struct hold *g)
-{
-    accel_op oh = {.fn = hold, .arg = g};
+    accel_op oh = {.fn = tu_spin_gated, .arg = g};
     cr_assert_eq(accel_submit(h, &oh, ACCEL_FOREVER), ACCEL_OK);
     while (!atomic_load(&g->in))
         tu_nap_us(100);
@@ -304,14 +285,14 @@ Test(presume, a_visit_that_ran_no_op_keeps_the_mark, .timeout = 60)
     mark_by_a_found_wait(rt, a, h);
 
     unit_step("h holds the one worker on its CPU; a's op is canceled queued");
-    struct hold g = {0};
+    tu_spin_gate g = {0};
     hold_the_worker(h, &g);
     accel_runtime_stats s1 = stats_of(rt);
     accel_ticket t;
     accel_op ox = {.fn = quick};
     cr_assert_eq(accel_submit_ex(a, &ox, 0, ACCEL_FOREVER, &t), ACCEL_OK);
     cr_assert_eq(accel_cancel(&t), ACCEL_OK);
-    atomic_store(&g.release, 1);
+    atomic_store(&g.rel, 1);
     cr_assert_eq(accel_session_sync(h, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
     until_judged(rt); /* the empty visit ends before a's next op */
@@ -350,7 +331,7 @@ Test(presume, a_presumed_visit_hands_its_place_on_at_its_begin,
     mark_by_a_found_wait(rt, a, h);
 
     unit_step("h holds the one worker; a's op and then b's are queued");
-    struct hold g = {0};
+    tu_spin_gate g = {0};
     hold_the_worker(h, &g);
     accel_runtime_stats s1 = stats_of(rt);
     struct gate gt = {.rt = rt, .presumed0 = s1.blocked_presumed};
@@ -360,7 +341,7 @@ Test(presume, a_presumed_visit_hands_its_place_on_at_its_begin,
     cr_assert_eq(accel_submit(b, &ob, ACCEL_FOREVER), ACCEL_OK);
 
     unit_step("h's op ends: a's visit begins counted, and b's op runs");
-    atomic_store(&g.release, 1);
+    atomic_store(&g.rel, 1);
     cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
     cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
     cr_expect_eq(atomic_load(&gt.order), 1,
