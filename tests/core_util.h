@@ -142,10 +142,12 @@ static inline int tu_spin_gated(accel_ctx *ctx, void *arg)
     (void)ctx;
     tu_spin_gate *g = arg;
     atomic_store(&g->in, 1);
-    volatile uint64_t x = 0;
+    static _Atomic uint64_t sink; /* the loop's result, kept */
+    uint64_t x = 0;
     while (!atomic_load_explicit(&g->rel, memory_order_relaxed))
         for (int i = 0; i < 1000; i++)
             x += (uint64_t)i;
+    atomic_fetch_add_explicit(&sink, x, memory_order_relaxed);
     return 0;
 }
 
