@@ -3,12 +3,12 @@
  * lanes protocol of lanes.pml with the host's sleep in place of the futex.
  *
  * Host worker (its loop): begin (pick); nothing: accel_host_idle_begin
- * (parked++, cold fence), begin again (the pick after the fence); nothing:
+ * (parked++, seq_cst fence), begin again (the pick after the fence); nothing:
  * sleep on the lane's token channel (Go: a buffered channel of capacity =
  * the lane's workers; a post that does not fit is dropped, since the tokens
  * already there wake every worker that sleeps), then accel_host_idle_end
  * (parked--, one claim fewer if any; pass the wake on if the pick found
- * work). Submitter: enqueue; (hot fence) claim a parked worker of the short
+ * work). Submitter: enqueue; (seq_cst load) claim a parked worker of the short
  * lane, else of the general lane; host_wake(lane) = post a token.
  * As in lanes.pml: one short-lane and one general worker, two sessions whose
  * ops meet; at quiescence both met.
@@ -20,7 +20,7 @@
  * worker leaves work without a wake is the end of a visit, which re-queues
  * the session for the ending worker's own next begin; a helper that stops
  * ends with accel_host_visit_end_stop, which then does the submitter's
- * step above (re-queue = enqueue; hot fence; claim a parked worker, post),
+ * step above (re-queue = enqueue; seq_cst load; claim a parked worker, post),
  * so the argument is this model's submitter's.
  *
  * -DHELPER: the direct hand-off of accel_host_submit_begin. The submit
@@ -29,7 +29,7 @@
  *  without the calendar and without a wake (no q!, no claim). The helper
  *  then either runs the op itself (a runner that never parks, so it can
  *  meet a worker running the other session), or stops with the session
- *  re-queued (ops left: accel_host_visit_end_stop = enqueue, hot fence,
+ *  re-queued (ops left: accel_host_visit_end_stop = enqueue, seq_cst load,
  *  claim a parked worker, post); or the hand-off was not taken and the
  *  submit enqueues and wakes as usual. Which one is nondeterministic.
  * -DHELPER -DBROKEN_DIRECT_NOWAKE: the helper stops after a plain end
@@ -130,7 +130,7 @@ end_top:
        :: got == 0 ->
            parked[lane]++;          /* accel_host_idle_begin */
 #ifndef BROKEN_NORECHECK
-           atomic {                 /* begin again after the cold fence */
+           atomic {                 /* begin again after the fence */
                if
                :: nempty(q) -> q?s; got = 1
                :: empty(q) -> got = 0

@@ -8,13 +8,14 @@
  * burst_of_two_starts_both_parked_workers). A submitter enqueues them one
  * after the other, each followed by a wake of both lanes.
  *
- * Parker: seq = park_seq; parked++; (cold fence) pick again; futex_wait
+ * Parker: seq = park_seq; parked++; (seq_cst fence) pick again; futex_wait
  * (park_seq, seq); then leaves: parked--, and one claim fewer if any. A
  * parker whose second pick found work did not need that claim's wake (the
  * claim may be for work queued after its pick): it passes the wake on.
- * Waker: enqueue; (hot fence) if the short lane has a parked worker no
- * waker claimed yet, claim it, bump its park_seq and wake; else the same
- * for the general lane. The fence pair is modelled as sequential
+ * Waker: enqueue (seq_cst RMWs); (seq_cst load) if the short lane has a
+ * parked worker no waker claimed yet, claim it, bump its park_seq and
+ * wake; else the same
+ * for the general lane. The seq_cst pair is modelled as sequential
  * consistency, each statement one atomic step; the claim CAS is atomic.
  *
  * Checked: at quiescence both ops met (assertion on `met`): no wake-up
@@ -144,7 +145,7 @@ end_top:
        :: got == 0 ->
            seq = park_seq[lane];
            parked[lane]++;
-           atomic {                 /* the pick after the cold fence */
+           atomic {                 /* the pick after the fence */
                if
                :: nempty(q) -> q?s; got = 1; picked++
                :: empty(q) -> got = 0

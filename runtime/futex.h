@@ -8,7 +8,11 @@
  * miss. With membarrier(PRIVATE_EXPEDITED) the cold side pays for both:
  * accel__fence_cold() makes every running thread of the process execute a
  * full barrier, so accel__fence_hot() only has to stop the compiler (the
- * scheme liburcu's memb flavour uses for its readers).
+ * scheme liburcu's memb flavour uses for its readers). Parking workers do
+ * not use it: a worker parks far more often than a producer or a closer
+ * sleeps, and a membarrier costs an IPI to every CPU running a thread of
+ * the process; they pair a seq_cst fence with the seq_cst RMWs a wake's
+ * enqueue does anyway (park.c).
  *
  * The two sides must agree on the scheme, so it is chosen once, at the first
  * accel__fence_init() (before any runtime exists), and never changes: if

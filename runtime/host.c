@@ -8,13 +8,14 @@
  * all in FIFO order and ends the visit. Idle host workers use the C workers'
  * parking counts (park.c), with the host's sleep in place of the futex:
  *
- *   host worker: parked++ (relaxed); fence_cold; pick (begin);
+ *   host worker: parked++ (relaxed); seq_cst fence; pick (begin);
  *                nothing: sleep until host_wake; unpark
- *   submitter:   publish op, enqueue session; fence_hot;
- *                if (parked > claimed) { claimed++; host_wake(lane) }
+ *   submitter:   publish op, enqueue session (seq_cst RMWs);
+ *                seq_cst load: if (parked > claimed) { claimed++;
+ *                host_wake(lane) }
  *
  * Either the host worker's pick sees the session, or the submitter's load
- * sees the parked count (the asymmetric fence pair, futex.h) and calls
+ * sees the parked count (park.c: the parking pair) and calls
  * host_wake, which the host's sleep keeps (a semaphore: a wake before the
  * sleep is not lost). That is the futex protocol of park.c with the
  * host's primitive for the futex word; models/host.pml checks it.
@@ -486,8 +487,8 @@ int accel_host_idle_begin(accel_runtime *rt, unsigned worker)
         return ACCEL_EINVAL;
     h->idle = true;
     accel__bump(&rt->workers[worker].parks, 1);
-    /* parked++ then the full barrier: pairs with the submitter's
-     * fence_hot before it reads the count (park.c). */
+    /* parked++ then a seq_cst fence: pairs with the submitter's seq_cst
+     * push and load of the count (park.c). */
     accel__park_announce(
         rt, accel__lane_of_worker(worker, rt->cfg.short_lane_workers));
     return ACCEL_OK;

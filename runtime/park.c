@@ -4,13 +4,22 @@
  * session. Host-driven workers (host.c) use the same counts, with the
  * host's sleep and wake in place of the futex.
  *
- * Parking without lost wake-ups (asymmetric Dekker, futex.h):
- *   parker: seq = park_seq; parked++; fence_cold; pick again;
+ * Parking without lost wake-ups (Dekker over C11's single total order S):
+ *   parker: seq = park_seq; parked++; seq_cst fence; pick again;
  *           futex_wait(park_seq, seq); parked--, claimed-- if > 0
- *   waker:  enqueue; fence_hot; if (parked > claimed) { claimed++;
+ *   waker:  enqueue (its seq_cst RMWs on the calendar, sched_calendar.c);
+ *           seq_cst load of parked; if (parked > claimed) { claimed++;
  *           park_seq++; wake 1 }
- * Either the parker's second pick sees the enqueued session, or the waker
- * sees a parked worker and its park_seq bump makes the futex_wait return.
+ * If the parker's fence precedes the waker's load in S, the load sees the
+ * parker counted (C11 7.17.3: a seq_cst load that follows a seq_cst fence
+ * in S sees what was sequenced before the fence); else the enqueue's RMWs
+ * precede the fence too, and the second pick, sequenced after it, sees
+ * them. Either way the session is picked or the waker's park_seq bump
+ * makes the futex_wait return. On x86 the waker's half is the locked
+ * RMWs the enqueue does anyway and a plain load; the parker pays one
+ * fence. (The asymmetric pair of futex.h, a membarrier on the parker's
+ * side, cost a parking worker 10-15 us under load on a 2-vCPU VM: an
+ * IPI to every CPU running a thread of the process, at each park.)
  * An idle runtime's workers sleep in futex_wait: no CPU.
  *
  * Claims: a wake counts itself in `claimed` until a parked worker leaves,
@@ -63,9 +72,11 @@ static inline uint32_t unclaimed(uint64_t v)
 /* Claims one parked worker that no waker has claimed yet: true if done. */
 static inline bool claim_parked(_Atomic uint64_t *idle)
 {
-    /* relaxed: ordered against the parker by the fence pair (above); the
-     * claim publishes nothing (the session went through the calendar). */
-    uint64_t v = atomic_load_explicit(idle, memory_order_relaxed);
+    /* seq_cst: the waker's half of the parking pair (the top of this
+     * file), after the enqueue's seq_cst RMWs or a seq_cst fence. The CAS
+     * is relaxed: the claim publishes nothing (the session went through
+     * the calendar). */
+    uint64_t v = atomic_load_explicit(idle, memory_order_seq_cst);
     while (unclaimed(v)) {
         if (atomic_compare_exchange_weak_explicit(idle, &v,
                                                   v + ACCEL__CLAIMED,
@@ -102,13 +113,18 @@ static void wake_claimed(accel_runtime *rt, _Atomic uint32_t *word,
 /* The wake path. pushed: this thread has just pushed the session into the
  * scheduler (accel__sched_enqueue), and the push's seq_cst RMWs (the
  * calendar's head CAS [R1] and bit set [SC1], sched_calendar.c) stand
- * where a seq_cst fence would in the blocked hand-off (compensate.c: the
- * submitter's half), so the path with no parked worker is a compiler
- * barrier and three plain loads (on x86). A caller that pushed nothing
- * (a parked worker passing its claim on) fences instead. */
+ * where a seq_cst fence would, against the parker's fence (the top of
+ * this file) and in the blocked hand-off (compensate.c: the submitter's
+ * half), so the path with no parked worker is a compiler barrier and
+ * three plain loads (on x86). A caller that pushed nothing (a parked
+ * worker passing its claim on) fences instead: fence to fence with the
+ * parker's, and with the blocker's. */
 static inline void wake_lanes(accel_runtime *rt, unsigned lanes, bool pushed)
 {
+    /* The monitor's flag's pair (compensate.c), loaded below. */
     accel__fence_hot();
+    if (!pushed)
+        atomic_thread_fence(memory_order_seq_cst);
     if ((lanes & ACCEL__SCHED_LANE_SHORT) && claim_parked(&rt->idle_short))
         wake_claimed(rt, &rt->park_seq_short, ACCEL__LANE_SHORT);
     else if (lanes & ACCEL__SCHED_LANE_GENERAL) {
@@ -119,8 +135,6 @@ static inline void wake_lanes(accel_runtime *rt, unsigned lanes, bool pushed)
          * half of its pairs; for the monitor's flag, the fence_hot
          * above). */
         else {
-            if (!pushed)
-                atomic_thread_fence(memory_order_seq_cst);
             /* seq_cst load of `blocked`: pairs with the blocker's seq_cst
              * fence (hand_on, compensate.c). The push's seq_cst RMWs
              * precede this load in the single total order S. If the
@@ -131,8 +145,8 @@ static inline void wake_lanes(accel_runtime *rt, unsigned lanes, bool pushed)
              * and the blocker's look at the scheduler after its fence
              * sees the push (a load sequenced after a seq_cst fence sees
              * the seq_cst writes before the fence in S). Not pushed: the
-             * fence above pairs with the blocker's, fence to fence. On
-             * x86 a plain load. relaxed: the monitor's flag (0 and 1
+             * fence at the top pairs with the blocker's, fence to fence.
+             * On x86 a plain load. relaxed: the monitor's flag (0 and 1
              * unless so; the same line). */
             if (__builtin_expect(
                     atomic_load_explicit(&rt->blocked,
@@ -246,9 +260,10 @@ void accel__park_announce(accel_runtime *rt, accel__lane lane)
     _Atomic uint64_t *idle =
         lane == ACCEL__LANE_SHORT ? &rt->idle_short : &rt->idle_workers;
     /* relaxed: the count is ordered against the pick that follows by the
-     * fence pair (the top of this file; a waker's fence_hot). */
+     * seq_cst fence: the parker's half of the parking pair (the top of
+     * this file; the waker's seq_cst load of the count in claim_parked). */
     atomic_fetch_add_explicit(idle, ACCEL__PARKED, memory_order_relaxed);
-    accel__fence_cold();
+    atomic_thread_fence(memory_order_seq_cst);
 }
 
 void accel__park_leave(accel_runtime *rt, accel__lane lane, bool found)

@@ -43,14 +43,14 @@ static inline bool has_unclaimed(uint64_t idle)
  * enqueuer woke a worker or was one. */
 static void wake_for_queued(accel_runtime *rt, const accel__visit *v)
 {
-    /* Pairs with the parker's fence_cold between its announce and its
-     * second pick (park.c): either these loads see it parked, or that pick
-     * sees the sessions queued before them. relaxed: counts; the calendar
-     * publishes the sessions, and a claim publishes nothing. */
-    accel__fence_hot();
-    uint64_t is = atomic_load_explicit(&rt->idle_short, memory_order_relaxed);
+    /* seq_cst loads (plain on x86): pair with the parker's seq_cst fence
+     * between its announce and its second pick (park.c): either these
+     * loads see it parked, or that pick sees the sessions whose seq_cst
+     * pushes precede them in S. Counts: the calendar publishes the
+     * sessions, and a claim publishes nothing. */
+    uint64_t is = atomic_load_explicit(&rt->idle_short, memory_order_seq_cst);
     uint64_t iw =
-        atomic_load_explicit(&rt->idle_workers, memory_order_relaxed);
+        atomic_load_explicit(&rt->idle_workers, memory_order_seq_cst);
     if (__builtin_expect(!has_unclaimed(is) && !has_unclaimed(iw), 1))
         return;
     if (!accel__ring_sc_ready(ACCEL__RING(v->s), v->h))
