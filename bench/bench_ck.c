@@ -176,11 +176,12 @@ static double run_ffs(bool ck)
             }
             CK_BITMAP_RESET(&ck_map, bucket);
         } else {
+            bool back = false; /* a pick's repairs, as the scheduler's */
             uint32_t idx = accel__sched_node_get(&cal_nodes);
             accel__sched_cal_push(own_cal, &cal_nodes, bucket, idx);
             for (uint64_t i = 0; i < per; i++)
-                sink += accel__sched_cal_first(own_cal, 0);
-            idx = accel__sched_cal_pop(own_cal, &cal_nodes, bucket);
+                sink += accel__sched_cal_first(own_cal, 0, &back);
+            idx = accel__sched_cal_pop(own_cal, &cal_nodes, bucket, &back);
             accel__sched_node_put(&cal_nodes, idx);
         }
         total += per;

@@ -24,7 +24,7 @@
  *   unpark:       parked--, and one claim fewer if any (took one)
  *
  * Spin interleaves the steps in program order, which the fences and the
- * seq_cst accesses give the real code (futex.h's asymmetric pair; the
+ * seq_cst accesses give the real code (park.c's seq_cst parking pair; the
  * blocker's fence against the submitter's seq_cst push and load). Correct: C's op always runs, so
  * A ends (no invalid end state), and extras never passes CAP.
  *

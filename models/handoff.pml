@@ -130,7 +130,7 @@ end_top:
        };
        if
        :: got == 0 ->
-           /* park(): asymmetric Dekker with wake_one, see park.c */
+           /* park(): Dekker (seq_cst fence / seq_cst push and load) with wake_one, see park.c */
            seq = park_seq;
            idle++;
 #ifndef BROKEN_PARK

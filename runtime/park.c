@@ -15,7 +15,10 @@
  * in S sees what was sequenced before the fence); else the enqueue's RMWs
  * precede the fence too, and the second pick, sequenced after it, sees
  * them. Either way the session is picked or the waker's park_seq bump
- * makes the futex_wait return. On x86 the waker's half is the locked
+ * makes the futex_wait return. A pick's repair of the calendar can hide
+ * a completed push from the second pick for a moment (a bit cleared,
+ * then set back); the repairer then wakes as a waker would
+ * (accel__park_restored; sched_calendar.c). On x86 the waker's half is the locked
  * RMWs the enqueue does anyway and a plain load; the parker pays one
  * fence. (The asymmetric pair of futex.h, a membarrier on the parker's
  * side, cost a parking worker 10-15 us under load on a 2-vCPU VM: an
@@ -162,6 +165,19 @@ static inline void wake_lanes(accel_runtime *rt, unsigned lanes, bool pushed)
 void accel__park_wake_lanes(accel_runtime *rt, unsigned lanes)
 {
     wake_lanes(rt, lanes, true);
+}
+
+void accel__park_restored(void *arg, unsigned lanes)
+{
+    accel_runtime *rt = arg;
+    /* The set back's seq_cst RMW precedes these seq_cst loads (claim):
+     * the push's half of the parking pair. No starved-worker look: the
+     * push that the bit stands for made it after its own set. */
+    if ((lanes & ACCEL__SCHED_LANE_SHORT) && claim_parked(&rt->idle_short))
+        wake_claimed(rt, &rt->park_seq_short, ACCEL__LANE_SHORT);
+    else if ((lanes & ACCEL__SCHED_LANE_GENERAL) &&
+             claim_parked(&rt->idle_workers))
+        wake_claimed(rt, &rt->park_seq, ACCEL__LANE_GENERAL);
 }
 
 bool accel__park_wake_general(accel_runtime *rt)

@@ -35,14 +35,20 @@ bool accel__park_enqueue_or_take(accel_session *s, accel__lane lane);
  * returned by accel__sched_enqueue), a short-lane one first, claiming it:
  * a second wake before it runs goes to another parked worker. Only right
  * after this thread's accel__sched_enqueue returned mask: that push's
- * seq_cst RMWs are the caller's half of the blocked hand-off
- * (compensate.c). Hot path: a compiler barrier and three plain loads (on
+ * seq_cst RMWs are the caller's half of the parking pair (park.c) and of
+ * the blocked hand-off (compensate.c). Hot path: a compiler barrier and three plain loads (on
  * x86) when no worker is parked. */
 void accel__park_wake_lanes(accel_runtime *rt, unsigned lanes);
 
 /* The compensation's hook (compensate.h: wake_parked): claims and wakes
  * one parked general worker; false when none is parked unclaimed. */
 bool accel__park_wake_general(accel_runtime *rt);
+
+/* The scheduler's hook (accel__sched_config.restored; arg: the runtime):
+ * a pick set a calendar bit back that a parking worker's look may have
+ * missed; wakes one parked worker of lanes, as a push's wake would (its
+ * set back is a seq_cst RMW: the push's half of the parking pair). */
+void accel__park_restored(void *arg, unsigned lanes);
 
 /* A worker thread with nothing to run: spins a little, then parks on its
  * lane's futex word until a wake, the runtime's stop or timeout_ns (< 0:
@@ -54,8 +60,8 @@ accel__sched_entity *accel__park_worker(accel_runtime *rt,
                                         int64_t timeout_ns, bool *timed_out);
 
 /* The idle announcement (the top of park.c): a worker of lane counts
- * itself parked, then a full barrier (pairs with a waker's fence_hot);
- * it must pick once more before it sleeps. */
+ * itself parked, then a seq_cst fence (pairs with a waker's seq_cst push
+ * and load of the count); it must pick once more before it sleeps. */
 void accel__park_announce(accel_runtime *rt, accel__lane lane);
 /* Test seam (unit_regressions.c): when set, called by a parking worker
  * after its last pick and before it announces itself, the window where a

@@ -15,6 +15,7 @@
 #include "batch.h"
 #include "cpu_limits.h"
 #include "futex.h"
+#include "park.h"
 #include "waiters.h"
 #include "rcu.h"
 #include "session.h"
@@ -122,6 +123,8 @@ int accel_runtime_create(const accel_runtime_config *cfg, accel_runtime **out)
         .quantum_ops = c.quantum_ops,
         .quantum_ns = c.quantum_ns,
         .max_entities = ACCEL__SESSIONS_MAX,
+        .restored = accel__park_restored,
+        .restored_arg = rt,
     };
     if (!rt->workers || !rt->table ||
         (c.worker_cpus_count && !rt->worker_cpus) ||

@@ -21,8 +21,16 @@
  *    the clearer sees the push and sets the bit back, or the push's set
  *    comes after the clear. On x86 these are the same instructions as the
  *    weaker orders (RMWs are locked, loads are plain).
- * A pick that finds no bit returns NULL only while no push has completed
- * its bit: the enqueuer wakes a worker after it (park.c).
+ * A look can also miss a completed push while a clearer's clear stands
+ * (between its clear and its set back): the push's own wake then may
+ * find no parked worker (the parker's fence came after its load), and
+ * the parker's pick sees the clear. So only a pick that pops repairs
+ * (clears stale bits); looks that do not pop (peek, queued, the
+ * enqueue's would-pick, the monitor) read around stale bits. And a
+ * repair that sets a bit back reports it (*restored), and the pick
+ * wakes a parked worker for it (sched_wfq.c; park.c): its set back is a
+ * seq_cst RMW, the push's half of the parking pair, so either the
+ * parker's pick sees it or the repairer sees the parker counted.
  *  - A push's seq_cst head CAS and bit set are also the enqueuer's half
  *    of the blocked hand-off (compensate.c; park.c's wake path loads
  *    `blocked` seq_cst after them, with no fence): a blocker's look at the
@@ -156,6 +164,20 @@ static void set_bit(accel__sched_cal *c, unsigned bucket)
     set_top(c, bucket / 64);
 }
 
+void (*_Atomic accel__cal_window_hook)(accel__sched_cal *c, unsigned where);
+
+/* A test's seam in a repair's windows (where: 0 a pop that emptied its
+ * bucket, before the clear; 1 after it, before the look back; 2 a stale
+ * top bit seen, before its clear; 3 after it). relaxed: a test sets it
+ * before the calls it watches. */
+static inline void window(accel__sched_cal *c, unsigned where)
+{
+    void (*hook)(accel__sched_cal *, unsigned) =
+        atomic_load_explicit(&accel__cal_window_hook, memory_order_relaxed);
+    if (__builtin_expect(hook != NULL, 0))
+        hook(c, where);
+}
+
 void accel__sched_cal_push(accel__sched_cal *c, accel__sched_nodes *n,
                            unsigned bucket, uint32_t idx)
 {
@@ -165,21 +187,25 @@ void accel__sched_cal_push(accel__sched_cal *c, accel__sched_nodes *n,
 }
 
 uint32_t accel__sched_cal_pop(accel__sched_cal *c, accel__sched_nodes *n,
-                              unsigned bucket)
+                              unsigned bucket, bool *restored)
 {
     bool last = false;
     uint32_t idx = stack_pop(&c->heads[bucket], n->v, &last);
     if (idx && !last)
         return idx;
+    window(c, 0);
     /* Empty now: clear the bit, then look again ([SC1]): a push that the
      * look misses sets the bit after our clear. */
     uint64_t bit = 1ull << (bucket % 64);
     atomic_fetch_and_explicit(&c->words[bucket / 64], ~bit,
                               memory_order_seq_cst);
     ACCEL__YIELD_POINT();
+    window(c, 1);
     if ((uint32_t)atomic_load_explicit(&c->heads[bucket],
-                                       memory_order_seq_cst))
+                                       memory_order_seq_cst)) {
         set_bit(c, bucket);
+        *restored = true; /* a look meanwhile may have missed it */
+    }
     return idx;
 }
 
@@ -189,7 +215,8 @@ static inline uint64_t ror64(uint64_t x, unsigned r)
     return r ? (x >> r) | (x << (64 - r)) : x;
 }
 
-int accel__sched_cal_first(accel__sched_cal *c, unsigned from)
+int accel__sched_cal_first(accel__sched_cal *c, unsigned from,
+                           bool *restored)
 {
     from &= ACCEL__CAL_BUCKETS - 1;
     unsigned w0 = from / 64, o0 = from % 64;
@@ -198,11 +225,13 @@ int accel__sched_cal_first(accel__sched_cal *c, unsigned from)
                  (~0ull << o0);
     if (x)
         return (int)(w0 * 64 + (unsigned)__builtin_ctzll(x));
+    uint64_t stale = 0; /* a look's stale top bits, read around */
     for (;;) {
         /* Words after w0 in circular order: bit k of r is word w0+1+k;
          * bit 63 (w0 itself) is handled below. */
         uint64_t r = ror64(atomic_load_explicit(&c->top,
-                                                memory_order_seq_cst),
+                                                memory_order_seq_cst) &
+                               ~stale,
                            w0 + 1) &
                      ~(1ull << 63);
         if (!r)
@@ -211,14 +240,21 @@ int accel__sched_cal_first(accel__sched_cal *c, unsigned from)
         x = atomic_load_explicit(&c->words[w], memory_order_seq_cst);
         if (x)
             return (int)(w * 64 + (unsigned)__builtin_ctzll(x));
+        if (!restored) {
+            stale |= 1ull << w;
+            continue;
+        }
+        window(c, 2);
         /* Stale top bit: clear, look again, set back if a word bit
          * arrived ([SC2]). */
         atomic_fetch_and_explicit(&c->top, ~(1ull << w),
                                   memory_order_seq_cst);
         ACCEL__YIELD_POINT();
+        window(c, 3);
         x = atomic_load_explicit(&c->words[w], memory_order_seq_cst);
         if (x) {
             set_top(c, w);
+            *restored = true; /* a look meanwhile may have missed it */
             return (int)(w * 64 + (unsigned)__builtin_ctzll(x));
         }
     }

@@ -85,6 +85,12 @@ typedef struct accel__sched_config {
     uint32_t max_entities;      /* capacity: entities that may be runnable */
     unsigned bucket_shift;      /* deadline bucket = 2^shift virtual ns;
                                    0: derived from quantum_ns */
+    /* Called from a pick that set a calendar bit back after clearing it
+     * (lanes: the workers that may run that class): a look meanwhile may
+     * have missed the bucket, so a parked worker must be woken. NULL:
+     * none (one-thread tests). */
+    void (*restored)(void *arg, unsigned lanes);
+    void *restored_arg;
 } accel__sched_config;
 
 typedef struct accel__sched accel__sched;
@@ -220,11 +226,20 @@ void accel__sched_node_put(accel__sched_nodes *n, uint32_t idx);
 /* Pushes node idx into bucket and marks the bucket non-empty. */
 void accel__sched_cal_push(accel__sched_cal *c, accel__sched_nodes *n,
                            unsigned bucket, uint32_t idx);
-/* First bucket at or after `from` (circularly) that looks non-empty, or -1. */
-int accel__sched_cal_first(accel__sched_cal *c, unsigned from);
+/* First bucket at or after `from` (circularly) that looks non-empty, or -1.
+ * restored NULL: a look, which reads around stale top bits. Else a
+ * pick's look, which clears them (the top of sched_calendar.c) and sets
+ * *restored when it set one back: a concurrent look may have missed that
+ * bucket, so the caller wakes a parked worker for it. */
+int accel__sched_cal_first(accel__sched_cal *c, unsigned from,
+                           bool *restored);
 /* Pops a node of bucket (0 if it was empty; then its bit is cleared unless a
- * push raced, so the next first() moves on). */
+ * push raced, so the next first() moves on). Sets *restored when it set the
+ * bit back after clearing it, as first(). */
 uint32_t accel__sched_cal_pop(accel__sched_cal *c, accel__sched_nodes *n,
-                              unsigned bucket);
+                              unsigned bucket, bool *restored);
+/* A test's seam in the calendar's repair windows (sched_calendar.c). */
+extern void (*_Atomic accel__cal_window_hook)(accel__sched_cal *c,
+                                              unsigned where);
 
 #endif

@@ -197,11 +197,12 @@ static inline unsigned lowest_class(const accel__sched *s, accel__lane lane)
  * its bucket and its absolute key. relaxed: V is a hint (see vnow); the
  * bitmap's own loads order the look (sched_calendar.c). */
 static inline bool first_bucket(accel__sched *s, unsigned k, unsigned *bucket,
-                                uint64_t *key)
+                                uint64_t *key, bool *restored)
 {
     uint64_t V = atomic_load_explicit(&s->V[k].v, memory_order_relaxed);
     uint64_t from = (V >> s->shift) - BEHIND;
-    int f = accel__sched_cal_first(&s->cal[k], (unsigned)(from & (BUCKETS - 1)));
+    int f = accel__sched_cal_first(&s->cal[k], (unsigned)(from & (BUCKETS - 1)),
+                                   restored);
     if (f < 0)
         return false;
     *bucket = (unsigned)f;
@@ -226,7 +227,7 @@ static bool would_pick(accel__sched *s, accel__lane lane, unsigned cls,
     for (unsigned k = lo; k < s->ncls; k++) {
         unsigned bucket;
         uint64_t key;
-        if (!first_bucket(s, k, &bucket, &key))
+        if (!first_bucket(s, k, &bucket, &key, NULL))
             continue;
         if (key < b || (key == b && k != cls && k == 1))
             return false;
@@ -296,7 +297,7 @@ unsigned accel__sched_peek(accel__sched *s, accel__lane lane,
     unsigned k = lowest_class(s, lane);
     unsigned bucket;
     uint64_t key;
-    if (!first_bucket(s, k, &bucket, &key))
+    if (!first_bucket(s, k, &bucket, &key, NULL))
         return 0;
     /* relaxed (here and below): hints; the nodes are type-stable, so the
      * reads are safe even when a node was popped and reused meanwhile
@@ -326,7 +327,7 @@ unsigned accel__sched_queued(accel__sched *s, accel__lane lane, unsigned max)
     for (unsigned k = lowest_class(s, lane); k < s->ncls && n < max; k++) {
         unsigned bucket;
         uint64_t key;
-        if (!first_bucket(s, k, &bucket, &key))
+        if (!first_bucket(s, k, &bucket, &key, NULL))
             continue;
         unsigned start = bucket, off = 0;
         for (;;) {
@@ -344,7 +345,7 @@ unsigned accel__sched_queued(accel__sched *s, accel__lane lane, unsigned max)
             }
             if (n >= max)
                 break;
-            int f = accel__sched_cal_first(&s->cal[k], bucket + 1);
+            int f = accel__sched_cal_first(&s->cal[k], bucket + 1, NULL);
             if (f < 0)
                 break;
             unsigned d = ((unsigned)f - start) & (BUCKETS - 1);
@@ -357,6 +358,15 @@ unsigned accel__sched_queued(accel__sched *s, accel__lane lane, unsigned max)
     return n;
 }
 
+/* A pick's repair set a calendar bit back (sched_calendar.c): a look by
+ * a worker about to park may have missed that bucket meanwhile, and the
+ * push's own wake may have found no one parked, so wake one now. */
+static void restored(accel__sched *s, unsigned cls)
+{
+    if (s->cfg.restored)
+        s->cfg.restored(s->cfg.restored_arg, lanes_of(cls));
+}
+
 accel__sched_entity *accel__sched_pick(accel__sched *s, accel__lane lane)
 {
     unsigned lo = lowest_class(s, lane);
@@ -367,7 +377,11 @@ accel__sched_entity *accel__sched_pick(accel__sched *s, accel__lane lane)
         for (unsigned k = lo; k < s->ncls; k++) {
             unsigned bucket;
             uint64_t key;
-            if (!first_bucket(s, k, &bucket, &key))
+            bool back = false;
+            bool found = first_bucket(s, k, &bucket, &key, &back);
+            if (__builtin_expect(back, 0))
+                restored(s, k);
+            if (!found)
                 continue;
             /* Ties go to the short class: its ops are the short ones. */
             if (best < 0 || key <= best_key) {
@@ -378,8 +392,11 @@ accel__sched_entity *accel__sched_pick(accel__sched *s, accel__lane lane)
         }
         if (best < 0)
             return NULL;
-        uint32_t idx =
-            accel__sched_cal_pop(&s->cal[best], &s->nodes, best_bucket);
+        bool back = false;
+        uint32_t idx = accel__sched_cal_pop(&s->cal[best], &s->nodes,
+                                            best_bucket, &back);
+        if (__builtin_expect(back, 0))
+            restored(s, (unsigned)best);
         if (!idx)
             continue; /* raced with another picker: its bit is cleared */
         accel__sched_entity *e =
