@@ -169,15 +169,11 @@ void accel__park_wake_lanes(accel_runtime *rt, unsigned lanes)
 
 void accel__park_restored(void *arg, unsigned lanes)
 {
-    accel_runtime *rt = arg;
-    /* The set back's seq_cst RMW precedes these seq_cst loads (claim):
-     * the push's half of the parking pair. No starved-worker look: the
-     * push that the bit stands for made it after its own set. */
-    if ((lanes & ACCEL__SCHED_LANE_SHORT) && claim_parked(&rt->idle_short))
-        wake_claimed(rt, &rt->park_seq_short, ACCEL__LANE_SHORT);
-    else if ((lanes & ACCEL__SCHED_LANE_GENERAL) &&
-             claim_parked(&rt->idle_workers))
-        wake_claimed(rt, &rt->park_seq, ACCEL__LANE_GENERAL);
+    /* The whole wake path, the set back's seq_cst RMW standing for the
+     * push: a parker's look, a blocker's look at the calendar (the
+     * blocked hand-off) and the monitor's look before it sleeps may each
+     * have fallen between the clear and the set back. */
+    wake_lanes(arg, lanes, true);
 }
 
 bool accel__park_wake_general(accel_runtime *rt)

@@ -45,9 +45,10 @@ void accel__park_wake_lanes(accel_runtime *rt, unsigned lanes);
 bool accel__park_wake_general(accel_runtime *rt);
 
 /* The scheduler's hook (accel__sched_config.restored; arg: the runtime):
- * a pick set a calendar bit back that a parking worker's look may have
- * missed; wakes one parked worker of lanes, as a push's wake would (its
- * set back is a seq_cst RMW: the push's half of the parking pair). */
+ * a pick set a calendar bit back that a parking worker's, a blocker's or
+ * the monitor's look may have missed; the wake path of a push
+ * (accel__park_wake_lanes), its set back, a seq_cst RMW, standing for
+ * the push. */
 void accel__park_restored(void *arg, unsigned lanes);
 
 /* A worker thread with nothing to run: spins a little, then parks on its

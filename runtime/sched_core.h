@@ -123,7 +123,8 @@ unsigned accel__sched_enqueue_or_take(accel__sched *s, accel__sched_entity *e,
                                       bool *taken);
 /* Removes and returns the entity a worker of `lane` should run next
  * (an accel__lane: ACCEL__LANE_GENERAL or _SHORT), NULL when none is
- * runnable for that lane. Lock-free. */
+ * runnable for that lane. Lock-free; may call cfg.restored (a repair of
+ * the calendar set a bit back: the runtime's wake path). */
 accel__sched_entity *accel__sched_pick(accel__sched *s, accel__lane lane);
 
 /* A hint, not a claim: up to max entities a worker of `lane` would likely
@@ -140,8 +141,8 @@ unsigned accel__sched_peek(accel__sched *s, accel__lane lane,
 
 /* How many entities a worker of `lane` could pick now, counted up to
  * max (1: whether its pick would find one). A hint, not a claim: others
- * may pick or queue meanwhile. Lock-free, read-only but for the
- * calendar's stale-bit repair (sched_calendar.c). */
+ * may pick or queue meanwhile. Lock-free, read-only (it reads around
+ * the calendar's stale bits: sched_calendar.c). */
 unsigned accel__sched_queued(accel__sched *s, accel__lane lane, unsigned max);
 
 /* How many ops the coming visit of e may run (the quantum in ops, shortened

@@ -250,9 +250,10 @@ static int rr_a_op(accel_ctx *ctx, void *arg)
 static void rr_cal_window(accel__sched_cal *c, unsigned where)
 {
     (void)c;
-    if (where == 0 && !rr_is_p && atomic_load(&rr_state) == 0) {
-        rr_is_p = true;
-        atomic_store(&rr_state, 1);
+    int armed = 0;
+    if (where == 0 && !rr_is_p &&
+        atomic_compare_exchange_strong(&rr_state, &armed, 1)) {
+        rr_is_p = true; /* the one pick that empties A's bucket first */
         rr_wait(&rr_go, 1);
         accel_op op = {rr_x_op, tu_rec_done, &rr_x_rec};
         if (accel_submit(atomic_load(&rr_sx), &op, ACCEL_NO_WAIT) != ACCEL_OK)

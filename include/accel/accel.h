@@ -207,7 +207,9 @@ typedef struct accel_runtime_config {
      * accel_host_idle_end), inside a call that counts a host worker blocked
      * (accel_host_blocking_begin; accel_host_visit_begin and
      * accel_host_submit_begin for a visit begun counted, "Ops that
-     * block"), on that caller's thread, on the blocked-op
+     * block"), inside accel_host_visit_begin (a pick that finds it
+     * raced with a submit wakes a worker for that submit's work), on
+     * that caller's thread, on the blocked-op
      * monitor's thread when it hands a blocked host worker's place on, or
      * on the batch hold-back's timer thread when it releases a held
      * session (accel_batch_config.max_delay_ns): it must
