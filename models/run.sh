@@ -121,6 +121,12 @@ check blocked.pml 'fail:invalid end state' -DBROKEN_LEAVE_NOWAKE
 # ... and the extras' slots: a spawn that finds them all taken by leavers
 check blocked.pml pass -DSLOTS -DCAP=2
 check blocked.pml 'fail:invalid end state' -DSLOTS -DCAP=2 -DBROKEN_LEAVE_NOLOOK
+# the calendar's repair (runtime/sched_calendar.c): a pick that sets a
+# bucket's bit back wakes a parked worker; a look that does not pop only
+# reads
+check repair.pml pass
+check repair.pml 'fail:invalid end state' -DBROKEN_NOWAKE
+check repair.pml 'fail:invalid end state' -DBROKEN_PEEK
 # combining SubmitAsyncs into groups (bindings/go/combine.go): appenders
 # (2 + 1 SubmitAsyncs), a plain submit that closes the open group, the worker
 check combine.pml pass
