@@ -10,8 +10,10 @@
  * parked yet; a worker that parks and looks between the clear and the
  * set back sees nothing and sleeps. The repair that sets the bit back is
  * then the only one who knows: the scheduler must report it (the
- * `restored` hook, which the runtime turns into a wake). Likewise for a
- * stale summary bit, and a look that does not pop must not clear at all.
+ * `restored` hook, which the runtime turns into a push's whole wake
+ * path). Likewise for a stale summary bit, and for a worker that counts
+ * itself blocked in that window (its hand-off's look misses the push);
+ * and a look that does not pop must not clear at all.
  *
  * Promises: 1, 6
  */
@@ -206,6 +208,8 @@ static _Atomic(accel_session *) rr_sx;
 static _Atomic int rr_hold, rr_held, rr_release, rr_go, rr_staged, rr_x_ran,
     rr_a_gave_up;
 static _Atomic int rr_state; /* 0 armed, 1 P held, 2 X submitted, 3 done */
+static int rr_mode;          /* 0: W parks in the window; 1: W blocks */
+static _Atomic int rr_b_started, rr_b_go, rr_b_blocked;
 static _Thread_local bool rr_is_p;
 static tu_rec rr_x_rec;
 
@@ -259,6 +263,15 @@ static void rr_cal_window(accel__sched_cal *c, unsigned where)
         if (accel_submit(atomic_load(&rr_sx), &op, ACCEL_NO_WAIT) != ACCEL_OK)
             return; /* state stays 1: reported below */
         atomic_store(&rr_state, 2);
+    } else if (where == 1 && rr_is_p && atomic_load(&rr_state) == 2 &&
+               rr_mode == 1) {
+        /* W, in B's op, counts itself blocked and looks for work to
+         * hand its place to: the clear hides X, so it starts no one. */
+        atomic_store(&rr_state, 3);
+        atomic_store(&rr_b_go, 1);
+        rr_wait(&rr_b_blocked, 1);
+        atomic_store(&rr_staged, atomic_load(&rr_b_blocked) &&
+                                     !atomic_load(&rr_x_ran));
     } else if (where == 1 && rr_is_p && atomic_load(&rr_state) == 2) {
         atomic_store(&rr_state, 3);
         uint64_t parks = rr_parks();
@@ -271,6 +284,22 @@ static void rr_cal_window(accel__sched_cal *c, unsigned where)
         atomic_store(&rr_staged,
                      rr_parks() != parks && !atomic_load(&rr_x_ran));
     }
+}
+
+/* B's op: runs on W until P's window, then announces a wait (the
+ * blocked hand-off looks at the calendar) and waits until X has run. */
+static int rr_b_op(accel_ctx *ctx, void *arg)
+{
+    (void)ctx, (void)arg;
+    atomic_store(&rr_b_started, 1);
+    if (!rr_wait(&rr_b_go, 1))
+        return 0;
+    if (accel_blocking_begin() != ACCEL_OK)
+        return 0;
+    atomic_store(&rr_b_blocked, 1);
+    rr_wait(&rr_x_ran, 1);
+    accel_blocking_end();
+    return 0;
 }
 
 static accel_session *rr_open(const char *id, uint32_t priority)
@@ -331,5 +360,58 @@ Test(runtime_repair, a_worker_that_parks_in_a_repair_window_is_woken,
     accel_session_release(atomic_load(&rr_sx));
     accel_session_release(sa);
     accel_session_release(sd);
+    cr_assert_eq(accel_runtime_destroy(rr_rt), ACCEL_OK);
+}
+
+/* The same window, with W blocked instead of parked: W's op announces a
+ * wait between P's clear and its set back, and the blocked hand-off's
+ * look at the calendar misses X; X's own wake came before W counted
+ * itself blocked. The set back's wake must then start an extra worker
+ * for X (the wake path's starved-worker look), or X waits for W's wait,
+ * which waits for X. */
+Test(runtime_repair, a_worker_that_blocks_in_a_repair_window_is_replaced,
+     .timeout = 120)
+{
+    rr_mode = 1;
+    rr_rt = tu_runtime_nodetect(2);
+    cr_assert_not_null(rr_rt);
+    accel_session *sa = rr_open("repair-a", 1);
+    atomic_store(&rr_sx, rr_open("repair-x", 1));
+    accel_session *sb = rr_open("repair-b", 1000);
+    unit_step("both workers parked");
+    for (int i = 0; i < 100000 && (uint32_t)atomic_load(&rr_rt->idle_workers) != 2; i++)
+        tu_nap_us(100);
+    cr_assert_eq((uint32_t)atomic_load(&rr_rt->idle_workers), 2);
+    unit_step("W runs B's op");
+    tu_rec a_rec = {0}, b_rec = {0};
+    accel_op b = {rr_b_op, tu_rec_done, &b_rec};
+    cr_assert_eq(accel_submit(sb, &b, ACCEL_NO_WAIT), ACCEL_OK);
+    cr_assert(rr_wait(&rr_b_started, 1), "B's op never started");
+    unit_step("P's pick of A held before its clear, X submitted, W blocks");
+    atomic_store(&accel__cal_window_hook, rr_cal_window);
+    atomic_store(&rr_go, 1);
+    accel_op a = {rr_a_op, tu_rec_done, &a_rec};
+    cr_assert_eq(accel_submit(sa, &a, ACCEL_NO_WAIT), ACCEL_OK);
+    for (int i = 0; i < 300000 && (atomic_load(&a_rec.done_calls) < 1 ||
+                                   atomic_load(&b_rec.done_calls) < 1);
+         i++)
+        tu_nap_us(100);
+    atomic_store(&accel__cal_window_hook, NULL);
+    atomic_store(&rr_b_go, 1);
+    cr_assert_eq(atomic_load(&rr_state), 3,
+                 "P's windows did not run as staged (state %d)",
+                 atomic_load(&rr_state));
+    cr_assert(atomic_load(&rr_staged),
+              "W did not count itself blocked before X ran: nothing was "
+              "staged");
+    cr_assert_not(atomic_load(&rr_a_gave_up),
+                  "X sat queued for 10 s beside a blocked worker: the pick "
+                  "that set its bit back started no one in its place");
+    cr_assert_eq(atomic_load(&a_rec.done_calls), 1, "A never completed");
+    cr_assert_eq(atomic_load(&b_rec.done_calls), 1, "B never completed");
+    cr_assert(rr_wait(&rr_x_rec.done_calls, 1), "X never completed");
+    accel_session_release(atomic_load(&rr_sx));
+    accel_session_release(sa);
+    accel_session_release(sb);
     cr_assert_eq(accel_runtime_destroy(rr_rt), ACCEL_OK);
 }
