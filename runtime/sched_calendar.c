@@ -24,9 +24,9 @@
  * A look can also miss a completed push while a clearer's clear stands
  * (between its clear and its set back): the push's own wake then may
  * find no parked worker (the parker's fence came after its load), and
- * the parker's pick sees the clear. So only a pick that pops repairs
- * (clears stale bits); looks that do not pop (peek, queued, the
- * enqueue's would-pick, the monitor) read around stale bits. And a
+ * the parker's pick sees the clear. So only a pick repairs (clears
+ * stale bits); looks that do not pop (peek, queued, the enqueue's
+ * would-pick, the monitor) read around stale bits. And a
  * repair that sets a bit back reports it (*restored), and the pick
  * wakes a parked worker for it (sched_wfq.c; park.c): its set back is a
  * seq_cst RMW, the push's half of the parking pair, so either the
