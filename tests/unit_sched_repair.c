@@ -271,7 +271,8 @@ static void rr_cal_window(accel__sched_cal *c, unsigned where)
         atomic_store(&rr_b_go, 1);
         rr_wait(&rr_b_blocked, 1);
         atomic_store(&rr_staged, atomic_load(&rr_b_blocked) &&
-                                     !atomic_load(&rr_x_ran));
+                                     !atomic_load(&rr_x_ran) &&
+                                     !atomic_load(&rr_rt->extra_active));
     } else if (where == 1 && rr_is_p && atomic_load(&rr_state) == 2) {
         atomic_store(&rr_state, 3);
         uint64_t parks = rr_parks();
@@ -312,20 +313,56 @@ static accel_session *rr_open(const char *id, uint32_t priority)
     return s;
 }
 
-Test(runtime_repair, a_worker_that_parks_in_a_repair_window_is_woken,
-     .timeout = 120)
+/* Two workers, both parked; A and X share a bucket (weight 1, both
+ * idle); the third session (weight 1000) lies in an earlier one. */
+static void rr_start(const char *third, accel_session **sa,
+                     accel_session **s3)
 {
     rr_rt = tu_runtime_nodetect(2);
     cr_assert_not_null(rr_rt);
-    /* A and X share a bucket (weight 1, both idle); D, weight 1000, lies
-     * in an earlier one. */
-    accel_session *sa = rr_open("repair-a", 1);
+    *sa = rr_open("repair-a", 1);
     atomic_store(&rr_sx, rr_open("repair-x", 1));
-    accel_session *sd = rr_open("repair-d", 1000);
+    *s3 = rr_open(third, 1000);
     unit_step("both workers parked");
     for (int i = 0; i < 100000 && (uint32_t)atomic_load(&rr_rt->idle_workers) != 2; i++)
         tu_nap_us(100);
     cr_assert_eq((uint32_t)atomic_load(&rr_rt->idle_workers), 2);
+}
+
+/* Waits (up to 30 s) until every record in recs has its done. */
+static void rr_wait_done(tu_rec *const *recs, int n)
+{
+    for (int i = 0; i < 300000; i++) {
+        int k = 0;
+        while (k < n && atomic_load(&recs[k]->done_calls) >= 1)
+            k++;
+        if (k == n)
+            return;
+        tu_nap_us(100);
+    }
+}
+
+/* The staging and the verdict, then X's completion and the teardown. */
+static void rr_finish(accel_session *sa, accel_session *s3,
+                      const char *unstaged, const char *stranded)
+{
+    cr_assert_eq(atomic_load(&rr_state), 3,
+                 "P's windows did not run as staged (state %d)",
+                 atomic_load(&rr_state));
+    cr_assert(atomic_load(&rr_staged), "%s", unstaged);
+    cr_assert_not(atomic_load(&rr_a_gave_up), "%s", stranded);
+    cr_assert(rr_wait(&rr_x_rec.done_calls, 1), "X never completed");
+    accel_session_release(atomic_load(&rr_sx));
+    accel_session_release(sa);
+    accel_session_release(s3);
+    cr_assert_eq(accel_runtime_destroy(rr_rt), ACCEL_OK);
+}
+
+Test(runtime_repair, a_worker_that_parks_in_a_repair_window_is_woken,
+     .timeout = 120)
+{
+    accel_session *sa, *sd;
+    rr_start("repair-d", &sa, &sd);
     atomic_store(&accel__cal_window_hook, rr_cal_window);
     unit_step("P's pick of A held before its clear");
     tu_rec a_rec = {0}, d_rec = {0};
@@ -340,27 +377,17 @@ Test(runtime_repair, a_worker_that_parks_in_a_repair_window_is_woken,
     cr_assert(rr_wait(&rr_held, 1), "W did not reach its park window");
     unit_step("X submitted in P's window, A waits for it");
     atomic_store(&rr_go, 1);
-    for (int i = 0; i < 300000 && atomic_load(&a_rec.done_calls) < 1; i++)
-        tu_nap_us(100);
+    rr_wait_done((tu_rec *const[]){&a_rec}, 1);
     atomic_store(&accel__cal_window_hook, NULL);
     atomic_store(&accel__park_window_hook, NULL);
     atomic_store(&rr_release, 1);
     cr_assert_eq(atomic_load(&a_rec.done_calls), 1, "A never completed");
     cr_assert_eq(atomic_load(&d_rec.done_calls), 1, "D never completed");
-    cr_assert_eq(atomic_load(&rr_state), 3,
-                 "P's windows did not run as staged (state %d)",
-                 atomic_load(&rr_state));
-    cr_assert(atomic_load(&rr_staged),
+    rr_finish(sa, sd,
               "W's look found X or W never counted its park: nothing was "
-              "staged");
-    cr_assert_not(atomic_load(&rr_a_gave_up),
-                  "X sat queued for 10 s beside a parked worker: the pick "
-                  "that set its bit back woke no one");
-    cr_assert(rr_wait(&rr_x_rec.done_calls, 1), "X never completed");
-    accel_session_release(atomic_load(&rr_sx));
-    accel_session_release(sa);
-    accel_session_release(sd);
-    cr_assert_eq(accel_runtime_destroy(rr_rt), ACCEL_OK);
+              "staged",
+              "X sat queued for 10 s beside a parked worker: the pick "
+              "that set its bit back woke no one");
 }
 
 /* The same window, with W blocked instead of parked: W's op announces a
@@ -373,15 +400,8 @@ Test(runtime_repair, a_worker_that_blocks_in_a_repair_window_is_replaced,
      .timeout = 120)
 {
     rr_mode = 1;
-    rr_rt = tu_runtime_nodetect(2);
-    cr_assert_not_null(rr_rt);
-    accel_session *sa = rr_open("repair-a", 1);
-    atomic_store(&rr_sx, rr_open("repair-x", 1));
-    accel_session *sb = rr_open("repair-b", 1000);
-    unit_step("both workers parked");
-    for (int i = 0; i < 100000 && (uint32_t)atomic_load(&rr_rt->idle_workers) != 2; i++)
-        tu_nap_us(100);
-    cr_assert_eq((uint32_t)atomic_load(&rr_rt->idle_workers), 2);
+    accel_session *sa, *sb;
+    rr_start("repair-b", &sa, &sb);
     unit_step("W runs B's op");
     tu_rec a_rec = {0}, b_rec = {0};
     accel_op b = {rr_b_op, tu_rec_done, &b_rec};
@@ -392,26 +412,14 @@ Test(runtime_repair, a_worker_that_blocks_in_a_repair_window_is_replaced,
     atomic_store(&rr_go, 1);
     accel_op a = {rr_a_op, tu_rec_done, &a_rec};
     cr_assert_eq(accel_submit(sa, &a, ACCEL_NO_WAIT), ACCEL_OK);
-    for (int i = 0; i < 300000 && (atomic_load(&a_rec.done_calls) < 1 ||
-                                   atomic_load(&b_rec.done_calls) < 1);
-         i++)
-        tu_nap_us(100);
+    rr_wait_done((tu_rec *const[]){&a_rec, &b_rec}, 2);
     atomic_store(&accel__cal_window_hook, NULL);
     atomic_store(&rr_b_go, 1);
-    cr_assert_eq(atomic_load(&rr_state), 3,
-                 "P's windows did not run as staged (state %d)",
-                 atomic_load(&rr_state));
-    cr_assert(atomic_load(&rr_staged),
-              "W did not count itself blocked before X ran: nothing was "
-              "staged");
-    cr_assert_not(atomic_load(&rr_a_gave_up),
-                  "X sat queued for 10 s beside a blocked worker: the pick "
-                  "that set its bit back started no one in its place");
     cr_assert_eq(atomic_load(&a_rec.done_calls), 1, "A never completed");
     cr_assert_eq(atomic_load(&b_rec.done_calls), 1, "B never completed");
-    cr_assert(rr_wait(&rr_x_rec.done_calls, 1), "X never completed");
-    accel_session_release(atomic_load(&rr_sx));
-    accel_session_release(sa);
-    accel_session_release(sb);
-    cr_assert_eq(accel_runtime_destroy(rr_rt), ACCEL_OK);
+    rr_finish(sa, sb,
+              "W did not count itself blocked before X ran: nothing was "
+              "staged",
+              "X sat queued for 10 s beside a blocked worker: the pick "
+              "that set its bit back started no one in its place");
 }
