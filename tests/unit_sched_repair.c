@@ -288,7 +288,9 @@ static void rr_cal_window(accel__sched_cal *c, unsigned where)
 }
 
 /* B's op: runs on W until P's window, then announces a wait (the
- * blocked hand-off looks at the calendar) and waits until X has run. */
+ * blocked hand-off looks at the calendar) and waits until X has run or
+ * A has given up on it. Not a timeout of its own: W, freed, would run X,
+ * and a race between two 10 s waits would let a stranded X pass. */
 static int rr_b_op(accel_ctx *ctx, void *arg)
 {
     (void)ctx, (void)arg;
@@ -298,7 +300,10 @@ static int rr_b_op(accel_ctx *ctx, void *arg)
     if (accel_blocking_begin() != ACCEL_OK)
         return 0;
     atomic_store(&rr_b_blocked, 1);
-    rr_wait(&rr_x_ran, 1);
+    for (int i = 0; i < 300000 && !atomic_load(&rr_x_ran) &&
+                    !atomic_load(&rr_a_gave_up);
+         i++)
+        tu_nap_us(100);
     accel_blocking_end();
     return 0;
 }
