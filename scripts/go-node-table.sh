@@ -35,6 +35,8 @@ args=(-reps "$reps" -duration "$dur" -seed "$seed")
 export PATH="$root/.tools/go/bin:$PATH" GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# A stale hash would let go build reuse C compiled from older sources.
+python3 "$root/scripts/go_csources_hash.py" --check
 (cd "$root/bindings/go" && go build -o "$tmp/node" ./examples/node)
 
 t0=$(date +%s)
