@@ -165,16 +165,23 @@ func (h *hostWorkers) stop() {
 // waiting up to 10 ms per turn (measured in the node example under
 // overload: 30 ms from an op's arrival to its Submit call at the median).
 // An op longer than yieldAfter still runs whole; Go's preemption is what
-// interrupts it. Why 2 ms: every yield costs the host worker its turn behind
-// the goroutines runnable, which is lost work when the host workers, not the
-// CPUs, are short (ops that block, before the monitor detects them). In
-// the node example's blocking scenario, yields every 1 ms cost about 7%
-// of accel's work (0.685x against 0.74x of capacity, medians of 4 runs)
-// and every 4 ms none (3 runs); under overload, 1 ms kept 99.2-100% of
-// Critical ops on time, 2 ms 98.8-100% and 4 ms 98.9-99.8% (3 or 4
-// runs each: 2 and 4 ms are not told apart). 2 ms is the middle: a
-// goroutine waits for a P about that long plus the op running.
-const yieldAfter = 2 * time.Millisecond
+// interrupts it. A yield costs the host worker its turn behind the
+// goroutines runnable; what it buys is their turn sooner, and among them
+// the host workers whose ops' waits ended (a timer fires, and its
+// goroutine runs, only when a P schedules). Why 1 ms: in the node
+// example's blocking scenario (6f069a6, seeds 45-46, -detail) an op's
+// wall time beyond its wait and its work read p50 1.1-2.1 ms with 2 ms
+// and 0.83-1.4 ms with 1 ms (0.6-0.9 ms with 500 us, 0.4-0.9 ms with
+// 200 us; the old design's plain goroutines 0.25-0.33 ms). Critical's
+// p99 in steady, overload and blocking, two interleaved rounds of 3
+// pairs each: 25-36 ms with 2 ms, 24-34 ms with 1 ms, 17-27 ms with
+// 500 us. Work against the old design in those rounds (2 ms, 1 ms,
+// 500 us): steady 0.991/0.999, 1.000/0.980, 1.001/0.999; overload
+// 0.928/0.935, 1.023/1.034, 0.989/0.950; blocking 0.941/0.946,
+// 0.945/0.972, 0.911/0.909: the pairs of one setting spread 5 points, so
+// the work does not tell them apart. 1 ms takes most of the waits' gain
+// at half the yields of 500 us.
+const yieldAfter = 1 * time.Millisecond
 
 // Idle workers spin this many times (a Gosched each, so that submitters on
 // the same P run) before they announce idle and park: a park costs the
