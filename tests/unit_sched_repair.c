@@ -347,10 +347,16 @@ static void rr_wait_done(tu_rec *const *recs, int n)
     }
 }
 
-/* The staging and the verdict, then X's completion and the teardown. */
+/* A's and the third op's completion, the staging and the verdict, then
+ * X's completion and the teardown. */
 static void rr_finish(accel_session *sa, accel_session *s3,
-                      const char *unstaged, const char *stranded)
+                      const tu_rec *a_rec, const tu_rec *rec3,
+                      const char *name3, const char *unstaged,
+                      const char *stranded)
 {
+    cr_assert_eq(atomic_load(&a_rec->done_calls), 1, "A never completed");
+    cr_assert_eq(atomic_load(&rec3->done_calls), 1, "%s never completed",
+                 name3);
     cr_assert_eq(atomic_load(&rr_state), 3,
                  "P's windows did not run as staged (state %d)",
                  atomic_load(&rr_state));
@@ -386,9 +392,7 @@ Test(runtime_repair, a_worker_that_parks_in_a_repair_window_is_woken,
     atomic_store(&accel__cal_window_hook, NULL);
     atomic_store(&accel__park_window_hook, NULL);
     atomic_store(&rr_release, 1);
-    cr_assert_eq(atomic_load(&a_rec.done_calls), 1, "A never completed");
-    cr_assert_eq(atomic_load(&d_rec.done_calls), 1, "D never completed");
-    rr_finish(sa, sd,
+    rr_finish(sa, sd, &a_rec, &d_rec, "D",
               "W's look found X or W never counted its park: nothing was "
               "staged",
               "X sat queued for 10 s beside a parked worker: the pick "
@@ -420,9 +424,7 @@ Test(runtime_repair, a_worker_that_blocks_in_a_repair_window_is_replaced,
     rr_wait_done((tu_rec *const[]){&a_rec, &b_rec}, 2);
     atomic_store(&accel__cal_window_hook, NULL);
     atomic_store(&rr_b_go, 1);
-    cr_assert_eq(atomic_load(&a_rec.done_calls), 1, "A never completed");
-    cr_assert_eq(atomic_load(&b_rec.done_calls), 1, "B never completed");
-    rr_finish(sa, sb,
+    rr_finish(sa, sb, &a_rec, &b_rec, "B",
               "W did not count itself blocked before X ran: nothing was "
               "staged",
               "X sat queued for 10 s beside a blocked worker: the pick "
