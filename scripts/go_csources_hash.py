@@ -8,7 +8,7 @@ not on what they #include from elsewhere: after a change to runtime/*.c
 alone, `go build` and `go test` would reuse the C objects compiled from
 the old sources. The define puts the sources' hash into the package's
 own files, so a change to them rebuilds the C. TestCSourcesHash
-(csources_test.go) fails while the hash is stale.
+(csources_test.go) and the ctest go_csources_hash run --check.
 
 usage: scripts/go_csources_hash.py          write the file
        scripts/go_csources_hash.py --check  exit 1 if it is stale
@@ -52,8 +52,6 @@ package accel
 
 // #cgo CFLAGS: -DACCEL_C_SOURCES_SHA256={digest}
 import "C"
-
-const cSourcesSHA256 = "{digest}"
 """
 
 

@@ -10,5 +10,3 @@ package accel
 
 // #cgo CFLAGS: -DACCEL_C_SOURCES_SHA256=9544dc9ebb38ec9077bcea21afc5c0218b3a06128ac7d6af253a8e627d9c9ee4
 import "C"
-
-const cSourcesSHA256 = "9544dc9ebb38ec9077bcea21afc5c0218b3a06128ac7d6af253a8e627d9c9ee4"
