@@ -168,27 +168,18 @@ func (h *hostWorkers) stop() {
 // interrupts it. A yield costs the host worker its turn behind the
 // goroutines runnable; what it buys is their turn sooner, and among them
 // the host workers whose ops' waits ended (a timer fires, and its
-// goroutine runs, only when a P schedules). Why 1 ms: in the node
-// example's blocking scenario (6f069a6, seeds 45-46, -detail) an op's
-// wall time beyond its wait and its work read p50 1.1-2.1 ms with 2 ms
-// and 0.83-1.4 ms with 1 ms (0.6-0.9 ms with 500 us, 0.4-0.9 ms with
-// 200 us; the old design's plain goroutines 0.25-0.33 ms). Critical's
-// p99 in steady, overload and blocking, two interleaved rounds of 3
-// pairs each: 25-36 ms with 2 ms, 24-34 ms with 1 ms, 17-27 ms with
-// 500 us. Work against the old design in those rounds (2 ms, 1 ms,
-// 500 us): steady 0.991/0.999, 1.000/0.980, 1.001/0.999; overload
-// 0.928/0.935, 1.023/1.034, 0.989/0.950; blocking 0.941/0.946,
-// 0.945/0.972, 0.911/0.909: the pairs of one setting spread 5 points, so
-// the work does not tell them apart. 1 ms takes most of the waits' gain
-// at half the yields of 500 us.
+// goroutine runs, only when a P schedules). 1 ms: in the node example's
+// blocking scenario it shortens an op's wait for a P after its wait and
+// Critical's p99 against 2 ms, and takes most of what 500 us gives at
+// half the yields; the work of the other scenarios does not tell the
+// three apart (bench/results/go-node-yield.txt).
 const yieldAfter = 1 * time.Millisecond
 
 // Idle workers spin this many times (a Gosched each, so that submitters on
 // the same P run) before they announce idle and park: a park costs the
 // host worker a channel receive and its thread a sleep, and its waker a
 // claim and a send. 0, 2 and 6 could not be told apart in the node
-// example's batch-low scenario (work per CPU-s against the old design's,
-// three rounds of two pairs each: 0.918-0.962, 0.906-0.974, 0.906-0.950).
+// example's batch-low scenario (bench/results/go-node-yield.txt).
 const hostSpins = 6
 
 // Where a host worker is in its op: what the exit of its goroutine in the
