@@ -828,3 +828,71 @@ func TestBatchHoldReleasedByTheDelay(t *testing.T) {
 		t.Fatalf("batches %d, held %v: want one batch, held back", n, held)
 	}
 }
+
+// deadlineOpenDone is a ctx whose deadline passes while its Done channel
+// (not nil, unlike deadlineOnly's) never closes: only the package's own look at the deadline, as the batch is
+// handed to fn, can stop an item of it (its submitter never reacts).
+type deadlineOpenDone struct {
+	context.Context
+	dl   time.Time
+	done chan struct{}
+}
+
+func (c deadlineOpenDone) Deadline() (time.Time, bool) { return c.dl, true }
+func (c deadlineOpenDone) Done() <-chan struct{}       { return c.done }
+func (c deadlineOpenDone) Err() error {
+	if time.Now().Before(c.dl) {
+		return nil
+	}
+	return context.DeadlineExceeded
+}
+
+// An item whose deadline passes after C formed its batch, while an op
+// ahead of it in the same batch runs, never reaches fn: it completes with
+// context.DeadlineExceeded (fn gets no item after its ctx ended, as f).
+// If the machine is so slow that the batch forms after the deadline, C
+// leaves the item out instead: the same result.
+func TestBatchItemPastDeadlineWhenHandedOutNeverReachesFn(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("v")
+	p := newProbe()
+	b, err := NewBatcher(v, p.fn, WithMaxBatch(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := hold(t, b, p)
+	ctx := deadlineOpenDone{Context: bg(), dl: time.Now().Add(300 * time.Millisecond),
+		done: make(chan struct{})}
+	slept := make(chan error, 1)
+	// Queued first: the op ahead of the item in the next batch, which
+	// runs until the item's deadline has passed.
+	if err := v.SubmitAsync(func(*Session) error {
+		time.Sleep(time.Until(ctx.dl) + 5*time.Millisecond)
+		return nil
+	}, func(err error) { slept <- err }); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- b.Submit(ctx, bItem{sub: 7, seq: 1}) }()
+	done := step(t, "the item is queued behind the sleeping op")
+	for v.FullStats().Queued < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	done()
+	close(release)
+	done = step(t, "the item's Submit returns")
+	err = <-got
+	done()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Submit: %v, want context.DeadlineExceeded", err)
+	}
+	if err := <-slept; err != nil {
+		t.Errorf("the op ahead: %v", err)
+	}
+	p.mu.Lock()
+	n := p.seen[[2]int{7, 1}]
+	p.mu.Unlock()
+	if n != 0 {
+		t.Errorf("fn got the item %d times after its deadline", n)
+	}
+}
