@@ -896,3 +896,60 @@ func TestBatchItemPastDeadlineWhenHandedOutNeverReachesFn(t *testing.T) {
 		t.Errorf("fn got the item %d times after its deadline", n)
 	}
 }
+
+// Each item's outcome reaches C in its own op's place: a visit that hands
+// out a plain op ahead of the batch's items gives C one status per op, a
+// failed item's failure on that item's op, so the C counters agree with
+// the package's (a failure written at the item's index within the batch
+// instead lands on the plain op's slot, failed already, and one failure
+// goes uncounted).
+func TestBatchItemStatusesReachTheirOps(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, _ := rt.NewVMSession("v")
+	p := newProbe()
+	b, err := NewBatcher(v, p.fn, WithMaxBatch(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := hold(t, b, p)
+	plain := make(chan error, 1)
+	go func() {
+		plain <- v.Submit(bg(), func(*Session) error { return errors.New("plain op fails") })
+	}()
+	done := step(t, "the plain op is queued")
+	for v.FullStats().Queued < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	done()
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for k, seq := range []int{0, 1, 3} { // itemErr: 0 and 3 fail, 1 succeeds
+		k := k
+		wg.Add(1)
+		if err := b.SubmitAsync(bItem{sub: 9, seq: seq}, func(err error) { errs[k] = err; wg.Done() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(release)
+	done = step(t, "the plain op and the items complete")
+	perr := <-plain
+	wg.Wait()
+	done()
+	if perr == nil || errs[0] == nil || errs[1] != nil || errs[2] == nil {
+		t.Fatalf("results: plain %v, items %v", perr, errs)
+	}
+	// The gate item and item 1 succeeded; the plain op, items 0 and 3 failed.
+	done = step(t, "the C counters settle")
+	var completed, failed uint64
+	for {
+		completed, failed = v.cRanForTest()
+		if completed+failed >= 5 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	done()
+	if completed != 2 || failed != 3 {
+		t.Errorf("C counters: completed %d, failed %d; want 2 and 3", completed, failed)
+	}
+}

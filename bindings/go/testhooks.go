@@ -127,6 +127,13 @@ func (v *VMSession) cUnrunForTest() (canceled, expired uint64) {
 	return uint64(cs.cancelled), uint64(cs.expired)
 }
 
+// cRanForTest is the C runtime's count of v's ops that ran, by the
+// status each op's visit reported (completed 0, failed non-zero).
+func (v *VMSession) cRanForTest() (completed, failed uint64) {
+	cs := v.cStatsForTest()
+	return uint64(cs.completed), uint64(cs.failed)
+}
+
 // cStatsForTest is the C runtime's stats of v's session (zeros once
 // closed).
 func (v *VMSession) cStatsForTest() (cs C.accel_session_stats) {
