@@ -44,7 +44,11 @@ func testCombineFIFO(t *testing.T, rt *Runtime) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer v.Close()
+	defer func() {
+		done := step(t, "v.Close at the round's end")
+		v.Close()
+		done()
+	}()
 	const goroutines, perG = 4, 3000
 	n := goroutines * perG
 	start := make([]uint64, n)
@@ -103,8 +107,12 @@ func testCombineFIFO(t *testing.T, rt *Runtime) {
 			}
 		}(g)
 	}
+	done := stepLong(t, "the submitting goroutines (wg.Wait)")
 	wg.Wait()
+	done()
+	done = step(t, "v.Sync after the submits")
 	v.Sync()
+	done()
 	mu.Lock()
 	defer mu.Unlock()
 	if len(ran) != n {
@@ -227,7 +235,9 @@ func gatedGroup(t *testing.T, v *VMSession, fs []func(*Session) error, inside fu
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
+	done := step(t, "the gating op starts")
 	<-started
+	done()
 	ok := false
 	defer func() {
 		if !ok {
@@ -267,7 +277,9 @@ func TestAsyncCombineCloseCancel(t *testing.T) {
 		}
 	})
 	release()
+	done := step(t, "v.Close drains the canceled group")
 	v.Close() // waits until every accepted op has completed (done returned)
+	done()
 	seen := make([]int, n)
 	for len(dones) > 0 {
 		d := <-dones
@@ -309,7 +321,9 @@ func TestAsyncCombinePanic(t *testing.T) {
 	}
 	release, dones := gatedGroup(t, v, fs, func() {})
 	release()
+	done := step(t, "v.Sync after the panicking group")
 	v.Sync()
+	done()
 	if len(dones) != n {
 		t.Fatalf("%d of %d ops completed", len(dones), n)
 	}
@@ -337,10 +351,16 @@ func TestAsyncCombineOnlyShortOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Close()
+	defer func() {
+		done := step(t, "rt.Close at the test's end")
+		rt.Close()
+		done()
+	}()
 	long, _ := rt.NewVMSession("long")
 	long.SubmitAsync(func(*Session) error { spin(time.Millisecond); return nil }, nil)
+	done := step(t, "long.Sync after its first op")
 	long.Sync() // measured: 1 ms an op, above half of ShortOp
+	done()
 	gate, _ := rt.NewVMSession("gate")
 	release := blockWorker(t, gate)
 	for i := 0; i < 3; i++ {
@@ -362,7 +382,11 @@ func TestAsyncCombineOnlyShortOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer q1.Close()
+	defer func() {
+		done := step(t, "q1.Close at the test's end")
+		q1.Close()
+		done()
+	}()
 	v, _ := q1.NewVMSession("q1")
 	release = blockWorker(t, v)
 	for i := 0; i < 3; i++ {
