@@ -268,6 +268,40 @@ MUTANTS = [
      None,
      "cd ../src/bindings/go && $ACCEL_GO test -count=1 -run 'TestBatchItemStatusesReachTheirOps' .",
      "a failed item's C status lands on the visit's k-th op, not the item's"),
+    # Other Go paths: combining SubmitAsyncs, a wait away, waits for room.
+    ("go-combine-append-sealed", "bindings/go/combine.go",
+     "		if w>>grpGenSh != gen || w&grpClosed != 0 || w&grpCount >= max {",
+     "		if w>>grpGenSh != gen || w&grpCount >= max {",
+     None,
+     "cd ../src/bindings/go && $ACCEL_GO test -count=1 -run 'TestAsyncCombine' .",
+     "a SubmitAsync appends to a sealed group (its op never runs)"),
+    ("go-combine-over-cap", "bindings/go/combine.go",
+     "		if w>>grpGenSh != gen || w&grpClosed != 0 || w&grpCount >= max {",
+     "		if w>>grpGenSh != gen || w&grpClosed != 0 || w&grpCount > max {",
+     None,
+     "cd ../src/bindings/go && $ACCEL_GO test -count=1 -run 'TestAsyncCombine' .",
+     "a combined group takes one op more than its cap"),
+    ("go-postclose-noop", "bindings/go/combine.go",
+     "	if o := v.open.Load(); o != 0 {\n		closeGroup(o)\n	}\n}",
+     "	_ = v.open.Load()\n}",
+     None,
+     "cd ../src/bindings/go && $ACCEL_GO test -count=1 -run 'TestAsyncCombineFIFO' .",
+     "a submit leaves the open group appendable (a later SubmitAsync runs before it)"),
+    ("go-away-not-own", "bindings/go/away.go",
+     "	if awayWaits.n.Load() == 0 {\n		return false\n	}\n	w, ok := awayWaits.m.Load(c)",
+     "	if true {\n		return false\n	}\n	w, ok := awayWaits.m.Load(c)",
+     None,
+     "cd ../src/bindings/go && $ACCEL_GO test -count=1 -run 'TestBlockingWaitAway' .",
+     "a wait away no longer counts as inside its op (Submit to its own session waits for itself)"),
+    ("go-room-no-pass-on", "bindings/go/room.go",
+     "			w.waiters.Add(-1)\n"
+     "			// A release may have freed more than this one's room (a\n"
+     "			// visit takes several ops) and sent one token: pass it on.\n"
+     "			w.freed()\n",
+     "			w.waiters.Add(-1)\n",
+     None,
+     "cd ../src/bindings/go && $ACCEL_GO test -count=1 -run 'TestRoomWait' .",
+     "a waiter for room that got in does not pass the wake on"),
 ]
 
 
