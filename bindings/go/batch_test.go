@@ -347,9 +347,11 @@ func TestBatchGoexitInFn(t *testing.T) {
 	}
 	// After the four of the Goexit batch: a batch that runs.
 	ok := make(chan error, 1)
-	for v.FullStats().Queued < 4 {
-		runtime.Gosched()
-	}
+	waitFor(t, "the four submitters' items are queued", func() {
+		for v.FullStats().Queued < 4 {
+			runtime.Gosched()
+		}
+	})
 	b.SubmitAsync(bItem{sub: 9, seq: 1}, func(err error) { ok <- err })
 	close(release)
 	done := step(t, "the Goexit batch's submitters end")
@@ -611,8 +613,10 @@ func TestBatchCloseCancelCompletesQueuedItems(t *testing.T) {
 		ran.Add(int32(len(items)))
 	})
 	gate := make(chan error, 1)
-	b.SubmitAsync(0, func(err error) { gate <- err })
-	<-started
+	if err := b.SubmitAsync(0, func(err error) { gate <- err }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "fn's first batch starts", func() { <-started })
 	var calls [20]atomic.Int32
 	var errs [20]error
 	var wg sync.WaitGroup
@@ -635,8 +639,10 @@ func TestBatchCloseCancelCompletesQueuedItems(t *testing.T) {
 	if ran.Load() != 0 {
 		t.Errorf("fn got %d canceled items", ran.Load())
 	}
-	if err := <-gate; err != nil {
-		t.Fatal(err)
+	var gErr error
+	waitFor(t, "the gate item completes", func() { gErr = <-gate })
+	if gErr != nil {
+		t.Fatal(gErr)
 	}
 }
 
@@ -886,8 +892,10 @@ func TestBatchItemPastDeadlineWhenHandedOutNeverReachesFn(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Submit: %v, want context.DeadlineExceeded", err)
 	}
-	if err := <-slept; err != nil {
-		t.Errorf("the op ahead: %v", err)
+	var sErr error
+	waitFor(t, "the op ahead completes", func() { sErr = <-slept })
+	if sErr != nil {
+		t.Errorf("the op ahead: %v", sErr)
 	}
 	p.mu.Lock()
 	n := p.seen[[2]int{7, 1}]

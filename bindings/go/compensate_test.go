@@ -439,7 +439,7 @@ func TestCompGoexitOnExtraWorker(t *testing.T) {
 	go func() {
 		aDone <- a.Submit(queued(t), func(*Session) error { close(aIn); <-release; return nil })
 	}()
-	<-aIn
+	waitFor(t, "a's op starts on the only host worker", func() { <-aIn })
 	done := stepWithin(t, "b's op calls runtime.Goexit while a's op holds the only worker", compLimit)
 	ended := make(chan struct{})
 	go func() {
@@ -451,8 +451,10 @@ func TestCompGoexitOnExtraWorker(t *testing.T) {
 	done()
 	quickOp(t, b, "b's next op, a's still blocked")
 	close(release)
-	if err := <-aDone; err != nil {
-		t.Fatal(err)
+	var aErr error
+	waitFor(t, "a's op completes after the Goexit on the extra worker", func() { aErr = <-aDone })
+	if aErr != nil {
+		t.Fatal(aErr)
 	}
 	if _, _, failed := b.Stats(); failed != 1 {
 		t.Fatalf("b failed = %d, want 1", failed)
@@ -668,13 +670,18 @@ func TestCompSessionBlockingCountsAtOnce(t *testing.T) {
 		done()
 		quickOp(t, b, "b's op while a's waits inside s.Blocking (1 worker, no monitor)")
 		close(release)
-		if err := <-res; err != nil {
-			t.Fatal(err)
+		var rErr error
+		waitFor(t, "a's op returns after s.Blocking", func() { rErr = <-res })
+		if rErr != nil {
+			t.Fatal(rErr)
 		}
 		// A panic inside the wait: the op fails, the count ends.
-		err := a.Submit(queued(t), func(s *Session) error {
-			s.Blocking(func() { panic("in the wait") })
-			return nil
+		var err error
+		waitFor(t, "a's op whose wait panics", func() {
+			err = a.Submit(queued(t), func(s *Session) error {
+				s.Blocking(func() { panic("in the wait") })
+				return nil
+			})
 		})
 		if err == nil {
 			t.Fatal("an op whose wait panicked did not fail")

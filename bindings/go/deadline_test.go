@@ -79,7 +79,7 @@ func TestFarFutureDeadlineRunsOps(t *testing.T) {
 			}, nil); err != nil {
 				t.Fatal(err)
 			}
-			<-started
+			waitFor(t, "the blocking op starts", func() { <-started })
 			before := v.submitted.Load()
 			res := make(chan error, 1)
 			queuedRan := make(chan struct{}, 1)

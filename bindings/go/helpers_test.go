@@ -17,6 +17,10 @@ func newTestRuntime(t testing.TB, workers int) *Runtime {
 	if err != nil {
 		t.Fatalf("NewRuntime: %v", err)
 	}
+	// The whole test under a watchdog too, stopped by the last cleanup
+	// (registered first): a wait on the library that no step names
+	// still fails naming the test, long before go test's own timeout.
+	t.Cleanup(stepWithin(t, "a wait no step names (the whole test)", 5*time.Minute))
 	t.Cleanup(func() {
 		done := step(t, "Runtime.Close at the test's cleanup")
 		err := rt.Close()
@@ -36,6 +40,14 @@ func onHostWorker(v *VMSession, f func(*Session) error) error {
 		return err
 	}
 	return <-ran
+}
+
+// waitFor runs wait, a wait on the library, under step's watchdog.
+func waitFor(t testing.TB, name string, wait func()) {
+	t.Helper()
+	done := step(t, name)
+	wait()
+	done()
 }
 
 // step starts a watchdog for one step: if done is not called within

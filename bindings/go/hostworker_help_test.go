@@ -97,7 +97,9 @@ func TestHelpExactlyOnce(t *testing.T) {
 			}
 		}(g)
 	}
+	done := stepLong(t, "the submitting goroutines (wg.Wait)")
 	wg.Wait()
+	done()
 	for id := range runs {
 		if n := runs[id].Load(); n != 1 {
 			t.Fatalf("op %d ran %d times", id, n)

@@ -145,9 +145,11 @@ func TestRoomWaitWokenByEveryRelease(t *testing.T) {
 				fill.Add(1)
 				go func() { defer fill.Done(); v.Submit(fctx, func(*Session) error { return nil }) }()
 			}
-			for v.FullStats().Queued < 2 {
-				time.Sleep(100 * time.Microsecond)
-			}
+			waitFor(t, "the two fillers are queued", func() {
+				for v.FullStats().Queued < 2 {
+					time.Sleep(100 * time.Microsecond)
+				}
+			})
 			if unrun {
 				<-fctx.Done()
 			}

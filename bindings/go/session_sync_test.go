@@ -64,7 +64,7 @@ func TestSessionSyncFromGoroutinesOfOp(t *testing.T) {
 	}, func(err error) { res <- err }); err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	waitFor(t, "the fanning-out op starts", func() { <-started })
 	behind := make(chan error, 3)
 	for i := 0; i < 3; i++ {
 		if err := v.SubmitAsync(func(*Session) error { return nil }, func(err error) { behind <- err }); err != nil {

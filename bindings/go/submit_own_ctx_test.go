@@ -142,17 +142,20 @@ func TestSubmitCtxHandOffQueuedBehindBlockedOp(t *testing.T) {
 	release := blockWorker(t, v)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	if err := v.Submit(ctx, f); !errors.Is(err, context.DeadlineExceeded) {
+	waitFor(t, "Submit queued behind the blocked op, past its deadline", func() { err = v.Submit(ctx, f) })
+	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("timeout: Submit = %v", err)
 	}
 	cancel()
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(10*time.Millisecond, cancel)
-	if err := v.Submit(ctx, f); !errors.Is(err, context.Canceled) {
+	waitFor(t, "Submit queued behind the blocked op, canceled", func() { err = v.Submit(ctx, f) })
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancel: Submit = %v", err)
 	}
 	release()
-	if err := v.Sync(); err != nil {
+	waitFor(t, "v.Sync after the ended ops", func() { err = v.Sync() })
+	if err != nil {
 		t.Fatal(err)
 	}
 	if n := ran.Load(); n != 0 {

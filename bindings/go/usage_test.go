@@ -47,9 +47,11 @@ func TestSubmitUnderCallersLock(t *testing.T) {
 		var started sync.WaitGroup
 		started.Add(2)
 		for _, v := range c {
-			v.SubmitAsync(func(*Session) error { started.Done(); <-release; return nil }, nil)
+			if err := v.SubmitAsync(func(*Session) error { started.Done(); <-release; return nil }, nil); err != nil {
+				t.Fatal(err)
+			}
 		}
-		started.Wait()
+		waitFor(t, "c1's and c2's ops start on both workers", started.Wait)
 		var ranOn atomic.Uint64
 		bDone := make(chan error, 1)
 		mu.Lock()
@@ -92,12 +94,14 @@ func TestSubmitDeadlineWhileOtherSessionRuns(t *testing.T) {
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")
 	release, started := make(chan struct{}), make(chan struct{})
-	b.SubmitAsync(func(*Session) error {
+	if err := b.SubmitAsync(func(*Session) error {
 		close(started)
 		<-release
 		return nil
-	}, nil)
-	<-started
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b's op starts on the only worker", func() { <-started })
 	var ran atomic.Bool
 	ctx, cancel := context.WithTimeout(bg(), 50*time.Millisecond)
 	defer cancel()
@@ -127,8 +131,10 @@ func TestSubmitCancelWhileQueued(t *testing.T) {
 	a, _ := rt.NewVMSession("a")
 	b, _ := rt.NewVMSession("b")
 	release, started := make(chan struct{}), make(chan struct{})
-	b.SubmitAsync(func(*Session) error { close(started); <-release; return nil }, nil)
-	<-started
+	if err := b.SubmitAsync(func(*Session) error { close(started); <-release; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b's op starts on the only worker", func() { <-started })
 	ctx, cancel := context.WithCancel(bg())
 	time.AfterFunc(20*time.Millisecond, cancel)
 	var ran atomic.Bool
@@ -139,7 +145,7 @@ func TestSubmitCancelWhileQueued(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Submit = %v, want context.Canceled", err)
 	}
-	a.Sync()
+	waitFor(t, "a.Sync after the canceled op", func() { a.Sync() })
 	if ran.Load() {
 		t.Fatal("f ran after its ctx was canceled")
 	}
@@ -227,8 +233,10 @@ func TestSubmitBatchCtxWhileWaitingForRoom(t *testing.T) {
 	rt := newTestRuntime(t, 1)
 	v, _ := rt.NewVMSession("b", WithQueueDepth(4))
 	release, started := make(chan struct{}), make(chan struct{})
-	v.SubmitAsync(func(*Session) error { close(started); <-release; return nil }, nil)
-	<-started
+	if err := v.SubmitAsync(func(*Session) error { close(started); <-release; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the blocking op starts on the only worker", func() { <-started })
 	var ran atomic.Int64
 	fs := make([]func(*Session) error, 64)
 	for i := range fs {
@@ -240,7 +248,7 @@ func TestSubmitBatchCtxWhileWaitingForRoom(t *testing.T) {
 	errs := v.SubmitBatch(ctx, fs)
 	done()
 	close(release)
-	v.Sync()
+	waitFor(t, "v.Sync after the expired batch", func() { v.Sync() })
 	for i, err := range errs {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("op %d: %v, want context.DeadlineExceeded", i, err)
@@ -421,13 +429,15 @@ func TestCloseFromOwnOpWhileAnotherCloseDrains(t *testing.T) {
 		v, _ := rt.NewVMSession("v")
 		release, started := make(chan struct{}), make(chan struct{})
 		inner := make(chan error, 1)
-		v.SubmitAsync(func(*Session) error {
+		if err := v.SubmitAsync(func(*Session) error {
 			close(started)
 			<-release
 			inner <- v.Close()
 			return nil
-		}, nil)
-		<-started
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the closing op starts on the only worker", func() { <-started })
 		outer := make(chan error, 1)
 		go func() {
 			if viaRuntime {

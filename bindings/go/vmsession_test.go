@@ -413,7 +413,10 @@ func TestStatsExactAndPanic(t *testing.T) {
 		}
 	}
 	for i := 0; i < panics; i++ {
-		err := v.Submit(bg(), func(*Session) error { panic("kaput") })
+		var err error
+		waitFor(t, "Submit of a panicking f on the only worker", func() {
+			err = v.Submit(bg(), func(*Session) error { panic("kaput") })
+		})
 		var pe *PanicError
 		if !errors.As(err, &pe) || pe.Value != "kaput" || len(pe.Stack) == 0 {
 			t.Fatalf("Submit of a panicking f = %v", err)
@@ -428,10 +431,14 @@ func TestStatsExactAndPanic(t *testing.T) {
 	}
 	// Async panics too, and the completion sees the error.
 	got := make(chan error, 1)
-	v.SubmitAsync(func(*Session) error { panic(1) }, func(err error) { got <- err })
+	if err := v.SubmitAsync(func(*Session) error { panic(1) }, func(err error) { got <- err }); err != nil {
+		t.Fatal(err)
+	}
 	var pe *PanicError
-	if err := <-got; !errors.As(err, &pe) {
-		t.Fatalf("async completion got %v", err)
+	var gErr error
+	waitFor(t, "the async panic's completion", func() { gErr = <-got })
+	if !errors.As(gErr, &pe) {
+		t.Fatalf("async completion got %v", gErr)
 	}
 }
 
@@ -588,7 +595,10 @@ func TestSetPriorityLookupDeadlock(t *testing.T) {
 	if _, ok := rt.Lookup("nope"); ok {
 		t.Fatal("Lookup of a missing id")
 	}
-	err := v.Submit(bg(), func(s *Session) error { return s.Sync() })
+	var err error
+	waitFor(t, "Submit whose f syncs its own session", func() {
+		err = v.Submit(bg(), func(s *Session) error { return s.Sync() })
+	})
 	if err != nil {
 		t.Fatalf("Sync inside own op = %v, want nil (the ops before it are done)", err)
 	}
