@@ -23,7 +23,7 @@ func TestEveryMethodAfterClose(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer rt.Close()
+			defer waitFor(t, "Runtime.Close at the subtest's end", func() { rt.Close() })
 			const budget = 1 << 20
 			v, err := rt.NewVMSession("v", WithMemoryBudget(budget), WithPriority(PriorityHigh))
 			if err != nil {
@@ -266,7 +266,9 @@ func submitRacesClose(t *testing.T, workers int, own bool, round int) {
 	}
 	rt.setOwnForTest(own)
 	defer func() {
-		if err := rt.Close(); err != nil {
+		var err error
+		waitFor(t, fmt.Sprintf("round %d: Runtime.Close at the round's end", round), func() { err = rt.Close() })
+		if err != nil {
 			t.Errorf("round %d: Runtime.Close: %v", round, err)
 		}
 	}()

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"accel"
 )
@@ -59,6 +60,8 @@ var (
 // The old usage patterns run: default runtime, options, Submit, Stats,
 // Sync, Close, the old NewSession/DefaultSession.
 func TestOldUsage(t *testing.T) {
+	// Plain calls on the default runtime: one watchdog for the whole test.
+	defer accel.StepWithin(t, "TestOldUsage's calls on the default runtime", 5*time.Minute)()
 	vm, err := accel.NewVMSession("compat-dex", accel.WithPriority(accel.PriorityHigh),
 		accel.WithMemoryBudget(1<<20), accel.WithVMBackend(accel.BackendAuto),
 		accel.WithQueueDepth(256), accel.WithSharedDevice())

@@ -29,7 +29,9 @@ func pubRuntime(t testing.TB, workers int) *accel.Runtime {
 	}
 	t.Cleanup(func() {
 		if !t.Failed() {
+			done := accel.StepWithin(t, "Runtime.Close at the test's cleanup", 10*time.Second)
 			rt.Close()
+			done()
 		}
 	})
 	return rt

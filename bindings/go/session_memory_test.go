@@ -205,7 +205,7 @@ func TestMemoryUsedAfterCloseKeepsWhatWasHeld(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer rt.Close()
+			defer waitFor(t, "Runtime.Close at the subtest's end", func() { rt.Close() })
 			v, _ := rt.NewVMSession("leaky")
 			var kept []byte
 			err = v.Submit(bg(), func(s *Session) error {

@@ -406,7 +406,10 @@ func checkFatalChild(t *testing.T, name, env, msg string) {
 // outlasts the child's own steps', so that a child stuck in one names it.
 func runChild(t *testing.T, run string, env ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run", run, "-test.v")
+	// The child's own timeout comes first: a hang there panics in the
+	// child with its goroutines' stacks, which come back in out, before
+	// the parent's watchdog would panic without them.
+	cmd := exec.Command(os.Args[0], "-test.run", run, "-test.v", "-test.timeout", "45s")
 	cmd.Env = append(os.Environ(), env...)
 	done := stepLong(t, "child test binary")
 	out, _ := cmd.CombinedOutput()

@@ -1,12 +1,28 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 )
+
+// runWithin is run under a watchdog: a run that hangs (an op that never
+// completes, a drain or a Close that never ends) panics naming the test,
+// with every goroutine's stack, instead of waiting for go test's own
+// timeout. A run here is seconds long, under -race tens of seconds.
+func runWithin(t *testing.T, list []scenario, cfg config) ([][]pair, error) {
+	t.Helper()
+	tm := time.AfterFunc(3*time.Minute, func() {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		panic(fmt.Sprintf("%s: stuck in run (the node example's scenarios)\n%s", t.Name(), buf))
+	})
+	defer tm.Stop()
+	return run(list, cfg)
+}
 
 // A short run of both scenario kinds through both systems: every op is
 // accounted for (run checks offered == on time + late + expired + dropped
@@ -15,7 +31,7 @@ import (
 // on-time figures mean nothing, the accounting must hold anyway.
 func TestNodeExample(t *testing.T) {
 	before := checked.Load()
-	res, err := run([]scenario{{"steady", 0.5, false, false, false}, {"blocking", 0.5, true, false, false}},
+	res, err := runWithin(t, []scenario{{"steady", 0.5, false, false, false}, {"blocking", 0.5, true, false, false}},
 		config{d: 400 * time.Millisecond, seed: 7, depth: 1024, reps: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +62,7 @@ func TestNodeExample(t *testing.T) {
 func TestNodeExampleWrongAnswerFails(t *testing.T) {
 	sabotage = true
 	defer func() { sabotage = false }()
-	_, err := run([]scenario{{"steady", 0.5, false, false, false}}, config{d: 300 * time.Millisecond, seed: 7, depth: 1024, reps: 1})
+	_, err := runWithin(t, []scenario{{"steady", 0.5, false, false, false}}, config{d: 300 * time.Millisecond, seed: 7, depth: 1024, reps: 1})
 	if err == nil || !strings.Contains(err.Error(), "wrong answer") {
 		t.Fatalf("run with a flipped expected answer returned %v, want a wrong-answer error", err)
 	}
@@ -82,7 +98,7 @@ func TestOnlyWaitingChainsWait(t *testing.T) {
 // blocking-hint: accel's waiting ops run their wait inside s.Blocking;
 // the run still accounts for every op and checks every answer.
 func TestNodeExampleAnnouncedWaits(t *testing.T) {
-	res, err := run([]scenario{{"blocking-hint", 0.5, true, true, false}}, config{d: 300 * time.Millisecond, seed: 9, depth: 1024, reps: 1})
+	res, err := runWithin(t, []scenario{{"blocking-hint", 0.5, true, true, false}}, config{d: 300 * time.Millisecond, seed: 9, depth: 1024, reps: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +125,7 @@ func TestCapacityProbe(t *testing.T) {
 // -reps: each scenario runs that many pairs, each pair both systems on
 // the same arrivals, the pairs on different seeds; a warm-up pair first.
 func TestNodeExampleReps(t *testing.T) {
-	res, err := run([]scenario{{"steady", 0.5, false, false, false}},
+	res, err := runWithin(t, []scenario{{"steady", 0.5, false, false, false}},
 		config{d: 300 * time.Millisecond, seed: 11, depth: 1024, reps: 2, warmup: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +196,7 @@ func TestTargets(t *testing.T) {
 func TestNodeExampleDetail(t *testing.T) {
 	showDetail = true
 	defer func() { showDetail = false }()
-	res, err := run([]scenario{{"steady", 0.5, false, false, false}}, config{d: 300 * time.Millisecond, seed: 13, depth: 1024, reps: 1})
+	res, err := runWithin(t, []scenario{{"steady", 0.5, false, false, false}}, config{d: 300 * time.Millisecond, seed: 13, depth: 1024, reps: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +224,7 @@ func TestNodeExampleDetailWaitingVMs(t *testing.T) {
 	showDetail = true
 	defer func() { showDetail = false }()
 	d := 300 * time.Millisecond
-	res, err := run([]scenario{{"blocking", 0.5, true, false, false}}, config{d: d, seed: 13, depth: 1024, reps: 1})
+	res, err := runWithin(t, []scenario{{"blocking", 0.5, true, false, false}}, config{d: d, seed: 13, depth: 1024, reps: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +282,7 @@ func TestBatchChainOnlyInBatchScenarios(t *testing.T) {
 // Batcher, the hand batcher), and every vote's batch stamped its begin
 // and end. Timing is not asserted.
 func TestBatchScenario(t *testing.T) {
-	res, err := run([]scenario{{"batch", 0.5, false, false, true}},
+	res, err := runWithin(t, []scenario{{"batch", 0.5, false, false, true}},
 		config{d: 400 * time.Millisecond, seed: 7, depth: 1024, reps: 1})
 	if err != nil {
 		t.Fatal(err)
