@@ -83,6 +83,24 @@ func (p *bProbe) fn(s *Session, items []bItem, errs []error) {
 	}
 }
 
+// heldBatcher opens a VMSession id on a runtime of `workers` host workers,
+// gives it a Batcher of the probe's fn (WithMaxBatch(max)) and holds its
+// first batch (hold): the session's items queue until release is closed.
+func heldBatcher(t *testing.T, workers int, id string, max int) (*VMSession, *bProbe, *Batcher[bItem], chan struct{}) {
+	t.Helper()
+	rt := newTestRuntime(t, workers)
+	v, err := rt.NewVMSession(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProbe()
+	b, err := NewBatcher(v, p.fn, WithMaxBatch(max))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, p, b, hold(t, b, p)
+}
+
 // hold submits a gate item (asynchronously) and waits until fn holds it:
 // the session's items queue behind it until release is closed.
 func hold(t *testing.T, b *Batcher[bItem], p *bProbe) (release chan struct{}) {
@@ -102,14 +120,7 @@ func hold(t *testing.T, b *Batcher[bItem], p *bProbe) (release chan struct{}) {
 // Submit gets exactly its own result; no canceled or expired item
 // reaches fn; every other item reaches it once.
 func TestBatchEachItemGetsItsOwnResult(t *testing.T) {
-	rt := newTestRuntime(t, 2)
-	v, _ := rt.NewVMSession("votes")
-	p := newProbe()
-	b, err := NewBatcher(v, p.fn, WithMaxBatch(16))
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := hold(t, b, p)
+	v, p, b, release := heldBatcher(t, 2, "votes", 16)
 	const subs, per = 8, 24
 	type res struct {
 		x    bItem
@@ -859,14 +870,7 @@ func (c deadlineOpenDone) Err() error {
 // If the machine is so slow that the batch forms after the deadline, C
 // leaves the item out instead: the same result.
 func TestBatchItemPastDeadlineWhenHandedOutNeverReachesFn(t *testing.T) {
-	rt := newTestRuntime(t, 1)
-	v, _ := rt.NewVMSession("v")
-	p := newProbe()
-	b, err := NewBatcher(v, p.fn, WithMaxBatch(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := hold(t, b, p)
+	v, p, b, release := heldBatcher(t, 1, "v", 8)
 	ctx := deadlineOpenDone{Context: bg(), dl: time.Now().Add(300 * time.Millisecond),
 		done: make(chan struct{})}
 	slept := make(chan error, 1)
@@ -887,7 +891,7 @@ func TestBatchItemPastDeadlineWhenHandedOutNeverReachesFn(t *testing.T) {
 	done()
 	close(release)
 	done = step(t, "the item's Submit returns")
-	err = <-got
+	err := <-got
 	done()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Submit: %v, want context.DeadlineExceeded", err)
@@ -912,14 +916,7 @@ func TestBatchItemPastDeadlineWhenHandedOutNeverReachesFn(t *testing.T) {
 // instead lands on the plain op's slot, failed already, and one failure
 // goes uncounted).
 func TestBatchItemStatusesReachTheirOps(t *testing.T) {
-	rt := newTestRuntime(t, 1)
-	v, _ := rt.NewVMSession("v")
-	p := newProbe()
-	b, err := NewBatcher(v, p.fn, WithMaxBatch(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := hold(t, b, p)
+	v, _, b, release := heldBatcher(t, 1, "v", 8)
 	plain := make(chan error, 1)
 	go func() {
 		plain <- v.Submit(bg(), func(*Session) error { return errors.New("plain op fails") })
