@@ -308,10 +308,10 @@ static inline char tu_thread_state(int tid)
     return p && p[1] && p[2] ? p[2] : '?';
 }
 
-/* The library's threads of this process, by tid: its workers (accel-w*,
- * accel-short*), or with every_thread all of them (accel-*: the monitor
- * and extras too). How many, at most max. */
-static inline int tu_accel_tids(int *tids, int max, bool every_thread)
+/* The threads of this process whose name (comm) begins with one of
+ * prefixes[0..np), by tid. How many, at most max. */
+static inline int tu_tids_named(const char *const *prefixes, int np,
+                                int *tids, int max)
 {
     int n = 0;
     char path[300], comm[32];
@@ -326,15 +326,27 @@ static inline int tu_accel_tids(int *tids, int max, bool every_thread)
         FILE *f = fopen(path, "r");
         if (!f)
             continue;
-        if (fgets(comm, sizeof(comm), f) &&
-            (every_thread ? strncmp(comm, "accel-", 6) == 0
-                          : strncmp(comm, "accel-w", 7) == 0 ||
-                                strncmp(comm, "accel-short", 11) == 0))
-            tids[n++] = atoi(de->d_name);
+        if (fgets(comm, sizeof(comm), f))
+            for (int i = 0; i < np; i++)
+                if (strncmp(comm, prefixes[i], strlen(prefixes[i])) == 0) {
+                    tids[n++] = atoi(de->d_name);
+                    break;
+                }
         fclose(f);
     }
     closedir(d);
     return n;
+}
+
+/* The library's threads of this process, by tid: its workers (accel-w*,
+ * accel-short*), or with every_thread all of them (accel-*: the monitor
+ * and extras too). How many, at most max. */
+static inline int tu_accel_tids(int *tids, int max, bool every_thread)
+{
+    static const char *const all[] = {"accel-"};
+    static const char *const workers[] = {"accel-w", "accel-short"};
+    return every_thread ? tu_tids_named(all, 1, tids, max)
+                        : tu_tids_named(workers, 2, tids, max);
 }
 
 #endif

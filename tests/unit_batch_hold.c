@@ -26,10 +26,8 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "batch.h"
@@ -231,24 +229,9 @@ Test(batch_hold, held_until_max_delay, .timeout = 60)
  * while it has none or its name is not set yet. */
 static int timer_tid(void)
 {
+    static const char *const name[] = {"accel-batch"};
     int tid = 0;
-    char path[300], comm[32];
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return 0;
-    struct dirent *de;
-    while (!tid && (de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        if (fgets(comm, sizeof(comm), f) && strcmp(comm, "accel-batch\n") == 0)
-            tid = atoi(de->d_name);
-        fclose(f);
-    }
-    closedir(d);
+    tu_tids_named(name, 1, &tid, 1);
     return tid;
 }
 

@@ -37,7 +37,6 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,30 +231,10 @@ static int op_spin(accel_ctx *ctx, void *arg)
 
 static int find_workers(void)
 {
+    static const char *const general[] = {"accel-w"}, *const shortl[] = {"accel-short"};
     tr.tid[0] = tr.tid[1] = 0;
-    char path[300], comm[32];
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return 0;
-    struct dirent *de;
-    int n = 0;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        if (fgets(comm, sizeof(comm), f)) {
-            if (strncmp(comm, "accel-w", 7) == 0)
-                tr.tid[0] = atoi(de->d_name), n++;
-            else if (strncmp(comm, "accel-short", 11) == 0)
-                tr.tid[1] = atoi(de->d_name), n++;
-        }
-        fclose(f);
-    }
-    closedir(d);
-    return n;
+    return tu_tids_named(general, 1, &tr.tid[0], 1) +
+           tu_tids_named(shortl, 1, &tr.tid[1], 1);
 }
 
 
