@@ -316,6 +316,35 @@ Test(cancel, stale_ticket_after_slot_reuse, .timeout = 30)
     teardown(&f);
 }
 
+/* A ticket for the position after the last one handed out (a copy of a
+ * real ticket, one on): never issued, so EINVAL, and the op that later
+ * takes that position runs. */
+Test(cancel, ticket_for_the_next_position_is_einval, .timeout = 30)
+{
+    fx f = setup(2, 16);
+    tu_rec first = {0};
+    accel_op fop = tu_rec_op(&first);
+    accel_ticket t;
+    cr_assert_eq(accel_submit_ex(f.s, &fop, 0, ACCEL_FOREVER, &t), ACCEL_OK);
+    unit_step("sync of s: the first op");
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    accel_ticket next = t;
+    next.position = t.position + 1;
+    cr_assert_eq(accel_cancel(&next), ACCEL_EINVAL,
+                 "a ticket for the next position, never issued");
+    tu_rec later = {0};
+    accel_op lop = tu_rec_op(&later);
+    accel_ticket lt;
+    cr_assert_eq(accel_submit_ex(f.s, &lop, 0, ACCEL_FOREVER, &lt), ACCEL_OK);
+    cr_assert_eq(lt.position, next.position, "the op took that position");
+    unit_step("sync of s: the op at that position");
+    cr_assert_eq(accel_session_sync(f.s, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(later.fn_calls, 1);
+    cr_assert_eq(later.status, 0);
+    cr_assert_eq(stats(f.s).cancelled, 0);
+    teardown(&f);
+}
+
 /* Plain, deadline and ticket ops interleaved behind a gate; every third
  * ticket op canceled, some expired: done calls come in submit order. */
 Test(cancel, fifo_of_done_with_cancels, .timeout = 30)

@@ -289,6 +289,60 @@ Test(sched_model, sleeper_gets_no_more_than_its_share, .timeout = 60)
     accel__sched_destroy(m.s);
 }
 
+/* Whether a simulated worker runs entity a or b. */
+static bool running_one_of(sim *m, int a, int b)
+{
+    for (int k = 0; k < m->nw; k++)
+        if (m->run[k] && (idx_of(m, m->run[k]) == a || idx_of(m, m->run[k]) == b))
+            return true;
+    return false;
+}
+
+/* Credit a backlogged session cannot use is dropped (the lag cap). Two
+ * workers; A (weight 100) beside two weight-1 sessions can use one
+ * worker, not the 98% its weight names, so its virtual time falls behind
+ * V. Then the weight-1 sessions leave and two more of weight 100 come:
+ * the three share both workers, a third each, and A does not take a whole
+ * worker on credit it banked while it could not use it. */
+Test(sched_model, credit_beyond_the_lag_cap_is_dropped, .timeout = 60)
+{
+    const uint32_t w[5] = {100, 1, 1, 100, 100};
+    sim m;
+    sim_init(&m, 3, w, 2, 0);
+    sim_start(&m, cost_equal);
+    for (int v = 0; v < 20000; v++)
+        step(&m, cost_equal);
+    m.asleep[1] = m.asleep[2] = true; /* they leave after their next visit */
+    for (int i = 3; i < 5; i++) {
+        accel__sched_entity_init(m.s, &m.e[i], w[i], &m.e[i]);
+        accel__sched_enqueue(m.s, &m.e[i], true);
+    }
+    m.n = 5;
+    uint64_t b0 = m.visits[1], c0 = m.visits[2];
+    int left = 0; /* the weight-1 sessions' last visits */
+    while ((m.visits[1] == b0 || m.visits[2] == c0 ||
+            running_one_of(&m, 1, 2)) &&
+           left++ < 100000)
+        step(&m, cost_equal);
+    cr_assert_lt(left, 100000, "the weight-1 sessions never left");
+    uint64_t before[5];
+    memcpy(before, m.visits, sizeof(before));
+    for (int v = 0; v < 3000; v++)
+        step(&m, cost_equal);
+    uint64_t a = m.visits[0] - before[0];
+    uint64_t d = m.visits[3] - before[3], e = m.visits[4] - before[4];
+    cr_assert_eq(m.visits[1] + m.visits[2], before[1] + before[2],
+                 "the weight-1 sessions left");
+    /* a third each (1000), give or take the cap's credit (about 40
+     * visits of A here) and rounding */
+    cr_assert_leq(a, 1100, "A got %llu of 3000 visits (D %llu, E %llu)",
+                  (unsigned long long)a, (unsigned long long)d,
+                  (unsigned long long)e);
+    cr_assert_geq(d, 900, "D got %llu of 3000 visits", (unsigned long long)d);
+    cr_assert_geq(e, 900, "E got %llu of 3000 visits", (unsigned long long)e);
+    accel__sched_destroy(m.s);
+}
+
 /* One weight-1 session against 20 of weight 1000: its ideal gap between
  * visits is 20001 visits; it is never starved beyond twice that. */
 Test(sched_model, weight_1_never_starved, .timeout = 60)
