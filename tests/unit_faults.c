@@ -62,6 +62,7 @@ static void assert_no_leaks(const char *when)
 
 typedef struct counters {
     _Atomic uint64_t dones, ran, ok, nomem, budget, bad;
+    _Atomic uint64_t kept; /* failed allocations whose charge stayed */
 } counters;
 
 static int alloc_op(accel_ctx *ctx, void *arg)
@@ -71,7 +72,13 @@ static int alloc_op(accel_ctx *ctx, void *arg)
     bool host = accel_session_backend(accel_ctx_session(ctx)) ==
                 ACCEL_BACKEND_CPU; /* CUDA memory is not ours to touch */
     void *p = NULL;
+    /* The session's ops run one at a time: nothing else moves its budget
+     * between these two reads. */
+    int64_t used0 = accel_session_memory_used(accel_ctx_session(ctx));
     int rc = accel_ctx_alloc(ctx, 100, &p);
+    if (rc != ACCEL_OK &&
+        accel_session_memory_used(accel_ctx_session(ctx)) != used0)
+        atomic_fetch_add(&c->kept, 1);
     if (rc == ACCEL_OK) {
         if (host)
             memset(p, 1, 100);
@@ -324,6 +331,7 @@ Test(faults, alloc_fail_during_ops, .timeout = 120)
             !strcmp(accel__fault_site_func(i), "cpu_alloc"))
             cpu_alloc_site = (int)i;
     cr_assert_geq(cpu_alloc_site, 0);
+    uint64_t nomem = 0;
     for (long k = 0; k < 60; k++) {
         accel_runtime *rt;
         accel_runtime_config rcfg = {.workers = 2};
@@ -347,10 +355,15 @@ Test(faults, alloc_fail_during_ops, .timeout = 120)
         cr_assert_eq(atomic_load(&c.dones), 50);
         cr_assert_eq(atomic_load(&c.bad), st.cancelled); /* ECLOSED only */
         cr_assert_eq(atomic_load(&c.ran), st.completed);
+        cr_assert_eq(atomic_load(&c.kept), 0,
+                     "%llu failed allocations kept their budget charge",
+                     (unsigned long long)atomic_load(&c.kept));
+        nomem += atomic_load(&c.nomem);
         accel_session_release(s);
         accel__fault_disarm();
         cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
     }
+    cr_assert_gt(nomem, 0, "no allocation failed: the site was never armed");
     assert_no_leaks("alloc_fail_during_ops");
 }
 
