@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Every exported method of a VMSession, its Session and its Runtime,
@@ -350,5 +351,113 @@ func submitRacesClose(t *testing.T, workers int, own bool, round int) {
 	d, c, f := v.Stats()
 	if int64(d) != accepted.Load() || int64(c) != accepted.Load() || f != 0 {
 		t.Fatalf("round %d: Stats %d %d %d, callers saw %d run", round, d, c, f, accepted.Load())
+	}
+}
+
+// A session whose backend is not available (WithVMBackend(BackendMetal):
+// never here), closed: every submit and Sync returns ErrSessionClosed,
+// not ErrNoBackends or nil, runs no f, calls no done and counts nothing,
+// as on a session with its backend (VMSession's doc: after Close the
+// methods that need the session return ErrSessionClosed and change
+// nothing).
+func TestUnavailableSessionAfterClose(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, err := rt.NewVMSession("gpu", WithVMBackend(BackendMetal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.IsAvailable() {
+		t.Fatal("a Metal session is available")
+	}
+	ran, called := false, false
+	never := func(*Session) error { ran = true; return nil }
+	if err := v.Submit(bg(), never); !errors.Is(err, ErrNoBackends) {
+		t.Fatalf("Submit before Close = %v, want ErrNoBackends", err)
+	}
+	if err := v.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := v.FullStats()
+	is := func(name string, got error) {
+		t.Helper()
+		if got != ErrSessionClosed {
+			t.Errorf("%s on a closed unavailable session = %v, want ErrSessionClosed", name, got)
+		}
+	}
+	is("Submit", v.Submit(bg(), never))
+	is("SubmitAsync", v.SubmitAsync(never, func(error) { called = true }))
+	for i, e := range v.SubmitBatch(bg(), []func(*Session) error{never, never}) {
+		is(fmt.Sprintf("SubmitBatch[%d]", i), e)
+	}
+	n, err := v.SubmitAsyncBatch([]func(*Session) error{never}, func(int, error) { called = true })
+	is("SubmitAsyncBatch", err)
+	if n != 0 {
+		t.Errorf("SubmitAsyncBatch on a closed unavailable session accepted %d", n)
+	}
+	is("Sync", v.Sync())
+	is("SetPriority", v.SetPriority(PriorityHigh))
+	if ran || called {
+		t.Errorf("an f ran (%v) or a done was called (%v)", ran, called)
+	}
+	if after := v.FullStats(); after != before {
+		t.Errorf("the refused calls changed the counters:\n before %+v\n after  %+v", before, after)
+	}
+	if d, _, f := v.Stats(); d != 1 || f != 1 {
+		t.Errorf("Stats dispatched %d failed %d, want 1 1 (the Submit before Close)", d, f)
+	}
+}
+
+// VMSession.Close racing VMSession.Close: each Close, the first and those
+// that come while it drains, returns only once every op the session
+// accepted has run, and returns the first one's result (nil). The first
+// Close is held in its drain by the session's op, which waits on a gate;
+// the gate opens on a timer, so that a later Close that did not wait for
+// the drain returns while the op has not run (the check needs no timing:
+// a Close that waits sees the op run whenever the gate opens).
+func TestCloseRacingCloseWaitsForTheDrain(t *testing.T) {
+	rt := newTestRuntime(t, 2)
+	for round := 0; round < 3; round++ {
+		v, err := rt.NewVMSession("v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate, started := make(chan struct{}), make(chan struct{})
+		var ran atomic.Bool
+		if err := v.SubmitAsync(func(*Session) error {
+			close(started)
+			<-gate
+			ran.Store(true)
+			return nil
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the gated op starts", func() { <-started })
+		const closers = 4
+		results := make(chan error, closers)
+		closeOne := func() {
+			err := v.Close()
+			if !ran.Load() {
+				err = fmt.Errorf("Close returned (%v) before the op it accepted ran", err)
+			}
+			results <- err
+		}
+		go closeOne()
+		waitFor(t, "the first Close marks the session closed", func() {
+			for !v.IsClosed() {
+				runtime.Gosched()
+			}
+		})
+		tm := time.AfterFunc(20*time.Millisecond, func() { close(gate) })
+		for i := 1; i < closers; i++ {
+			go closeOne()
+		}
+		done := step(t, fmt.Sprintf("round %d: %d racing Closes return", round, closers))
+		for i := 0; i < closers; i++ {
+			if err := <-results; err != nil {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+		done()
+		tm.Stop()
 	}
 }

@@ -108,3 +108,30 @@ func TestOldUsage(t *testing.T) {
 		t.Fatalf("NewSession(CUDA) without a device = %v", err)
 	}
 }
+
+// The old type's errors come back as the sentinels themselves, not only
+// as errors that errors.Is matches: code written against the old type
+// compares with ==. The budget's, from the C status, through Reserve and
+// Alloc, in an op and outside one.
+func TestOldSentinelsCompareEqual(t *testing.T) {
+	defer accel.StepWithin(t, "TestOldSentinelsCompareEqual's calls on the default runtime", time.Minute)()
+	vm, err := accel.NewVMSession("compat-budget", accel.WithMemoryBudget(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Close()
+	s := vm.Session()
+	if err := s.Reserve(101); err != accel.ErrSessionBudgetExceeded {
+		t.Errorf("Reserve over the budget = %v (%T), want accel.ErrSessionBudgetExceeded itself", err, err)
+	}
+	if b, err := s.Alloc(101); b != nil || err != accel.ErrSessionBudgetExceeded {
+		t.Errorf("Alloc over the budget = %d bytes, %v (%T), want accel.ErrSessionBudgetExceeded itself", len(b), err, err)
+	}
+	err = vm.Submit(context.Background(), func(s *accel.Session) error {
+		_, err := s.Alloc(101)
+		return err
+	})
+	if err != accel.ErrSessionBudgetExceeded {
+		t.Errorf("Submit of an op whose Alloc is over the budget = %v (%T), want accel.ErrSessionBudgetExceeded itself", err, err)
+	}
+}

@@ -5,7 +5,9 @@
 package accel
 
 import (
+	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -77,4 +79,56 @@ func TestRuntimeCloseWaitsForAnInOpCloseRelease(t *testing.T) {
 		t.Fatalf("Runtime.Close: %v", err)
 	}
 	done()
+}
+
+// Closes racing on one session release its C session once: the Close
+// that retires the handle releases it, every other finds it retired
+// (guard.retire's swap). Several Closes per session wait in one drain (an
+// op held on a gate) and leave it together, racing to the release; the
+// hook just before the C release counts the releases. A second release
+// of a session drops a handle it does not hold (C cannot tell it from a
+// lookup's). The hook is linked with the tag only.
+func TestRacingClosesReleaseOnce(t *testing.T) {
+	rt := newTestRuntime(t, 2)
+	var releases atomic.Int64
+	hook := func() { releases.Add(1) }
+	releaseHookForTest.Store(&hook)
+	defer releaseHookForTest.Store(nil)
+	const sessions, closers = 100, 4
+	for i := 0; i < sessions; i++ {
+		v, err := rt.NewVMSession("v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate, started := make(chan struct{}), make(chan struct{})
+		if err := v.SubmitAsync(func(*Session) error { close(started); <-gate; return nil }, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the gated op starts", func() { <-started })
+		var wg sync.WaitGroup
+		errs := make(chan error, closers)
+		for c := 0; c < closers; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- v.Close()
+			}()
+		}
+		waitFor(t, "a Close marks the session closed", func() {
+			for !v.IsClosed() {
+				runtime.Gosched()
+			}
+		})
+		close(gate)
+		waitFor(t, fmt.Sprintf("session %d: %d racing Closes return", i, closers), wg.Wait)
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("session %d: Close = %v", i, err)
+			}
+		}
+		if n := releases.Load(); n != int64(i+1) {
+			t.Fatalf("after %d sessions closed by %d racing Closes each: %d C releases, want %d", i+1, closers, n, i+1)
+		}
+	}
 }

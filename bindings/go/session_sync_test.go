@@ -8,6 +8,7 @@ package accel
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -106,5 +107,96 @@ func TestSessionSyncFromGoroutinesOfOp(t *testing.T) {
 	done()
 	if err != nil {
 		t.Errorf("Close = %v", err)
+	}
+}
+
+// Session.Sync outside the session's ops, with none of them running at
+// the call, waits as VMSession.Sync does: for every op accepted before
+// it. The op accepted before it is, at the call, queued behind another
+// session's op that holds the one worker on a gate (opened on a timer,
+// or at once if another worker took the op first), so a Sync that
+// returned at once would find it not run; one that waits finds it run,
+// whenever it runs.
+func TestSessionSyncOutsideOpsWaits(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, err := rt.NewVMSession("outside")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waitFor(t, "Close at the test's end", func() { v.Close() })
+	s := v.Session()
+	for round := 0; round < 3; round++ {
+		gate := make(chan struct{})
+		var ran atomic.Bool
+		// Queued, not started, at the Sync: the one-worker runtime holds
+		// the other session's gated op.
+		other, err := rt.NewVMSession("other")
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := make(chan struct{})
+		if err := other.SubmitAsync(func(*Session) error { close(started); <-gate; return nil }, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the other session's gated op starts", func() { <-started })
+		if err := v.SubmitAsync(func(*Session) error { ran.Store(true); return nil }, nil); err != nil {
+			t.Fatal(err)
+		}
+		tm := time.AfterFunc(5*time.Millisecond, func() { close(gate) })
+		done := step(t, "Session.Sync outside the ops")
+		err = s.Sync()
+		done()
+		if err != nil {
+			t.Errorf("round %d: Session.Sync = %v", round, err)
+		}
+		if !ran.Load() {
+			t.Errorf("round %d: Session.Sync returned before the op accepted before it ran", round)
+		}
+		if tm.Stop() {
+			close(gate) // the op ran on another worker before the timer fired
+		}
+		waitFor(t, "the other session's Close", func() { other.Close() })
+	}
+}
+
+// Session.Sync on a session closed while one of its ops runs (the op
+// closed it: Close from inside an op does not wait) returns
+// ErrSessionClosed, as on any closed session, not the nil it returns
+// while an op of an open session runs: from the op itself and from a
+// goroutine the op waits for.
+func TestSessionSyncClosedWhileItsOpRuns(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	v, err := rt.NewVMSession("closing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct{ close, inOp, fromGoroutine, vm error }
+	res := make(chan result, 1)
+	if err := v.SubmitAsync(func(s *Session) error {
+		var r result
+		r.close = v.Close()
+		r.inOp = s.Sync()
+		g := make(chan error)
+		go func() { g <- s.Sync() }()
+		r.fromGoroutine = <-g
+		r.vm = v.Sync()
+		res <- r
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	waitFor(t, "the op that closes its session", func() { r = <-res })
+	if r.close != nil {
+		t.Fatalf("Close from inside the op = %v", r.close)
+	}
+	if r.inOp != ErrSessionClosed {
+		t.Errorf("Session.Sync in the op after its Close = %v, want ErrSessionClosed", r.inOp)
+	}
+	if r.fromGoroutine != ErrSessionClosed {
+		t.Errorf("Session.Sync from the op's goroutine after its Close = %v, want ErrSessionClosed", r.fromGoroutine)
+	}
+	if r.vm != ErrSessionClosed {
+		t.Errorf("VMSession.Sync in the op after its Close = %v, want ErrSessionClosed", r.vm)
 	}
 }
