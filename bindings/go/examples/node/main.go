@@ -911,7 +911,7 @@ func run(list []scenario, cfg config) ([][]pair, error) {
 		}
 		fmt.Println()
 	}
-	rt, err := accel.NewRuntime(accel.RuntimeConfig{})
+	rt, err := accel.NewRuntime(runtimeConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -1119,6 +1119,10 @@ func ontime(r result, k int) float64 {
 
 // showDetail (-detail): after each pair, per system, where the time went.
 var showDetail bool
+
+// runtimeConfig is accel's RuntimeConfig for the run (-workers,
+// -short-lane, -short-op); zero: the defaults.
+var runtimeConfig accel.RuntimeConfig
 
 func printDetail(p pair) {
 	if !showDetail {
@@ -1333,6 +1337,9 @@ func main() {
 	reps := flag.Int("reps", 1, "interleaved pairs of runs (accel, old design) per scenario; above 1: a line per pair and a table of medians and ratios")
 	warmup := flag.Duration("warmup", time.Second, "a discarded steady pair of this duration per system first; 0: none")
 	flag.BoolVar(&showDetail, "detail", false, "after each pair, per system: wall and CPU time, context switches, Go's wait for a P (p50, p99), arrival to Submit p99, Submit to f's start by class, the CPU used during the arrivals, f's wall time per ns of work credited, the CPU left idle while GOMAXPROCS VMs that do not wait had ops outstanding; in the blocking scenarios, per VM whose ops wait: ops run, on time, an op's start after the later of its Submit and the VM's last op, f's wall beyond its wait and work (p50, p90)")
+	flag.IntVar(&runtimeConfig.Workers, "workers", 0, "accel's worker goroutines (RuntimeConfig.Workers); 0: one per CPU the process may use")
+	flag.IntVar(&runtimeConfig.ShortLaneWorkers, "short-lane", 0, "of them, workers that run only sessions whose recent op cost is at most -short-op (RuntimeConfig.ShortLaneWorkers); below -workers, or below GOMAXPROCS with -workers 0")
+	flag.DurationVar(&runtimeConfig.ShortOp, "short-op", 0, "RuntimeConfig.ShortOp; 0: the library's 100 us")
 	systems := flag.String("systems", "both", "both | accel | old: the systems run (one alone: to profile it)")
 	flag.BoolVar(&announceWaits, "announce-waits", false, "blocking runs as blocking-hint (accel's waiting ops wrap their wait in s.Blocking; the old design's just wait)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
