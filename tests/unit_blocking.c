@@ -153,6 +153,104 @@ Test(blocking, extra_workers_respect_the_cap, .timeout = 60)
     cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
 }
 
+static int quick(accel_ctx *ctx, void *arg);
+
+/* ---- an extra only for a blocked worker no extra covers yet */
+
+static _Atomic int ow_a1_started, ow_b_started, ow_b_stop;
+static _Atomic int ow_a2_started, ow_a2_go, ow_a2_blocked;
+static tu_latch ow_gate1, ow_gate2;
+
+static int ow_a1(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    atomic_store(&ow_a1_started, 1);
+    accel_blocking_begin();
+    tu_latch_wait(&ow_gate1);
+    accel_blocking_end();
+    return 0;
+}
+
+/* Holds its worker on a CPU (never counted blocked) until told. */
+static int ow_spin(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    atomic_store(&ow_b_started, 1);
+    while (!atomic_load(&ow_b_stop))
+        sched_yield();
+    return 0;
+}
+
+static int ow_a2(accel_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    atomic_store(&ow_a2_started, 1);
+    while (!atomic_load(&ow_a2_go))
+        sched_yield();
+    accel_blocking_begin();
+    atomic_store(&ow_a2_blocked, 1);
+    tu_latch_wait(&ow_gate2);
+    accel_blocking_end();
+    return 0;
+}
+
+/* One worker, cap 4, the monitor off (waits are announced). A1 waits:
+ * the next submit (B, a spinning op) starts extra X for it. A1 ends; X
+ * stays busy in B. A2 then waits with C queued: X already covers one
+ * blocked worker (extras 1, blocked 1), so no second extra starts; C
+ * waits for B's end. An extra started for it would run C beside B: two
+ * ops computing at once on a runtime of one worker. */
+Test(blocking, no_extra_beyond_the_blocked_workers, .timeout = 60)
+{
+    atomic_store(&ow_a1_started, 0);
+    atomic_store(&ow_b_started, 0);
+    atomic_store(&ow_b_stop, 0);
+    atomic_store(&ow_a2_started, 0);
+    atomic_store(&ow_a2_go, 0);
+    atomic_store(&ow_a2_blocked, 0);
+    ow_gate1 = (tu_latch){0};
+    ow_gate2 = (tu_latch){0};
+    accel_runtime *rt = make_rt(1, 4, UINT64_C(60000000000));
+    accel_session *a = open_s(rt, 0), *b = open_s(rt, 1), *c = open_s(rt, 2);
+    accel_op a1 = {.fn = ow_a1}, spin = {.fn = ow_spin}, a2 = {.fn = ow_a2};
+    accel_op quick_op = {.fn = quick};
+    unit_step("A1 starts and waits, announced");
+    cr_assert_eq(accel_submit(a, &a1, ACCEL_FOREVER), ACCEL_OK);
+    tu_wait_at_least(&ow_a1_started, 1);
+    unit_step("B runs on an extra started for A1's wait");
+    cr_assert_eq(accel_submit(b, &spin, ACCEL_FOREVER), ACCEL_OK);
+    tu_wait_at_least(&ow_b_started, 1);
+    cr_assert_eq(stats_of(rt).extra_started, 1);
+    unit_step("A1 ends");
+    tu_latch_open(&ow_gate1);
+    cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    unit_step("A2 starts on the base worker");
+    cr_assert_eq(accel_submit(a, &a2, ACCEL_FOREVER), ACCEL_OK);
+    tu_wait_at_least(&ow_a2_started, 1);
+    cr_assert_eq(accel_submit(c, &quick_op, ACCEL_FOREVER), ACCEL_OK);
+    unit_step("A2 waits, announced, with C queued");
+    atomic_store(&ow_a2_go, 1);
+    tu_wait_at_least(&ow_a2_blocked, 1);
+    accel_runtime_stats st = stats_of(rt);
+    cr_expect_eq(st.extra_started, 1,
+                 "an extra started for A2's wait though X covered it "
+                 "(%llu started, %u running)",
+                 (unsigned long long)st.extra_started, st.extra_workers);
+    unit_step("B, A2 and C end");
+    atomic_store(&ow_b_stop, 1);
+    tu_latch_open(&ow_gate2);
+    cr_assert_eq(accel_session_sync(a, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(b, ACCEL_FOREVER), ACCEL_OK);
+    cr_assert_eq(accel_session_sync(c, ACCEL_FOREVER), ACCEL_OK);
+    accel_session_release(a);
+    accel_session_release(b);
+    accel_session_release(c);
+    cr_expect_eq(accel_runtime_destroy(rt), ACCEL_OK);
+}
+
 /* ---- 16 sessions blocked in an op, a 17th session's op runs */
 
 #define SLEEPERS 16
