@@ -332,6 +332,7 @@ Test(faults, alloc_fail_during_ops, .timeout = 120)
             cpu_alloc_site = (int)i;
     cr_assert_geq(cpu_alloc_site, 0);
     uint64_t nomem = 0;
+    bool cpu = false; /* the CUDA stand-in's sessions never reach the site */
     for (long k = 0; k < 60; k++) {
         accel_runtime *rt;
         accel_runtime_config rcfg = {.workers = 2};
@@ -339,6 +340,8 @@ Test(faults, alloc_fail_during_ops, .timeout = 120)
         accel_session *s;
         accel_session_config cfg = {.id = "w"};
         cr_assert_eq(accel_session_open(rt, &cfg, &s), ACCEL_OK);
+        if (accel_session_backend(s) == ACCEL_BACKEND_CPU)
+            cpu = true;
         counters c;
         memset(&c, 0, sizeof(c));
         accel__fault_arm_site((unsigned)cpu_alloc_site, k % 7);
@@ -363,7 +366,8 @@ Test(faults, alloc_fail_during_ops, .timeout = 120)
         accel__fault_disarm();
         cr_assert_eq(accel_runtime_destroy(rt), ACCEL_OK);
     }
-    cr_assert_gt(nomem, 0, "no allocation failed: the site was never armed");
+    if (cpu)
+        cr_assert_gt(nomem, 0, "no allocation failed: the site was never armed");
     assert_no_leaks("alloc_fail_during_ops");
 }
 
