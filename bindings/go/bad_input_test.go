@@ -438,6 +438,9 @@ func TestBadInputNewRuntimeNegative(t *testing.T) {
 		{Workers: 1, QuantumOps: -1},
 		{Workers: 1, Quantum: -time.Millisecond},
 		{Workers: -1, ShortLaneWorkers: -1, ShortOp: -1, QuantumOps: -1, Quantum: -1},
+		// The compensation fields (the tests' own).
+		{Workers: 1, maxExtra: -1},
+		{Workers: 1, blockDetect: -time.Millisecond},
 	} {
 		id0 := hostNextID.Load()
 		rt, err := NewRuntime(cfg)
@@ -453,7 +456,7 @@ func TestBadInputNewRuntimeNegative(t *testing.T) {
 			t.Errorf("NewRuntime(%+v) took a runtime id (%d -> %d) before refusing", cfg, id0, id)
 		}
 	}
-	for _, cfg := range []RuntimeConfig{
+	over := []RuntimeConfig{
 		// Past what the C fields hold: wrapped, C would take a small
 		// count while the host workers started the large one.
 		{Workers: wide(1<<32 + 1)},
@@ -461,7 +464,13 @@ func TestBadInputNewRuntimeNegative(t *testing.T) {
 		{Workers: 1025}, // over the library's maximum
 		{Workers: 2, ShortLaneWorkers: 2},
 		{Workers: 1, ShortLaneWorkers: 5},
-	} {
+	}
+	if strconv.IntSize == 64 {
+		// The cap on extra workers past 2^31-1 (C's unsigned field would
+		// wrap 2^32+1 to 1).
+		over = append(over, RuntimeConfig{Workers: 1, maxExtra: wide(1<<32 + 1)})
+	}
+	for _, cfg := range over {
 		rt, err := NewRuntime(cfg)
 		if rt != nil || !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("NewRuntime(%+v) = %v, %v, want nil, ErrInvalidArgument", cfg, rt != nil, err)

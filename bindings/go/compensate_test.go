@@ -994,3 +994,193 @@ func TestCompParkLeavesAndRetakesTheThread(t *testing.T) {
 		t.Errorf("after the unpark: own session %v, in a visit %v; want both", after[0], after[1])
 	}
 }
+
+// An extra worker that is surplus at the end of its visit (the worker
+// it stood in for is no longer blocked) leaves then, rather than taking
+// the next visit. No monitor (only the announcement counts), 1 worker,
+// a cap of 1 extra worker: a's op waits in s.Blocking, so an extra
+// worker is added, and it runs b's op, which waits on a gate (not
+// counted). a's wait ends, but its op goes on holding the only worker
+// (waiting on a gate of its own, not counted): the extra worker is
+// surplus from here. c's op is queued, then b's gate opens: the extra
+// worker ends its visit and leaves, and c's op waits for a's to return.
+// Planted (the surplus extra stays), the extra worker runs c's op while
+// a's still holds the worker.
+func TestCompSurplusExtraLeavesAtItsVisitEnd(t *testing.T) {
+	plantBugs(t)
+	rt := newUnwatchedRuntime(t, 1)
+	rt.setOwnForTest(false)
+	a, _ := rt.NewVMSession("a")
+	b, _ := rt.NewVMSession("b")
+	c, _ := rt.NewVMSession("c")
+	aWaits, aBlockingDone, aGate := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	aRelease := make(chan struct{})
+	aRes := make(chan error, 1)
+	if err := a.SubmitAsync(func(s *Session) error {
+		s.Blocking(func() { close(aWaits); <-aRelease })
+		close(aBlockingDone)
+		<-aGate
+		return nil
+	}, func(err error) { aRes <- err }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a's op inside s.Blocking", func() { <-aWaits })
+	bIn, bGate := make(chan struct{}), make(chan struct{})
+	bRes := make(chan error, 1)
+	if err := b.SubmitAsync(func(*Session) error { close(bIn); <-bGate; return nil },
+		func(err error) { bRes <- err }); err != nil {
+		t.Fatal(err)
+	}
+	done := stepWithin(t, "b's op starts on the extra worker", compLimit)
+	<-bIn
+	done()
+	close(aRelease)
+	waitFor(t, "a's op leaves s.Blocking (its worker no longer blocked)", func() { <-aBlockingDone })
+	var cRan atomic.Bool
+	cRes := make(chan error, 1)
+	if err := c.SubmitAsync(func(*Session) error { cRan.Store(true); return nil },
+		func(err error) { cRes <- err }); err != nil {
+		t.Fatal(err)
+	}
+	close(bGate)
+	done = stepWithin(t, "b's op returns and the surplus extra worker leaves", compLimit)
+	if err := <-bRes; err != nil {
+		t.Fatal(err)
+	}
+	for rt.host.comp.extras.Load() != 0 {
+		time.Sleep(100 * time.Microsecond)
+	}
+	done()
+	if cRan.Load() {
+		t.Errorf("c's op ran while a's held the only worker: the surplus extra worker stayed for another visit")
+	}
+	close(aGate)
+	done = step(t, "a's op returns, then c's")
+	for _, ch := range []chan error{aRes, cRes} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	done()
+}
+
+// An extra worker idle for extraIdle while the worker it stands in for
+// is still blocked leaves and is added again at once (a submit that found
+// it parked just before it left asked for no worker): the runtime keeps
+// one extra worker all along. No monitor, 1 worker: a's op waits in
+// s.Blocking, b's op runs on the extra worker, and then nothing runs
+// until the C runtime has started a second extra worker (the same
+// goroutine on a new index). Planted
+// (the idle extra leaves without adding one again), no extra worker is
+// left while a's op still waits.
+func TestCompIdleExtraReplacedWhileOwed(t *testing.T) {
+	plantBugs(t)
+	rt := newUnwatchedRuntime(t, 1)
+	rt.setOwnForTest(false)
+	a, _ := rt.NewVMSession("a")
+	aWaits, aRelease := make(chan struct{}), make(chan struct{})
+	aRes := make(chan error, 1)
+	if err := a.SubmitAsync(func(s *Session) error {
+		s.Blocking(func() { close(aWaits); <-aRelease })
+		return nil
+	}, func(err error) { aRes <- err }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a's op inside s.Blocking", func() { <-aWaits })
+	b, _ := rt.NewVMSession("b")
+	quickOp(t, b, "b's op on an extra worker while a's is blocked")
+	done := stepWithin(t, "the idle extra worker leaves (and is added again, or not)", compLimit)
+	for rt.host.comp.extras.Load() != 0 && rt.cStatsForTest().extra_started < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	done()
+	if e, st := rt.host.comp.extras.Load(), rt.cStatsForTest(); e != 1 || st.extra_workers != 1 {
+		t.Errorf("after the idle extra worker left with a's op still blocked: %d extra host workers, C's extra workers %d (started %d), want 1 and 1",
+			e, st.extra_workers, st.extra_started)
+	}
+	quickOp(t, b, "b's next op while a's is still blocked")
+	close(aRelease)
+	waitFor(t, "a's op returns", func() {
+		if err := <-aRes; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Each op of a visit is judged on a window of its own: the op word f
+// bumps (callF) makes the C monitor drop a detection at the first tick
+// that finds another op, and sample that op afresh. 1 worker, a cap of
+// 1 extra worker, the default monitor: v's ops, one group
+// (SubmitAsyncBatch: one visit), each wait on a gate of their own,
+// unannounced; the monitor finds the first waiting, and the extra worker
+// runs w's op, which waits too, while z's op stays queued (work waits
+// all along). Once both workers are counted blocked, the gates of v's
+// ops open one by one: each next op's wait is a new one, and the monitor
+// detects it again. Planted (f does not bump the op word), the monitor
+// sees one wait from the first op on; only the thread's moment on a CPU
+// between two ops may end that detection (it did so at many of the
+// steps here), so the test takes 15 steps, each of which must see a new
+// detection.
+func TestCompEachOpOfAVisitJudgedAfresh(t *testing.T) {
+	compCases(t, func(t *testing.T) {
+		rt := newConfigRuntime(t, RuntimeConfig{Workers: 1, maxExtra: 1})
+		rt.setOwnForTest(false)
+		v, _ := rt.NewVMSession("v")
+		w, _ := rt.NewVMSession("w")
+		z, _ := rt.NewVMSession("z")
+		const k = 16
+		var in, gate [k]chan struct{}
+		fs := make([]func(*Session) error, k)
+		for i := range fs {
+			i := i
+			in[i], gate[i] = make(chan struct{}), make(chan struct{})
+			fs[i] = func(*Session) error { close(in[i]); <-gate[i]; return nil }
+		}
+		vRes := make(chan error, k)
+		if _, err := v.SubmitAsyncBatch(fs, func(_ int, err error) { vRes <- err }); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "v's first op waits", func() { <-in[0] })
+		wIn, wGate := make(chan struct{}), make(chan struct{})
+		wRes, zRes := make(chan error, 1), make(chan error, 1)
+		if err := w.SubmitAsync(func(*Session) error { close(wIn); <-wGate; return nil },
+			func(err error) { wRes <- err }); err != nil {
+			t.Fatal(err)
+		}
+		done := stepWithin(t, "w's op on the extra worker the monitor's detection adds", compLimit)
+		<-wIn
+		done()
+		if err := z.SubmitAsync(func(*Session) error { return nil }, func(err error) { zRes <- err }); err != nil {
+			t.Fatal(err)
+		}
+		done = stepWithin(t, "the monitor counts both waits (v's first op, w's op) blocked", compLimit)
+		for blocked, _ := rt.cBlockedForTest(); blocked != 2; blocked, _ = rt.cBlockedForTest() {
+			time.Sleep(monitorTick / 4)
+		}
+		done()
+		for i := 1; i < k; i++ {
+			d0 := detections(rt)
+			close(gate[i-1])
+			waitFor(t, fmt.Sprintf("v's op %d waits", i), func() { <-in[i] })
+			done = stepWithin(t, fmt.Sprintf("the monitor detects v's op %d's wait as a new one", i), compLimit)
+			for detections(rt) == d0 {
+				time.Sleep(monitorTick / 4)
+			}
+			done()
+		}
+		close(gate[k-1])
+		close(wGate)
+		done = stepWithin(t, "v's, w's and z's ops return", compLimit)
+		for i := 0; i < k; i++ {
+			if err := <-vRes; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, ch := range []chan error{wRes, zRes} {
+			if err := <-ch; err != nil {
+				t.Fatal(err)
+			}
+		}
+		done()
+	})
+}
