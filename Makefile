@@ -83,7 +83,7 @@ test-reliability: need
 test-go: need-go
 	cd bindings/go && $(GO_ENV) go vet ./... && $(GO_ENV) go test -race -count=1 -p 1 -timeout 20m ./...
 	cd bindings/go && $(GO_ENV) go test -race -count=1 -tags accel_plant -timeout 5m \
-	  -run '^TestRuntimeCloseWaitsForAnInOpCloseRelease$$' .
+	  -run '^(TestRuntimeCloseWaitsForAnInOpCloseRelease|TestRacingClosesReleaseOnce)$$' .
 	$(GO_ENV) bindings/go/promcollector/test.sh -race -count=1 -timeout 5m
 
 # The Go tests once more with the C side (and cgo's checks of Go memory)
