@@ -1025,15 +1025,7 @@ func TestCompSurplusExtraLeavesAtItsVisitEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "a's op inside s.Blocking", func() { <-aWaits })
-	bIn, bGate := make(chan struct{}), make(chan struct{})
-	bRes := make(chan error, 1)
-	if err := b.SubmitAsync(func(*Session) error { close(bIn); <-bGate; return nil },
-		func(err error) { bRes <- err }); err != nil {
-		t.Fatal(err)
-	}
-	done := stepWithin(t, "b's op starts on the extra worker", compLimit)
-	<-bIn
-	done()
+	bGate, bRes := gatedOp(t, b, "b's op starts on the extra worker", compLimit)
 	close(aRelease)
 	waitFor(t, "a's op leaves s.Blocking (its worker no longer blocked)", func() { <-aBlockingDone })
 	var cRan atomic.Bool
@@ -1043,7 +1035,7 @@ func TestCompSurplusExtraLeavesAtItsVisitEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(bGate)
-	done = stepWithin(t, "b's op returns and the surplus extra worker leaves", compLimit)
+	done := stepWithin(t, "b's op returns and the surplus extra worker leaves", compLimit)
 	if err := <-bRes; err != nil {
 		t.Fatal(err)
 	}
@@ -1141,19 +1133,12 @@ func TestCompEachOpOfAVisitJudgedAfresh(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, "v's first op waits", func() { <-in[0] })
-		wIn, wGate := make(chan struct{}), make(chan struct{})
-		wRes, zRes := make(chan error, 1), make(chan error, 1)
-		if err := w.SubmitAsync(func(*Session) error { close(wIn); <-wGate; return nil },
-			func(err error) { wRes <- err }); err != nil {
-			t.Fatal(err)
-		}
-		done := stepWithin(t, "w's op on the extra worker the monitor's detection adds", compLimit)
-		<-wIn
-		done()
+		wGate, wRes := gatedOp(t, w, "w's op on the extra worker the monitor's detection adds", compLimit)
+		zRes := make(chan error, 1)
 		if err := z.SubmitAsync(func(*Session) error { return nil }, func(err error) { zRes <- err }); err != nil {
 			t.Fatal(err)
 		}
-		done = stepWithin(t, "the monitor counts both waits (v's first op, w's op) blocked", compLimit)
+		done := stepWithin(t, "the monitor counts both waits (v's first op, w's op) blocked", compLimit)
 		for blocked, _ := rt.cBlockedForTest(); blocked != 2; blocked, _ = rt.cBlockedForTest() {
 			time.Sleep(monitorTick / 4)
 		}

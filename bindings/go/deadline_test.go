@@ -165,19 +165,13 @@ func TestOpPastItsDeadlineWithTheTimerLateNeverStarts(t *testing.T) {
 	rt := newTestRuntime(t, 1)
 	rt.setOwnForTest(false) // f runs on a host worker, after its take
 	v, _ := rt.NewVMSession("late")
-	started, gate := make(chan struct{}), make(chan struct{})
-	if err := v.SubmitAsync(func(*Session) error { close(started); <-gate; return nil }, nil); err != nil {
-		t.Fatal(err)
-	}
-	done := step(t, "the first op starts")
-	<-started
-	done()
+	gate, _ := gatedOp(t, v, "the first op starts", 10*time.Second)
 	ctx := &lateCtx{Context: context.Background(), done: make(chan struct{})}
 	ctx.dl.Store(time.Now().Add(time.Hour).UnixNano())
 	var ran atomic.Bool
 	errc := make(chan error, 1)
 	go func() { errc <- v.Submit(ctx, func(*Session) error { ran.Store(true); return nil }) }()
-	done = step(t, "the second op is accepted")
+	done := step(t, "the second op is accepted")
 	for v.submitted.Load() < 2 {
 		time.Sleep(100 * time.Microsecond)
 	}

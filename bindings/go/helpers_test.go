@@ -42,6 +42,23 @@ func onHostWorker(v *VMSession, f func(*Session) error) error {
 	return <-ran
 }
 
+// gatedOp submits to v an op that waits on gate until the test closes
+// it, and returns once the op has started (the wait named started, within
+// limit), with the gate and the channel of the op's result.
+func gatedOp(t testing.TB, v *VMSession, started string, limit time.Duration) (gate chan struct{}, res chan error) {
+	t.Helper()
+	in := make(chan struct{})
+	gate, res = make(chan struct{}), make(chan error, 1)
+	if err := v.SubmitAsync(func(*Session) error { close(in); <-gate; return nil },
+		func(err error) { res <- err }); err != nil {
+		t.Fatal(err)
+	}
+	done := stepWithin(t, started, limit)
+	<-in
+	done()
+	return gate, res
+}
+
 // waitFor runs wait, a wait on the library, under step's watchdog.
 func waitFor(t testing.TB, name string, wait func()) {
 	t.Helper()

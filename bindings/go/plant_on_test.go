@@ -100,11 +100,7 @@ func TestRacingClosesReleaseOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gate, started := make(chan struct{}), make(chan struct{})
-		if err := v.SubmitAsync(func(*Session) error { close(started); <-gate; return nil }, nil); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, "the gated op starts", func() { <-started })
+		gate, _ := gatedOp(t, v, "the gated op starts", 10*time.Second)
 		var wg sync.WaitGroup
 		errs := make(chan error, closers)
 		for c := 0; c < closers; c++ {

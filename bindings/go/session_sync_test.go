@@ -126,7 +126,6 @@ func TestSessionSyncOutsideOpsWaits(t *testing.T) {
 	defer waitFor(t, "Close at the test's end", func() { v.Close() })
 	s := v.Session()
 	for round := 0; round < 3; round++ {
-		gate := make(chan struct{})
 		var ran atomic.Bool
 		// Queued, not started, at the Sync: the one-worker runtime holds
 		// the other session's gated op.
@@ -134,11 +133,7 @@ func TestSessionSyncOutsideOpsWaits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		started := make(chan struct{})
-		if err := other.SubmitAsync(func(*Session) error { close(started); <-gate; return nil }, nil); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, "the other session's gated op starts", func() { <-started })
+		gate, _ := gatedOp(t, other, "the other session's gated op starts", 10*time.Second)
 		if err := v.SubmitAsync(func(*Session) error { ran.Store(true); return nil }, nil); err != nil {
 			t.Fatal(err)
 		}
